@@ -1,0 +1,53 @@
+# Two commands on a fresh Debian/Ubuntu machine with Python 3.11:
+#   make run   installs what is missing, prepares the demo tenant, serves on 127.0.0.1:8000
+#   make test  installs what is missing and runs the whole test suite
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+MANAGE := $(BIN)/python manage.py
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Debian packages the product needs at run time (the features add theirs here).
+SYSTEM_PACKAGES :=
+
+.PHONY: run test bench install system-packages migrate serve clean
+
+run: install .env migrate
+	$(MANAGE) collectstatic --noinput -v0
+	$(MANAGE) seed_demo --base-url http://$(HOST):$(PORT)
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
+	$(BIN)/gunicorn console.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - --error-logfile -
+
+test: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: install
+	@bash .ci/apt-ensure wrk
+	$(BIN)/python bench/run.py
+
+install: system-packages $(STAMP)
+
+system-packages:
+	@bash .ci/apt-ensure $(SYSTEM_PACKAGES)
+
+# Reinstalls only when pyproject.toml changes, so a second `make run` starts in seconds.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { bash .ci/apt-ensure python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet ".[test]"
+	@touch $@
+
+# A local settings file with a fresh secret; never committed.
+.env:
+	@sed "s|^SECRET_KEY=.*|SECRET_KEY=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')|" .env.example > .env
+	@echo "Wrote .env with a new SECRET_KEY."
+
+migrate: install .env
+	$(MANAGE) migrate --noinput -v0
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class CallsAppConfig(AppConfig):
+    name = "calls_app"

@@ -1,0 +1,42 @@
+"""Base classes of the `/v2` views."""
+from rest_framework import serializers, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.views import APIView
+
+from console.tenants.selection import tenant_for_request
+
+
+class TenantBoundMixin:
+    """Authenticates, then selects the request's tenant as `request.tenant`.
+
+    Authentication runs first, so a request without credentials answers 401 before
+    anything about tenants is revealed.
+    """
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        request.tenant = tenant_for_request(request)
+
+
+class TenantAPIView(TenantBoundMixin, APIView):
+    pass
+
+
+class TenantViewSet(TenantBoundMixin, viewsets.GenericViewSet):
+    pass
+
+
+class OpenAPIView(APIView):
+    """Not tenant-bound and open (CONTRACT §1): no credentials are read at all."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+
+def validated(serializer_class, data):
+    """The validated data of a JSON-object body, or a 400 in the contract's shape."""
+    if not isinstance(data, dict):
+        raise serializers.ValidationError({"non_field_errors": ["The body must be a JSON object."]})
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

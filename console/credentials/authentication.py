@@ -1,0 +1,42 @@
+from rest_framework import authentication, exceptions
+
+from console.credentials.services import api_key_authenticate
+
+
+class ApiKeyUser:
+    """The principal of a request authenticated by an API key (no Django user)."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_staff = False
+    is_superuser = False
+    is_active = True
+
+    def __init__(self, api_key):
+        self.api_key = api_key
+        self.pk = None
+        self.username = f"api-key:{api_key.prefix}"
+
+    def __str__(self):
+        return self.username
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <api key>`; request.auth is the ApiKey."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, raw_key = header.partition(" ")
+        if scheme.lower() != self.keyword.lower() or not raw_key.strip():
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <api key>'.")
+        api_key = api_key_authenticate(raw_key=raw_key.strip())
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
+        return ApiKeyUser(api_key), api_key
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="api"'

@@ -1,0 +1,58 @@
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from console.credentials.models import ApiKey
+
+KEY_SCHEME = "swk"
+# last_used_at is informative; writing it on every request would serialise
+# requests on one row, so it is refreshed at most this often.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+def hash_key(raw_key):
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+def split_key(raw_key):
+    """The lookup prefix of a well-formed key, else None."""
+    parts = raw_key.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_SCHEME or len(parts[1]) != 12 or len(parts[2]) < 40:
+        return None
+    return f"{parts[0]}_{parts[1]}"
+
+
+@transaction.atomic
+def api_key_create(*, tenant, name="", created_by=None):
+    """A new key for `tenant`: returns (ApiKey, the raw key to show once)."""
+    prefix = f"{KEY_SCHEME}_{secrets.token_hex(6)}"
+    raw_key = f"{prefix}_{secrets.token_urlsafe(32)}"
+    api_key = ApiKey.objects.create(
+        tenant=tenant, name=name, prefix=prefix, key_hash=hash_key(raw_key), created_by=created_by
+    )
+    return api_key, raw_key
+
+
+def api_key_revoke(*, api_key):
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_authenticate(*, raw_key):
+    """The active key matching `raw_key`, or None. Compares hashes in constant time."""
+    prefix = split_key(raw_key)
+    if prefix is None:
+        return None
+    api_key = ApiKey.objects.active().select_related("tenant").filter(prefix=prefix).first()
+    if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(raw_key)):
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    return api_key

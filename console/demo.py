@@ -1,0 +1,105 @@
+"""The demo tenant that `make run` shows (CONTRACT §8: `seed_demo`).
+
+Every step is idempotent: running it again changes nothing that is already there.
+Later features add their own steps to `DEMO_STEPS`.
+"""
+import json
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from console.assistants.models import Assistant
+from console.credentials.models import ApiKey
+from console.credentials.services import api_key_create
+from console.numbers.models import PhoneNumber
+from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
+
+DEMO_SLUG = "demo"
+OPERATOR_USERNAME = "operator"
+DEMO_ASSISTANTS = [
+    ("Empfang", "Nimmt Anrufe an, nennt Öffnungszeiten und bietet einen Rückruf an."),
+    ("Terminvereinbarung", "Vereinbart und verschiebt Termine."),
+]
+DEMO_NUMBERS = [("+4930901820", "Zentrale", "Empfang"), ("+4940809081", "Termine", "Terminvereinbarung")]
+
+
+def credentials_file():
+    return settings.VAR_DIR / "demo-credentials.json"
+
+
+def _load_credentials():
+    try:
+        return json.loads(credentials_file().read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _store_credentials(data):
+    path = credentials_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    path.chmod(0o600)
+
+
+def seed_tenant():
+    tenant, _ = Tenant.objects.get_or_create(slug=DEMO_SLUG, defaults={"name": "Demo Praxis GmbH", "minute_cap": 500})
+    TenantHost.objects.get_or_create(host="demo.localhost", defaults={"tenant": tenant})
+    for origin in ("http://127.0.0.1:8000", "http://localhost:8000"):
+        TenantOrigin.objects.get_or_create(tenant=tenant, origin=origin)
+    return tenant
+
+
+def seed_assistants_and_numbers(tenant):
+    by_name = {}
+    for name, description in DEMO_ASSISTANTS:
+        by_name[name], _ = Assistant.objects.get_or_create(
+            tenant=tenant, name=name, defaults={"description": description}
+        )
+    for e164, label, assistant in DEMO_NUMBERS:
+        PhoneNumber.objects.get_or_create(
+            e164=e164, defaults={"tenant": tenant, "label": label, "assistant": by_name[assistant]}
+        )
+
+
+def seed_operator(tenant, stored):
+    """A superuser for the admin; its password is made once and kept in var/."""
+    User = get_user_model()
+    user = User.objects.filter(username=OPERATOR_USERNAME).first()
+    if user is None:
+        stored["operator_password"] = secrets.token_urlsafe(12)
+        user = User.objects.create_superuser(OPERATOR_USERNAME, "operator@demo.localhost", stored["operator_password"])
+    Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": Membership.Role.OWNER})
+
+
+def seed_api_key(tenant, stored):
+    """One demo key; only its hash is in the database, so the key itself is kept in
+    the untracked var/ file for `make run` to print. If that file is lost, a new key
+    replaces the old one."""
+    key_id = stored.get("api_key_id")
+    if key_id and ApiKey.objects.active().filter(pk=key_id, tenant=tenant).exists():
+        return
+    api_key, raw_key = api_key_create(tenant=tenant, name="demo (make run)")
+    stored.update(api_key_id=api_key.id, api_key=raw_key)
+
+
+DEMO_STEPS = [seed_assistants_and_numbers]
+
+
+def seed_demo():
+    """Returns the demo credentials: {api_key, operator_username, operator_password}."""
+    stored = _load_credentials()
+    with transaction.atomic():
+        tenant = seed_tenant()
+        for step in DEMO_STEPS:
+            step(tenant)
+        seed_operator(tenant, stored)
+        seed_api_key(tenant, stored)
+    _store_credentials(stored)
+    return {
+        "tenant": tenant.slug,
+        "api_key": stored.get("api_key"),
+        "operator_username": OPERATOR_USERNAME,
+        "operator_password": stored.get("operator_password", "(set before; see var/demo-credentials.json)"),
+    }

@@ -1,0 +1,23 @@
+from django import forms
+
+from console.numbers.models import PhoneNumber
+from console.phone import InvalidPhoneNumber, to_e164
+
+
+class PhoneNumberAdminForm(forms.ModelForm):
+    class Meta:
+        model = PhoneNumber
+        fields = ["tenant", "e164", "label", "assistant"]
+
+    def clean_e164(self):
+        try:
+            return to_e164(self.cleaned_data["e164"])
+        except InvalidPhoneNumber as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        cleaned = super().clean()
+        tenant, assistant = cleaned.get("tenant"), cleaned.get("assistant")
+        if tenant and assistant and assistant.tenant_id != tenant.id:
+            self.add_error("assistant", "This assistant belongs to another tenant.")
+        return cleaned

@@ -1,0 +1,43 @@
+from rest_framework import serializers
+
+from console.numbers.models import PhoneNumber
+from console.phone import InvalidPhoneNumber, to_e164
+
+
+class PhoneNumberSerializer(serializers.ModelSerializer):
+    assistant = serializers.CharField(source="assistant_id", allow_null=True)
+
+    class Meta:
+        model = PhoneNumber
+        fields = ["id", "e164", "label", "assistant"]
+        read_only_fields = fields
+
+
+class E164Field(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Send the number as a string, e.g. \"+49 30 1234567\".")
+        try:
+            return to_e164(super().to_internal_value(data))
+        except InvalidPhoneNumber as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class PhoneNumberCreateSerializer(serializers.Serializer):
+    e164 = E164Field(max_length=40)
+    label = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    assistant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
+
+
+class PhoneNumberUpdateSerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    assistant = serializers.CharField(max_length=40, required=False, allow_null=True)
+
+    def validate(self, attrs):
+        # The number itself is the routing key of inbound calls; it is replaced by
+        # deleting and adding a number, never edited in place.
+        if "e164" in self.initial_data:
+            raise serializers.ValidationError({"e164": ["The number cannot be changed; delete it and add the new one."]})
+        if not attrs:
+            raise serializers.ValidationError({"non_field_errors": ["Send 'label' and/or 'assistant'."]})
+        return attrs

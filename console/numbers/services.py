@@ -1,0 +1,46 @@
+from django.db import IntegrityError, transaction
+
+from console.assistants.models import Assistant
+from console.errors import NumberTaken, ValidationFailed
+from console.numbers.models import PhoneNumber
+
+
+def _assistant_of(tenant, assistant_id):
+    if assistant_id is None:
+        return None
+    # Scoped to the tenant: another tenant's assistant is "no such assistant".
+    assistant = Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first()
+    if assistant is None:
+        raise ValidationFailed.field("assistant", f"No assistant '{assistant_id}' in this tenant.")
+    return assistant
+
+
+def number_create(*, tenant, e164, label="", assistant_id=None):
+    assistant = _assistant_of(tenant, assistant_id)
+    if PhoneNumber.objects.filter(e164=e164).exists():
+        raise NumberTaken(details={"e164": e164})
+    try:
+        with transaction.atomic():
+            return PhoneNumber.objects.create(tenant=tenant, e164=e164, label=label, assistant=assistant)
+    except IntegrityError:
+        # Lost a race with a concurrent insert of the same number.
+        raise NumberTaken(details={"e164": e164}) from None
+
+
+@transaction.atomic
+def number_update(*, number, **changes):
+    fields = []
+    if "label" in changes:
+        number.label = changes["label"]
+        fields.append("label")
+    if "assistant" in changes:
+        number.assistant = _assistant_of(number.tenant, changes["assistant"])
+        fields.append("assistant")
+    if fields:
+        number.save(update_fields=fields)
+    return number
+
+
+@transaction.atomic
+def number_delete(*, number):
+    number.delete()

@@ -1,0 +1,45 @@
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, status
+from rest_framework.response import Response
+
+from console.api import TenantViewSet, validated
+from console.numbers import services
+from console.numbers.models import PhoneNumber
+from console.numbers.serializers import (
+    PhoneNumberCreateSerializer,
+    PhoneNumberSerializer,
+    PhoneNumberUpdateSerializer,
+)
+
+
+class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    serializer_class = PhoneNumberSerializer
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return PhoneNumber.objects.for_tenant(self.request.tenant)
+
+    @extend_schema(responses=inline_serializer("PhoneNumberList", {"numbers": PhoneNumberSerializer(many=True)}))
+    def list(self, request):
+        return Response({"numbers": PhoneNumberSerializer(self.get_queryset(), many=True).data})
+
+    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer})
+    def create(self, request):
+        data = validated(PhoneNumberCreateSerializer, request.data)
+        number = services.number_create(
+            tenant=request.tenant, e164=data["e164"], label=data["label"], assistant_id=data["assistant"]
+        )
+        return Response(PhoneNumberSerializer(number).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer)
+    def partial_update(self, request, pk=None):
+        number = self.get_object()
+        data = validated(PhoneNumberUpdateSerializer, request.data)
+        number = services.number_update(number=number, **data)
+        return Response(PhoneNumberSerializer(number).data)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.number_delete(number=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+

@@ -1,0 +1,183 @@
+"""Settings, read from the environment (and an optional `.env` beside manage.py).
+
+Every name is listed with its default in `.env.example`. The defaults are safe for
+production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start.
+"""
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A local `.env` is a convenience for `make run`; real deployments set the variables.
+environ.Env.read_env(env.str("ENV_FILE", default=str(BASE_DIR / ".env")), overwrite=False)
+
+
+def project_path(name, default):
+    """A path setting; a relative value is taken relative to the project, not the cwd."""
+    path = Path(env.str(name, default=str(default)))
+    return path if path.is_absolute() else BASE_DIR / path
+
+DEBUG = env.bool("DEBUG", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        # Failing here (not on the first signed cookie) makes a forgotten secret
+        # visible at deploy time.
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it in the environment or in .env "
+            "(see .env.example); only DEBUG=1 runs without one."
+        )
+    SECRET_KEY = "insecure-debug-only-secret-key"
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", ".localhost"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "console.tenants",
+    "console.credentials",
+    "console.assistants",
+    "console.numbers",
+    "scripts_app",
+    "leads_app",
+    "calls_app",
+    "registry_app",
+]
+
+MIDDLEWARE = [
+    # Outermost, so that it sees every error response of the API paths, including
+    # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
+    "console.middleware.JsonErrorMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    if DATABASES["default"]["NAME"] != ":memory:":
+        DATABASES["default"]["NAME"] = str(BASE_DIR / DATABASES["default"]["NAME"])
+    # IMMEDIATE transactions take the write lock at BEGIN, so concurrent writers
+    # queue on the busy timeout instead of failing with "database is locked" when a
+    # read transaction tries to upgrade. WAL lets readers run beside the writer.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# API messages are English throughout (findings of the German linter are German).
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = project_path("STATIC_ROOT", "staticfiles")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+MEDIA_ROOT = project_path("MEDIA_ROOT", "media")
+MEDIA_URL = "media/"
+
+# Local, untracked state of `make run` (the demo credentials it prints).
+VAR_DIR = project_path("VAR_DIR", "var")
+
+# Requests under these prefixes answer every error as JSON in the contract's shape.
+API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health")
+
+SERVICE_NAME = "stimmwerk-console"
+CONTRACT_VERSION = "2.0"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # First, so that a request without credentials answers 401 with
+        # `WWW-Authenticate: Bearer` rather than 403.
+        "console.credentials.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+if DEBUG:
+    REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Stimmwerk Console API",
+    "DESCRIPTION": "Multi-tenant voice AI console. Tenant-bound endpoints need "
+                   "`Authorization: Bearer <api key>` and `X-Tenant: <slug>`.",
+    "VERSION": CONTRACT_VERSION,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # The JSON error middleware logs server errors itself, with the request.
+        "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
+    },
+}

@@ -1,0 +1,18 @@
+from django.contrib import admin
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    """Admin of tenant data: a staff member who is not a superuser sees and picks
+    only the tenants they are a member of, and those tenants' data.
+
+    Works for every model whose queryset has `visible_to(user)`.
+    """
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).visible_to(request.user)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        related = db_field.related_model._default_manager.all()
+        if hasattr(related, "visible_to"):
+            kwargs["queryset"] = related.visible_to(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -1,0 +1,95 @@
+import zoneinfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
+slug_validator = RegexValidator(
+    SLUG_PATTERN, "A slug is 2–63 characters: lowercase letters, digits and '-', not starting with '-'."
+)
+
+
+host_validator = RegexValidator(
+    r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$",
+    "A host name in lowercase, without scheme or port (e.g. acme.example.com).",
+)
+
+
+def validate_time_zone(value):
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(f"'{value}' is not a known IANA time zone (e.g. Europe/Berlin).")
+
+
+class TenantQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Tenants a console user may see: all for superusers, else their memberships."""
+        if user.is_superuser:
+            return self
+        return self.filter(memberships__user=user)
+
+
+class Tenant(models.Model):
+    slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    time_zone = models.CharField(max_length=64, default="Europe/Berlin", validators=[validate_time_zone])
+    minute_cap = models.PositiveIntegerField(
+        default=1000, help_text="Outbound minutes per calendar month; 0 allows no outbound call."
+    )
+    max_call_minutes = models.PositiveIntegerField(
+        default=10, validators=[MinValueValidator(1)], help_text="Longest outbound call, in whole minutes."
+    )
+    recording_enabled = models.BooleanField(default=False)
+    transcription_enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return f"{self.name} ({self.slug})"
+
+
+class TenantHost(models.Model):
+    """A host name that selects its tenant when a request carries no X-Tenant header."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="hosts")
+    # Unique across tenants: one host name can only ever mean one tenant.
+    host = models.CharField(max_length=253, unique=True, validators=[host_validator])
+
+    def __str__(self):
+        return self.host
+
+
+class TenantOrigin(models.Model):
+    """A web origin (scheme://host[:port]) allowed to post public leads for the tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="origins")
+    origin = models.CharField(max_length=300)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "origin"], name="unique_origin_per_tenant")]
+        indexes = [models.Index(fields=["origin"])]
+
+    def __str__(self):
+        return self.origin
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="unique_membership")]
+
+    def __str__(self):
+        return f"{self.user} in {self.tenant.slug} ({self.role})"

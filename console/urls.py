@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.routers import SimpleRouter
+
+from console.assistants.views import AssistantViewSet
+from console.numbers.views import PhoneNumberViewSet
+from console.views import EnginesView, HealthView
+
+router = SimpleRouter(trailing_slash=False)
+router.register("assistants", AssistantViewSet, basename="assistant")
+router.register("numbers", PhoneNumberViewSet, basename="number")
+
+urlpatterns = [
+    path("health", HealthView.as_view(), name="health"),
+    path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v2/meta/engines", EnginesView.as_view(), name="meta-engines"),
+    path("v2/", include(router.urls)),
+    path("admin/", admin.site.urls),
+]

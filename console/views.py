@@ -1,0 +1,47 @@
+"""Open, not tenant-bound endpoints of the service itself."""
+from django.conf import settings
+from django.db import DatabaseError
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from console.api import OpenAPIView
+from console.engines import engine_probes
+from console.errors import ApiError
+from console.tenants.models import Tenant
+
+
+class DatabaseUnavailable(ApiError):
+    status, code, message = 503, "database_unavailable", "The database cannot be reached."
+
+
+class HealthView(OpenAPIView):
+    @extend_schema(summary="Service health and the speech engines usable now")
+    def get(self, request):
+        try:
+            tenant_count = Tenant.objects.count()
+        except DatabaseError:
+            raise DatabaseUnavailable() from None
+        statuses = engine_probes.statuses()
+        synthesis = [s for s in statuses if s.kind == "tts"]
+        usable = next((s for s in synthesis if s.usable_now), None)
+        body = {
+            "ok": True,
+            "service": settings.SERVICE_NAME,
+            "contract": settings.CONTRACT_VERSION,
+            # The voice a call would be spoken with now: engine and language.
+            "usableVoiceProfile": f"{usable.id}/{usable.languages[0]}" if usable else "none",
+            "tenants": tenant_count,
+        }
+        for status in synthesis:
+            body[status.id] = {"engine": status.engine, "mode": status.mode, "usableNow": status.usable_now}
+        return Response(body)
+
+
+class EnginesView(OpenAPIView):
+    @extend_schema(summary="Speech engines and telephony carriers with their state now")
+    def get(self, request):
+        return Response({
+            "engines": [s.as_json() for s in engine_probes.statuses()],
+            # Carriers arrive with the voice runtime.
+            "carriers": [],
+        })

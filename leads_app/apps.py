@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class LeadsAppConfig(AppConfig):
+    name = "leads_app"

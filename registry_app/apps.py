@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class RegistryAppConfig(AppConfig):
+    name = "registry_app"

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class ScriptsAppConfig(AppConfig):
+    name = "scripts_app"

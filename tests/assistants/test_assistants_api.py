@@ -1,0 +1,70 @@
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from console.assistants.models import Assistant
+from tests.conftest import error_of, make_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def assistants(tenant_a, tenant_b):
+    return {
+        "a": Assistant.objects.create(tenant=tenant_a, name="Empfang", language="de"),
+        "b": Assistant.objects.create(tenant=tenant_b, name="Globex Empfang"),
+    }
+
+
+def test_list_shows_only_the_tenants_assistants(api_a, assistants):
+    response = api_a.get("/v2/assistants")
+    assert response.status_code == 200
+    assert [a["id"] for a in response.json()["assistants"]] == [assistants["a"].id]
+
+
+def test_assistant_has_a_prefixed_unguessable_id(api_a, assistants):
+    body = api_a.get(f"/v2/assistants/{assistants['a'].id}").json()
+    assert body["id"].startswith("as_") and len(body["id"]) == 29
+    assert body["name"] == "Empfang" and body["language"] == "de"
+    assert body["createdAt"].endswith("Z")
+
+
+def test_outsider_gets_404_for_foreign_assistant(api_b, assistants):
+    response = api_b.get(f"/v2/assistants/{assistants['a'].id}")
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "not_found"
+
+
+def test_teammate_sees_the_same_assistants_as_the_owner(owner, teammate, assistants):
+    seen = []
+    for user in (owner, teammate):
+        client = make_client(tenant="acme")
+        client.force_login(user)
+        seen.append(client.get("/v2/assistants").json())
+    assert seen[0] == seen[1] and len(seen[0]["assistants"]) == 1
+
+
+def test_outsider_session_cannot_list_tenant_a(outsider, assistants):
+    client = make_client(tenant="acme")
+    client.force_login(outsider)
+    assert client.get("/v2/assistants").status_code == 403
+
+
+def test_assistants_are_read_only(api_a, assistants):
+    assert api_a.post("/v2/assistants", {"name": "x"}, format="json").status_code == 405
+    assert api_a.delete(f"/v2/assistants/{assistants['a'].id}").status_code == 405
+
+
+def test_list_query_count_does_not_grow_with_assistants(api_a, tenant_a):
+    def queries_for_list():
+        with CaptureQueriesContext(connection) as ctx:
+            assert api_a.get("/v2/assistants").status_code == 200
+        return len(ctx.captured_queries)
+
+    Assistant.objects.create(tenant=tenant_a, name="one")
+    queries_for_list()  # the first use of a key also records when it was last used
+    few = queries_for_list()
+    Assistant.objects.bulk_create(Assistant(tenant=tenant_a, name=f"n{i}") for i in range(30))
+    assert queries_for_list() == few
+    # key lookup, tenant lookup, the list itself
+    assert few == 3

@@ -1,0 +1,87 @@
+"""Shared fixtures: two tenants, and three users — the owner and a teammate of
+tenant A (acme) and an outsider who belongs to tenant B (globex)."""
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from console.credentials.services import api_key_create
+from console.tenants.models import Membership
+from console.tenants.services import membership_add, tenant_create
+
+
+@pytest.fixture
+def tenant_a(db):
+    return tenant_create(slug="acme", name="Acme", minute_cap=10, hosts=["acme.localhost"],
+                         origins=["https://acme.example"])
+
+
+@pytest.fixture
+def tenant_b(db):
+    return tenant_create(slug="globex", name="Globex")
+
+
+def _staff(username):
+    return get_user_model().objects.create_user(username, f"{username}@example.com", "pw", is_staff=True)
+
+
+@pytest.fixture
+def owner(tenant_a):
+    user = _staff("olga-owner")
+    membership_add(tenant=tenant_a, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def teammate(tenant_a):
+    user = _staff("tom-teammate")
+    membership_add(tenant=tenant_a, user=user)
+    return user
+
+
+@pytest.fixture
+def outsider(tenant_b):
+    user = _staff("otto-outsider")
+    membership_add(tenant=tenant_b, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def key_a(tenant_a):
+    return api_key_create(tenant=tenant_a, name="tests")[1]
+
+
+@pytest.fixture
+def key_b(tenant_b):
+    return api_key_create(tenant=tenant_b, name="tests")[1]
+
+
+def make_client(key=None, tenant=None):
+    client = APIClient()
+    headers = {}
+    if key:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    if tenant:
+        headers["HTTP_X_TENANT"] = tenant
+    client.credentials(**headers)
+    return client
+
+
+@pytest.fixture
+def api_a(tenant_a, key_a):
+    """Tenant A's API key with X-Tenant: acme."""
+    return make_client(key_a, "acme")
+
+
+@pytest.fixture
+def api_b(tenant_b, key_b):
+    """Tenant B's API key with X-Tenant: globex."""
+    return make_client(key_b, "globex")
+
+
+def error_of(response):
+    """The `error` object of a response in the contract's shape (asserting the shape)."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "details"}, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]

@@ -1,0 +1,54 @@
+import pytest
+from django.test import Client
+
+from console.engines import EngineStatus, engine_probes
+
+pytestmark = pytest.mark.django_db
+
+
+def test_health_reports_every_field(tenant_a, tenant_b):
+    body = Client().get("/health").json()
+    assert body["ok"] is True
+    assert body["service"] == "stimmwerk-console"
+    assert isinstance(body["contract"], str) and body["contract"]
+    assert isinstance(body["usableVoiceProfile"], str)
+    assert body["tenants"] == 2
+    assert set(body["espeak"]) == {"engine", "mode", "usableNow"}
+    assert body["espeak"]["engine"] == "espeak-ng"
+
+
+def test_health_reports_the_engines_probes(db, monkeypatch):
+    # The probes answer from the running system: a usable engine names the voice profile.
+    monkeypatch.setitem(engine_probes.probes, "espeak", lambda: EngineStatus(
+        id="espeak", kind="tts", name="eSpeak NG", engine="espeak-ng", mode="offline",
+        languages=("de",), usable_now=True))
+    body = Client().get("/health").json()
+    assert body["espeak"]["usableNow"] is True
+    assert body["usableVoiceProfile"] == "espeak/de"
+
+    monkeypatch.setitem(engine_probes.probes, "espeak", lambda: EngineStatus(
+        id="espeak", kind="tts", name="eSpeak NG", engine="espeak-ng", mode="offline",
+        languages=("de",), usable_now=False, reason="missing: libespeak-ng1"))
+    body = Client().get("/health").json()
+    assert body["espeak"]["usableNow"] is False
+    assert body["usableVoiceProfile"] == "none"
+
+
+def test_health_needs_no_credentials_and_ignores_bad_ones(db):
+    response = Client().get("/health", HTTP_AUTHORIZATION="Bearer nonsense")
+    assert response.status_code == 200
+
+
+def test_meta_engines_lists_engines_and_carriers(db):
+    body = Client().get("/v2/meta/engines").json()
+    assert {"engines", "carriers"} <= set(body)
+    espeak = next(e for e in body["engines"] if e["id"] == "espeak")
+    assert {"id", "kind", "name", "engine", "mode", "languages", "usableNow"} <= set(espeak)
+
+
+def test_openapi_schema_is_open_and_describes_the_api(db):
+    response = Client().get("/v2/schema", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.")
+    assert {"/v2/numbers", "/v2/numbers/{id}", "/v2/assistants", "/health"} <= set(document["paths"])
