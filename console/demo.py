@@ -1,11 +1,16 @@
 """The demo tenant that `make run` shows (CONTRACT §8: `seed_demo`).
 
 Every step is idempotent: running it again changes nothing that is already there.
-Later features add their own steps to `DEMO_STEPS`.
+Each app adds its own demo data in a module `<app>/demo.py` with a function
+`seed(tenant)`; those run after the tenant, its assistants and numbers exist, in the
+order of INSTALLED_APPS.
 """
+import importlib
+import importlib.util
 import json
 import secrets
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -84,7 +89,12 @@ def seed_api_key(tenant, stored):
     stored.update(api_key_id=api_key.id, api_key=raw_key)
 
 
-DEMO_STEPS = [seed_assistants_and_numbers]
+def app_demo_steps():
+    steps = []
+    for config in apps.get_app_configs():
+        if importlib.util.find_spec(f"{config.name}.demo") is not None:
+            steps.append(importlib.import_module(f"{config.name}.demo").seed)
+    return steps
 
 
 def seed_demo():
@@ -92,10 +102,11 @@ def seed_demo():
     stored = _load_credentials()
     with transaction.atomic():
         tenant = seed_tenant()
-        for step in DEMO_STEPS:
-            step(tenant)
+        seed_assistants_and_numbers(tenant)
         seed_operator(tenant, stored)
         seed_api_key(tenant, stored)
+        for step in app_demo_steps():
+            step(tenant)
     _store_credentials(stored)
     return {
         "tenant": tenant.slug,

@@ -43,6 +43,9 @@ class ProbeRegistry:
 
 
 engine_probes = ProbeRegistry()
+# Telephony carriers register here too; their probes return a dict
+# `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
+carrier_probes = ProbeRegistry()
 
 
 def probe_espeak():

@@ -16,5 +16,12 @@ urlpatterns = [
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v2/meta/engines", EnginesView.as_view(), name="meta-engines"),
     path("v2/", include(router.urls)),
+    # Each app owns the paths of its resource; see its urls.py.
+    path("v2/", include("scripts_app.urls")),
+    path("v2/", include("leads_app.urls")),
+    path("v2/", include("calls_app.urls")),
+    path("v2/", include("registry_app.urls")),
+    path("voice/", include("calls_app.voice_urls")),
+    path("widget/", include("leads_app.widget_urls")),
     path("admin/", admin.site.urls),
 ]

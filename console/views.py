@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from console.api import OpenAPIView
-from console.engines import engine_probes
+from console.engines import carrier_probes, engine_probes
 from console.errors import ApiError
 from console.tenants.models import Tenant
 
@@ -42,6 +42,5 @@ class EnginesView(OpenAPIView):
     def get(self, request):
         return Response({
             "engines": [s.as_json() for s in engine_probes.statuses()],
-            # Carriers arrive with the voice runtime.
-            "carriers": [],
+            "carriers": carrier_probes.statuses(),
         })

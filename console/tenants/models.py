@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
+DEFAULT_DISCLOSURE = "Sie sprechen mit einer KI-Assistenz."
+
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
 slug_validator = RegexValidator(
     SLUG_PATTERN, "A slug is 2–63 characters: lowercase letters, digits and '-', not starting with '-'."
@@ -42,6 +44,14 @@ class Tenant(models.Model):
     )
     recording_enabled = models.BooleanField(default=False)
     transcription_enabled = models.BooleanField(default=True)
+    # Art. 50 disclosure, spoken before every script that opens a call; it cannot be
+    # switched off, only worded differently.
+    disclosure_text = models.TextField(
+        default=DEFAULT_DISCLOSURE, help_text="Spoken at the start of every call; cannot be switched off."
+    )
+    lead_rate_limit = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1)], help_text="Public lead posts per client address per 10 minutes."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = TenantQuerySet.as_manager()
