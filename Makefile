@@ -13,6 +13,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Debian packages the product needs at run time (the features add theirs here).
 SYSTEM_PACKAGES :=
+# Debian packages only the test suite needs (e.g. a real browser for the widget).
+TEST_SYSTEM_PACKAGES :=
 
 .PHONY: run test bench install system-packages migrate serve clean
 
@@ -23,6 +25,7 @@ run: install .env migrate
 	$(BIN)/gunicorn console.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - --error-logfile -
 
 test: install
+	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: install
