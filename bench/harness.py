@@ -1,0 +1,291 @@
+"""Shared helpers of the benchmarks: a throwaway project with its own SQLite
+database, gunicorn on a free loopback port, wrk as the load generator (a separate
+process), and the table printer. Load is bounded and goes to 127.0.0.1 only.
+
+Environment knobs:
+  BENCH_DURATION     seconds per measurement (default 8)
+  BENCH_THREADS      wrk threads (default 2)
+  BENCH_CONNECTIONS  wrk connections (default 16)
+  BENCH_WARMUP       seconds of unmeasured load per URL before the first round (default 2)
+  BENCH_ROUNDS       measurements per URL, interleaved; the table shows medians (default 3)
+"""
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "bench" / "results"
+HOST = "127.0.0.1"
+BENCH_SETTINGS = "bench.settings"
+
+
+# --- Load parameters -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Load:
+    threads: int
+    connections: int
+    duration: int  # seconds
+    warmup: int  # seconds
+    rounds: int
+
+    @classmethod
+    def from_env(cls):
+        def seconds(name, default):
+            # "8" and "8s" both mean eight seconds.
+            return int(os.environ.get(name, default).rstrip("s"))
+
+        return cls(
+            threads=int(os.environ.get("BENCH_THREADS", "2")),
+            connections=int(os.environ.get("BENCH_CONNECTIONS", "16")),
+            duration=seconds("BENCH_DURATION", "8"),
+            warmup=seconds("BENCH_WARMUP", "2"),
+            rounds=int(os.environ.get("BENCH_ROUNDS", "3")),
+        )
+
+
+# --- A throwaway project: database, media and var directories --------------------------
+
+class Project:
+    """The environment of one benchmark: every path lives in a temporary directory."""
+
+    def __init__(self, tmp, settings=BENCH_SETTINGS):
+        self.tmp = tmp
+        for name in ("media", "var", "static"):
+            (tmp / name).mkdir()
+        # Explicit values win over a developer's .env (settings read it without overwrite).
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": settings,
+            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+            "SECRET_KEY": "bench-only-secret-key-not-for-production",
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "MEDIA_ROOT": str(tmp / "media"),
+            "VAR_DIR": str(tmp / "var"),
+            # Empty but existing, so whitenoise does not warn about a missing directory.
+            "STATIC_ROOT": str(tmp / "static"),
+            "LOG_LEVEL": "WARNING",
+        }
+
+    def manage(self, *args):
+        """Runs `manage.py *args` in this environment; returns its stdout."""
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+            capture_output=True, text=True, timeout=300,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}{result.stdout}")
+        return result.stdout
+
+    def django(self, code):
+        """Runs Python code with Django set up (`manage.py shell -c`); returns its stdout."""
+        return self.manage("shell", "-c", code)
+
+
+@contextmanager
+def temp_project(settings=BENCH_SETTINGS):
+    """A migrated, empty project; everything is deleted on exit."""
+    with tempfile.TemporaryDirectory(prefix="stimmwerk-bench-") as tmp:
+        project = Project(Path(tmp), settings)
+        project.manage("migrate", "--noinput", "-v0")
+        yield project
+
+
+def create_tenant_with_key(project, slug):
+    """A tenant and an API key for it; returns the raw key."""
+    project.manage("create_tenant", slug, "--name", f"Bench {slug}")
+    return project.manage("create_api_key", slug).strip().splitlines()[-1]
+
+
+# --- The server --------------------------------------------------------------------------
+
+def free_port():
+    # The port is released before gunicorn binds it; the race is harmless on a bench host.
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def gunicorn(project, workers=2, startup_timeout=30):
+    """Serves console.wsgi with gunicorn on loopback; yields the base URL."""
+    port = free_port()
+    log_path = project.tmp / "gunicorn.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "console.wsgi:application",
+             "--bind", f"{HOST}:{port}", "--workers", str(workers)],
+            cwd=ROOT, env=project.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://{HOST}:{port}"
+    try:
+        wait_until_up(f"{base_url}/health", server, log_path, startup_timeout)
+        yield base_url
+    finally:
+        stop(server)
+
+
+def wait_until_up(url, server, log_path, timeout):
+    """Polls `url` until it answers 200; fails early if the server exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    stop(server)
+    raise RuntimeError(f"{url} did not answer within {timeout}s:\n{log_path.read_text()[-3000:]}")
+
+
+def stop(server):
+    """SIGTERM lets gunicorn stop its workers; SIGKILL only if it hangs."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def get_json(url, headers=None):
+    """One request that must answer 200 with JSON, so that wrk never measures errors."""
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+# --- The load generator ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WrkResult:
+    requests_per_second: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    socket_errors: int
+
+
+_MS_PER_UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
+
+
+def parse_wrk(output):
+    """Requests/sec and the 50th and 99th latency percentiles of `wrk --latency` output."""
+    def search(pattern):
+        match = re.search(pattern, output, re.MULTILINE)
+        if match is None:
+            raise ValueError(f"unexpected wrk output (no match for {pattern!r}):\n{output}")
+        return match
+
+    def percentile(p):
+        value, unit = search(rf"^\s*{p}%\s+([\d.]+)(us|ms|s|m|h)\s*$").groups()
+        return float(value) * _MS_PER_UNIT[unit]
+
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", output)
+    if non_2xx:
+        # Error responses are cheap; counting them as throughput would flatter the figures.
+        raise RuntimeError(f"{non_2xx.group(1)} error responses under load:\n{output}")
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    return WrkResult(
+        requests_per_second=float(search(r"^Requests/sec:\s+([\d.]+)").group(1)),
+        p50_ms=percentile(50),
+        p99_ms=percentile(99),
+        requests=int(search(r"^\s*(\d+) requests in").group(1)),
+        socket_errors=sum(map(int, errors.groups())) if errors else 0,
+    )
+
+
+def wrk(url, load, headers=None, duration=None):
+    """Runs wrk (a separate process) against `url`; returns the parsed result."""
+    duration = duration or load.duration
+    command = ["wrk", f"-t{load.threads}", f"-c{load.connections}", f"-d{duration}s", "--latency"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
+    # The margin covers wrk's start and its wait for requests still in flight.
+    result = subprocess.run(command + [url], capture_output=True, text=True, timeout=duration + 60)
+    if result.returncode != 0:
+        raise RuntimeError(f"wrk failed on {url}:\n{result.stderr}{result.stdout}")
+    parsed = parse_wrk(result.stdout)
+    if parsed.socket_errors:
+        print(f"warning: {parsed.socket_errors} socket errors on {url}", file=sys.stderr)
+    return parsed
+
+
+def compare(base_url, endpoints, load):
+    """Measures `endpoints` [(label, path, headers)], the first being the ceiling.
+
+    The shared machine is noisy, so the URLs are measured in interleaved rounds and
+    each figure is the median over the rounds; the share of the ceiling is the median
+    of the per-round ratios, each taken against the ceiling of the same round.
+    """
+    for _label, path, headers in endpoints:
+        get_json(base_url + path, headers)
+        if load.warmup:  # Both workers loaded, connections and caches warm.
+            wrk(base_url + path, load, headers, duration=load.warmup)
+    rounds = [[wrk(base_url + path, load, headers) for _label, path, headers in endpoints]
+              for _round in range(load.rounds)]
+    rows = []
+    for i, (label, _path, _headers) in enumerate(endpoints):
+        results = [round_[i] for round_ in rounds]
+        shares = [round_[i].requests_per_second / round_[0].requests_per_second for round_ in rounds]
+        rows.append({
+            "endpoint": label,
+            "req/s": f"{median(r.requests_per_second for r in results):.0f}",
+            "p50 ms": f"{median(r.p50_ms for r in results):.2f}",
+            "p99 ms": f"{median(r.p99_ms for r in results):.2f}",
+            "share of ceiling": f"{median(shares):.1%}",
+            "_rounds": [asdict(r) for r in results],
+        })
+    return rows
+
+
+# --- Report ------------------------------------------------------------------------------------
+
+def machine_info():
+    cpu_model = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
+        cpu_model = match.group(1).strip() if match else cpu_model
+    wrk_version = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("[")[0]
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        # nproc counts the CPUs this process may use, which is what the server gets.
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": cpu_model,
+        "python": platform.python_version(),
+        "wrk": wrk_version.strip(),
+    }
+
+
+def print_table(title, rows):
+    columns = [c for c in rows[0] if not c.startswith("_")]
+    widths = {c: max(len(c), *(len(str(row[c])) for row in rows)) for c in columns}
+    print(f"\n{title}")
+    print(" | ".join(c.ljust(widths[c]) for c in columns))
+    print("-+-".join("-" * widths[c] for c in columns))
+    for row in rows:
+        # The first column is text; the figures are right-aligned.
+        cells = [str(row[c]).ljust(widths[c]) if i == 0 else str(row[c]).rjust(widths[c])
+                 for i, c in enumerate(columns)]
+        print(" | ".join(cells))

@@ -1,0 +1,54 @@
+#!/usr/bin/env python
+"""Benchmarks of the console; `make bench` runs this file (see docs/performance.md).
+
+Each entry of BENCHMARKS is a function that takes the load parameters and returns
+the rows of one table (a list of dicts with the same keys); the first line of its
+docstring is the table's title. `bench/run.py NAME …` runs only the named entries.
+Shared helpers (throwaway project, gunicorn, wrk) are in bench/harness.py.
+"""
+import json
+import shutil
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bench_foundation  # noqa: E402
+from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
+
+BENCHMARKS = [
+    bench_foundation.throughput,
+]
+
+
+def main():
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed; `make bench` installs it (apt-get install wrk).")
+    selected = [b for b in BENCHMARKS if not sys.argv[1:] or b.__name__ in sys.argv[1:]]
+    if not selected:
+        sys.exit(f"no benchmark named {sys.argv[1:]}; known: {[b.__name__ for b in BENCHMARKS]}")
+    load = Load.from_env()
+    machine = machine_info()
+    print(f"Date: {machine['date']}")
+    print(f"Machine: {machine['nproc']} CPUs ({machine['cpu']}), Python {machine['python']}, {machine['wrk']}")
+    print(f"Load: wrk -t{load.threads} -c{load.connections} -d{load.duration}s --latency, "
+          f"{load.rounds} interleaved rounds (medians), {load.warmup}s warm-up per URL; "
+          f"gunicorn 2 sync workers, SQLite, all on {HOST}")
+
+    tables = {}
+    for benchmark in selected:
+        title = benchmark.__doc__.strip().splitlines()[0]
+        rows = benchmark(load)
+        print_table(title, rows)
+        tables[benchmark.__name__] = rows
+
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    path.write_text(json.dumps({"machine": machine, "load": asdict(load), "tables": tables}, indent=2) + "\n")
+    print(f"\nResults written to {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
