@@ -215,12 +215,15 @@ def parse_wrk(output):
     )
 
 
-def wrk(url, load, headers=None, duration=None):
-    """Runs wrk (a separate process) against `url`; returns the parsed result."""
+def wrk(url, load, headers=None, duration=None, script=None):
+    """Runs wrk (a separate process) against `url`; returns the parsed result.
+    `script` is a wrk Lua file (e.g. one that makes the requests POSTs with a body)."""
     duration = duration or load.duration
     command = ["wrk", f"-t{load.threads}", f"-c{load.connections}", f"-d{duration}s", "--latency"]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
+    if script:
+        command += ["-s", str(script)]
     # The margin covers wrk's start and its wait for requests still in flight.
     result = subprocess.run(command + [url], capture_output=True, text=True, timeout=duration + 60)
     if result.returncode != 0:
@@ -231,21 +234,34 @@ def wrk(url, load, headers=None, duration=None):
     return parsed
 
 
+def json_request_script(project, name, method, body):
+    """A wrk Lua script (in the project's directory) whose requests are `method` with
+    the JSON `body`; pass it to `wrk`/`compare`. Returns its path."""
+    path = project.tmp / f"{name}.lua"
+    # A JSON string literal of ASCII JSON is a valid Lua string literal too.
+    literal = json.dumps(json.dumps(body, ensure_ascii=True))
+    path.write_text(f'wrk.method = "{method}"\nwrk.body = {literal}\n'
+                    'wrk.headers["Content-Type"] = "application/json"\n')
+    return path
+
+
 def compare(base_url, endpoints, load):
-    """Measures `endpoints` [(label, path, headers)], the first being the ceiling.
+    """Measures `endpoints` [(label, path, headers[, wrk Lua script])], the first being the ceiling.
 
     The shared machine is noisy, so the URLs are measured in interleaved rounds and
     each figure is the median over the rounds; the share of the ceiling is the median
     of the per-round ratios, each taken against the ceiling of the same round.
     """
-    for _label, path, headers in endpoints:
-        get_json(base_url + path, headers)
+    endpoints = [(*endpoint, None)[:4] for endpoint in endpoints]  # the script is optional
+    for _label, path, headers, script in endpoints:
+        if script is None:  # a script's requests (e.g. POSTs) are checked by their benchmark
+            get_json(base_url + path, headers)
         if load.warmup:  # Both workers loaded, connections and caches warm.
-            wrk(base_url + path, load, headers, duration=load.warmup)
-    rounds = [[wrk(base_url + path, load, headers) for _label, path, headers in endpoints]
+            wrk(base_url + path, load, headers, duration=load.warmup, script=script)
+    rounds = [[wrk(base_url + path, load, headers, script=script) for _label, path, headers, script in endpoints]
               for _round in range(load.rounds)]
     rows = []
-    for i, (label, _path, _headers) in enumerate(endpoints):
+    for i, (label, *_request) in enumerate(endpoints):
         results = [round_[i] for round_ in rounds]
         shares = [round_[i].requests_per_second / round_[0].requests_per_second for round_ in rounds]
         rows.append({

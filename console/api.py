@@ -40,3 +40,20 @@ def validated(serializer_class, data):
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+class LimitField(serializers.CharField):
+    """The `limit` query parameter of list endpoints (CONTRACT §5): a positive whole
+    number, 50 when absent, values over 200 count as 200."""
+
+    DEFAULT, MAXIMUM = 50, 200
+
+    def __init__(self, **kwargs):
+        # A default is returned as is, not validated: hence the number itself.
+        super().__init__(required=False, default=self.DEFAULT, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not (value.isascii() and value.isdigit()) or int(value) < 1:
+            raise serializers.ValidationError("Send a positive whole number, e.g. limit=50.")
+        return min(int(value), self.MAXIMUM)

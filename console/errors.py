@@ -8,6 +8,7 @@ DRF exception handler and the JSON error middleware share one translation.
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 
@@ -150,6 +151,8 @@ def response_for_exception(exc, request=None):
         return error_response(405, "method_not_allowed", str(exc.detail))
     if isinstance(exc, drf.APIException):
         return error_response(exc.status_code, GENERIC_CODES.get(exc.status_code, "error"), str(exc.detail))
+    if isinstance(exc, RequestDataTooBig):
+        return error_response(413, "payload_too_large", "The request body is too large.")
     if isinstance(exc, Http404):
         return generic_error_response(404)
     if isinstance(exc, DjangoPermissionDenied):

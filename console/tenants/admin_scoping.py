@@ -16,3 +16,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
         if hasattr(related, "visible_to"):
             kwargs["queryset"] = related.visible_to(request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class ReadOnlyAdminMixin:
+    """For data that has another source of truth (calls written by the voice
+    runtime, the registry document): operators browse it, they never edit it."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -31,6 +31,13 @@ def test_json_that_is_not_an_object_is_400(api_a):
     assert error_of(response)["code"] == "validation_error"
 
 
+def test_body_over_the_upload_limit_is_413(api_a, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api_a.post("/v2/numbers", {"e164": "+493012345678", "label": "x" * 2000}, format="json")
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "payload_too_large"
+
+
 def test_wrong_content_type_is_415(api_a):
     response = api_a.generic("POST", "/v2/numbers", b"e164=1", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
