@@ -16,10 +16,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bench_foundation  # noqa: E402
+from bench import bench_scripts  # noqa: E402
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
 BENCHMARKS = [
     bench_foundation.throughput,
+    bench_scripts.linter, bench_scripts.put_latency,
 ]
 
 

@@ -1,1 +1,8 @@
-urlpatterns = []
+from django.urls import path
+
+from scripts_app.views import ScriptDetailView, ScriptListView
+
+urlpatterns = [
+    path("audio/scripts", ScriptListView.as_view(), name="scripts"),
+    path("audio/scripts/<str:touchpoint_id>", ScriptDetailView.as_view(), name="script"),
+]

@@ -1,0 +1,54 @@
+"""Reads of scripts: the effective script of a touchpoint for a tenant (the
+catalog's default overlaid with the tenant's override) and its analysis.
+
+Used by the API, the admin and the audio render (which speaks `text`, prepends the
+disclosure when `opens_call` and caches by the effective text).
+"""
+from dataclasses import dataclass
+
+from scripts_app.analysis import analyze
+from scripts_app.catalog import catalog, touchpoint
+from scripts_app.errors import UnknownTouchpoint
+from scripts_app.models import ScriptOverride
+
+DEFAULT, TENANT = "default", "tenant"
+
+
+@dataclass(frozen=True)
+class EffectiveScript:
+    touchpoint_id: str
+    text: str
+    source: str  # DEFAULT or TENANT
+    max_seconds: int
+    opens_call: bool
+
+    def analysis(self):
+        """{words, durationSec, variables, findings} of the text (CONTRACT §3)."""
+        return analyze(self.text, self.max_seconds)
+
+
+def _effective(tp, override_text):
+    if override_text is None:
+        return EffectiveScript(tp.id, tp.text, DEFAULT, tp.max_seconds, tp.opens_call)
+    return EffectiveScript(tp.id, override_text, TENANT, tp.max_seconds, tp.opens_call)
+
+
+def known_touchpoint(touchpoint_id):
+    """The catalog's touchpoint; UnknownTouchpoint (404) if the catalog has none."""
+    tp = touchpoint(touchpoint_id)
+    if tp is None:
+        raise UnknownTouchpoint(touchpoint_id)
+    return tp
+
+
+def effective_scripts(tenant):
+    """Every touchpoint of the catalog, in catalog order, as the tenant hears it (one query)."""
+    overrides = dict(ScriptOverride.objects.for_tenant(tenant).values_list("touchpoint_id", "text"))
+    return [_effective(tp, overrides.get(tp.id)) for tp in catalog().values()]
+
+
+def effective_script(tenant, touchpoint_id):
+    """The touchpoint's effective script for the tenant; UnknownTouchpoint if not in the catalog."""
+    tp = known_touchpoint(touchpoint_id)
+    text = ScriptOverride.objects.for_tenant(tenant).filter(touchpoint_id=tp.id).values_list("text", flat=True).first()
+    return _effective(tp, text)

@@ -1,0 +1,66 @@
+from rest_framework import serializers
+
+from scripts_app.analysis import RULE_IDS
+from scripts_app.services import check_script_text
+
+
+class ScriptTextField(serializers.Field):
+    """The text exactly as sent (no trimming: finding offsets refer to it); a string
+    of 1–5,000 characters that is not only whitespace."""
+
+    def to_internal_value(self, data):
+        problem = check_script_text(data)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class ScriptPutSerializer(serializers.Serializer):
+    text = ScriptTextField()
+
+
+class FindingSerializer(serializers.Serializer):
+    rule = serializers.ChoiceField(choices=RULE_IDS)
+    level = serializers.ChoiceField(choices=["error", "warning"])
+    message = serializers.CharField(help_text="German; says what to do.")
+    line = serializers.IntegerField(help_text="1-based")
+    column = serializers.IntegerField(help_text="1-based")
+    offset = serializers.IntegerField(help_text="characters from the start of the text")
+    length = serializers.IntegerField(help_text="text[offset:offset+length] == excerpt")
+    excerpt = serializers.CharField()
+    suggestion = serializers.CharField(allow_null=True, help_text="replacement text, or null")
+
+
+class AnalysisSerializer(serializers.Serializer):
+    words = serializers.IntegerField()
+    durationSec = serializers.FloatField(help_text="words / 110 × 60, one decimal")
+    variables = serializers.ListField(child=serializers.CharField())
+    findings = FindingSerializer(many=True)
+
+
+class ListAnalysisSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="touchpoint id")
+    durationSec = serializers.FloatField()
+    findings = FindingSerializer(many=True)
+
+
+class ScriptSerializer(serializers.Serializer):
+    """An effective script (`selectors.EffectiveScript`)."""
+
+    touchpoint_id = serializers.CharField()
+    text = serializers.CharField()
+    source = serializers.ChoiceField(choices=["default", "tenant"])
+    maxSeconds = serializers.IntegerField(source="max_seconds")
+    opensCall = serializers.BooleanField(source="opens_call")
+
+
+class ScriptWithAnalysisSerializer(ScriptSerializer):
+    analysis = AnalysisSerializer(source="*", read_only=True)
+
+
+class ScriptListSerializer(serializers.Serializer):
+    scripts = ScriptSerializer(many=True)
+    analysis = ListAnalysisSerializer(many=True, required=False, help_text="only with analyze=1")

@@ -1,0 +1,62 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from console.api import TenantAPIView, validated
+from console.errors import ValidationFailed
+from scripts_app import selectors, services
+from scripts_app.serializers import (
+    ScriptListSerializer,
+    ScriptPutSerializer,
+    ScriptSerializer,
+    ScriptWithAnalysisSerializer,
+)
+
+ANALYZE_VALUES = {"1": True, "true": True, "0": False, "false": False, "": False}
+
+
+def with_analysis(script):
+    return {**ScriptSerializer(script).data, "analysis": script.analysis()}
+
+
+class ScriptListView(TenantAPIView):
+    @extend_schema(
+        summary="The effective scripts of every touchpoint",
+        parameters=[OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`")],
+        responses=ScriptListSerializer,
+    )
+    def get(self, request):
+        raw = request.query_params.get("analyze", "0").lower()
+        if raw not in ANALYZE_VALUES:
+            raise ValidationFailed.field("analyze", "Use analyze=1 to include the analysis, or leave it out.")
+        scripts = selectors.effective_scripts(request.tenant)
+        body = {"scripts": ScriptSerializer(scripts, many=True).data}
+        if ANALYZE_VALUES[raw]:
+            body["analysis"] = []
+            for script in scripts:
+                analysis = script.analysis()
+                body["analysis"].append(
+                    {"id": script.touchpoint_id, "durationSec": analysis["durationSec"], "findings": analysis["findings"]}
+                )
+        return Response(body)
+
+
+class ScriptDetailView(TenantAPIView):
+    @extend_schema(summary="The effective script of a touchpoint with its analysis",
+                   responses=ScriptWithAnalysisSerializer)
+    def get(self, request, touchpoint_id):
+        return Response(with_analysis(selectors.effective_script(request.tenant, touchpoint_id)))
+
+    @extend_schema(summary="Create or replace the tenant's script of a touchpoint",
+                   request=ScriptPutSerializer, responses=ScriptWithAnalysisSerializer)
+    def put(self, request, touchpoint_id):
+        selectors.known_touchpoint(touchpoint_id)  # an unknown touchpoint is a 404 whatever the body
+        data = validated(ScriptPutSerializer, request.data)
+        script = services.script_override_put(tenant=request.tenant, touchpoint_id=touchpoint_id, text=data["text"])
+        return Response(with_analysis(script))
+
+    @extend_schema(summary="Remove the tenant's script: the default applies again", responses={204: None})
+    def delete(self, request, touchpoint_id):
+        services.script_override_delete(tenant=request.tenant, touchpoint_id=touchpoint_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
