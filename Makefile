@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # Debian packages the product needs at run time (the features add theirs here).
-SYSTEM_PACKAGES := wngerman
+SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
 TEST_SYSTEM_PACKAGES :=
 

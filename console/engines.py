@@ -1,11 +1,9 @@
 """A registry of engine probes: what speech engines this process can use right now.
 
 `/health` and `/v2/meta/engines` report from here. Each engine registers a probe
-(the audio issue adds the real synthesis and recognition engines); a probe answers
+(console.speech registers the real synthesis and recognition engines); a probe answers
 from the running system, never from configuration alone.
 """
-import ctypes.util
-import importlib.util
 from dataclasses import dataclass, field
 
 
@@ -46,18 +44,3 @@ engine_probes = ProbeRegistry()
 # Telephony carriers register here too; their probes return a dict
 # `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
 carrier_probes = ProbeRegistry()
-
-
-def probe_espeak():
-    """eSpeak NG through pyttsx3: usable when both the library and the driver load."""
-    library = ctypes.util.find_library("espeak-ng")
-    driver = importlib.util.find_spec("pyttsx3") is not None
-    missing = [what for what, ok in (("libespeak-ng1", library), ("pyttsx3", driver)) if not ok]
-    return EngineStatus(
-        id="espeak", kind="tts", name="eSpeak NG", engine="espeak-ng", mode="offline",
-        languages=("de",), usable_now=not missing,
-        reason=f"missing: {', '.join(missing)}" if missing else "",
-    )
-
-
-engine_probes.register("espeak", probe_espeak)

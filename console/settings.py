@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "console.credentials",
     "console.assistants",
     "console.numbers",
+    "console.speech",
     "scripts_app",
     "leads_app",
     "calls_app",
@@ -187,3 +188,18 @@ LOGGING = {
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
     },
 }
+
+# --- Speech (console.speech) ---
+# Vosk models per language, comma-separated `lang=path` pairs (CONTRACT §4), e.g.
+# `de=/srv/models/vosk-model-small-de-0.15`. Models are only ever loaded from these
+# paths; nothing is downloaded at run time.
+VOSK_MODELS = {
+    lang.strip(): path.strip()
+    for lang, _, path in (pair.partition("=") for pair in env.list("VOSK_MODELS", default=[]))
+    if lang.strip() and path.strip()
+}
+# The voice used when a request names none (an eSpeak NG voice name).
+SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
+# about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
+# other form or body read through `request.body`.

@@ -21,7 +21,9 @@ urlpatterns = [
     path("v2/", include("leads_app.urls")),
     path("v2/", include("calls_app.urls")),
     path("v2/", include("registry_app.urls")),
+    path("v2/", include("console.speech.urls")),
     path("voice/", include("calls_app.voice_urls")),
+    path("api/voice/", include("console.speech.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
     path("admin/", admin.site.urls),
 ]

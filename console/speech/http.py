@@ -1,0 +1,89 @@
+"""HTTP plumbing of the speech views: bounded request bodies and audio responses.
+
+Audio uploads are larger than Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB, which
+applies to `request.body`) allows, and raising that limit globally would loosen it
+for every endpoint. The speech views read their bodies themselves instead, refusing
+an oversized body from its Content-Length before reading it and never reading more
+than the limit plus one byte.
+"""
+import json
+
+from django.http import HttpResponse
+from rest_framework.exceptions import NotAcceptable, ParseError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
+
+from console.speech.decode import MAX_AUDIO_BYTES
+from console.speech.errors import AudioTooLarge
+from console.speech.services import MAX_AUDIO_BASE64_CHARS
+
+# The JSON around the base64 audio (filename, language, phrases) gets some room.
+MAX_TRANSCRIBE_JSON_BYTES = MAX_AUDIO_BASE64_CHARS + 256 * 1024
+
+
+def read_bounded(stream, content_length, limit):
+    """At most `limit` bytes of a request body, or AudioTooLarge (413)."""
+    if content_length > limit:
+        raise AudioTooLarge(f"The request body has {content_length} bytes; at most {limit} are accepted.",
+                            details={"bytes": content_length, "maxBytes": limit})
+    data = stream.read(limit + 1) if stream is not None else b""
+    if len(data) > limit:
+        raise AudioTooLarge(f"The request body is larger than {limit} bytes.", details={"maxBytes": limit})
+    return data
+
+
+def content_length(meta):
+    try:
+        return int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+class BoundedJSONParser(BaseParser):
+    """A JSON body of bounded size.
+
+    Not a subclass of DRF's JSONParser on purpose: DRF reads the body of those
+    through `request.body`, where Django's 2.5 MB limit answers larger uploads with
+    an error before this parser could apply the audio limit.
+    """
+
+    media_type = "application/json"
+    limit = MAX_TRANSCRIBE_JSON_BYTES
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        request = (parser_context or {}).get("request")
+        length = content_length(request.META) if request is not None else 0
+        data = read_bounded(stream, length, self.limit)
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # also UnicodeDecodeError
+            raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def raw_audio_body(request):
+    """The raw body of an upload (any Content-Type), bounded by the audio size limit."""
+    return read_bounded(request.stream, content_length(request.META), MAX_AUDIO_BYTES)
+
+
+class AnyAcceptNegotiation(DefaultContentNegotiation):
+    """Audio endpoints answer MP3 whatever `Accept` says (CONTRACT §4).
+
+    DRF would refuse an `Accept` that none of the view's renderers offers with 406
+    before the view runs; here the first renderer (JSON, used for errors) is chosen
+    instead, and the view returns the audio as a plain HttpResponse.
+    """
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except NotAcceptable:
+            return renderers[0], renderers[0].media_type
+
+
+def mp3_response(rendered):
+    response = HttpResponse(rendered.mp3, content_type="audio/mpeg")
+    response["X-Duration-Sec"] = f"{rendered.duration_sec:.2f}"
+    response["ETag"] = f'"{rendered.key}"'
+    response["Content-Length"] = str(len(rendered.mp3))
+    response["Cache-Control"] = "private, max-age=0"
+    return response

