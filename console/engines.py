@@ -44,3 +44,32 @@ engine_probes = ProbeRegistry()
 # Telephony carriers register here too; their probes return a dict
 # `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
 carrier_probes = ProbeRegistry()
+
+
+# Paths of this service's speech module: a registry lane whose endpoint is one of
+# them is served by this process, by the local engine its id names.
+SPEECH_MODULE_ENDPOINTS = {"tts": "/api/voice/speak", "stt": "/api/voice/transcribe"}
+
+
+def lane_status(lane, local_engines):
+    """A tts/stt lane of the registry as an engine entry; `usableNow` only when this
+    process serves the lane with a usable engine that speaks one of its languages.
+    Lanes reached through other services (gateways, hosted APIs) are never usable
+    from here: this process cannot vouch for them."""
+    entry = lane.entry
+    served_by = next(
+        (engine for engine in local_engines
+         if engine.kind == lane.capability and entry.get("endpoint") == SPEECH_MODULE_ENDPOINTS.get(lane.capability)
+         and engine.id in lane.id.split("-")),
+        None,
+    )
+    languages = sorted(lane.languages)
+    usable = bool(served_by and served_by.usable_now
+                  and (not languages or set(languages) & set(served_by.languages)))
+    return {
+        "id": lane.id, "kind": lane.capability, "name": entry.get("name", lane.id),
+        "engine": served_by.engine if served_by else lane.provider,
+        "mode": served_by.mode if served_by else lane.hosting,
+        "languages": languages, "usableNow": usable, "source": "registry",
+        "status": lane.status, "servedBy": served_by.id if served_by else None,
+    }

@@ -1,0 +1,100 @@
+"""The registry in the admin: read-only, because the JSON document is the source of
+truth (change it and run `manage.py load_registry`)."""
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from console.tenants.admin_scoping import ReadOnlyAdminMixin
+from registry_app import selectors
+from registry_app.models import IntegrationLayer, Lane, LaneHealth, RegistryVersion
+from registry_app.routing import price_group
+
+
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    pass
+
+
+def _pretty_json(value):
+    return format_html("<pre>{}</pre>", json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@admin.register(Lane)
+class LaneAdmin(ReadOnlyAdmin):
+    list_display = ["lane_id", "name", "capability", "provider", "hosting", "status", "price", "priority",
+                    "quality_tier", "latency_class"]
+    list_filter = ["capability", "status", "hosting", "provider", "quality_tier", "latency_class"]
+    search_fields = ["lane_id", "name", "provider"]
+    list_per_page = 100
+    fieldsets = [
+        (None, {"fields": ["lane_id", "name", "capability", "provider", "status", "priority", "quality_tier",
+                           "latency_class", "version"]}),
+        ("Access", {"fields": ["hosting", "access", "endpoint", "health", "probe"]}),
+        ("Cost", {"fields": ["cost_model", "cost_unit", "price"]}),
+        ("Parameters", {"fields": ["params_pretty"]}),
+        ("Test and source", {"fields": ["test", "source", "notes"]}),
+    ]
+
+    @admin.display(description="price", ordering="cost_eur")
+    def price(self, lane):
+        group = price_group(lane.cost_eur)
+        if group == 2:
+            return "unknown (never counted as free)"
+        if group == 0:
+            return "0 EUR (free)"
+        return f"{lane.cost_eur.normalize()} EUR per {lane.cost_unit}"
+
+    @admin.display(description="params")
+    def params_pretty(self, lane):
+        return _pretty_json(lane.params)
+
+    @admin.display(description="latest health probe")
+    def probe(self, lane):
+        health = LaneHealth.objects.filter(lane_id=lane.lane_id).first()
+        if health is None:
+            return "not probed"
+        state = "ok" if health.ok else "FAILED"
+        return f"{state} at {health.checked_at:%Y-%m-%d %H:%M:%S} UTC ({health.target}) {health.detail}".strip()
+
+
+@admin.register(IntegrationLayer)
+class IntegrationLayerAdmin(ReadOnlyAdmin):
+    list_display = ["name", "description"]
+    search_fields = ["name", "description"]
+
+
+@admin.register(RegistryVersion)
+class RegistryVersionAdmin(ReadOnlyAdmin):
+    list_display = ["number", "version", "updated", "lane_count", "loaded_at", "loaded_by", "short_sha"]
+    search_fields = ["version", "sha256", "loaded_by"]
+    fields = ["number", "version", "updated", "lane_count", "loaded_at", "loaded_by", "sha256", "changes",
+              "document_pretty"]
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        # The list needs no documents (a large registry is megabytes per version).
+        return queryset.defer("document_text") if request.resolver_match.url_name.endswith("changelist") else queryset
+
+    @admin.display(description="sha256")
+    def short_sha(self, version):
+        return version.sha256[:12]
+
+    @admin.display(description="changes against the version before")
+    def changes(self, version):
+        diff = selectors.changes_since_previous(version)
+        if diff is None:
+            return "first version"
+        if diff.empty:
+            return "no differences"
+        return format_html("<pre>{}</pre>", "\n".join(diff.lines()))
+
+    @admin.display(description="document")
+    def document_pretty(self, version):
+        return _pretty_json(version.document)
+
+
+@admin.register(LaneHealth)
+class LaneHealthAdmin(ReadOnlyAdmin):
+    list_display = ["lane_id", "ok", "checked_at", "target", "detail"]
+    list_filter = ["ok"]
+    search_fields = ["lane_id", "target"]

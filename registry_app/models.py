@@ -1,0 +1,123 @@
+"""The registry as the database keeps it.
+
+The JSON document is the source of truth: every load is kept as a `RegistryVersion`
+with the document exactly as loaded, and the current version is the latest load.
+`Lane` and `IntegrationLayer` rows are the current version's content, flattened for
+browsing and filtering in the admin; a load replaces them. `LaneHealth` keeps the
+latest health-probe result per lane id across loads (the router excludes a lane
+whose probe failed recently).
+"""
+import json
+
+from django.db import models
+
+CAPABILITIES = ("chat", "code", "stt", "tts", "voice-agent")
+STATUSES = ("live", "key-ready", "module-ready", "key-gated", "key-missing", "key-orphan", "stub", "eval",
+            "degraded", "session-gated")
+HOSTINGS = ("subscription", "api", "self-hosted")
+QUALITY_TIERS = ("frontier", "high", "mid")
+LATENCY_CLASSES = ("fast", "medium", "slow")
+
+
+def _choices(values):
+    return [(value, value) for value in values]
+
+
+class RegistryVersionQuerySet(models.QuerySet):
+    def newest_first(self):
+        return self.order_by("-number")
+
+    def current(self):
+        """The latest load is the current version (loading an older document again
+        makes a new version with that document)."""
+        return self.newest_first().first()
+
+
+class RegistryVersion(models.Model):
+    number = models.BigAutoField(primary_key=True)
+    # SHA-256 of the canonical JSON (sorted keys, no whitespace): the same content
+    # formatted differently is the same document.
+    sha256 = models.CharField(max_length=64, db_index=True)
+    version = models.CharField(max_length=64)
+    updated = models.DateField()
+    lane_count = models.PositiveIntegerField()
+    loaded_at = models.DateTimeField(auto_now_add=True)
+    loaded_by = models.CharField(max_length=150)
+    # The document exactly as loaded (key order kept), as JSON text. The last column:
+    # SQLite reads a row's columns in order, so the small ones before it stay cheap.
+    document_text = models.TextField()
+
+    objects = RegistryVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-number"]
+
+    def __str__(self):
+        return f"#{self.number} {self.version} ({self.updated})"
+
+    @property
+    def document(self):
+        return json.loads(self.document_text)
+
+
+class IntegrationLayer(models.Model):
+    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="layers")
+    name = models.CharField(max_length=64)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["version", "name"], name="registry_layer_unique_per_version")]
+
+    def __str__(self):
+        return self.name
+
+
+class Lane(models.Model):
+    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="lanes")
+    position = models.PositiveIntegerField(help_text="index in the document's models array")
+    lane_id = models.CharField("id", max_length=100)
+    name = models.CharField(max_length=200)
+    capability = models.CharField(max_length=16, choices=_choices(CAPABILITIES), db_index=True)
+    provider = models.CharField(max_length=200, db_index=True)
+    hosting = models.CharField(max_length=16, choices=_choices(HOSTINGS), db_index=True)
+    access = models.CharField(max_length=64)
+    endpoint = models.CharField(max_length=500, blank=True)
+    health = models.CharField(max_length=500, null=True, blank=True)
+    cost_model = models.CharField(max_length=16)
+    cost_unit = models.CharField(max_length=16)
+    cost_eur = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True,
+                                   help_text="empty: price unknown (never counted as free)")
+    status = models.CharField(max_length=16, choices=_choices(STATUSES), db_index=True)
+    priority = models.IntegerField()
+    quality_tier = models.CharField(max_length=16, choices=_choices(QUALITY_TIERS), db_index=True)
+    latency_class = models.CharField(max_length=16, choices=_choices(LATENCY_CLASSES), db_index=True)
+    params = models.JSONField(default=dict)
+    test = models.TextField(blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["version", "lane_id"], name="registry_lane_unique_per_version")]
+        indexes = [models.Index(fields=["version", "capability", "status"], name="registry_lane_routing")]
+
+    def __str__(self):
+        return self.lane_id
+
+
+class LaneHealth(models.Model):
+    """The latest health-probe result of a lane (by lane id, so it survives loads)."""
+
+    lane_id = models.CharField(max_length=100, unique=True)
+    target = models.CharField(max_length=600, help_text="the URL that was probed")
+    ok = models.BooleanField()
+    detail = models.CharField(max_length=300, blank=True)
+    checked_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["lane_id"]
+        verbose_name_plural = "lane health"
+
+    def __str__(self):
+        return f"{self.lane_id}: {'ok' if self.ok else 'failed'}"

@@ -1,0 +1,204 @@
+"""Routing: which lanes of a capability to use, in which order, and why.
+
+The rest of the project picks its lane here, e.g. the audio engines:
+
+    from registry_app.routing import pick_lane
+    lane = pick_lane("tts", language="de")   # a SnapshotLane, or None
+    if lane is not None: ... lane.id, lane.entry["endpoint"] ...
+
+The order is CONTRACT §7's sort key: (status: live 0, key-ready 1; price: `eur` 0 →
+0, `eur` > 0 → 1, `eur` null → 2; priority ascending; quality tier frontier 0, high 1,
+mid 2; latency fast 0, medium 1, slow 2; id). Every lane of the capability that is
+left out is listed with the reason why.
+"""
+import datetime
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from django.utils import timezone
+
+from registry_app import snapshot as registry_snapshot
+from registry_app.models import LaneHealth
+from registry_app.snapshot import LATENCY_RANK, QUALITY_RANK
+
+USABLE_STATUSES = {"live": 0, "key-ready": 1}
+# A failed health probe newer than this marks the lane degraded (probe_registry
+# records the results; run it more often than this window, e.g. every 5 minutes).
+DEGRADED_WINDOW = datetime.timedelta(minutes=15)
+ZERO_EURO_SOURCE = {"self-hosted": "self-hosted", "subscription": "subscription"}
+PRICE_GROUP_NAMES = ("zero-euro", "paid per use", "unknown price")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    lane: registry_snapshot.SnapshotLane
+    rank: int
+    reasons: tuple
+
+    def as_json(self):
+        return {"lane": self.lane.id, "rank": self.rank, "reasons": list(self.reasons), "model": self.lane.entry}
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    lane: registry_snapshot.SnapshotLane
+    code: str
+    reason: str
+
+    def as_json(self):
+        return {"lane": self.lane.id, "code": self.code, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Route:
+    capability: str
+    version: object  # the registry version number routed on, or None without a registry
+    candidates: tuple
+    excluded: tuple
+
+    def as_json(self):
+        return {
+            "capability": self.capability,
+            "registryVersion": self.version,
+            "candidates": [candidate.as_json() for candidate in self.candidates],
+            "excluded": [exclusion.as_json() for exclusion in self.excluded],
+        }
+
+    @cached_property
+    def rendered(self):
+        """The JSON body as bytes, made once per cached route (a large registry's route
+        is hundreds of kilobytes; rendering it dominated the request)."""
+        return render_json(self.as_json())
+
+
+def render_json(body):
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def price_group(eur):
+    """0 free, 1 paid, 2 unknown: `eur` null is never free and ranks after known prices."""
+    if eur is None:
+        return 2
+    return 0 if eur == 0 else 1
+
+
+def sort_key(lane):
+    return (USABLE_STATUSES[lane.status], price_group(lane.eur), lane.priority, QUALITY_RANK[lane.quality_tier],
+            LATENCY_RANK[lane.latency_class], lane.id)
+
+
+def _price_reason(lane):
+    group = price_group(lane.eur)
+    if group == 0:
+        source = ZERO_EURO_SOURCE.get(lane.cost_model, "existing credit")
+        return f"zero-euro cost ({source})"
+    if group == 1:
+        return f"paid per use: {lane.eur} EUR per {lane.cost_unit}"
+    return "price unknown: ranked after lanes with known prices, never as free"
+
+
+def _after_reason(lane, previous):
+    """Why `lane` comes after `previous`: the first part of the sort key that differs."""
+    mine, theirs = sort_key(lane), sort_key(previous)
+    if mine[0] != theirs[0]:
+        why = f"status {lane.status} ranks after {previous.status}"
+    elif mine[1] != theirs[1]:
+        why = f"{PRICE_GROUP_NAMES[mine[1]]} ranks after {PRICE_GROUP_NAMES[theirs[1]]}"
+    elif mine[2] != theirs[2]:
+        why = f"priority {lane.priority} after {previous.priority}"
+    elif mine[3] != theirs[3]:
+        why = f"quality tier {lane.quality_tier} after {previous.quality_tier}"
+    elif mine[4] != theirs[4]:
+        why = f"latency {lane.latency_class} after {previous.latency_class}"
+    else:
+        why = "equal otherwise; ordered by id"
+    return f"after {previous.id}: {why}"
+
+
+def _reasons(lane, previous):
+    status = "live: usable now" if lane.status == "live" else "key-ready: callable with its key"
+    reasons = [status, _price_reason(lane), f"priority {lane.priority}", f"quality tier {lane.quality_tier}",
+               f"latency {lane.latency_class}"]
+    reasons.append(_after_reason(lane, previous) if previous is not None else "ranked first")
+    return tuple(reasons)
+
+
+def recent_probe_failures(now=None):
+    """{lane id: LaneHealth} of the lanes whose latest health probe failed recently."""
+    since = (now or timezone.now()) - DEGRADED_WINDOW
+    return {health.lane_id: health for health in LaneHealth.objects.filter(ok=False, checked_at__gte=since)}
+
+
+def _exclusion(lane, *, language, streaming, min_quality, allow_paid, failures):
+    """(code, reason) why `lane` is left out, or None if it is a candidate."""
+    if lane.status not in USABLE_STATUSES:
+        return "status_unusable", f"status {lane.status} is not usable (only live and key-ready lanes are routed)"
+    failure = failures.get(lane.id)
+    if failure is not None:
+        detail = f": {failure.detail}" if failure.detail else ""
+        return "degraded", f"degraded: health probe failed at {failure.checked_at.isoformat()}{detail}"
+    if language and not lane.speaks(language):
+        return "language", f"does not support language {language} (supports {', '.join(sorted(lane.languages))})"
+    if streaming and not lane.streaming:
+        return "streaming", "does not stream"
+    if min_quality and QUALITY_RANK[lane.quality_tier] > QUALITY_RANK[min_quality]:
+        return "quality", f"quality tier {lane.quality_tier} is below {min_quality}"
+    if not allow_paid and price_group(lane.eur) != 0:
+        if lane.eur is None:
+            return "paid", "price unknown (eur null), so not known to be free; excluded by allow_paid=0"
+        return "paid", f"paid per use ({lane.eur} EUR per {lane.cost_unit}); excluded by allow_paid=0"
+    return None
+
+
+def _ranked_and_unusable(current, capability):
+    """The lanes of a usable status in routing order, and the others, of one version."""
+    def make():
+        lanes = current.by_capability.get(capability, ())
+        ranked = tuple(sorted((lane for lane in lanes if lane.status in USABLE_STATUSES), key=sort_key))
+        unusable = tuple(lane for lane in lanes if lane.status not in USABLE_STATUSES)
+        return ranked, unusable
+    return current.derived.get_or_make(("ranked", capability), make)
+
+
+def _failure_key(failures):
+    return tuple(sorted((lane_id, health.checked_at, health.detail) for lane_id, health in failures.items()))
+
+
+def route(capability, *, language=None, streaming=False, min_quality=None, allow_paid=True, now=None):
+    """The Route of `capability` on the current registry version (empty without one).
+
+    `excluded` lists the lanes of an unusable status first (document order), then
+    the usable ones that fail a condition (routing order). A route is computed once
+    per version, query and set of recent probe failures, then served from memory.
+    """
+    current = registry_snapshot.current()
+    if current is None:
+        return Route(capability=capability, version=None, candidates=(), excluded=())
+    failures = recent_probe_failures(now) if capability in current.by_capability else {}
+    options = {"language": language, "streaming": streaming, "min_quality": min_quality, "allow_paid": allow_paid}
+    key = ("route", capability, tuple(options.values()), _failure_key(failures))
+    return current.derived.get_or_make(key, lambda: _route(current, capability, options, failures))
+
+
+def _route(current, capability, options, failures):
+    ranked, unusable = _ranked_and_unusable(current, capability)
+    excluded = [Exclusion(lane, *_exclusion(lane, failures=failures, **options)) for lane in unusable]
+    usable = []
+    for lane in ranked:
+        why = _exclusion(lane, failures=failures, **options)
+        if why is None:
+            usable.append(lane)
+        else:
+            excluded.append(Exclusion(lane, *why))
+    candidates = tuple(
+        Candidate(lane, rank, _reasons(lane, usable[rank - 2] if rank > 1 else None))
+        for rank, lane in enumerate(usable, start=1)
+    )
+    return Route(capability=capability, version=current.number, candidates=candidates, excluded=tuple(excluded))
+
+
+def pick_lane(capability, **options):
+    """The first lane of the route, or None when no lane is usable (or no registry)."""
+    candidates = route(capability, **options).candidates
+    return candidates[0].lane if candidates else None

@@ -1,0 +1,87 @@
+"""Writes of the registry: loading a document (all-or-nothing) and recording health
+probe results."""
+import datetime
+import hashlib
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from registry_app import snapshot
+from registry_app.errors import InvalidRegistryDocument
+from registry_app.models import IntegrationLayer, Lane, LaneHealth, RegistryVersion
+from registry_app.validation import document_problems
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    version: RegistryVersion
+    created: bool  # False: identical to the current version, nothing changed
+
+
+def canonical_sha256(document):
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _lane_row(version, position, entry):
+    cost = entry["cost"]
+    return Lane(
+        version=version, position=position, lane_id=entry["id"], name=entry["name"],
+        capability=entry["capability"], provider=entry["provider"], hosting=entry["hosting"],
+        access=entry["access"], endpoint=entry["endpoint"], health=entry["health"],
+        cost_model=cost["model"], cost_unit=cost["unit"],
+        cost_eur=None if cost["eur"] is None else Decimal(str(cost["eur"])),
+        status=entry["status"], priority=entry["priority"], quality_tier=entry["quality_tier"],
+        latency_class=entry["latency_class"], params=entry["params"], test=entry["test"],
+        source=entry["source"], notes=entry["notes"],
+    )
+
+
+def registry_load(*, document, loaded_by):
+    """Make `document` the current registry version, or change nothing.
+
+    Raises InvalidRegistryDocument with every problem (JSON paths) if the document is
+    not valid. A document identical to the current one (same canonical JSON) creates
+    no new version. Loading an older document again makes it current as a new version.
+    """
+    problems = document_problems(document)
+    if problems:
+        raise InvalidRegistryDocument(problems)
+    sha = canonical_sha256(document)
+    with transaction.atomic():
+        # Serialises concurrent loads on databases with row locks (SQLite takes the
+        # write lock at BEGIN IMMEDIATE anyway).
+        current = RegistryVersion.objects.select_for_update().newest_first().first()
+        if current is not None and current.sha256 == sha:
+            return LoadResult(version=current, created=False)
+        version = RegistryVersion.objects.create(
+            document_text=json.dumps(document, ensure_ascii=False), sha256=sha,
+            version=document["version"], updated=datetime.date.fromisoformat(document["updated"]), lane_count=len(document["models"]),
+            loaded_by=loaded_by[:150],
+        )
+        # The browsing rows hold the current version only.
+        Lane.objects.exclude(version=version).delete()
+        IntegrationLayer.objects.exclude(version=version).delete()
+        IntegrationLayer.objects.bulk_create(
+            IntegrationLayer(version=version, name=name, description=description)
+            for name, description in document["integration_layers"].items()
+        )
+        Lane.objects.bulk_create(
+            (_lane_row(version, position, entry) for position, entry in enumerate(document["models"])),
+            batch_size=1000,
+        )
+        transaction.on_commit(snapshot.invalidate)
+    return LoadResult(version=version, created=True)
+
+
+def lane_health_record(*, lane_id, target, ok, detail="", checked_at=None):
+    with transaction.atomic():
+        health, _ = LaneHealth.objects.update_or_create(
+            lane_id=lane_id,
+            defaults={"target": target[:600], "ok": ok, "detail": detail[:300],
+                      "checked_at": checked_at or timezone.now()},
+        )
+    return health
