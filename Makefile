@@ -14,7 +14,7 @@ PORT ?= 8000
 # Debian packages the product needs at run time (the features add theirs here).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
-TEST_SYSTEM_PACKAGES :=
+TEST_SYSTEM_PACKAGES := chromium
 
 .PHONY: run test bench install system-packages migrate serve clean
 

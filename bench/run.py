@@ -16,7 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bench_audio  # noqa: E402
+from bench import bench_calls  # noqa: E402
 from bench import bench_foundation  # noqa: E402
+from bench import bench_leads  # noqa: E402
 from bench import bench_registry  # noqa: E402
 from bench import bench_scripts  # noqa: E402
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
@@ -24,6 +26,8 @@ from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_tab
 BENCHMARKS = [
     bench_foundation.throughput,
     bench_registry.load_and_route_in_process, bench_registry.http,
+    bench_leads.public_lead_posts, bench_leads.leads_no_loss_under_concurrency,
+    bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions,

@@ -189,6 +189,12 @@ LOGGING = {
     },
 }
 
+# --- Leads (leads_app) ---
+# How many reverse proxies of our own stand in front of the app servers. With n > 0
+# the public lead rate limit counts the n-th X-Forwarded-For entry from the right
+# (the client as our outermost proxy saw it); 0 counts REMOTE_ADDR.
+LEADS_TRUSTED_PROXIES = env.int("LEADS_TRUSTED_PROXIES", default=0)
+
 # --- Speech (console.speech) ---
 # Vosk models per language, comma-separated `lang=path` pairs (CONTRACT §4), e.g.
 # `de=/srv/models/vosk-model-small-de-0.15`. Models are only ever loaded from these
@@ -203,3 +209,11 @@ SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.
+
+# --- Calls and the voice runtime (calls_app) ---
+# Key from which carrier signing secrets are derived (see calls_app/signing.py). Empty:
+# derived from SECRET_KEY; set it so that SECRET_KEY can rotate without new carrier secrets.
+CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
+# The carrier outbound calls go through; `sim` is the built-in simulated carrier.
+VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
+VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}

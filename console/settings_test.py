@@ -15,3 +15,12 @@ from console.settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+
+# Calls (calls_app): the minute-cap race test sends real concurrent requests to a
+# live server thread, which an in-memory SQLite database cannot show (the live
+# server would share the test's one connection). A file in a fresh temporary
+# directory lets each request thread open its own connection, as in production.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(tempfile.mkdtemp(prefix="stimmwerk-test-db-"), "test.sqlite3")
+    }

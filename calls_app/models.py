@@ -1,0 +1,202 @@
+"""Calls, carriers, carrier events, usage counters and idempotency records.
+
+The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
+"""
+from django.db import models
+
+from console.ids import ID_LENGTH, PrefixedId
+from console.tenants.querysets import TenantOwnedQuerySet
+
+
+class Carrier(models.Model):
+    """A telephony carrier that posts signed events to `/voice/webhook/<id>`.
+
+    The signing secret is not stored: it is derived on demand as
+    HMAC(CARRIER_SIGNING_KEY, id + nonce) (see `calls_app.signing`), so a copy of the
+    database alone does not reveal it. Only the random nonce is kept here; issuing a
+    new nonce rotates the secret.
+    """
+
+    id = models.SlugField(primary_key=True, max_length=64)
+    name = models.CharField(max_length=200, blank=True)
+    secret_nonce = models.CharField(max_length=64, editable=False)
+    # The number shown to the called party when the tenant has no number of its own.
+    caller_id = models.CharField("caller id (E.164)", max_length=16, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    secret_rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return self.id
+
+
+class CallQuerySet(TenantOwnedQuerySet):
+    def newest_first(self):
+        return self.order_by("-created_at", "-id")
+
+    def with_transcript(self):
+        return self.prefetch_related(
+            models.Prefetch("transcript_entries", queryset=TranscriptEntry.objects.order_by("ts", "id"))
+        )
+
+
+class Call(models.Model):
+    class Direction(models.TextChoices):
+        INBOUND = "inbound", "Inbound"
+        OUTBOUND = "outbound", "Outbound"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        ACTIVE = "active", "Active"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        BUSY = "busy", "Busy"
+        NO_ANSWER = "no-answer", "No answer"
+        CANCELED = "canceled", "Canceled"
+
+    ENDED_STATUSES = (Status.COMPLETED, Status.FAILED, Status.BUSY, Status.NO_ANSWER, Status.CANCELED)
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cl"), editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls")
+    carrier = models.ForeignKey(Carrier, on_delete=models.PROTECT, related_name="calls")
+    # The carrier's own id of the call; set by the dial (outbound) or by call.started.
+    carrier_call_id = models.CharField(max_length=128, null=True, blank=True)
+    direction = models.CharField(max_length=8, choices=Direction.choices)
+    from_e164 = models.CharField(max_length=16, blank=True)
+    to_e164 = models.CharField(max_length=16)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    disclosed = models.BooleanField(default=False)
+    seconds = models.PositiveIntegerField(default=0)
+    # The tenant's audio switches as they stood when the call started; they apply
+    # to the whole call and stay visible afterwards.
+    recording_enabled = models.BooleanField(default=False)
+    transcription_enabled = models.BooleanField(default=True)
+    recording_url = models.URLField(max_length=2000, blank=True)
+    lead_id = models.CharField(max_length=ID_LENGTH, blank=True)
+    # Outbound only: whole minutes reserved against the cap, in the usage period of
+    # the request; released by call.ended.
+    reserved_minutes = models.PositiveIntegerField(default=0)
+    reserved_period = models.CharField(max_length=7, blank=True)
+    max_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # The usage period (YYYY-MM in the tenant's zone) the call was booked in.
+    usage_period = models.CharField(max_length=7, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CallQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["carrier", "carrier_call_id"], name="unique_carrier_call"),
+        ]
+        indexes = [models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest")]
+
+    def __str__(self):
+        return f"{self.direction} {self.from_e164 or '?'} → {self.to_e164} ({self.status})"
+
+    @property
+    def is_ended(self):
+        return self.ended_at is not None
+
+
+class TranscriptEntry(models.Model):
+    class Role(models.TextChoices):
+        ASSISTANT = "assistant", "Assistant"
+        USER = "user", "User"
+        SYSTEM = "system", "System"
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="transcript_entries")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    text = models.TextField()
+    ts = models.DateTimeField()
+
+    class Meta:
+        ordering = ["ts", "id"]
+        verbose_name_plural = "transcript entries"
+
+    def __str__(self):
+        return f"{self.role}: {self.text[:60]}"
+
+
+class CarrierEvent(models.Model):
+    """Every accepted carrier event, by its id: makes the webhook idempotent and keeps
+    events that arrive before their call.started until they can be applied."""
+
+    class State(models.TextChoices):
+        APPLIED = "applied", "Applied"
+        PENDING = "pending", "Pending"
+
+    carrier = models.ForeignKey(Carrier, on_delete=models.CASCADE, related_name="events")
+    event_id = models.CharField(max_length=200)
+    type = models.CharField(max_length=32)
+    carrier_call_id = models.CharField(max_length=128)
+    occurred_at = models.DateTimeField()
+    data = models.JSONField()
+    state = models.CharField(max_length=8, choices=State.choices)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["carrier", "event_id"], name="unique_carrier_event")]
+        indexes = [models.Index(fields=["carrier", "carrier_call_id", "state"], name="carrier_event_pending")]
+
+    def __str__(self):
+        return f"{self.carrier_id}/{self.event_id} {self.type} ({self.state})"
+
+
+class UsageCounter(models.Model):
+    """Minutes of one tenant in one calendar month (in the tenant's zone).
+
+    Booked by call.ended in the same transaction as the call, so reading usage and
+    checking the cap read one row. `recompute_usage` checks it against the calls.
+    """
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="usage_counters")
+    period = models.CharField(max_length=7)  # YYYY-MM
+    minutes = models.PositiveIntegerField(default=0)
+    seconds = models.PositiveBigIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+    reserved_minutes = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["tenant", "-period"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "period"], name="unique_usage_period")]
+
+    def __str__(self):
+        return f"{self.tenant_id} {self.period}: {self.minutes} min"
+
+
+class SimDial(models.Model):
+    """What the built-in `sim` carrier was asked to dial (it dials nobody)."""
+
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, related_name="sim_dial")
+    carrier_call_id = models.CharField(max_length=128, unique=True)
+    from_e164 = models.CharField(max_length=16, blank=True)
+    to_e164 = models.CharField(max_length=16)
+    max_seconds = models.PositiveIntegerField()
+    dialled_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-dialled_at"]
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a request with an `Idempotency-Key` (console.idempotency)."""
+
+    scope = models.CharField(max_length=200)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    # Null while the first request is still being handled.
+    status_code = models.PositiveSmallIntegerField(null=True)
+    body = models.JSONField(null=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "key"], name="unique_idempotency_key")]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]

@@ -1,0 +1,85 @@
+import re
+
+from rest_framework import serializers
+
+from console.api import LimitField
+from console.phone import InvalidPhoneNumber, to_e164
+
+E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
+
+
+class TranscriptEntrySerializer(serializers.Serializer):
+    role = serializers.CharField()
+    text = serializers.CharField()
+    ts = serializers.DateTimeField()
+
+
+class CallSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    direction = serializers.CharField()
+    from_e164 = serializers.CharField()
+    to_e164 = serializers.CharField()
+    status = serializers.CharField()
+    carrier = serializers.CharField(source="carrier_id")
+    disclosed = serializers.SerializerMethodField()
+    seconds = serializers.IntegerField()
+    max_seconds = serializers.IntegerField(allow_null=True)
+    recording_enabled = serializers.BooleanField()
+    transcription_enabled = serializers.BooleanField()
+    recording_url = serializers.SerializerMethodField()
+    lead_id = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    ended_at = serializers.DateTimeField(allow_null=True)
+    transcript = TranscriptEntrySerializer(source="transcript_entries", many=True)
+
+    def get_disclosed(self, call) -> int:
+        return 1 if call.disclosed else 0
+
+    def get_recording_url(self, call) -> str | None:
+        return call.recording_url or None
+
+    def get_lead_id(self, call) -> str | None:
+        return call.lead_id or None
+
+
+class CallListQuerySerializer(serializers.Serializer):
+    limit = LimitField()
+
+
+class UsageSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    period = serializers.CharField()
+    minutesThisMonth = serializers.IntegerField()
+    secondsThisMonth = serializers.IntegerField()
+    minuteCap = serializers.IntegerField()
+    reservedMinutes = serializers.IntegerField()
+    remainingMinutes = serializers.IntegerField()
+    resetsAt = serializers.DateTimeField()
+
+
+class OutboundCallRequestSerializer(serializers.Serializer):
+    to = serializers.CharField()
+    # `from` is a keyword, so the field is declared below under its JSON name.
+    leadId = serializers.CharField(required=False, allow_null=True, max_length=40)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.CharField(required=False, allow_null=True, max_length=40)
+        return fields
+
+    def validate_to(self, value):
+        # Dialling takes E.164 only (no national formats): '+', country code, number.
+        message = "'to' must be a valid number in E.164 format, e.g. +4930123456."
+        if not E164.match(value):
+            raise serializers.ValidationError(message)
+        try:
+            return to_e164(value)
+        except InvalidPhoneNumber:
+            raise serializers.ValidationError(message) from None
+
+
+class OutboundCallSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.CharField()
+    maxSeconds = serializers.IntegerField(source="max_seconds")

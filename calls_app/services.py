@@ -1,0 +1,375 @@
+"""Writes of the voice runtime: carriers, outbound requests with the minute cap, and
+carrier events (the only writer of calls)."""
+import logging
+from datetime import datetime
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from calls_app import events as ev
+from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
+from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
+from calls_app.periods import billable_minutes, next_period_start, period_of
+from calls_app.signing import carrier_secret, new_nonce, verify_signature
+from console.errors import ApiError, NotFound, ValidationFailed
+from console.numbers.models import PhoneNumber
+from leads_app.models import Lead
+from console.phone import InvalidPhoneNumber, to_e164
+
+logger = logging.getLogger("calls_app.webhook")
+
+
+class MinuteCapReached(ApiError):
+    status, code = 402, "minute_cap_reached"
+    message = "The tenant's monthly minute cap is reached; no outbound call can be placed until it resets."
+
+
+class UnknownCarrier(NotFound):
+    code, message = "unknown_carrier", "No carrier with this id."
+
+
+class UnknownNumber(NotFound):
+    code, message = "unknown_number", "No tenant owns the called number; the call was not stored."
+
+
+class UnknownCall(NotFound):
+    code, message = "unknown_call", "No outbound call with this callId was dialled through this carrier."
+
+
+# --- Carriers ---------------------------------------------------------------------------
+
+@transaction.atomic
+def carrier_create(*, carrier_id, name="", caller_id=""):
+    """A new carrier: returns (Carrier, its secret to show once)."""
+    if Carrier.objects.filter(pk=carrier_id).exists():
+        raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
+    carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce())
+    carrier.full_clean()
+    carrier.save()
+    return carrier, carrier_secret(carrier)
+
+
+@transaction.atomic
+def carrier_rotate_secret(*, carrier):
+    """A new secret for `carrier`; the old one stops working at once."""
+    carrier.secret_nonce = new_nonce()
+    carrier.secret_rotated_at = timezone.now()
+    carrier.save(update_fields=["secret_nonce", "secret_rotated_at"])
+    return carrier_secret(carrier)
+
+
+# --- Usage counters ---------------------------------------------------------------------
+
+def _locked_counter(tenant, period):
+    """The counter row of (tenant, period), created if missing and locked until commit.
+
+    On PostgreSQL the row lock serialises cap checks and bookings of one tenant; on
+    SQLite the IMMEDIATE transaction already holds the database's write lock."""
+    UsageCounter.objects.get_or_create(tenant=tenant, period=period)
+    return UsageCounter.objects.select_for_update().get(tenant=tenant, period=period)
+
+
+def _cap_details(tenant, counter, now):
+    return {
+        "used": counter.minutes,
+        "cap": tenant.minute_cap,
+        "reserved": counter.reserved_minutes,
+        "remaining": max(0, tenant.minute_cap - counter.minutes - counter.reserved_minutes),
+        "resetsAt": next_period_start(now, tenant.time_zone).isoformat().replace("+00:00", "Z"),
+    }
+
+
+# --- Outbound calls ---------------------------------------------------------------------
+
+@transaction.atomic
+def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id="", now=None):
+    """Checks the cap and reserves minutes for a new outbound call (status `queued`).
+
+    One transaction holding the tenant's counter row: used + reserved minutes are
+    read and the reservation written atomically, so concurrent requests can never
+    be granted more than the cap together."""
+    now = now or timezone.now()
+    period = period_of(now, tenant.time_zone)
+    counter = _locked_counter(tenant, period)
+    details = _cap_details(tenant, counter, now)
+    if details["remaining"] == 0:
+        raise MinuteCapReached(details=details)
+    caller_id = _caller_id(tenant, carrier, from_number)
+    _check_lead(tenant, lead_id)
+    minutes = min(details["remaining"], tenant.max_call_minutes)
+    call = Call.objects.create(
+        tenant=tenant, carrier=carrier, direction=Call.Direction.OUTBOUND, from_e164=caller_id, to_e164=to_e164,
+        status=Call.Status.QUEUED, lead_id=lead_id or "", reserved_minutes=minutes, reserved_period=period,
+        max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
+        transcription_enabled=tenant.transcription_enabled,
+    )
+    counter.reserved_minutes += minutes
+    counter.save(update_fields=["reserved_minutes", "updated_at"])
+    return call
+
+
+def _caller_id(tenant, carrier, from_number):
+    """`from` must be one of the tenant's numbers; by default the first of them, else
+    the carrier's own caller id (so a tenant without numbers can still call out)."""
+    numbers = PhoneNumber.objects.for_tenant(tenant)
+    if from_number is None:
+        first = numbers.order_by("e164").values_list("e164", flat=True).first()
+        return first or carrier.caller_id
+    try:
+        e164 = to_e164(from_number)
+    except InvalidPhoneNumber as exc:
+        raise ValidationFailed.field("from", str(exc)) from None
+    if not numbers.filter(e164=e164).exists():
+        raise ValidationFailed.field("from", "Calls can only be placed from one of the tenant's own numbers.")
+    return e164
+
+
+def _check_lead(tenant, lead_id):
+    if lead_id and not Lead.objects.for_tenant(tenant).filter(pk=lead_id).exists():
+        # Another tenant's lead answers like one that does not exist.
+        raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
+
+
+def call_dial(*, call):
+    """Hands the call to its carrier with the granted time limit. Runs after the
+    reservation is committed, so a slow carrier never holds the counter lock."""
+    try:
+        carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
+    except CarrierError as exc:
+        logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
+        call_fail_undialled(call=call)
+        raise CarrierUnavailable() from None
+    with transaction.atomic():
+        # A fast carrier may have reported call.started (with the same id) already.
+        Call.objects.filter(pk=call.pk, carrier_call_id__isnull=True).update(carrier_call_id=carrier_call_id)
+    call.carrier_call_id = carrier_call_id
+    return call
+
+
+@transaction.atomic
+def call_fail_undialled(*, call):
+    call = Call.objects.select_for_update().get(pk=call.pk)
+    if not call.is_ended:
+        _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
+
+
+# --- Carrier events ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EventOutcome:
+    status: int
+    state: str  # "applied", "pending" or "duplicate"
+
+    @property
+    def body(self):
+        return {"received": True, "state": self.state}
+
+
+APPLIED = EventOutcome(200, CarrierEvent.State.APPLIED)
+PENDING = EventOutcome(202, CarrierEvent.State.PENDING)
+
+
+def event_receive(*, carrier_id, raw_body, signature, now=None):
+    """Verifies, parses and applies one signed carrier event (CONTRACT §5).
+
+    Idempotent by event id; events of a call whose call.started has not arrived are
+    kept pending and applied when it does. All of it in one transaction: an error
+    (e.g. 404 for an inbound number no tenant owns) stores nothing."""
+    carrier = _one(Carrier.objects.filter(pk=carrier_id))
+    if carrier is None:
+        raise UnknownCarrier()
+    verify_signature(carrier_secret(carrier), signature, raw_body, now=now)
+    event = ev.parse_event(raw_body)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record = CarrierEvent.objects.create(
+                    carrier=carrier, event_id=event.id, type=event.type, carrier_call_id=event.carrier_call_id,
+                    occurred_at=event.occurred_at, data=event.data, state=CarrierEvent.State.APPLIED,
+                )
+        except IntegrityError:
+            # Carriers retry: a known id changes nothing.
+            state = CarrierEvent.objects.filter(carrier=carrier, event_id=event.id).values_list("state", flat=True).get()
+            return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
+        if _apply(carrier, event) is PENDING:
+            record.state = CarrierEvent.State.PENDING
+            record.save(update_fields=["state"])
+            return PENDING
+    return APPLIED
+
+
+def _apply(carrier, event):
+    if event.type == ev.STARTED:
+        call = _call_start(carrier, event)
+        _apply_pending(carrier, call)
+        return APPLIED
+    call = _one(Call.objects.filter(carrier=carrier, carrier_call_id=event.carrier_call_id))
+    if call is None or not _applicable(call, event):
+        return PENDING
+    _apply_to_call(call, event.type, event.data, event.occurred_at)
+    return APPLIED
+
+
+def _one(queryset):
+    """The row of a unique lookup, or None (no ORDER BY/LIMIT as with .first(): hot path)."""
+    try:
+        return queryset.get()
+    except queryset.model.DoesNotExist:
+        return None
+
+
+def _applicable(call, event):
+    if call.started_at is not None or call.is_ended:
+        return True
+    # A dialled call that never connected ends without a call.started (busy,
+    # no answer); one that lasted seconds did start, so its end waits for the start.
+    return event.type == ev.ENDED and event.data["seconds"] == 0
+
+
+def _call_start(carrier, event):
+    data = event.data
+    if data["direction"] == "inbound":
+        return _inbound_start(carrier, event)
+    call = Call.objects.select_for_update().select_related("tenant").filter(
+        pk=data["callId"], carrier=carrier, direction=Call.Direction.OUTBOUND
+    ).first()
+    if call is None:
+        raise UnknownCall(details={"callId": data["callId"]})
+    if call.carrier_call_id not in (None, event.carrier_call_id):
+        raise ValidationFailed.field("data.carrierCallId", "Does not match the carrier call id of the dialled call.")
+    if call.started_at is None and not call.is_ended:
+        call.carrier_call_id = event.carrier_call_id
+        call.started_at = event.occurred_at
+        call.status = Call.Status.ACTIVE
+        call.save(update_fields=["carrier_call_id", "started_at", "status"])
+    return call
+
+
+def _inbound_start(carrier, event):
+    data = event.data
+    existing = Call.objects.select_related("tenant").filter(carrier=carrier, carrier_call_id=event.carrier_call_id).first()
+    if existing is not None:
+        return existing  # a second call.started under another event id
+    number = PhoneNumber.objects.select_related("tenant").filter(e164=data["to"]).first()
+    if number is None:
+        # Never stored under a guessed tenant; the carrier sees a 404 and operators the log.
+        logger.warning("call.started from carrier %s for %s, which no tenant owns (event %s)",
+                       carrier.pk, data["to"], event.id)
+        raise UnknownNumber(details={"to": data["to"]})
+    tenant = number.tenant
+    return Call.objects.create(
+        tenant=tenant, carrier=carrier, carrier_call_id=event.carrier_call_id, direction=Call.Direction.INBOUND,
+        from_e164=data["from"], to_e164=data["to"], status=Call.Status.ACTIVE, started_at=event.occurred_at,
+        recording_enabled=tenant.recording_enabled, transcription_enabled=tenant.transcription_enabled,
+    )
+
+
+def _apply_pending(carrier, call):
+    pending = list(
+        CarrierEvent.objects.filter(carrier=carrier, carrier_call_id=call.carrier_call_id,
+                                    state=CarrierEvent.State.PENDING).order_by("occurred_at", "id")
+    )
+    for record in pending:
+        _apply_to_call(call, record.type, record.data, record.occurred_at)
+    if pending:
+        CarrierEvent.objects.filter(pk__in=[r.pk for r in pending]).update(state=CarrierEvent.State.APPLIED)
+
+
+def _apply_to_call(call, event_type, data, occurred_at):
+    if event_type == ev.TRANSCRIPT:
+        # The call keeps the switch that applied when it started (CONTRACT §5).
+        if call.transcription_enabled:
+            TranscriptEntry.objects.create(
+                call=call, role=data["role"], text=data["text"], ts=datetime.fromisoformat(data["ts"])
+            )
+    elif event_type == ev.DISCLOSED:
+        if not call.disclosed:
+            call.disclosed = True
+            Call.objects.filter(pk=call.pk).update(disclosed=True)
+    elif event_type == ev.ENDED:
+        _call_end(call, data, occurred_at)
+
+
+def _call_end(call, data, occurred_at):
+    call = Call.objects.select_for_update().select_related("tenant").get(pk=call.pk)
+    if call.is_ended:
+        return  # a second call.ended under another event id: usage is counted once
+    recording_url = data["recordingUrl"] if call.recording_enabled else ""
+    _finish(call, status=data["status"], seconds=data["seconds"], ended_at=occurred_at, recording_url=recording_url)
+
+
+def _finish(call, *, status, seconds, ended_at, recording_url):
+    """Ends the call, releases its reservation and books its minutes, in one transaction."""
+    tenant = call.tenant
+    # A call counts in the month in which it started; one that never started, in
+    # the month it was requested.
+    period = period_of(call.started_at or call.created_at, tenant.time_zone)
+    periods = sorted({period, call.reserved_period} - {""})  # fixed lock order
+    counters = {p: _locked_counter(tenant, p) for p in periods}
+    if call.reserved_minutes and call.reserved_period:
+        reserved = counters[call.reserved_period]
+        reserved.reserved_minutes = max(0, reserved.reserved_minutes - call.reserved_minutes)
+    booked = counters[period]
+    booked.minutes += billable_minutes(seconds)
+    booked.seconds += seconds
+    booked.calls += 1
+    for counter in counters.values():
+        counter.save(update_fields=["minutes", "seconds", "calls", "reserved_minutes", "updated_at"])
+    call.status, call.seconds, call.ended_at, call.recording_url = status, seconds, ended_at, recording_url
+    call.usage_period = period
+    call.save(update_fields=["status", "seconds", "ended_at", "recording_url", "usage_period"])
+
+
+# --- Usage recomputation ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UsageDrift:
+    tenant: str
+    period: str
+    field: str
+    stored: int
+    actual: int
+
+
+COUNTED_FIELDS = ("minutes", "seconds", "calls", "reserved_minutes")
+
+
+def usage_recompute(*, tenant, fix=True):
+    """Recounts the tenant's usage counters from its calls; returns the drift found
+    (and, with `fix`, corrects it). The counters are locked first, so bookings that
+    run meanwhile wait and are not lost."""
+    with transaction.atomic():
+        stored = {c.period: c for c in UsageCounter.objects.for_tenant(tenant).select_for_update()}
+        actual = _usage_from_calls(tenant)
+        drift = []
+        for period in sorted(set(stored) | set(actual)):
+            counter = stored.get(period) or UsageCounter(tenant=tenant, period=period)
+            wanted = actual.get(period, dict.fromkeys(COUNTED_FIELDS, 0))
+            changed = [f for f in COUNTED_FIELDS if getattr(counter, f) != wanted[f]]
+            drift += [UsageDrift(tenant.slug, period, f, getattr(counter, f), wanted[f]) for f in changed]
+            if fix and changed:
+                for field in changed:
+                    setattr(counter, field, wanted[field])
+                counter.save()
+    return drift
+
+
+def _usage_from_calls(tenant):
+    totals = {}
+
+    def period_totals(period):
+        return totals.setdefault(period, dict.fromkeys(COUNTED_FIELDS, 0))
+
+    rows = Call.objects.for_tenant(tenant).values_list(
+        "started_at", "created_at", "ended_at", "seconds", "reserved_minutes", "reserved_period"
+    )
+    for started_at, created_at, ended_at, seconds, reserved_minutes, reserved_period in rows.iterator(2000):
+        if ended_at is not None:
+            booked = period_totals(period_of(started_at or created_at, tenant.time_zone))
+            booked["minutes"] += billable_minutes(seconds)
+            booked["seconds"] += seconds
+            booked["calls"] += 1
+        elif reserved_minutes and reserved_period:
+            period_totals(reserved_period)["reserved_minutes"] += reserved_minutes
+    return totals

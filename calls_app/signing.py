@@ -1,0 +1,85 @@
+"""Carrier signing secrets and the webhook signature (CONTRACT §5).
+
+`X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`; the
+HMAC key is the UTF-8 bytes of the secret as `create_carrier` printed it.
+
+Storage decision: the HMAC needs the secret itself, so a hash cannot be kept. Instead
+of storing the secret (or an encryption of it), it is derived when needed:
+secret = base64url(HMAC-SHA256(CARRIER_SIGNING_KEY, "<carrier id>:<nonce>")), and
+only the random nonce is in the database. A database copy alone reveals no secret;
+rotating a carrier's secret means a new nonce. CARRIER_SIGNING_KEY defaults to a key
+derived from SECRET_KEY; set it explicitly so that SECRET_KEY can be rotated without
+re-issuing every carrier secret.
+"""
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+
+from django.conf import settings
+from django.utils.crypto import salted_hmac
+
+from console.errors import ApiError
+
+# CONTRACT §5: a signature more than this far from now is refused (replays).
+TOLERANCE_SECONDS = 300
+
+
+class InvalidSignature(ApiError):
+    status, code = 401, "invalid_signature"
+    message = "The X-Signature header is missing or does not match the body."
+
+
+class StaleSignature(ApiError):
+    status, code = 401, "stale_signature"
+    message = f"The signature timestamp is more than {TOLERANCE_SECONDS} seconds away from now."
+
+
+def new_nonce():
+    return secrets.token_hex(16)
+
+
+def _signing_key():
+    configured = getattr(settings, "CARRIER_SIGNING_KEY", "")
+    if configured:
+        return configured.encode()
+    return salted_hmac("calls_app.carrier-signing-key", "v1", algorithm="sha256").digest()
+
+
+def carrier_secret(carrier):
+    """The carrier's secret: 43 URL-safe characters (256 bits)."""
+    digest = hmac.new(_signing_key(), f"{carrier.id}:{carrier.secret_nonce}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def signature_header(secret, body, timestamp=None):
+    """What a carrier sends: used by the sim carrier and by tests."""
+    timestamp = int(time.time()) if timestamp is None else int(timestamp)
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def verify_signature(secret, header, body, *, now=None):
+    """Raises InvalidSignature or StaleSignature unless `header` signs `body`."""
+    timestamp, candidates = _parse_header(header or "")
+    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    # Every v1 is compared (carriers may send two while rotating); constant time each.
+    if not any(hmac.compare_digest(expected, candidate) for candidate in candidates):
+        raise InvalidSignature()
+    now = time.time() if now is None else now
+    if abs(now - timestamp) > TOLERANCE_SECONDS:
+        raise StaleSignature()
+
+
+def _parse_header(header):
+    timestamp, candidates = None, []
+    for part in header.split(","):
+        name, _, value = part.strip().partition("=")
+        if name == "t" and value.isdigit():
+            timestamp = int(value)
+        elif name == "v1" and value:
+            candidates.append(value.strip().lower())
+    if timestamp is None or not candidates:
+        raise InvalidSignature()
+    return timestamp, candidates

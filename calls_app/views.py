@@ -1,0 +1,38 @@
+"""Calls and usage in the Console API: read-only (the voice runtime writes calls)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins
+from rest_framework.response import Response
+
+from calls_app import selectors
+from calls_app.models import Call
+from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer
+from console.api import TenantAPIView, TenantViewSet, validated
+from console.errors import NotFound
+
+
+class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    serializer_class = CallSerializer
+    lookup_value_regex = "[^/]+"
+
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description="1–200 (larger values are clamped), default 50")],
+        responses=inline_serializer("CallList", {"calls": CallSerializer(many=True)}),
+    )
+    def list(self, request):
+        limit = validated(CallListQuerySerializer, request.query_params.dict())["limit"]
+        calls = selectors.calls_newest(tenant=request.tenant, limit=limit)
+        return Response({"calls": CallSerializer(calls, many=True).data})
+
+    def retrieve(self, request, pk=None):
+        try:
+            call = selectors.call_get(tenant=request.tenant, call_id=pk)
+        except Call.DoesNotExist:
+            raise NotFound("No call with this id.") from None
+        return Response(CallSerializer(call).data)
+
+
+class UsageView(TenantAPIView):
+    @extend_schema(responses=UsageSerializer, summary="Minutes used this month against the minute cap")
+    def get(self, request):
+        return Response(selectors.usage_for(tenant=request.tenant))

@@ -1,0 +1,138 @@
+"""`Idempotency-Key` for POST endpoints (CONTRACT §2), shared by every app.
+
+Usage in a DRF view::
+
+    from console.idempotency import idempotent
+
+    def post(self, request):
+        return idempotent(request, scope=f"voice.calls:{request.tenant.pk}",
+                          handler=lambda: self.create(request))
+
+`handler()` does the real work and returns a DRF `Response`. Behaviour:
+
+- No `Idempotency-Key` header: `handler()` runs, nothing is stored.
+- First request with a key: the key is claimed (committed at once), `handler()` runs,
+  and a 2xx response (status and JSON body) is stored for 24 hours. If `handler()`
+  raises or answers non-2xx, the claim is dropped, so a retry runs afresh — errors
+  change nothing by the project's rules, so there is nothing to replay.
+- A replay (same scope, key and request body) within 24 h returns the stored response
+  with the header `Idempotent-Replayed: true`; `handler()` does not run.
+- The same key with another body (or method/path) → 409 `idempotency_key_mismatch`.
+- The same key while the first request is still running → 409
+  `idempotency_key_in_use` with `Retry-After: 1` (the first one may still succeed).
+- A key longer than 255 characters or with characters outside printable ASCII → 400
+  `invalid_idempotency_key`.
+
+`scope` separates keys: include the tenant (or whatever owns the key) and the
+endpoint, e.g. `"public.leads:acme"`. Records live in the database
+(`calls_app.IdempotencyRecord`), so several app servers share them;
+`purge_expired()` deletes records older than the retention.
+"""
+import hashlib
+import json
+import re
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.response import Response
+
+from console.errors import ApiError, Conflict
+
+HEADER = "Idempotency-Key"
+RETENTION = timedelta(hours=24)
+_VALID_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+class InvalidIdempotencyKey(ApiError):
+    status, code = 400, "invalid_idempotency_key"
+    message = "The Idempotency-Key header must be 1–255 printable ASCII characters without spaces."
+
+
+class IdempotencyKeyMismatch(Conflict):
+    code = "idempotency_key_mismatch"
+    message = "This Idempotency-Key was used with a different request; use a new key for a new request."
+
+
+class IdempotencyKeyInUse(Conflict):
+    code = "idempotency_key_in_use"
+    message = "A request with this Idempotency-Key is still being processed; retry shortly."
+
+
+def _record_model():
+    # Imported late: console is loaded before the apps' models are ready.
+    from calls_app.models import IdempotencyRecord
+
+    return IdempotencyRecord
+
+
+def request_fingerprint(request):
+    """Method, path and the parsed body in a canonical form (key order and spacing ignored)."""
+    try:
+        body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        body = repr(request.data)
+    return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
+
+
+def idempotent(request, *, scope, handler):
+    key = request.headers.get(HEADER)
+    if key is None:
+        return handler()
+    if not _VALID_KEY.match(key):
+        raise InvalidIdempotencyKey()
+    fingerprint = request_fingerprint(request)
+    record, claimed = _claim(scope, key, fingerprint)
+    if not claimed:
+        return _replay(record, fingerprint)
+    try:
+        response = handler()
+    except BaseException:
+        _release(record)
+        raise
+    if 200 <= response.status_code < 300:
+        record.status_code, record.body = response.status_code, response.data
+        record.save(update_fields=["status_code", "body"])
+    else:
+        _release(record)
+    return response
+
+
+def _claim(scope, key, fingerprint):
+    """(record, True) if this request now owns the key, else (existing record, False)."""
+    IdempotencyRecord = _record_model()
+    now = timezone.now()
+    with transaction.atomic():
+        existing = IdempotencyRecord.objects.select_for_update().filter(scope=scope, key=key).first()
+        if existing is not None and existing.created_at > now - RETENTION:
+            return existing, False
+        if existing is not None:
+            existing.delete()
+        try:
+            with transaction.atomic():
+                record = IdempotencyRecord.objects.create(
+                    scope=scope, key=key, request_hash=fingerprint, created_at=now
+                )
+        except IntegrityError:
+            # A concurrent request with the same key claimed it first.
+            return IdempotencyRecord.objects.get(scope=scope, key=key), False
+    return record, True
+
+
+def _release(record):
+    _record_model().objects.filter(pk=record.pk, status_code__isnull=True).delete()
+
+
+def _replay(record, fingerprint):
+    if record.request_hash != fingerprint:
+        raise IdempotencyKeyMismatch()
+    if record.status_code is None:
+        raise IdempotencyKeyInUse(headers={"Retry-After": "1"})
+    return Response(record.body, status=record.status_code, headers={"Idempotent-Replayed": "true"})
+
+
+def purge_expired(*, now=None):
+    """Deletes records past the retention; returns how many."""
+    cutoff = (now or timezone.now()) - RETENTION
+    deleted, _ = _record_model().objects.filter(created_at__lt=cutoff).delete()
+    return deleted

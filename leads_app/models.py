@@ -1,0 +1,47 @@
+from django.db import models
+
+from console.ids import ID_LENGTH, PrefixedId
+from console.tenants.querysets import TenantOwnedQuerySet
+
+
+class Lead(models.Model):
+    """A contact request posted from a public page (CONTRACT §6)."""
+
+    class Kind(models.TextChoices):
+        CALLBACK = "callback", "Callback"
+        CONTACT = "contact", "Contact"
+        VOICEMAIL = "voicemail", "Voicemail"
+
+    class Status(models.TextChoices):
+        NEW = "new", "New"
+        CONTACTED = "contacted", "Contacted"
+        QUALIFIED = "qualified", "Qualified"
+        CONVERTED = "converted", "Converted"
+        LOST = "lost", "Lost"
+        SPAM = "spam", "Spam"
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("ld"), editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="leads")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    phone = models.CharField("phone (E.164)", max_length=16)
+    # The visitor's token as sent (`tomorrow-am`) and the moment it meant when the lead
+    # arrived, resolved in the tenant's time zone; both are kept, so the console can
+    # show what was asked and when to call.
+    preferred_at = models.CharField(max_length=16, blank=True)
+    preferred_at_resolved = models.DateTimeField(null=True, blank=True)
+    page_url = models.URLField(max_length=2000, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.NEW)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at", "-id"], name="lead_tenant_newest"),
+            models.Index(fields=["tenant", "status", "-created_at"], name="lead_tenant_status"),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.phone} ({self.status})"

@@ -1,0 +1,101 @@
+from django.core.validators import URLValidator
+from rest_framework import serializers
+
+from console.api import LimitField
+from console.numbers.serializers import E164Field
+from leads_app.models import Lead
+from leads_app.preferred_time import InvalidToken, parse
+
+# One message for "no such tenant" and "malformed slug": a public form must not tell
+# a stranger which tenants exist (CONTRACT §6).
+UNKNOWN_TENANT = "Not a tenant that accepts leads."
+
+
+class LeadSerializer(serializers.ModelSerializer):
+    """A stored lead as the console API shows it (CONTRACT §6)."""
+
+    tenant = serializers.CharField(source="tenant.slug")
+    preferred_at = serializers.CharField(allow_null=True)
+    page_url = serializers.CharField(allow_null=True)
+
+    class Meta:
+        model = Lead
+        fields = ["id", "tenant", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
+                  "status", "created_at"]
+        read_only_fields = fields
+
+    def to_representation(self, lead):
+        data = super().to_representation(lead)
+        # Not given is null on the wire, not an empty string.
+        for name in ("preferred_at", "page_url"):
+            data[name] = data[name] or None
+        return data
+
+
+class PublicLeadCreatedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.CharField()
+
+
+class StrictCharField(serializers.CharField):
+    """A string, never a number or boolean coerced into one."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data)
+
+
+class TenantSlugField(StrictCharField):
+    """The tenant named in the body; the view looks it up once (it needs it for the
+    origin check and the rate limit before validation) and passes it in the context."""
+
+    def to_internal_value(self, data):
+        slug = super().to_internal_value(data)
+        tenant = self.context.get("tenant")
+        if tenant is None or tenant.slug != slug:
+            raise serializers.ValidationError(UNKNOWN_TENANT)
+        return tenant
+
+
+class PreferredTimeField(StrictCharField):
+    def to_internal_value(self, data):
+        try:
+            return parse(super().to_internal_value(data))
+        except InvalidToken as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class PublicLeadSerializer(serializers.Serializer):
+    """The body of `POST /v2/public/leads`; fields not listed here are ignored."""
+
+    tenant = TenantSlugField()
+    kind = serializers.ChoiceField(choices=Lead.Kind.choices)
+    phone = E164Field(max_length=40)
+    preferred_at = PreferredTimeField(required=False, allow_null=True, default=None)
+    page_url = StrictCharField(max_length=2000, required=False, allow_null=True, allow_blank=True, default=None,
+                               validators=[URLValidator(schemes=["http", "https"],
+                                                        message="Send the page address as an http(s) URL.")])
+    # The honeypot: invisible in the widget, so only a bot fills it in.
+    website = serializers.JSONField(required=False, default=None, write_only=True)
+
+    def validate_page_url(self, value):
+        return value or ""
+
+
+class LeadUpdateSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Lead.Status.choices)
+
+    def validate(self, attrs):
+        others = sorted(set(self.initial_data) - {"status"})
+        if others:
+            raise serializers.ValidationError({name: ["Only 'status' can be changed."] for name in others})
+        return attrs
+
+
+class LeadListQuerySerializer(serializers.Serializer):
+    """`GET /v2/leads` filters; `limit` as for calls: default 50, over 200 is 200."""
+
+    status = serializers.ChoiceField(choices=Lead.Status.choices, required=False)
+    kind = serializers.ChoiceField(choices=Lead.Kind.choices, required=False)
+    limit = LimitField()

@@ -1,0 +1,17 @@
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Rate-limit counters live in the cache; every test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def public():
+    """A client without credentials, as a web page or a server posting a lead."""
+    return APIClient()
