@@ -1,8 +1,8 @@
 """Writes of the voice runtime: carriers, outbound requests with the minute cap, and
 carrier events (the only writer of calls)."""
 import logging
-from datetime import datetime
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -92,6 +92,7 @@ def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id
     now = now or timezone.now()
     period = period_of(now, tenant.time_zone)
     counter = _locked_counter(tenant, period)
+    _release_stale_reservations(tenant, counter, now)
     details = _cap_details(tenant, counter, now)
     if details["remaining"] == 0:
         raise MinuteCapReached(details=details)
@@ -107,6 +108,33 @@ def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id
     counter.reserved_minutes += minutes
     counter.save(update_fields=["reserved_minutes", "updated_at"])
     return call
+
+
+# The carrier ends a call at its granted maxSeconds. A reservation still held this
+# long after that lost its call.ended (a carrier outage, a dropped webhook): it is
+# released so that the minutes are not blocked for the rest of the month. A late
+# call.ended still books the real minutes, and releases nothing twice.
+RESERVATION_GRACE = timedelta(minutes=15)
+
+
+def _release_stale_reservations(tenant, counter, now):
+    """Under the counter's lock: gives back the minutes of this period's calls that
+    cannot still be running. Only calls under way are looked at, so it stays cheap."""
+    stale = [
+        call for call in Call.objects.for_tenant(tenant).filter(
+            ended_at__isnull=True, reserved_minutes__gt=0, reserved_period=counter.period,
+            created_at__lt=now - RESERVATION_GRACE,
+        ).only("pk", "created_at", "max_seconds", "reserved_minutes")
+        if call.created_at + timedelta(seconds=call.max_seconds or 0) + RESERVATION_GRACE < now
+    ]
+    if not stale:
+        return
+    released = sum(call.reserved_minutes for call in stale)
+    logger.warning("Releasing %s reserved minutes of %s call(s) of tenant %s without call.ended: %s",
+                   released, len(stale), tenant.slug, ", ".join(call.pk for call in stale))
+    Call.objects.filter(pk__in=[call.pk for call in stale]).update(reserved_minutes=0)
+    counter.reserved_minutes = max(0, counter.reserved_minutes - released)
+    counter.save(update_fields=["reserved_minutes", "updated_at"])
 
 
 def _caller_id(tenant, carrier, from_number):

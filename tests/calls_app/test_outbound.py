@@ -1,5 +1,5 @@
 import random
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -190,3 +190,39 @@ def test_month_rollover_at_midnight_berlin_frees_the_cap(tenant_a):
     assert refused.value.details["resetsAt"] == "2025-01-31T23:00:00Z"
     granted = call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO, now=after)
     assert (granted.reserved_period, granted.max_seconds) == ("2025-02", 600)
+
+
+def test_reservation_without_call_ended_is_released_after_max_seconds_and_grace(tenant_a):
+    set_tenant(tenant_a, minute_cap=10, max_call_minutes=10)
+    carrier = sim_carrier()
+    lost = call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO)
+    with pytest.raises(MinuteCapReached):
+        call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO)
+    # Its call.ended never arrives; 10 minutes granted + 15 minutes grace pass.
+    Call.objects.filter(pk=lost.pk).update(created_at=lost.created_at - timedelta(minutes=26))
+    granted = call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO)
+    assert granted.max_seconds == 600
+    assert Call.objects.get(pk=lost.pk).reserved_minutes == 0
+    assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == 10
+
+
+def test_call_still_within_its_granted_time_keeps_its_reservation(tenant_a):
+    set_tenant(tenant_a, minute_cap=10, max_call_minutes=10)
+    carrier = sim_carrier()
+    running = call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO)
+    Call.objects.filter(pk=running.pk).update(created_at=running.created_at - timedelta(minutes=24))
+    with pytest.raises(MinuteCapReached):
+        call_request_outbound(tenant=tenant_a, carrier=carrier, to_e164=TO)
+    assert Call.objects.get(pk=running.pk).reserved_minutes == 10
+
+
+def test_late_call_ended_after_a_released_reservation_books_minutes_once(api_a, tenant_a):
+    set_tenant(tenant_a, minute_cap=10, max_call_minutes=10)
+    lost = Call.objects.get(pk=dial(api_a).json()["id"])
+    Call.objects.filter(pk=lost.pk).update(created_at=lost.created_at - timedelta(minutes=26))
+    assert dial(api_a).status_code == 201  # releases the lost call's reservation
+    # The lost call's events arrive after all.
+    sim.deliver(sim.call_events(carrier_call_id=lost.carrier_call_id, started=datetime.now(timezone.utc),
+                                seconds=90, event_prefix="late", call_id=lost.pk))
+    usage = api_a.get("/v2/usage").json()
+    assert (usage["minutesThisMonth"], usage["reservedMinutes"]) == (2, 10)
