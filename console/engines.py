@@ -51,18 +51,23 @@ carrier_probes = ProbeRegistry()
 SPEECH_MODULE_ENDPOINTS = {"tts": "/api/voice/speak", "stt": "/api/voice/transcribe"}
 
 
+def local_engine_id(lane, engine_ids):
+    """The id of this process's engine that serves `lane` (a registry lane), or None:
+    the lane's endpoint is this service's speech module and its id names the engine
+    (`tts-espeak-de` → `espeak`)."""
+    if lane.entry.get("endpoint") != SPEECH_MODULE_ENDPOINTS.get(lane.capability):
+        return None
+    return next((engine_id for engine_id in lane.id.split("-") if engine_id in engine_ids), None)
+
+
 def lane_status(lane, local_engines):
     """A tts/stt lane of the registry as an engine entry; `usableNow` only when this
     process serves the lane with a usable engine that speaks one of its languages.
     Lanes reached through other services (gateways, hosted APIs) are never usable
     from here: this process cannot vouch for them."""
     entry = lane.entry
-    served_by = next(
-        (engine for engine in local_engines
-         if engine.kind == lane.capability and entry.get("endpoint") == SPEECH_MODULE_ENDPOINTS.get(lane.capability)
-         and engine.id in lane.id.split("-")),
-        None,
-    )
+    engines = {engine.id: engine for engine in local_engines if engine.kind == lane.capability}
+    served_by = engines.get(local_engine_id(lane, engines))
     languages = sorted(lane.languages)
     usable = bool(served_by and served_by.usable_now
                   and (not languages or set(languages) & set(served_by.languages)))

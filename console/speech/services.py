@@ -35,8 +35,9 @@ def speech_render(*, text, voice=None):
     if len(text) > MAX_RENDER_CHARS:
         raise TextTooLong(f"The text to speak has {len(text)} characters; at most {MAX_RENDER_CHARS} can be "
                           "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
-    engine = synthesizer()
     voice = voice or default_voice()
+    # The voice's language ("de" of "de+f3") routes to the engine.
+    engine = synthesizer(language=voice.partition("+")[0])
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 
