@@ -8,8 +8,11 @@ from django.conf import settings
 
 from scripts_app.analysis import analyze
 
-CORPUS = Path(settings.BASE_DIR).parent / "shared" / "data" / "script-cases.example.json"
-CASES = json.loads(CORPUS.read_text(encoding="utf-8"))["cases"] if CORPUS.exists() else []
+# The shared labelled cases when the checkout sits beside shared/ (as in CI), else the
+# copy kept with the tests, so that the suite stands on its own in any clone.
+SHARED_CORPUS = Path(settings.BASE_DIR).parent / "shared" / "data" / "script-cases.example.json"
+CORPUS = SHARED_CORPUS if SHARED_CORPUS.exists() else Path(__file__).parent / "data" / "script-cases.example.json"
+CASES = json.loads(CORPUS.read_text(encoding="utf-8"))["cases"]
 
 
 def matches(finding, expected):
