@@ -11,7 +11,9 @@ from console.speech.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from console.speech.encode import ENCODER_VERSION, mp3_from_pcm
 from console.speech.errors import AudioTooLarge, EmptyAudio, InvalidBase64, MissingVariables, TextTooLong
 from console.speech.stt import checked_language, recognizer
-from console.speech.tts import default_voice, synthesizer
+from console.engines import local_engine_id
+from console.speech.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
+from registry_app.routing import route
 from scripts_app.analysis.text import VARIABLE, variables_of
 from scripts_app.selectors import effective_script
 
@@ -28,6 +30,18 @@ def render_key(text, voice, engine_version):
     return hashlib.sha256(material).hexdigest()
 
 
+def synthesizer_for(language):
+    """The synthesis engine for `language`: the first lane of the registry's tts route
+    (CONTRACT §7 order) that an engine of this process serves; without a registry, or
+    when no routed lane is served here, the default engine — the engines of this
+    process serve whether or not a registry is loaded (CONTRACT §4)."""
+    for candidate in route("tts", language=language).candidates:
+        engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
+        if engine_id is not None:
+            return synthesizer(engine_id)
+    return synthesizer(DEFAULT_SYNTHESIZER)
+
+
 def speech_render(*, text, voice=None):
     """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
 
@@ -37,7 +51,7 @@ def speech_render(*, text, voice=None):
                           "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
     voice = voice or default_voice()
     # The voice's language ("de" of "de+f3") routes to the engine.
-    engine = synthesizer(language=voice.partition("+")[0])
+    engine = synthesizer_for(voice.partition("+")[0])
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 

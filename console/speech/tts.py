@@ -26,9 +26,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from console.engines import local_engine_id
 from console.speech.errors import TtsUnavailable, UnknownVoice
-from registry_app.routing import route
 
 # A voice is an eSpeak NG voice name, optionally with a variant: `de`, `en-us`, `ko+f3`.
 VOICE_PATTERN = re.compile(r"^[A-Za-z0-9_/-]{1,40}(\+[A-Za-z0-9_]{1,20})?$")
@@ -163,27 +161,20 @@ class EspeakSynthesizer(Synthesizer):
             return wav.readframes(wav.getnframes()), wav.getframerate()
 
 
-# This process's synthesis engines, by the id that registry lanes name them with.
+# This process's synthesis engines, by the id that registry lanes name them with
+# (console.speech.services picks one through the registry's router).
 SYNTHESIZERS = {"espeak": EspeakSynthesizer}
 DEFAULT_SYNTHESIZER = "espeak"
 
 
+def synthesizer(engine_id=DEFAULT_SYNTHESIZER):
+    """The synthesis engine `engine_id` of this process (one instance per process)."""
+    return _instance(engine_id)
+
+
 @lru_cache(maxsize=None)
-def _engine(engine_id):
+def _instance(engine_id):
     return SYNTHESIZERS[engine_id]()
-
-
-def synthesizer(language=None):
-    """The synthesis engine for `language`: the first lane of the registry's tts route
-    (CONTRACT §7 order) that an engine of this process serves; without a registry, or
-    when no routed lane is served here, the default engine — the engines of this
-    process serve whether or not a registry is loaded (CONTRACT §4)."""
-    if language is not None:
-        for candidate in route("tts", language=language).candidates:
-            engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
-            if engine_id is not None:
-                return _engine(engine_id)
-    return _engine(DEFAULT_SYNTHESIZER)
 
 
 def default_voice():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from console.speech import tts
+from console.speech.services import synthesizer_for
 from registry_app.services import registry_load
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,7 @@ class PiperStandIn(tts.EspeakSynthesizer):
 def piper_engine(monkeypatch):
     monkeypatch.setitem(tts.SYNTHESIZERS, "piper", PiperStandIn)
     yield
-    tts._engine.cache_clear()
+    tts._instance.cache_clear()
 
 
 def with_piper_live():
@@ -34,17 +35,17 @@ def with_piper_live():
 
 
 def test_without_a_registry_the_default_engine_serves(piper_engine):
-    assert type(tts.synthesizer(language="de")) is tts.EspeakSynthesizer
+    assert type(synthesizer_for("de")) is tts.EspeakSynthesizer
 
 
 def test_the_first_routed_lane_served_here_picks_the_engine(piper_engine):
     registry_load(document=with_piper_live(), loaded_by="tests")
-    assert type(tts.synthesizer(language="de")) is PiperStandIn
+    assert type(synthesizer_for("de")) is PiperStandIn
     # Piper's lane speaks only German: English routes to eSpeak NG.
-    assert type(tts.synthesizer(language="en")) is tts.EspeakSynthesizer
+    assert type(synthesizer_for("en")) is tts.EspeakSynthesizer
 
 
 def test_a_routed_lane_without_an_engine_here_is_skipped(db):
     registry_load(document=with_piper_live(), loaded_by="tests")
     # No Piper in this process: the next lane served here, eSpeak NG, speaks.
-    assert type(tts.synthesizer(language="de")) is tts.EspeakSynthesizer
+    assert type(synthesizer_for("de")) is tts.EspeakSynthesizer
