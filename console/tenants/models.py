@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
+from console.tenants.querysets import TenantOwnedQuerySet
+
 DEFAULT_DISCLOSURE = "Sie sprechen mit einer KI-Assistenz."
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
@@ -97,6 +99,8 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="unique_membership")]

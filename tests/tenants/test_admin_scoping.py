@@ -99,3 +99,9 @@ def test_admin_number_form_normalises_to_e164(owner, tenant_a):
         "tenant": tenant_a.pk, "e164": "030 98765432", "label": "admin", "assistant": ""})
     assert response.status_code == 302
     assert PhoneNumber.objects.get(label="admin").e164 == "+493098765432"
+
+
+def test_member_sees_only_memberships_of_own_tenants(owner, teammate, outsider):
+    page = admin_client(owner).get("/admin/tenants/membership/").content.decode()
+    assert "olga-owner" in page and "tom-teammate" in page
+    assert "otto-outsider" not in page
