@@ -1,6 +1,7 @@
 """Open, not tenant-bound endpoints of the service itself."""
 from django.conf import settings
 from django.db import DatabaseError
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -16,7 +17,7 @@ class DatabaseUnavailable(ApiError):
 
 
 class HealthView(OpenAPIView):
-    @extend_schema(summary="Service health and the speech engines usable now")
+    @extend_schema(summary="Service health and the speech engines usable now", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         try:
             tenant_count = Tenant.objects.count()
@@ -39,7 +40,7 @@ class HealthView(OpenAPIView):
 
 
 class EnginesView(OpenAPIView):
-    @extend_schema(summary="Speech engines and telephony carriers with their state now")
+    @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         """This process's engines (they serve with or without a registry), then the
         registry's tts and stt lanes with `usableNow` from those engines."""

@@ -39,7 +39,7 @@ class AudioRenderView(TenantAPIView):
 class AudioTranscribeView(TenantAPIView):
     parser_classes = [BoundedJSONParser]
 
-    @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio")
+    @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio", responses=OpenApiTypes.OBJECT)
     def post(self, request):
         data = validated(TranscribeRequestSerializer, request.data)
         audio = services.audio_from_base64(data["audio_base64"])
@@ -49,11 +49,11 @@ class AudioTranscribeView(TenantAPIView):
 
 
 class AudioSettingsView(TenantAPIView):
-    @extend_schema(summary="The tenant's audio switches")
+    @extend_schema(summary="The tenant's audio switches", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response(audio_settings_json(request.tenant))
 
-    @extend_schema(request=AudioSettingsPatchSerializer, summary="Change the tenant's audio switches")
+    @extend_schema(request=AudioSettingsPatchSerializer, summary="Change the tenant's audio switches", responses=OpenApiTypes.OBJECT)
     def patch(self, request):
         data = validated(AudioSettingsPatchSerializer, request.data)
         tenant = services.audio_settings_update(
@@ -85,6 +85,7 @@ class ModuleTranscribeView(APIView):
             OpenApiParameter("phrase", str, many=True, description="Restrict recognition to these phrases."),
         ],
         summary="Transcribe raw audio bytes",
+        responses=OpenApiTypes.OBJECT,
     )
     def post(self, request):
         phrases = request.query_params.getlist("phrase")
@@ -97,7 +98,7 @@ class ModuleTranscribeView(APIView):
 
 
 class ModuleHealthView(APIView):
-    @extend_schema(summary="State of the speech module's engines")
+    @extend_schema(summary="State of the speech module's engines", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         statuses = [synthesis_status(), recognition_status()]
         return Response({

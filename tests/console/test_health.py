@@ -51,4 +51,8 @@ def test_openapi_schema_is_open_and_describes_the_api(db):
     assert response.status_code == 200
     document = response.json()
     assert document["openapi"].startswith("3.")
-    assert {"/v2/numbers", "/v2/numbers/{id}", "/v2/assistants", "/health"} <= set(document["paths"])
+    assert {"/v2/numbers", "/v2/numbers/{id}", "/v2/assistants", "/health", "/v2/calls", "/v2/leads",
+            "/v2/public/leads", "/v2/audio/scripts", "/v2/audio/render", "/v2/audio/transcribe", "/v2/usage",
+            "/v2/registry/route", "/voice/v1/calls", "/voice/webhook/{carrier_id}", "/api/voice/speak",
+            "/v2/meta/engines"} <= set(document["paths"])
+    assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
