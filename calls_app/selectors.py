@@ -1,12 +1,32 @@
 """Reads of calls and usage; every query starts from the tenant."""
 from django.utils import timezone
 
-from calls_app.models import Call, UsageCounter
+from calls_app.models import Call, TranscriptEntry, UsageCounter
 from calls_app.periods import next_period_start, period_of
+
+# The columns of a call in the Console API (calls_app.serializers.CallSerializer).
+CALL_COLUMNS = (
+    "id", "direction", "from_e164", "to_e164", "status", "carrier_id", "disclosed", "seconds", "max_seconds",
+    "recording_enabled", "transcription_enabled", "recording_url", "lead_id", "created_at", "started_at", "ended_at",
+)
+
 
 def calls_newest(*, tenant, limit):
     """The tenant's newest calls with their transcripts: two queries whatever the limit."""
     return list(Call.objects.for_tenant(tenant).newest_first().with_transcript()[:limit])
+
+
+def calls_newest_rows(*, tenant, limit):
+    """The same as `calls_newest` as plain rows, for the list endpoint: the calls (dicts
+    of CALL_COLUMNS) and their transcript lines by call id ((role, text, ts) in order).
+    Two queries whatever the limit, like the prefetch; no model instances are built."""
+    calls = list(Call.objects.for_tenant(tenant).newest_first().values(*CALL_COLUMNS)[:limit])
+    lines = {}
+    if calls:
+        entries = TranscriptEntry.objects.filter(call_id__in=[call["id"] for call in calls]).order_by("ts", "id")
+        for call_id, role, text, ts in entries.values_list("call_id", "role", "text", "ts"):
+            lines.setdefault(call_id, []).append((role, text, ts))
+    return calls, lines
 
 
 def call_get(*, tenant, call_id):

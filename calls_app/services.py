@@ -4,14 +4,15 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from calls_app import event_sql
 from calls_app import events as ev
 from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
-from calls_app.signing import carrier_secret, new_nonce, verify_signature
+from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
 from leads_app.models import Lead
@@ -203,12 +204,59 @@ def event_receive(*, carrier_id, raw_body, signature, now=None):
 
     Idempotent by event id; events of a call whose call.started has not arrived are
     kept pending and applied when it does. All of it in one transaction: an error
-    (e.g. 404 for an inbound number no tenant owns) stores nothing."""
-    carrier = _one(Carrier.objects.filter(pk=carrier_id))
-    if carrier is None:
+    (e.g. 404 for an inbound number no tenant owns) stores nothing.
+
+    The carrier's nonce is read on every event (one primary-key read) and its secret
+    derived once per (carrier, nonce), so a rotated secret is refused at once."""
+    nonce = event_sql.carrier_nonce(carrier_id)
+    if nonce is None:
         raise UnknownCarrier()
-    verify_signature(carrier_secret(carrier), signature, raw_body, now=now)
+    verify_signature(secret_of(carrier_id, nonce), signature, raw_body, now=now)
     event = ev.parse_event(raw_body)
+    if event.type == ev.TRANSCRIPT:
+        outcome = _transcript_receive(carrier_id, event)
+        if outcome is not None:
+            return outcome
+    return _event_receive(carrier_id, event)
+
+
+def _transcript_receive(carrier_id, event):
+    """The hot path: a transcript line of a call that has started, in hand-written SQL
+    (calls_app.event_sql). None when the call has not started (or is unknown): then
+    the general path decides under the write lock whether the event waits.
+
+    The call is read before the write transaction: a call that started stays started,
+    so the answer cannot go stale, and SQLite's single write lock is held only for the
+    two inserts."""
+    call = event_sql.started_call(carrier_id, event.carrier_call_id)
+    if call is None:
+        return None
+    call_id, transcription_enabled = call
+    # Statements and parameters are ready before BEGIN: the write lock is held for the
+    # inserts alone.
+    event_insert = event_sql.event_insert(carrier_id=carrier_id, event=event, state=CarrierEvent.State.APPLIED)
+    # The call keeps the switch that applied when it started (CONTRACT §5).
+    entry_insert = event_sql.transcript_entry_insert(
+        call_id=call_id, role=event.data["role"], text=event.data["text"], ts=datetime.fromisoformat(event.data["ts"])
+    ) if transcription_enabled else None
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(*event_insert)
+        if cursor.rowcount != 1:  # a known id: nothing was inserted
+            return _known_event(event_sql.event_state(cursor, carrier_id=carrier_id, event_id=event.id))
+        if entry_insert is not None:
+            cursor.execute(*entry_insert)
+    return APPLIED
+
+
+def _known_event(state):
+    """Carriers retry: a known id changes nothing."""
+    return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
+
+
+def _event_receive(carrier_id, event):
+    carrier = _one(Carrier.objects.filter(pk=carrier_id))
+    if carrier is None:  # deleted since its nonce was read
+        raise UnknownCarrier()
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -217,9 +265,8 @@ def event_receive(*, carrier_id, raw_body, signature, now=None):
                     occurred_at=event.occurred_at, data=event.data, state=CarrierEvent.State.APPLIED,
                 )
         except IntegrityError:
-            # Carriers retry: a known id changes nothing.
             state = CarrierEvent.objects.filter(carrier=carrier, event_id=event.id).values_list("state", flat=True).get()
-            return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
+            return _known_event(state)
         if _apply(carrier, event) is PENDING:
             record.state = CarrierEvent.State.PENDING
             record.save(update_fields=["state"])

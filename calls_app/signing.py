@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from functools import lru_cache
 
 from django.conf import settings
 from django.utils.crypto import salted_hmac
@@ -41,15 +42,33 @@ def new_nonce():
 
 
 def _signing_key():
-    configured = getattr(settings, "CARRIER_SIGNING_KEY", "")
+    return _signing_key_of(getattr(settings, "CARRIER_SIGNING_KEY", ""), settings.SECRET_KEY)
+
+
+@lru_cache(maxsize=8)
+def _signing_key_of(configured, secret_key):
     if configured:
         return configured.encode()
-    return salted_hmac("calls_app.carrier-signing-key", "v1", algorithm="sha256").digest()
+    return salted_hmac("calls_app.carrier-signing-key", "v1", secret=secret_key, algorithm="sha256").digest()
 
 
 def carrier_secret(carrier):
     """The carrier's secret: 43 URL-safe characters (256 bits)."""
-    digest = hmac.new(_signing_key(), f"{carrier.id}:{carrier.secret_nonce}".encode(), hashlib.sha256).digest()
+    return secret_of(carrier.id, carrier.secret_nonce)
+
+
+def secret_of(carrier_id, nonce):
+    """The secret of the carrier `carrier_id` whose current nonce is `nonce`.
+
+    Derived once per process and (carrier, nonce, signing key): the webhook reads the
+    nonce on every event, so a rotation (a new nonce) takes effect at once in every
+    worker, and a changed CARRIER_SIGNING_KEY or SECRET_KEY too."""
+    return _derived_secret(carrier_id, nonce, _signing_key())
+
+
+@lru_cache(maxsize=1024)
+def _derived_secret(carrier_id, nonce, signing_key):
+    digest = hmac.new(signing_key, f"{carrier_id}:{nonce}".encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 

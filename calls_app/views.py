@@ -6,7 +6,7 @@ from rest_framework.response import Response
 
 from calls_app import selectors
 from calls_app.models import Call
-from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer
+from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
 from console.api import TenantAPIView, TenantViewSet, validated
 from console.errors import NotFound
 
@@ -21,8 +21,8 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     )
     def list(self, request):
         limit = validated(CallListQuerySerializer, request.query_params.dict())["limit"]
-        calls = selectors.calls_newest(tenant=request.tenant, limit=limit)
-        return Response({"calls": CallSerializer(calls, many=True).data})
+        calls, lines = selectors.calls_newest_rows(tenant=request.tenant, limit=limit)
+        return Response({"calls": call_list_data(calls, lines)})
 
     def retrieve(self, request, pk=None):
         try:

@@ -1,4 +1,7 @@
 """The voice runtime's HTTP surface (`/voice/`): outbound requests and the carrier webhook."""
+import json
+
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -31,7 +34,15 @@ class OutboundCallView(TenantAPIView):
 
 
 class CarrierWebhookView(OpenAPIView):
-    """Authenticated by the carrier's signature alone (no API key, no session)."""
+    """Authenticated by the carrier's signature alone (no API key, no session).
+
+    POST, the carriers' hot path, is served as a plain Django view: the body is read
+    raw anyway (the signature covers its exact bytes), so DRF's request wrapping,
+    content negotiation and rendering only cost time. Errors still take the contract's
+    shape: `ApiError`s raised here reach `console.middleware.JsonErrorMiddleware`
+    (the `/voice` paths are API paths), which answers with `console.errors`' mapping,
+    the same one DRF's exception handler uses. The class stays a DRF view for the
+    OpenAPI schema and for the other methods (405 in the contract's shape)."""
 
     @extend_schema(
         request=inline_serializer("CarrierEvent", {
@@ -47,4 +58,11 @@ class CarrierWebhookView(OpenAPIView):
         outcome = services.event_receive(
             carrier_id=carrier_id, raw_body=request.body, signature=request.headers.get("X-Signature", "")
         )
-        return Response(outcome.body, status=outcome.status)
+        # The bytes DRF's JSONRenderer wrote for the same body (compact separators).
+        return HttpResponse(json.dumps(outcome.body, separators=(",", ":")), status=outcome.status,
+                            content_type="application/json")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.method == "POST":
+            return self.post(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
