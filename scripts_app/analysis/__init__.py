@@ -7,16 +7,22 @@ all call the same function:
     >>> analyze("Wir rufen Sie zurueck.", max_seconds=30)["findings"][0]["rule"]
     'kundensicht'
 
-Linear in the text: one pass for words, one regex pass per pattern rule; the
-lexicon is read once per process (`lexicon.default_lexicon`).
+Linear in the text: one pass over the tokens (`text.read`) for the count, the URLs
+and the words, then each rule looks only at the words it can flag; the lexicon is
+read once per process (`lexicon.default_lexicon`).
 """
+from bisect import bisect_right
+from itertools import compress, count
+
 from scripts_app.analysis.lexicon import GermanLexicon, LexiconUnavailable, default_lexicon
 from scripts_app.analysis.rules import RULES, WORDS_PER_MINUTE
-from scripts_app.analysis.text import Positions, count_words, variables_of, without_variables_and_urls, words_of
+from scripts_app.analysis.text import line_starts, read, variables_of
 
 __all__ = ["analyze", "GermanLexicon", "LexiconUnavailable", "default_lexicon", "RULE_IDS"]
 
 RULE_IDS = ("dauer", "kundensicht", "umlaute", "einwortzeile", "doppelte-kennzeichnung")
+# Findings at the same offset come in the order of RULE_IDS.
+_RULE_RANK = {rule: rank for rank, rule in enumerate(RULE_IDS)}
 
 
 def duration_of(words):
@@ -30,20 +36,31 @@ class Script:
         self.text = text
         self.max_seconds = max_seconds
         self.lexicon = lexicon
-        self.words = count_words(text)
+        reading = read(text)
+        self.words = reading.count
         self.duration_sec = duration_of(self.words)
         # What the word rules read: variables and URLs blanked out, offsets unchanged.
-        self.checked = without_variables_and_urls(text)
-        self.words_checked = words_of(self.checked)
-        self._positions = None
+        self.checked = reading.checked
+        self.words_checked = reading.words
+        # Three rules compare words case-insensitively: each word is lowered once here
+        # (same index as in words_checked), not once per rule.
+        self.lower_words = [word.lower() for _, word in self.words_checked]
+        # For einwortzeile and for each finding's line and column.
+        self.lines = text.split("\n")
+        self.line_starts = line_starts(self.lines)
+
+    def indices_of(self, vocabulary):
+        """Indices (into words_checked) of the words whose lower case is in
+        `vocabulary` (a set or dict of lower-case words), in text order. Most words are
+        in no rule's vocabulary: map and compress run the lookups in C instead of a
+        Python step per word and rule."""
+        return compress(count(), map(vocabulary.__contains__, self.lower_words))
 
     def finding(self, rule, level, message, offset, length, suggestion=None):
-        if self._positions is None:
-            self._positions = Positions(self.text)
-        line, column = self._positions.line_column(offset)
+        line = bisect_right(self.line_starts, offset)  # 1-based, as is the column
         return {
             "rule": rule, "level": level, "message": message,
-            "line": line, "column": column, "offset": offset, "length": length,
+            "line": line, "column": offset - self.line_starts[line - 1] + 1, "offset": offset, "length": length,
             "excerpt": self.text[offset:offset + length], "suggestion": suggestion,
         }
 
@@ -53,7 +70,7 @@ def analyze(text, max_seconds=None, *, lexicon=None):
     text order. Without `max_seconds` the duration rule is not applied."""
     script = Script(text, max_seconds, lexicon or default_lexicon())
     findings = [finding for rule in RULES for finding in rule(script)]
-    findings.sort(key=lambda finding: (finding["offset"], RULE_IDS.index(finding["rule"])))
+    findings.sort(key=lambda finding: (finding["offset"], _RULE_RANK[finding["rule"]]))
     return {
         "words": script.words,
         "durationSec": script.duration_sec,

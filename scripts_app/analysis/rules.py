@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from itertools import combinations
 
-from scripts_app.analysis.text import VARIABLE, count_words, is_spoken
+from scripts_app.analysis.text import VARIABLE, count_words
 
 ERROR, WARNING = "error", "warning"
 WORDS_PER_MINUTE = 110
@@ -48,8 +48,9 @@ ABBREVIATIONS = frozenset({"US", "WE"})
 
 
 def kundensicht(script):
-    for start, word in script.words_checked:
-        if word.lower() in VENDOR_WORDS and word not in ABBREVIATIONS:
+    for index in script.indices_of(VENDOR_WORDS):
+        start, word = script.words_checked[index]
+        if word not in ABBREVIATIONS:
             yield script.finding(
                 "kundensicht", WARNING,
                 f"„{word}“ spricht aus Sicht des Unternehmens. Sprechen Sie den Anrufer an, "
@@ -61,7 +62,8 @@ def kundensicht(script):
 # --- umlaute -----------------------------------------------------------------
 
 DIGRAPH = re.compile(r"[aou]e")
-UMLAUT = {"a": "ä", "o": "ö", "u": "ü"}
+# The umlaut for the first letter of a digraph, in that letter's case.
+UMLAUT = {"a": "ä", "o": "ö", "u": "ü", "A": "Ä", "O": "Ö", "U": "Ü"}
 # Words with more substitutions than this are not German words anyway; the cap keeps
 # the number of candidates (2^n) small.
 MAX_DIGRAPHS = 4
@@ -88,13 +90,10 @@ def umlaut_positions(lexicon, lower):
 def _with_umlauts(word, positions):
     """`word` with the digraph at each position replaced by its umlaut, keeping the
     case of the digraph's first letter (`Oe` → `Ö`, `UE` → `Ü`, `ae` → `ä`)."""
-    pieces, last = [], 0
-    for at in positions:
-        umlaut = UMLAUT[word[at].lower()]
-        pieces += [word[last:at], umlaut.upper() if word[at].isupper() else umlaut]
-        last = at + 2
-    pieces.append(word[last:])
-    return "".join(pieces)
+    # Back to front, so that the positions still to replace stay where they were.
+    for at in reversed(positions):
+        word = word[:at] + UMLAUT[word[at]] + word[at + 2:]
+    return word
 
 
 # A name is spelt as its bearer spells it (`Frau Mueller`, `Dr. med. Schroeder`):
@@ -109,17 +108,22 @@ GAP_IN_NAME = re.compile(r"[ \t-]*")
 MAX_NAME_WORDS = 3
 
 
-def is_name(words, index, text):
-    """Whether words[index] is part of a name after a form of address or title: up to
-    MAX_NAME_WORDS capitalised words, then (going back) a title."""
+def is_name(script, index):
+    """Whether word `index` of the script is part of a name after a form of address or
+    title: up to MAX_NAME_WORDS capitalised words, then (going back) a title."""
+    words, text = script.words_checked, script.checked
     start, word = words[index]
     if not word[0].isupper():
+        return False
+    # The loop below looks at most MAX_NAME_WORDS words back and is only True at a
+    # title: without a title among them, no need to look at the gaps.
+    if TITLES.isdisjoint(script.lower_words[max(0, index - MAX_NAME_WORDS):index]):
         return False
     name_words = 1
     while index > 0:
         previous_start, previous = words[index - 1]
         gap = text[previous_start + len(previous):start]
-        if previous.lower() in TITLES:
+        if script.lower_words[index - 1] in TITLES:
             return GAP_AFTER_TITLE.fullmatch(gap) is not None
         if not (previous[0].isupper() and GAP_IN_NAME.fullmatch(gap) and name_words < MAX_NAME_WORDS):
             return False
@@ -129,15 +133,22 @@ def is_name(words, index, text):
 
 
 def umlaute(script):
-    for index, (start, word) in enumerate(script.words_checked):
-        lower = word.lower()
-        if not ("ue" in lower or "ae" in lower or "oe" in lower) or len(word) < 3 or len(lower) != len(word):
+    # Most words have no digraph, and scripts repeat their words: each distinct word
+    # is tested once, then only the words with a digraph to replace are looked at.
+    replaceable = {}
+    for lower in set(script.lower_words):
+        if ("ue" in lower or "ae" in lower or "oe" in lower) and len(lower) >= 3:
+            positions = umlaut_positions(script.lexicon, lower)
+            if positions is not None:
+                replaceable[lower] = positions
+    for index in script.indices_of(replaceable):
+        start, word = script.words_checked[index]
+        lower = script.lower_words[index]
+        # Lower case must not change the length (`İ`), or the positions would not fit
+        # the word; with it, the word has at least 3 letters too.
+        if len(lower) != len(word) or is_name(script, index):
             continue
-        positions = umlaut_positions(script.lexicon, lower)
-        if positions is None:
-            continue
-        if is_name(script.words_checked, index, script.checked):
-            continue
+        positions = replaceable[lower]
         suggestion = _with_umlauts(word, positions)
         yield script.finding(
             "umlaute", ERROR,
@@ -153,13 +164,12 @@ LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 def einwortzeile(script):
-    offset = 0
-    for line in script.text.split("\n"):
-        line_start, offset = offset, offset + len(line) + 1
+    for line_start, line in zip(script.line_starts, script.lines):
         trimmed = line.strip()
-        # Most lines have two spoken words among their first tokens: no full count.
+        # Most lines start with two spoken words (here: tokens that start with a
+        # letter or digit, the cheapest sufficient test): no full count.
         first = trimmed.split(None, 2)
-        if len(first) >= 2 and is_spoken(first[0]) and is_spoken(first[1]) and "{{" not in trimmed:
+        if len(first) >= 2 and first[0][0].isalnum() and first[1][0].isalnum() and "{{" not in trimmed:
             continue
         if not trimmed or count_words(trimmed) != 1:
             continue
@@ -214,8 +224,9 @@ DISCLOSURE_STARTS = frozenset(
 
 def doppelte_kennzeichnung(script):
     covered_until = 0
-    for start, word in script.words_checked:
-        if start < covered_until or word.lower() not in DISCLOSURE_STARTS:
+    for index in script.indices_of(DISCLOSURE_STARTS):
+        start = script.words_checked[index][0]
+        if start < covered_until:
             continue
         match = AI_DISCLOSURE.match(script.checked, start)
         if match is None:

@@ -3,6 +3,7 @@ negatives, and offsets that point at the exact characters."""
 import pytest
 
 from scripts_app.analysis import GermanLexicon, LexiconUnavailable, analyze
+from scripts_app.analysis.text import count_words
 
 
 def findings(text, rule=None, max_seconds=None):
@@ -235,6 +236,17 @@ def test_dauer_needs_max_seconds():
 def test_words_and_duration_at_110_words_per_minute(text, words, duration):
     result = analyze(text)
     assert (result["words"], result["durationSec"]) == (words, duration)
+
+
+@pytest.mark.parametrize("text", [
+    "Mehr unter www.praxis.example, um 10:30 Uhr.",
+    "Hallo {{vorname}}, x{{a}}y – bis bald.\n{{ firma.name }}",
+    "a://b www.) (http://) – … E-Mail geht's",
+    "Schreiben Sie an rueckruf@praxis-mueller.de oder +@-.- (a URL without a letter is no word).",
+])
+def test_words_are_counted_as_count_words_counts_them(text):
+    # The analysis counts words in the same pass that finds URLs and words.
+    assert analyze(text)["words"] == count_words(text)
 
 
 def test_variables_in_order_of_first_appearance_without_duplicates():
