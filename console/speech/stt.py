@@ -1,7 +1,8 @@
 """Speech recognition with Vosk, one model per language loaded once per process.
 
-Models come only from the paths in `settings.VOSK_MODELS` (`lang=path` pairs);
-`vosk.Model(lang=…)` and `model_name=…` download from the internet and are never
+Models come only from the paths in `settings.VOSK_MODELS` (`lang=path` pairs):
+the model is always constructed from a directory path. Vosk's other ways of naming a
+model (by language or by model name) download it from the internet and are never
 used. A model is shared by all threads of the process (Kaldi models are read-only);
 each transcription gets its own recognizer.
 """
