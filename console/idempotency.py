@@ -20,6 +20,8 @@ Usage in a DRF view::
 - The same key with another body (or method/path) → 409 `idempotency_key_mismatch`.
 - The same key while the first request is still running → 409
   `idempotency_key_in_use` with `Retry-After: 1` (the first one may still succeed).
+  A claim without a response after CLAIM_TIMEOUT is taken as abandoned (its worker
+  was killed mid-request) and the next request with the key runs afresh.
 - A key longer than 255 characters or with characters outside printable ASCII → 400
   `invalid_idempotency_key`.
 
@@ -41,6 +43,8 @@ from console.errors import ApiError, Conflict
 
 HEADER = "Idempotency-Key"
 RETENTION = timedelta(hours=24)
+# Longer than any request may run (gunicorn kills a worker after 30 s by default).
+CLAIM_TIMEOUT = timedelta(minutes=2)
 _VALID_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
@@ -104,9 +108,11 @@ def _claim(scope, key, fingerprint):
     now = timezone.now()
     with transaction.atomic():
         existing = IdempotencyRecord.objects.select_for_update().filter(scope=scope, key=key).first()
-        if existing is not None and existing.created_at > now - RETENTION:
-            return existing, False
         if existing is not None:
+            expired = existing.created_at <= now - RETENTION
+            abandoned = existing.status_code is None and existing.created_at <= now - CLAIM_TIMEOUT
+            if not (expired or abandoned):
+                return existing, False
             existing.delete()
         try:
             with transaction.atomic():
