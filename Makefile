@@ -9,8 +9,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 STAMP := $(VENV)/.installed
-HOST ?= 127.0.0.1
-PORT ?= 8000
+# Not HOST/PORT: shells such as zsh set HOST to the machine name.
+RUN_HOST ?= 127.0.0.1
+RUN_PORT ?= 8000
 # Debian packages the product needs at run time (the features add theirs here).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
@@ -20,9 +21,9 @@ TEST_SYSTEM_PACKAGES := chromium
 
 run: install .env migrate
 	$(MANAGE) collectstatic --noinput -v0
-	$(MANAGE) seed_demo --base-url http://$(HOST):$(PORT)
-	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
-	$(BIN)/gunicorn console.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - --error-logfile -
+	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
+	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
+	$(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --access-logfile - --error-logfile -
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
