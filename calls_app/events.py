@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.errors import ApiError, ValidationFailed
+from console.errors import ApiError, MalformedJson, ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
 
 STARTED, TRANSCRIPT, DISCLOSED, ENDED = "call.started", "call.transcript", "call.disclosed", "call.ended"
@@ -23,10 +23,6 @@ MAX_CALL_SECONDS = 24 * 60 * 60
 MAX_TRANSCRIPT_TEXT = 20_000
 # Caller ids that carriers send for withheld numbers; stored as an empty `from`.
 WITHHELD_CALLER_IDS = ("", "anonymous", "private", "unknown", "restricted")
-
-
-class MalformedJson(ApiError):
-    status, code, message = 400, "malformed_json", "The event body is not valid JSON."
 
 
 class UnknownEventType(ApiError):
@@ -47,7 +43,7 @@ def parse_event(raw_body):
     try:
         body = json.loads(raw_body)
     except (UnicodeDecodeError, ValueError):
-        raise MalformedJson() from None
+        raise MalformedJson("The event body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise ValidationFailed(details={"non_field_errors": ["The event must be a JSON object."]})
     event_type = body.get("type")

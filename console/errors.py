@@ -37,6 +37,14 @@ class ValidationFailed(ApiError):
         return cls(details={name: [message]})
 
 
+class MalformedJson(ApiError):
+    status, code, message = 400, "malformed_json", "The request body is not valid JSON."
+
+
+class PayloadTooLarge(ApiError):
+    status, code, message = 413, "payload_too_large", "The request body is too large."
+
+
 class TenantRequired(ApiError):
     status, code = 400, "tenant_required"
     message = "No tenant selected: send the X-Tenant header or use a tenant's host name."
@@ -139,7 +147,7 @@ def response_for_exception(exc, request=None):
     if isinstance(exc, drf.ValidationError):
         return error_response(400, "validation_error", "Some fields are invalid.", _field_details(exc.detail))
     if isinstance(exc, drf.ParseError):
-        return error_response(400, "malformed_json", f"The request body could not be parsed: {exc.detail}")
+        return response_for_exception(MalformedJson(f"The request body could not be parsed: {exc.detail}"))
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         response = error_response(401, Unauthenticated.code, str(exc.detail) or Unauthenticated.message)
         response["WWW-Authenticate"] = 'Bearer realm="api"'
@@ -152,7 +160,7 @@ def response_for_exception(exc, request=None):
     if isinstance(exc, drf.APIException):
         return error_response(exc.status_code, GENERIC_CODES.get(exc.status_code, "error"), str(exc.detail))
     if isinstance(exc, RequestDataTooBig):
-        return error_response(413, "payload_too_large", "The request body is too large.")
+        return response_for_exception(PayloadTooLarge())
     if isinstance(exc, Http404):
         return generic_error_response(404)
     if isinstance(exc, DjangoPermissionDenied):

@@ -16,8 +16,3 @@ class LeadRateLimited(ApiError):
             details={"retryAfter": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
-
-
-class PayloadTooLarge(ApiError):
-    status, code = 413, "payload_too_large"
-    message = "The request body is too large."

@@ -3,11 +3,11 @@ from rest_framework import mixins, status
 from rest_framework.response import Response
 
 from console.api import OpenAPIView, TenantViewSet, validated
-from console.errors import ValidationFailed
+from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency import idempotent
 from console.ids import PrefixedId
 from leads_app import access, ratelimit, selectors, services
-from leads_app.errors import LeadRateLimited, OriginForbidden, PayloadTooLarge
+from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
 from leads_app.serializers import (
     LeadListQuerySerializer,
