@@ -27,6 +27,8 @@ run: install .env migrate
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: install

@@ -29,8 +29,8 @@ def _german(words):
 
 def tts_real_time_factor(load):
     """TTS: eSpeak NG through pyttsx3 plus LAME, in process (audio seconds per wall second)."""
-    from console.speech.encode import mp3_from_pcm
-    from console.speech.tts import EspeakSynthesizer
+    from speech_app.encode import mp3_from_pcm
+    from speech_app.tts import EspeakSynthesizer
 
     engine = EspeakSynthesizer()
     engine.synthesize("Aufwärmen.", voice="de")  # engine start-up is not part of the rate
@@ -98,9 +98,9 @@ def _settings_read(base, key):
 
 def _korean_clip(seconds):
     """About `seconds` of Korean speech as 16 kHz PCM."""
-    from console.speech.decode import decode_to_pcm
-    from console.speech.encode import mp3_from_pcm
-    from console.speech.tts import EspeakSynthesizer
+    from speech_app.decode import decode_to_pcm
+    from speech_app.encode import mp3_from_pcm
+    from speech_app.tts import EspeakSynthesizer
 
     speech = EspeakSynthesizer().synthesize(KOREAN_SENTENCE * 12, voice="ko+f3")
     pcm = decode_to_pcm(mp3_from_pcm(speech.pcm, speech.sample_rate)).pcm
@@ -110,8 +110,8 @@ def _korean_clip(seconds):
 
 _MEASURE = """
 import base64, json, resource, time
-from console.speech.decode import decode_to_pcm
-from console.speech.stt import recognizer
+from speech_app.decode import decode_to_pcm
+from speech_app.stt import recognizer
 audio = base64.b64decode(open({path!r}).read())
 began = time.perf_counter(); recognizer().model_for("ko"); load = time.perf_counter() - began
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -125,7 +125,7 @@ print(json.dumps({{"load": load, "decode": decode, "recognize": recognize, "seco
 
 def transcription_per_format(load):
     """Transcription of a 30 s clip per input format, one process each (Korean model, one core)."""
-    from tests.speech.audio_samples import FORMATS, encode
+    from tests.speech_app.audio_samples import FORMATS, encode
 
     pcm = _korean_clip(30)
     rows = []
@@ -148,7 +148,7 @@ def transcription_per_format(load):
 
 def concurrent_transcriptions(load):
     """Transcriptions of a 30 s WAV over HTTP, 2 gunicorn workers: 1 client vs 2 and 4 in parallel."""
-    from console.speech.encode import mp3_from_pcm
+    from speech_app.encode import mp3_from_pcm
 
     pcm = _korean_clip(30)
     body = {"audio_base64": base64.b64encode(mp3_from_pcm(pcm, 16000)).decode(), "language": "ko"}

@@ -225,7 +225,7 @@ def webhook(load):
         # After gunicorn's graceful stop: requests in flight when wrk stopped are done.
         counts = [tuple(map(int, line.split())) for line in results.read_text().splitlines()]
         assert len(counts) == runs, counts
-        sent, applied, other = (sum(column) for column in zip(*counts))
+        sent, applied, other = (sum(column) for column in zip(*counts, strict=True))
         stored_entries, stored_events = map(int, project.django(
             "from calls_app.models import CarrierEvent, TranscriptEntry\n"
             "print(TranscriptEntry.objects.count(), CarrierEvent.objects.filter(type='call.transcript').count())\n"

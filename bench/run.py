@@ -15,12 +15,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_audio  # noqa: E402
-from bench import bench_calls  # noqa: E402
-from bench import bench_foundation  # noqa: E402
-from bench import bench_leads  # noqa: E402
-from bench import bench_registry  # noqa: E402
-from bench import bench_scripts  # noqa: E402
+from bench import (
+    bench_audio,  # noqa: E402
+    bench_calls,  # noqa: E402
+    bench_foundation,  # noqa: E402
+    bench_leads,  # noqa: E402
+    bench_registry,  # noqa: E402
+    bench_scripts,  # noqa: E402
+)
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
 BENCHMARKS = [

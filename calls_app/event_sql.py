@@ -58,7 +58,7 @@ def _adapter(field):
 
 
 def _params(adapters, values):
-    return [value if adapt is None else adapt(value) for adapt, value in zip(adapters, values)]
+    return [value if adapt is None else adapt(value) for adapt, value in zip(adapters, values, strict=True)]
 
 
 @lru_cache(maxsize=None)

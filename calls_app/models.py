@@ -184,19 +184,3 @@ class SimDial(models.Model):
 
     class Meta:
         ordering = ["-dialled_at"]
-
-
-class IdempotencyRecord(models.Model):
-    """The first response to a request with an `Idempotency-Key` (console.idempotency)."""
-
-    scope = models.CharField(max_length=200)
-    key = models.CharField(max_length=255)
-    request_hash = models.CharField(max_length=64)
-    # Null while the first request is still being handled.
-    status_code = models.PositiveSmallIntegerField(null=True)
-    body = models.JSONField(null=True)
-    created_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["scope", "key"], name="unique_idempotency_key")]
-        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]

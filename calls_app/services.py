@@ -15,8 +15,8 @@ from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
-from leads_app.models import Lead
 from console.phone import InvalidPhoneNumber, to_e164
+from leads_app.models import Lead
 
 logger = logging.getLogger("calls_app.webhook")
 

@@ -10,7 +10,7 @@ from calls_app import services
 from calls_app.carriers import outbound_carrier
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
 from console.api import OpenAPIView, TenantAPIView, validated
-from console.idempotency import idempotent
+from console.idempotency.services import idempotent
 
 
 class OutboundCallView(TenantAPIView):

@@ -1,7 +1,7 @@
 """A registry of engine probes: what speech engines this process can use right now.
 
 `/health` and `/v2/meta/engines` report from here. Each engine registers a probe
-(console.speech registers the real synthesis and recognition engines); a probe answers
+(speech_app registers the real synthesis and recognition engines); a probe answers
 from the running system, never from configuration alone.
 """
 from dataclasses import dataclass, field

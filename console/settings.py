@@ -50,7 +50,8 @@ INSTALLED_APPS = [
     "console.credentials",
     "console.assistants",
     "console.numbers",
-    "console.speech",
+    "console.idempotency",
+    "speech_app",
     "scripts_app",
     "leads_app",
     "calls_app",
@@ -195,7 +196,7 @@ LOGGING = {
 # (the client as our outermost proxy saw it); 0 counts REMOTE_ADDR.
 LEADS_TRUSTED_PROXIES = env.int("LEADS_TRUSTED_PROXIES", default=0)
 
-# --- Speech (console.speech) ---
+# --- Speech (speech_app) ---
 # Vosk models per language, comma-separated `lang=path` pairs (CONTRACT §4), e.g.
 # `de=/srv/models/vosk-model-small-de-0.15`. Models are only ever loaded from these
 # paths; nothing is downloaded at run time.

@@ -5,7 +5,8 @@ from rest_framework.routers import SimpleRouter
 
 from console.assistants.views import AssistantViewSet
 from console.numbers.views import PhoneNumberViewSet
-from console.views import EnginesView, HealthView
+from console.tenants.views import AudioSettingsView
+from console.views import HealthView
 
 router = SimpleRouter(trailing_slash=False)
 router.register("assistants", AssistantViewSet, basename="assistant")
@@ -14,16 +15,16 @@ router.register("numbers", PhoneNumberViewSet, basename="number")
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("v2/meta/engines", EnginesView.as_view(), name="meta-engines"),
+    path("v2/audio/settings", AudioSettingsView.as_view(), name="audio-settings"),
     path("v2/", include(router.urls)),
     # Each app owns the paths of its resource; see its urls.py.
     path("v2/", include("scripts_app.urls")),
     path("v2/", include("leads_app.urls")),
     path("v2/", include("calls_app.urls")),
     path("v2/", include("registry_app.urls")),
-    path("v2/", include("console.speech.urls")),
+    path("v2/", include("speech_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
-    path("api/voice/", include("console.speech.module_urls")),
+    path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
     path("admin/", admin.site.urls),
 ]

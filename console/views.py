@@ -6,10 +6,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from console.api import OpenAPIView
-from console.engines import carrier_probes, engine_probes, lane_status
+from console.engines import engine_probes
 from console.errors import ApiError
 from console.tenants.models import Tenant
-from registry_app import snapshot
 
 
 class DatabaseUnavailable(ApiError):
@@ -37,18 +36,3 @@ class HealthView(OpenAPIView):
         for status in synthesis:
             body[status.id] = {"engine": status.engine, "mode": status.mode, "usableNow": status.usable_now}
         return Response(body)
-
-
-class EnginesView(OpenAPIView):
-    @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=OpenApiTypes.OBJECT)
-    def get(self, request):
-        """This process's engines (they serve with or without a registry), then the
-        registry's tts and stt lanes with `usableNow` from those engines."""
-        local = engine_probes.statuses()
-        current = snapshot.current()
-        lanes = [lane for kind in ("tts", "stt") for lane in (current.by_capability.get(kind, ()) if current else ())]
-        return Response({
-            "engines": [{**s.as_json(), "source": "process"} for s in local]
-            + [lane_status(lane, local) for lane in lanes],
-            "carriers": carrier_probes.statuses(),
-        })

@@ -4,7 +4,7 @@ from rest_framework.response import Response
 
 from console.api import OpenAPIView, TenantViewSet, validated
 from console.errors import PayloadTooLarge, ValidationFailed
-from console.idempotency import idempotent
+from console.idempotency.services import idempotent
 from console.ids import PrefixedId
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden

@@ -1,6 +1,10 @@
 from console.errors import ApiError
 
 
+class MissingVariables(ApiError):
+    status, code = 400, "missing_variables"
+
+
 class UnknownTouchpoint(ApiError):
     status, code = 404, "unknown_touchpoint"
 

@@ -2,6 +2,9 @@ from rest_framework import serializers
 
 from scripts_app.analysis import RULE_IDS
 from scripts_app.services import check_script_text
+from speech_app.serializers import VoiceField
+
+MAX_VARIABLE_CHARS = 500
 
 
 class ScriptTextField(serializers.Field):
@@ -64,3 +67,17 @@ class ScriptWithAnalysisSerializer(ScriptSerializer):
 class ScriptListSerializer(serializers.Serializer):
     scripts = ScriptSerializer(many=True)
     analysis = ListAnalysisSerializer(many=True, required=False, help_text="only with analyze=1")
+
+
+class RenderRequestSerializer(serializers.Serializer):
+    touchpoint = serializers.CharField(max_length=200)
+    variables = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
+    voice = VoiceField()
+
+    def validate_variables(self, variables):
+        for name, value in variables.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise serializers.ValidationError(f"'{name}' must be a string or a number.")
+            if len(str(value)) > MAX_VARIABLE_CHARS:
+                raise serializers.ValidationError(f"'{name}' is longer than {MAX_VARIABLE_CHARS} characters.")
+        return variables

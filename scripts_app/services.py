@@ -1,9 +1,12 @@
-"""Writes of scripts: a tenant's override of a touchpoint is put or deleted."""
+"""Writes of scripts (a tenant's override of a touchpoint is put or deleted) and their rendering to speech."""
 from django.db import transaction
 
 from console.errors import ValidationFailed
+from scripts_app.analysis.text import VARIABLE, variables_of
+from scripts_app.errors import MissingVariables
 from scripts_app.models import MAX_TEXT_LENGTH, ScriptOverride
-from scripts_app.selectors import EffectiveScript, TENANT, known_touchpoint
+from scripts_app.selectors import TENANT, EffectiveScript, effective_script, known_touchpoint
+from speech_app.services import speech_render
 
 
 def check_script_text(text):
@@ -33,3 +36,22 @@ def script_override_delete(*, tenant, touchpoint_id):
     """Removes the tenant's override, if any: the default applies again (idempotent)."""
     tp = known_touchpoint(touchpoint_id)
     ScriptOverride.objects.for_tenant(tenant).filter(touchpoint_id=tp.id).delete()
+
+
+def effective_text(script, *, variables, disclosure):
+    """The spoken text of a script: variables filled, the disclosure before call openers."""
+    missing = [name for name in variables_of(script.text) if name not in variables]
+    if missing:
+        raise MissingVariables(f"Values are missing for: {', '.join(missing)}.", details={"missing": missing})
+    text = VARIABLE.sub(lambda match: str(variables[match.group(1)]), script.text)
+    if script.opens_call:
+        # Art. 50: the caller hears first that an AI speaks; it cannot be switched off.
+        text = f"{disclosure.strip()} {text}"
+    return text
+
+
+def script_render(*, tenant, touchpoint, variables, voice=None):
+    """The effective script of `touchpoint` for `tenant` as MP3: (rendered, from_cache)."""
+    script = effective_script(tenant, touchpoint)
+    text = effective_text(script, variables=variables, disclosure=tenant.disclosure_text)
+    return speech_render(text=text, voice=voice)

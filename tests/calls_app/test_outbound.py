@@ -4,9 +4,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from calls_app import sim
-from calls_app.models import Call, IdempotencyRecord, SimDial, UsageCounter
-from calls_app.services import MinuteCapReached, call_request_outbound
 from calls_app.carriers import sim_carrier
+from calls_app.models import Call, SimDial, UsageCounter
+from calls_app.services import MinuteCapReached, call_request_outbound
+from console.idempotency.models import IdempotencyRecord
 from console.numbers.services import number_create
 from leads_app.models import Lead
 from tests.conftest import error_of

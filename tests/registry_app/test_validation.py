@@ -4,8 +4,13 @@ import pytest
 
 from registry_app.errors import InvalidRegistryDocument
 from registry_app.models import Lane, RegistryVersion
-from registry_app.validation import (document_problems, json_path, passes_compiled_check, reference_problems,
-                                     registry_schema)
+from registry_app.validation import (
+    document_problems,
+    json_path,
+    passes_compiled_check,
+    reference_problems,
+    registry_schema,
+)
 from tests.registry_app.conftest import lane, load
 
 

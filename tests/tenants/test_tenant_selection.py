@@ -1,8 +1,8 @@
 """The auth matrix of CONTRACT §1: credentials first, then the tenant."""
 import pytest
 
-from console.credentials.services import api_key_revoke
 from console.credentials.models import ApiKey
+from console.credentials.services import api_key_revoke
 from tests.conftest import error_of, make_client
 
 pytestmark = pytest.mark.django_db

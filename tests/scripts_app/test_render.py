@@ -1,14 +1,14 @@
 import pytest
 
-from console.speech.decode import decode_to_pcm
-from console.speech.services import MAX_RENDER_CHARS, effective_text
-from console.speech.tts import synthesizer
 from scripts_app.selectors import effective_script
-from scripts_app.services import script_override_put
+from scripts_app.services import effective_text, script_override_put
+from speech_app.decode import decode_to_pcm
+from speech_app.services import MAX_RENDER_CHARS
+from speech_app.tts import synthesizer
 from tests.conftest import error_of, make_client
-from tests.speech.conftest import KOREAN_PHRASES, b64
+from tests.speech_app.conftest import KOREAN_PHRASES, b64
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
 URL = "/v2/audio/render"
 GREETING = {"touchpoint": "inbound.greeting", "variables": {"companyName": "Muster GmbH"}}

@@ -14,8 +14,8 @@ from django.conf import settings
 
 from console.engines import EngineStatus, engine_probes
 from console.errors import ApiError
-from console.speech.stt import model_name, recognizer
-from console.speech.tts import INSTALL_HINT, synthesizer
+from speech_app.stt import model_name, recognizer
+from speech_app.tts import INSTALL_HINT, synthesizer
 
 _RETRY_FAILED_PROBE_SEC = 60
 _TEST_SENTENCE = "Test."

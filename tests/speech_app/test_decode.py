@@ -1,9 +1,9 @@
 import pytest
 
-from console.speech import decode
-from console.speech.decode import SAMPLE_RATE, container_of, decode_to_pcm
-from console.speech.errors import AudioTooLarge, UndecodableAudio
-from tests.speech.audio_samples import FORMATS, encode, tone, wav_file
+from speech_app import decode
+from speech_app.decode import SAMPLE_RATE, container_of, decode_to_pcm
+from speech_app.errors import AudioTooLarge, UndecodableAudio
+from tests.speech_app.audio_samples import FORMATS, encode, tone, wav_file
 
 
 @pytest.mark.parametrize("kind", sorted(FORMATS))

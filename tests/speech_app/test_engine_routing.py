@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from console.speech import tts
-from console.speech.services import synthesizer_for
 from registry_app.services import registry_load
+from speech_app import tts
+from speech_app.services import synthesizer_for
 
 pytestmark = pytest.mark.django_db
 DOCUMENT = json.loads((Path(__file__).resolve().parents[2] / "registry_app" / "data" / "registry.json").read_text())

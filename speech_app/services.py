@@ -1,21 +1,17 @@
-"""Rendering scripts and texts to MP3, transcribing audio, and the audio settings."""
+"""Speaking texts as MP3 and transcribing audio: the services other apps call."""
 import base64
 import binascii
 import hashlib
 import json
 
-from django.db import transaction
-
-from console.speech.cache import RenderedAudio, render_cache
-from console.speech.decode import MAX_AUDIO_BYTES, decode_to_pcm
-from console.speech.encode import ENCODER_VERSION, mp3_from_pcm
-from console.speech.errors import AudioTooLarge, EmptyAudio, InvalidBase64, MissingVariables, TextTooLong
-from console.speech.stt import checked_language, recognizer
 from console.engines import local_engine_id
-from console.speech.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
 from registry_app.routing import route
-from scripts_app.analysis.text import VARIABLE, variables_of
-from scripts_app.selectors import effective_script
+from speech_app.cache import RenderedAudio, render_cache
+from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
+from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
+from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
+from speech_app.stt import checked_language, recognizer
+from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
 
 # The longest effective text rendered in one request: a full script (5,000
 # characters), the disclosure and variable values; about eight minutes of speech.
@@ -63,25 +59,6 @@ def speech_render(*, text, voice=None):
     return render_cache().get_or_render(key, render)
 
 
-def effective_text(script, *, variables, disclosure):
-    """The spoken text of a script: variables filled, the disclosure before call openers."""
-    missing = [name for name in variables_of(script.text) if name not in variables]
-    if missing:
-        raise MissingVariables(f"Values are missing for: {', '.join(missing)}.", details={"missing": missing})
-    text = VARIABLE.sub(lambda match: str(variables[match.group(1)]), script.text)
-    if script.opens_call:
-        # Art. 50: the caller hears first that an AI speaks; it cannot be switched off.
-        text = f"{disclosure.strip()} {text}"
-    return text
-
-
-def script_render(*, tenant, touchpoint, variables, voice=None):
-    """The effective script of `touchpoint` for `tenant` as MP3: (rendered, from_cache)."""
-    script = effective_script(tenant, touchpoint)
-    text = effective_text(script, variables=variables, disclosure=tenant.disclosure_text)
-    return speech_render(text=text, voice=voice)
-
-
 def audio_from_base64(value):
     """The bytes of a base64 upload (a `data:` URL prefix and line breaks are allowed)."""
     if value.startswith("data:") and "," in value:
@@ -108,15 +85,3 @@ def audio_transcribe(*, audio, language=None, phrases=None):
         raise EmptyAudio()
     decoded = decode_to_pcm(audio)
     return recognizer().transcribe(decoded.pcm, language=language, phrases=phrases or None)
-
-
-@transaction.atomic
-def audio_settings_update(*, tenant, recording_enabled=None, transcription_enabled=None):
-    changed = []
-    for field, value in (("recording_enabled", recording_enabled), ("transcription_enabled", transcription_enabled)):
-        if value is not None and getattr(tenant, field) != value:
-            setattr(tenant, field, value)
-            changed.append(field)
-    if changed:
-        tenant.save(update_fields=changed)
-    return tenant

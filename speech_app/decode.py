@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import av
 
-from console.speech.errors import AudioTooLarge, UndecodableAudio
+from speech_app.errors import AudioTooLarge, UndecodableAudio
 
 SAMPLE_RATE = 16000
 MAX_AUDIO_BYTES = 10 * 1024 * 1024

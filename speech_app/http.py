@@ -9,13 +9,15 @@ than the limit plus one byte.
 import json
 
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework.exceptions import NotAcceptable, ParseError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 
-from console.speech.decode import MAX_AUDIO_BYTES
-from console.speech.errors import AudioTooLarge
-from console.speech.services import MAX_AUDIO_BASE64_CHARS
+from speech_app.decode import MAX_AUDIO_BYTES
+from speech_app.errors import AudioTooLarge
+from speech_app.services import MAX_AUDIO_BASE64_CHARS
 
 # The JSON around the base64 audio (filename, language, phrases) gets some room.
 MAX_TRANSCRIBE_JSON_BYTES = MAX_AUDIO_BASE64_CHARS + 256 * 1024
@@ -78,6 +80,9 @@ class AnyAcceptNegotiation(DefaultContentNegotiation):
             return super().select_renderer(request, renderers, format_suffix)
         except NotAcceptable:
             return renderers[0], renderers[0].media_type
+
+
+MP3_RESPONSE = OpenApiResponse(OpenApiTypes.BINARY, description="audio/mpeg, headers X-Duration-Sec and ETag")
 
 
 def mp3_response(rendered):

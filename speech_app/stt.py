@@ -14,8 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from console.speech.decode import SAMPLE_RATE
-from console.speech.errors import InvalidLanguage, SttUnavailable
+from speech_app.decode import SAMPLE_RATE
+from speech_app.errors import InvalidLanguage, SttUnavailable
 
 DEFAULT_LANGUAGE = "de"
 LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}$")

@@ -6,8 +6,8 @@ import random
 import pytest
 
 from tests.conftest import error_of, make_client
-from tests.speech.audio_samples import FORMATS, encode, tone
-from tests.speech.conftest import KOREAN_PHRASES, korean_mp3
+from tests.speech_app.audio_samples import FORMATS, encode, tone
+from tests.speech_app.conftest import KOREAN_PHRASES, korean_mp3
 
 pytestmark = pytest.mark.django_db
 

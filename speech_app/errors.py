@@ -39,7 +39,3 @@ class UnknownVoice(ApiError):
 
 class TextTooLong(ApiError):
     status, code = 400, "text_too_long"
-
-
-class MissingVariables(ApiError):
-    status, code = 400, "missing_variables"

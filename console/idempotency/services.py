@@ -2,7 +2,7 @@
 
 Usage in a DRF view::
 
-    from console.idempotency import idempotent
+    from console.idempotency.services import idempotent
 
     def post(self, request):
         return idempotent(request, scope=f"voice.calls:{request.tenant.pk}",
@@ -27,7 +27,7 @@ Usage in a DRF view::
 
 `scope` separates keys: include the tenant (or whatever owns the key) and the
 endpoint, e.g. `"public.leads:acme"`. Records live in the database
-(`calls_app.IdempotencyRecord`), so several app servers share them;
+(`console.idempotency.models.IdempotencyRecord`), so several app servers share them;
 `purge_expired()` deletes records older than the retention.
 """
 import hashlib
@@ -40,6 +40,7 @@ from django.utils import timezone
 from rest_framework.response import Response
 
 from console.errors import ApiError, Conflict
+from console.idempotency.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 RETENTION = timedelta(hours=24)
@@ -61,13 +62,6 @@ class IdempotencyKeyMismatch(Conflict):
 class IdempotencyKeyInUse(Conflict):
     code = "idempotency_key_in_use"
     message = "A request with this Idempotency-Key is still being processed; retry shortly."
-
-
-def _record_model():
-    # Imported late: console is loaded before the apps' models are ready.
-    from calls_app.models import IdempotencyRecord
-
-    return IdempotencyRecord
 
 
 def request_fingerprint(request):
@@ -104,7 +98,6 @@ def idempotent(request, *, scope, handler):
 
 def _claim(scope, key, fingerprint):
     """(record, True) if this request now owns the key, else (existing record, False)."""
-    IdempotencyRecord = _record_model()
     now = timezone.now()
     with transaction.atomic():
         existing = IdempotencyRecord.objects.select_for_update().filter(scope=scope, key=key).first()
@@ -126,7 +119,7 @@ def _claim(scope, key, fingerprint):
 
 
 def _release(record):
-    _record_model().objects.filter(pk=record.pk, status_code__isnull=True).delete()
+    IdempotencyRecord.objects.filter(pk=record.pk, status_code__isnull=True).delete()
 
 
 def _replay(record, fingerprint):
@@ -140,5 +133,5 @@ def _replay(record, fingerprint):
 def purge_expired(*, now=None):
     """Deletes records past the retention; returns how many."""
     cutoff = (now or timezone.now()) - RETENTION
-    deleted, _ = _record_model().objects.filter(created_at__lt=cutoff).delete()
+    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()
     return deleted

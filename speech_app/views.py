@@ -1,39 +1,21 @@
-"""Audio endpoints of the Console API (/v2/audio/…) and the hub's speech module (/api/voice/…).
+"""Speech endpoints: /v2/audio/transcribe, /v2/meta/engines and the hub's speech module (/api/voice/…).
 
 Both reuse the same engines and services; the speech module needs a credential but
 no tenant (CONTRACT §1).
 """
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import TenantAPIView, validated
+from console.api import OpenAPIView, TenantAPIView, validated
+from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
-from console.speech import services
-from console.speech.http import AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
-from console.speech.probes import recognition_status, synthesis_status
-from console.speech.serializers import (
-    AudioSettingsPatchSerializer,
-    RenderRequestSerializer,
-    SpeakRequestSerializer,
-    TranscribeRequestSerializer,
-    audio_settings_json,
-)
-
-MP3_RESPONSE = OpenApiResponse(OpenApiTypes.BINARY, description="audio/mpeg, headers X-Duration-Sec and ETag")
-
-
-class AudioRenderView(TenantAPIView):
-    content_negotiation_class = AnyAcceptNegotiation
-
-    @extend_schema(request=RenderRequestSerializer, responses={200: MP3_RESPONSE},
-                   summary="The effective script of a touchpoint as MP3")
-    def post(self, request):
-        data = validated(RenderRequestSerializer, request.data)
-        rendered, _ = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],
-                                             variables=data["variables"], voice=data.get("voice"))
-        return mp3_response(rendered)
+from registry_app import snapshot
+from speech_app import services
+from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
+from speech_app.probes import recognition_status, synthesis_status
+from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer
 
 
 class AudioTranscribeView(TenantAPIView):
@@ -46,22 +28,6 @@ class AudioTranscribeView(TenantAPIView):
         transcript = services.audio_transcribe(audio=audio, language=data.get("language"),
                                                phrases=data.get("phrases"))
         return Response(transcript.as_json())
-
-
-class AudioSettingsView(TenantAPIView):
-    @extend_schema(summary="The tenant's audio switches", responses=OpenApiTypes.OBJECT)
-    def get(self, request):
-        return Response(audio_settings_json(request.tenant))
-
-    @extend_schema(request=AudioSettingsPatchSerializer, summary="Change the tenant's audio switches", responses=OpenApiTypes.OBJECT)
-    def patch(self, request):
-        data = validated(AudioSettingsPatchSerializer, request.data)
-        tenant = services.audio_settings_update(
-            tenant=request.tenant,
-            recording_enabled=data.get("recordingEnabled"),
-            transcription_enabled=data.get("transcriptionEnabled"),
-        )
-        return Response(audio_settings_json(tenant))
 
 
 class SpeakView(APIView):
@@ -104,4 +70,19 @@ class ModuleHealthView(APIView):
         return Response({
             "ok": all(status.usable_now for status in statuses),
             "engines": [status.as_json() for status in statuses],
+        })
+
+
+class EnginesView(OpenAPIView):
+    @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        """This process's engines (they serve with or without a registry), then the
+        registry's tts and stt lanes with `usableNow` from those engines."""
+        local = engine_probes.statuses()
+        current = snapshot.current()
+        lanes = [lane for kind in ("tts", "stt") for lane in (current.by_capability.get(kind, ()) if current else ())]
+        return Response({
+            "engines": [{**s.as_json(), "source": "process"} for s in local]
+            + [lane_status(lane, local) for lane in lanes],
+            "carriers": carrier_probes.statuses(),
         })

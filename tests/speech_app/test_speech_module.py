@@ -1,9 +1,9 @@
 import pytest
 
-from console.speech.decode import MAX_AUDIO_BYTES, decode_to_pcm
+from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from tests.conftest import error_of, make_client
-from tests.speech.audio_samples import encode, silence
-from tests.speech.conftest import KOREAN_PHRASES, korean_mp3
+from tests.speech_app.audio_samples import encode, silence
+from tests.speech_app.conftest import KOREAN_PHRASES, korean_mp3
 
 pytestmark = pytest.mark.django_db
 

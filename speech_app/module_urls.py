@@ -1,7 +1,7 @@
 """The hub's speech module (model-hub-registry §4), under /api/voice/."""
 from django.urls import path
 
-from console.speech.views import ModuleHealthView, ModuleTranscribeView, SpeakView
+from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
 
 urlpatterns = [
     path("speak", SpeakView.as_view(), name="voice-speak"),

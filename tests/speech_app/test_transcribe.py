@@ -1,9 +1,9 @@
 import pytest
 
-from console.speech.decode import MAX_AUDIO_BYTES
+from speech_app.decode import MAX_AUDIO_BYTES
 from tests.conftest import error_of, make_client
-from tests.speech.audio_samples import FORMATS, encode, silence, tone, wav_file
-from tests.speech.conftest import KOREAN_PHRASES, b64, korean_mp3
+from tests.speech_app.audio_samples import FORMATS, encode, silence, tone, wav_file
+from tests.speech_app.conftest import KOREAN_PHRASES, b64, korean_mp3
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,7 @@ def test_every_accepted_format_is_decoded_and_silence_gives_empty_text(api_a, ko
 
 
 def test_speech_in_each_container_is_recognised(api_a, korean_model):
-    from console.speech.decode import decode_to_pcm
+    from speech_app.decode import decode_to_pcm
 
     pcm = decode_to_pcm(korean_mp3("부산 서울")).pcm
     for kind in FORMATS:

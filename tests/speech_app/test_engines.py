@@ -3,9 +3,9 @@ import threading
 import pytest
 from django.test import Client
 
-from console.speech import probes
-from console.speech.errors import UnknownVoice
-from console.speech.tts import split_sentences, synthesizer
+from speech_app import probes
+from speech_app.errors import UnknownVoice
+from speech_app.tts import split_sentences, synthesizer
 
 pytestmark = pytest.mark.django_db
 

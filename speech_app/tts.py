@@ -26,7 +26,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from console.speech.errors import TtsUnavailable, UnknownVoice
+from speech_app.errors import TtsUnavailable, UnknownVoice
 
 # A voice is an eSpeak NG voice name, optionally with a variant: `de`, `en-us`, `ko+f3`.
 VOICE_PATTERN = re.compile(r"^[A-Za-z0-9_/-]{1,40}(\+[A-Za-z0-9_]{1,20})?$")
@@ -162,7 +162,7 @@ class EspeakSynthesizer(Synthesizer):
 
 
 # This process's synthesis engines, by the id that registry lanes name them with
-# (console.speech.services picks one through the registry's router).
+# (speech_app.services picks one through the registry's router).
 SYNTHESIZERS = {"espeak": EspeakSynthesizer}
 DEFAULT_SYNTHESIZER = "espeak"
 

@@ -1,0 +1,1 @@
+"""`Idempotency-Key` for POST endpoints (CONTRACT §2), shared by every app: see services.py."""

@@ -1,0 +1,32 @@
+from rest_framework import serializers
+
+from speech_app.decode import MAX_AUDIO_BYTES
+
+MAX_PHRASES = 500
+
+
+class PhrasesField(serializers.ListField):
+    child = serializers.CharField(max_length=200, trim_whitespace=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, allow_empty=True, max_length=MAX_PHRASES, **kwargs)
+
+
+class VoiceField(serializers.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=60, **kwargs)
+
+
+class TranscribeRequestSerializer(serializers.Serializer):
+    audio_base64 = serializers.CharField(
+        allow_blank=True, trim_whitespace=False,
+        help_text=f"Base64 of MP3, WAV, OGG/Opus, WebM or M4A audio, at most {MAX_AUDIO_BYTES} bytes and 10 minutes.")
+    filename = serializers.CharField(required=False, allow_blank=True, max_length=255,
+                                     help_text="Informational; the format is recognised from the content.")
+    language = serializers.JSONField(required=False, help_text="Model language, ^[a-z]{2,3}$; default de.")
+    phrases = PhrasesField(help_text="Restrict recognition to these words or phrases.")
+
+
+class SpeakRequestSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=5000)
+    voice = VoiceField()

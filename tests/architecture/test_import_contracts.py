@@ -1,0 +1,70 @@
+"""The walls between the apps (docs/architecture.md) as import-linter contracts.
+
+`make test` runs `lint-imports` on the real tree; these tests prove the contracts
+would catch a forbidden import, on a copy of the tree with one such import added.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ["console", "registry_app", "speech_app", "scripts_app", "calls_app", "leads_app"]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(tree):
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory):
+    """The project's packages and its import-linter configuration, copied."""
+    tree = tmp_path_factory.mktemp("tree")
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    return tree
+
+
+def with_module(tree, relative_path, source):
+    path = tree / relative_path
+    path.write_text(source)
+    return path
+
+
+def test_the_contracts_hold_on_the_project():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(("module", "source", "broken"), [
+    ("console/_probe.py", "import scripts_app.models\n", "Layers"),
+    ("registry_app/_probe.py", "import speech_app.services\n", "Layers"),
+    ("speech_app/_probe.py", "import calls_app.models\n", "Layers"),
+    ("leads_app/_probe.py", "from calls_app import services\n", "Leads never import calls"),
+    ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),
+    ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
+])
+def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
+    probe = with_module(tree_copy, module, source)
+    try:
+        result = lint_imports(tree_copy)
+    finally:
+        probe.unlink()
+    assert result.returncode != 0
+    broken_section = result.stdout.partition("Broken contracts")[2]
+    assert broken in broken_section, result.stdout
+
+
+def test_no_registry_model_points_at_tenant_data():
+    for model in apps.get_app_config("registry_app").get_models():
+        for field in model._meta.get_fields():
+            related = getattr(field, "related_model", None)
+            if related is not None:
+                assert related._meta.app_label in ("registry_app", "auth"), (model, field)
