@@ -146,6 +146,11 @@ API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health")
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"
 
+# Reads may take an API key verified by this process less than this many seconds ago
+# without a query; a revoked key is refused everywhere at most this long after the
+# revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that a request without credentials answers 401 with

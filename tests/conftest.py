@@ -5,8 +5,17 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from console.credentials.services import api_key_create
+from console.credentials.verified import verified_keys
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
+
+
+@pytest.fixture(autouse=True)
+def _no_verified_keys_between_tests():
+    """Each test starts with this process's cache of verified API keys empty."""
+    verified_keys.clear()
+    yield
+    verified_keys.clear()
 
 
 @pytest.fixture
