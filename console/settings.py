@@ -64,11 +64,13 @@ MIDDLEWARE = [
     "console.middleware.JsonErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, login-user and messages middleware, left out for API requests
+    # that never use a login session (console/middleware.py: uses_no_session).
+    "console.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -142,6 +144,9 @@ VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health")
+# Open API endpoints that read no credentials, so no login session either (a path, or a
+# prefix ending in "/"); they skip the session middleware (console/middleware.py).
+SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
 
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"

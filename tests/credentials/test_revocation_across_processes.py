@@ -74,9 +74,9 @@ def serve(stack, env, log_path):
     while True:  # polls until the server answers (or fails)
         assert server.poll() is None, log_path.read_text()
         try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2):
+            with urllib.request.urlopen(f"{base}/health", timeout=10):
                 return base
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
             assert time.monotonic() < deadline, log_path.read_text()
             time.sleep(0.1)
 
