@@ -2,6 +2,7 @@ import pytest
 from django.test import Client
 
 from console.engines import EngineStatus, engine_probes
+from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
 
@@ -32,6 +33,27 @@ def test_health_reports_the_engines_probes(db, monkeypatch):
     body = Client().get("/health").json()
     assert body["espeak"]["usableNow"] is False
     assert body["usableVoiceProfile"] == "none"
+
+
+def test_health_reports_a_probe_answer_of_the_last_few_seconds_without_asking_again(db, monkeypatch):
+    asked = []
+
+    def probe():
+        asked.append(1)
+        return EngineStatus(id="espeak", kind="tts", name="eSpeak NG", engine="espeak-ng", mode="offline",
+                            languages=("de",), usable_now=len(asked) == 1)
+
+    monkeypatch.setitem(engine_probes.probes, "espeak", probe)
+    assert [Client().get("/health").json()["espeak"]["usableNow"] for _ in range(3)] == [True] * 3
+    assert len(asked) == 1
+    # Asked without a maximum age (as /v2/meta/engines does), the probe answers anew.
+    assert [s.usable_now for s in engine_probes.statuses() if s.id == "espeak"] == [False]
+
+
+def test_health_counts_tenants_in_one_statement(tenant_a, tenant_b):
+    with assert_query_count(1) as statements:
+        assert Client().get("/health").json()["tenants"] == 2
+    assert statements[0].upper().startswith("SELECT COUNT(*)")
 
 
 def test_health_needs_no_credentials_and_ignores_bad_ones(db):
