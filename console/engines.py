@@ -7,6 +7,8 @@ from the running system, never from configuration alone.
 import time
 from dataclasses import dataclass, field
 
+from console.warmup import at_worker_start
+
 
 @dataclass(frozen=True)
 class EngineStatus:
@@ -57,6 +59,9 @@ class ProbeRegistry:
 
 
 engine_probes = ProbeRegistry()
+# Every worker asks its probes once when it starts (the synthesis probe speaks a test
+# sentence then), so that /health finds their answers there.
+at_worker_start(engine_probes.statuses)
 # Telephony carriers register here too; their probes return a dict
 # `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
 carrier_probes = ProbeRegistry()
