@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from console.api import LimitField
 from console.phone import InvalidPhoneNumber, to_e164
+from console.representation import datetime_text
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 
@@ -53,32 +54,29 @@ def call_list_data(calls, lines):
     zone = timezone.get_current_timezone()
 
     def moment(value):
-        # DRF's DateTimeField: in the current time zone, ISO 8601, UTC written as Z.
-        if not value:
-            return None
-        text = value.astimezone(zone).isoformat()
-        return text[:-6] + "Z" if text.endswith("+00:00") else text
+        return datetime_text(value, zone)
 
     return [{
-        "id": str(call["id"]),
-        "direction": str(call["direction"]),
-        "from_e164": str(call["from_e164"]),
-        "to_e164": str(call["to_e164"]),
-        "status": str(call["status"]),
-        "carrier": str(call["carrier_id"]),
-        "disclosed": 1 if call["disclosed"] else 0,
-        "seconds": int(call["seconds"]),
-        "max_seconds": None if call["max_seconds"] is None else int(call["max_seconds"]),
-        "recording_enabled": bool(call["recording_enabled"]),
-        "transcription_enabled": bool(call["transcription_enabled"]),
-        "recording_url": call["recording_url"] or None,
-        "lead_id": call["lead_id"] or None,
-        "created_at": moment(call["created_at"]),
-        "started_at": moment(call["started_at"]),
-        "ended_at": moment(call["ended_at"]),
+        "id": str(id_),
+        "direction": str(direction),
+        "from_e164": str(from_e164),
+        "to_e164": str(to_e164),
+        "status": str(status),
+        "carrier": str(carrier_id),
+        "disclosed": 1 if disclosed else 0,
+        "seconds": int(seconds),
+        "max_seconds": None if max_seconds is None else int(max_seconds),
+        "recording_enabled": bool(recording_enabled),
+        "transcription_enabled": bool(transcription_enabled),
+        "recording_url": recording_url or None,
+        "lead_id": lead_id or None,
+        "created_at": moment(created_at),
+        "started_at": moment(started_at),
+        "ended_at": moment(ended_at),
         "transcript": [{"role": str(role), "text": str(text), "ts": moment(ts)}
-                       for role, text, ts in lines.get(call["id"], ())],
-    } for call in calls]
+                       for role, text, ts in lines.get(id_, ())],
+    } for (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
+           transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at) in calls]
 
 
 class CallListQuerySerializer(serializers.Serializer):

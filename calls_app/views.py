@@ -9,11 +9,13 @@ from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
 from console.api import TenantAPIView, TenantViewSet, validated
 from console.errors import NotFound
+from console.rendering import fast_json_renderers
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a call
 
     @extend_schema(
         parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description="1–200 (larger values are clamped), default 50")],

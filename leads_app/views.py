@@ -6,6 +6,7 @@ from console.api import OpenAPIView, TenantViewSet, validated
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
+from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -15,6 +16,7 @@ from leads_app.serializers import (
     LeadUpdateSerializer,
     PublicLeadCreatedSerializer,
     PublicLeadSerializer,
+    lead_list_data,
 )
 
 # A lead is a handful of short fields; anything bigger is not a form post.
@@ -109,6 +111,7 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a lead
 
     def get_queryset(self):
         return Lead.objects.for_tenant(self.request.tenant).select_related("tenant")
@@ -119,10 +122,10 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     )
     def list(self, request):
         query = validated(LeadListQuerySerializer, request.query_params.dict())
-        leads = selectors.lead_list(
+        rows = selectors.lead_rows(
             tenant=request.tenant, status=query.get("status"), kind=query.get("kind"), limit=query["limit"]
         )
-        return Response({"leads": LeadSerializer(leads, many=True).data})
+        return Response({"leads": lead_list_data(rows)})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

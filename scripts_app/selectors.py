@@ -7,6 +7,7 @@ disclosure when `opens_call` and caches by the effective text).
 from dataclasses import dataclass
 from functools import lru_cache
 
+from console.compiled import CompiledQuery
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
 from scripts_app.errors import UnknownTouchpoint
@@ -60,9 +61,13 @@ def known_touchpoint(touchpoint_id):
     return tp
 
 
+_override_texts = CompiledQuery(
+    lambda tenant_id: ScriptOverride.objects.for_tenant(tenant_id).order_by().values_list("touchpoint_id", "text"))
+
+
 def effective_scripts(tenant):
     """Every touchpoint of the catalog, in catalog order, as the tenant hears it (one query)."""
-    overrides = dict(ScriptOverride.objects.for_tenant(tenant).values_list("touchpoint_id", "text"))
+    overrides = dict(_override_texts(tenant.id))
     return [_effective(tp, overrides.get(tp.id)) for tp in catalog().values()]
 
 
