@@ -21,13 +21,16 @@ parameter (a LIKE pattern, say) is refused when the query is compiled.
 
 `datetimes_as_text=True`: timestamp columns come back as the API writes them
 (`console.representation.datetime_text` in the current time zone). For a long list
-that is most of the work of the rows: on SQLite in UTC the stored text is rewritten
-instead of parsed and formatted again.
+that is most of the work of the rows: in the UTC zone, a timestamp the database
+returns in UTC is written as it is, without the ORM's conversion to an aware datetime
+and DRF's conversion to the current zone.
 """
+import datetime as dt
+
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.utils import timezone
 
-from console.representation import datetime_text, is_utc, sqlite_utc_text
+from console.representation import datetime_text, is_utc, utc_datetime_text
 
 
 class CompiledQuery:
@@ -68,8 +71,9 @@ class _Compiled:
                            if position in converters or datetimes_as_text and _is_datetime(expression)]
         self.as_text = {position for position, _functions, expression in self.converters
                         if datetimes_as_text and _is_datetime(expression)}
-        # SQLite keeps timestamps as naive UTC text (when its connection's zone is UTC).
-        self.stored_as_utc_text = connection.vendor == "sqlite" and connection.timezone_name == "UTC"
+        # The ORM takes a naive timestamp from the database to be in the connection's zone
+        # (SQLite's come back naive).
+        self.naive_is_utc = connection.timezone_name == "UTC"
 
     def rows(self, connection, values):
         params = list(self.params)
@@ -80,24 +84,40 @@ class _Compiled:
             rows = cursor.fetchall()
         if not self.converters:
             return [tuple(row[:self.width]) for row in rows]
-        zone = timezone.get_current_timezone()
-        rewrite_text = self.stored_as_utc_text and is_utc(zone)
+        converters = self._column_converters(connection)
         converted = []
         for row in rows:
             row = list(row[:self.width])
-            for position, functions, expression in self.converters:
-                value = row[position]
-                if position in self.as_text:
-                    if value is None:
-                        continue
-                    if rewrite_text and type(value) is str and (text := sqlite_utc_text(value)) is not None:
-                        row[position] = text
-                        continue
-                for function in functions:
-                    value = function(value, expression, connection)
-                row[position] = datetime_text(value, zone) if position in self.as_text else value
+            for position, convert in converters:
+                row[position] = convert(row[position])
             converted.append(tuple(row))
         return converted
+
+    def _column_converters(self, connection):
+        """(position, convert(value)) of the columns that need converting, for this call."""
+        zone = timezone.get_current_timezone()
+        utc_zone, naive_is_utc = is_utc(zone), self.naive_is_utc
+
+        def by_the_orm(functions, expression):
+            def convert(value):
+                for function in functions:
+                    value = function(value, expression, connection)
+                return value
+            return convert
+
+        def as_text(orm):
+            def convert(value):
+                if value is None:
+                    return None
+                if utc_zone and type(value) is dt.datetime and (naive_is_utc or value.tzinfo is not None) and (
+                        text := utc_datetime_text(value)) is not None:
+                    return text
+                return datetime_text(orm(value), zone)
+            return convert
+
+        return [(position, as_text(by_the_orm(functions, expression)) if position in self.as_text
+                 else by_the_orm(functions, expression))
+                for position, functions, expression in self.converters]
 
 
 def _is_datetime(expression):

@@ -1,5 +1,11 @@
-"""DRF's JSON rendering, byte for byte, through orjson: for views whose bodies are long
-lists (a page of 200 calls renders in a tenth of the time).
+"""Choosing and running the renderer of an API response, faster than DRF with DRF's
+results.
+
+`ContentNegotiation`: DRF's, with the answer for what nearly every client sends (no
+Accept header, `*/*` or `application/json`, no format override) known without parsing.
+
+`FastJSONRenderer`: DRF's JSON rendering, byte for byte, through orjson: for views
+whose bodies are long lists (a page of 200 calls renders in a tenth of the time).
 
 orjson writes strings, integers, booleans, null, lists and dicts exactly as DRF's
 compact, non-ASCII JSONRenderer does, except U+2028 and U+2029, which DRF escapes and
@@ -10,10 +16,25 @@ differently from DRF (dates, decimals, lazy strings, keys that are not strings, 
 an indented rendering (`Accept: application/json; indent=4`) go to DRF's renderer.
 """
 import orjson
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+class ContentNegotiation(DefaultContentNegotiation):
+    # Accept values for which DRF picks the first renderer when it renders JSON, and
+    # answers that it accepted "application/json" (for */* the renderer's own type, as
+    # the more specific one).
+    _FIRST_RENDERER_ACCEPTS = (None, "*/*", "application/json")
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        if (renderers and renderers[0].media_type == "application/json" and not format_suffix
+                and request.META.get("HTTP_ACCEPT") in self._FIRST_RENDERER_ACCEPTS
+                and not request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)):
+            return renderers[0], "application/json"
+        return super().select_renderer(request, renderers, format_suffix)
 
 
 def _refuse(value):

@@ -22,10 +22,15 @@ def is_utc(zone):
     return zone is dt.timezone.utc or getattr(zone, "key", None) in ("UTC", "Etc/UTC")
 
 
-def sqlite_utc_text(stored):
-    """`datetime_text` of a timestamp as Django stores it in SQLite (naive UTC,
-    `str(datetime)`: "2025-03-01 10:00:00[.123456]") for the UTC zone, by rewriting the
-    text instead of parsing and formatting it; None for any other form of text."""
-    if len(stored) in (19, 26) and stored[10] == " " and stored[19:] != ".000000":
-        return f"{stored[:10]}T{stored[11:]}Z"
+def utc_datetime_text(value):
+    """`datetime_text(value)` in the UTC zone of a timestamp that is in UTC already
+    (aware with offset 0, or naive as SQLite's columns come back when the connection's
+    zone is UTC), written without moving it between zones; None for any other value."""
+    if value.tzinfo is None:
+        return value.isoformat() + "Z"
+    if value.utcoffset() == _NO_OFFSET:
+        return value.isoformat()[:-6] + "Z"
     return None
+
+
+_NO_OFFSET = dt.timedelta(0)

@@ -1,10 +1,8 @@
 from django.core.validators import URLValidator
-from django.utils import timezone
 from rest_framework import serializers
 
 from console.api import LimitField
 from console.numbers.serializers import E164Field
-from console.representation import datetime_text
 from leads_app.models import Lead
 from leads_app.preferred_time import InvalidToken, parse
 
@@ -35,15 +33,15 @@ class LeadSerializer(serializers.ModelSerializer):
 
 
 def lead_list_data(rows):
-    """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows`, built
-    directly (CharField and ChoiceField give the stored string, DateTimeField is
-    `datetime_text`, and empty optional values are null as in `to_representation`);
-    tests/leads_app/test_lead_list_data.py checks both agree byte for byte."""
-    zone = timezone.get_current_timezone()
+    """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows` (whose
+    timestamps are text already, as DRF writes them), built directly (CharField and
+    ChoiceField give the stored string, and empty optional values are null as in
+    `to_representation`); tests/leads_app/test_lead_list_data.py checks both agree byte
+    for byte."""
     return [{
         "id": str(id_), "tenant": str(tenant), "kind": str(kind), "phone": str(phone),
-        "preferred_at": preferred_at or None, "preferred_at_resolved": datetime_text(preferred_at_resolved, zone),
-        "page_url": page_url or None, "status": str(status), "created_at": datetime_text(created_at, zone),
+        "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
+        "page_url": page_url or None, "status": str(status), "created_at": created_at,
     } for id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at in rows]
 
 

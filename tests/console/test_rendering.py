@@ -7,12 +7,16 @@ import uuid
 
 import pytest
 from django.utils.translation import gettext_lazy
-from rest_framework.renderers import JSONRenderer
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer, TemplateHTMLRenderer
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.test import APIRequestFactory
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 from calls_app.views import CallViewSet
 from console.assistants.views import AssistantViewSet
-from console.rendering import FastJSONRenderer, fast_json_renderers
+from console.rendering import ContentNegotiation, FastJSONRenderer, fast_json_renderers
 from leads_app.models import Lead
 from leads_app.views import LeadViewSet
 
@@ -73,3 +77,35 @@ def test_the_list_views_use_it():
     assert FastJSONRenderer in fast_json_renderers() and JSONRenderer not in fast_json_renderers()
     for view in (CallViewSet, AssistantViewSet, LeadViewSet):
         assert view.renderer_classes == fast_json_renderers()
+
+
+ACCEPTS = [None, "", "*/*", "application/json", "application/json; indent=4", "text/html", "text/html, */*",
+           "application/*", "*/*;q=0.8", "APPLICATION/JSON", " application/json", "application/json,text/html",
+           "image/png"]
+QUERIES = ["", "?format=json", "?format=api", "?format=", "?limit=5", "?format=xml"]
+RENDERER_LISTS = [[JSONRenderer], [JSONRenderer, BrowsableAPIRenderer], fast_json_renderers(),
+                  [BrowsableAPIRenderer, JSONRenderer], [TemplateHTMLRenderer, JSONRenderer]]
+
+
+def negotiated(negotiation, accept, query, renderers, format_suffix):
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    request = Request(APIRequestFactory().get(f"/v2/calls{query}", **headers))
+    try:
+        renderer, media_type = negotiation.select_renderer(request, [r() for r in renderers], format_suffix)
+    except Exception as error:  # noqa: BLE001 - the error is part of the answer compared
+        return type(error)
+    return type(renderer), media_type
+
+
+@pytest.mark.parametrize("renderers", RENDERER_LISTS)
+@pytest.mark.parametrize("format_suffix", [None, "json"])
+def test_content_negotiation_answers_as_drfs(renderers, format_suffix):
+    for accept in ACCEPTS:
+        for query in QUERIES:
+            ours = negotiated(ContentNegotiation(), accept, query, renderers, format_suffix)
+            assert ours == negotiated(DefaultContentNegotiation(), accept, query, renderers, format_suffix), \
+                (accept, query)
+
+
+def test_the_project_negotiates_with_it():
+    assert api_settings.DEFAULT_CONTENT_NEGOTIATION_CLASS is ContentNegotiation
