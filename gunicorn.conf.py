@@ -8,4 +8,4 @@ def post_worker_init(worker):
     # the work every worker needs once (console/warmup.py) is done before any request.
     from console.warmup import warm_up
 
-    warm_up()
+    warm_up(freeze=True)

@@ -23,16 +23,25 @@ from rest_framework.settings import api_settings
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
-class ContentNegotiation(DefaultContentNegotiation):
-    # Accept values for which DRF picks the first renderer when it renders JSON, and
-    # answers that it accepted "application/json" (for */* the renderer's own type, as
-    # the more specific one).
-    _FIRST_RENDERER_ACCEPTS = (None, "*/*", "application/json")
+# Accept values for which DRF picks the first renderer when it renders JSON, and
+# answers that it accepted "application/json" (for */* the renderer's own type, as the
+# more specific one).
+_FIRST_RENDERER_ACCEPTS = (None, "*/*", "application/json")
 
+
+def asks_for_default_json(request, renderers, format_suffix=None):
+    """Whether DRF's negotiation would choose the first of `renderers` (classes or
+    instances), a JSON renderer, with the media type "application/json": no format
+    override and an Accept header that is absent, `*/*` or `application/json`.
+    `request` is Django's or DRF's."""
+    return bool(renderers) and renderers[0].media_type == "application/json" and not format_suffix \
+        and request.META.get("HTTP_ACCEPT") in _FIRST_RENDERER_ACCEPTS \
+        and not request.GET.get(api_settings.URL_FORMAT_OVERRIDE)
+
+
+class ContentNegotiation(DefaultContentNegotiation):
     def select_renderer(self, request, renderers, format_suffix=None):
-        if (renderers and renderers[0].media_type == "application/json" and not format_suffix
-                and request.META.get("HTTP_ACCEPT") in self._FIRST_RENDERER_ACCEPTS
-                and not request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)):
+        if asks_for_default_json(request, renderers, format_suffix):
             return renderers[0], "application/json"
         return super().select_renderer(request, renderers, format_suffix)
 

@@ -1,6 +1,10 @@
 import pytest
+from django.db import DatabaseError
 from django.test import Client
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.views import APIView
 
+from console import views
 from console.engines import EngineStatus, engine_probes
 from tests.queries import assert_query_count
 
@@ -78,3 +82,47 @@ def test_openapi_schema_is_open_and_describes_the_api(db):
             "/v2/registry/route", "/voice/v1/calls", "/voice/webhook/{carrier_id}", "/api/voice/speak",
             "/v2/meta/engines"} <= set(document["paths"])
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+
+
+def answer(response):
+    return response.status_code, dict(response.items()), response.content
+
+
+@pytest.fixture
+def drf_cycles(monkeypatch):
+    """Counts the requests that went through DRF's request cycle."""
+    calls = []
+    original = APIView.initial
+
+    def counting(self, request, *args, **kwargs):
+        calls.append(request.path)
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", counting)
+    return calls
+
+
+@pytest.mark.parametrize("database", ["up", "down"])
+@pytest.mark.parametrize("renderers", [[JSONRenderer], [JSONRenderer, BrowsableAPIRenderer]])
+def test_a_plain_get_is_answered_without_drf_exactly_as_drf_answers(tenant_a, monkeypatch, drf_cycles, database,
+                                                                   renderers):
+    monkeypatch.setattr(views.HealthView, "renderer_classes", renderers)
+    if database == "down":
+        def unreachable():
+            raise DatabaseError("connection refused")
+        monkeypatch.setattr(views, "tenant_count", unreachable)
+    # An Accept value the shortcut leaves to DRF, for which DRF chooses the same renderer.
+    through_drf = answer(Client().get("/health", HTTP_ACCEPT="application/json; q=1"))
+    assert drf_cycles == ["/health"]
+    assert through_drf[0] == (200 if database == "up" else 503)
+    for accept in ({}, {"HTTP_ACCEPT": "*/*"}, {"HTTP_ACCEPT": "application/json"}):
+        assert answer(Client().get("/health", **accept)) == through_drf
+    assert drf_cycles == ["/health"]
+
+
+def test_other_requests_take_drfs_path(db, drf_cycles):
+    Client().head("/health")
+    Client().get("/health?format=json")
+    Client().get("/health", HTTP_ACCEPT="text/html")
+    assert Client().post("/health").status_code == 405
+    assert drf_cycles == ["/health"] * 4

@@ -1,5 +1,6 @@
 """What a server worker does once when it starts (console/warmup.py, gunicorn.conf.py)."""
 import logging
+import re
 from contextlib import ExitStack
 
 from console import warmup
@@ -7,7 +8,8 @@ from scripts_app import selectors
 from scripts_app.catalog import catalog
 from tests.servers import ServedProject
 
-TASKS = ["console.engines.ProbeRegistry.statuses", "scripts_app.selectors.analyse_catalog_defaults"]
+TASKS = ["console.warmup.import_url_configuration", "console.engines.ProbeRegistry.statuses",
+         "scripts_app.selectors.analyse_catalog_defaults"]
 
 
 def test_warm_up_asks_the_probes_and_analyses_the_catalog_defaults():
@@ -46,4 +48,6 @@ def test_a_gunicorn_worker_is_warm_before_it_answers_its_first_request(tmp_path)
         log = log_path.read_text()
     warmed = [line for line in log.splitlines() if "Worker warmed up" in line]
     assert len(warmed) == 1 and all(task in warmed[0] for task in TASKS), log
+    frozen = int(re.search(r"(\d+) objects frozen", warmed[0]).group(1))
+    assert frozen > 10_000, warmed[0]
 
