@@ -28,14 +28,14 @@ _transcript_rows = CompiledQuery(
 
 def calls_newest_rows(*, tenant, limit):
     """The same as `calls_newest` as plain rows, for the list endpoint: the calls (tuples
-    of CALL_COLUMNS) and their transcript lines by call id ((role, text, ts) in order),
-    timestamps as the API writes them. Two queries whatever the limit, like the
+    of CALL_COLUMNS) and their transcript lines by call id ((call_id, role, text, ts) in
+    order), timestamps as the API writes them. Two queries whatever the limit, like the
     prefetch; no model instances are built."""
     calls = _newest_call_rows(tenant.id, limit=limit)
     lines = {}
     if calls:
-        for call_id, role, text, ts in _transcript_rows(*(call[0] for call in calls)):
-            lines.setdefault(call_id, []).append((role, text, ts))
+        for line in _transcript_rows(*(call[0] for call in calls)):
+            lines.setdefault(line[0], []).append(line)
     return calls, lines
 
 

@@ -46,17 +46,19 @@ class CallSerializer(serializers.Serializer):
 def call_list_data(calls, lines):
     """`CallSerializer(calls, many=True).data` for the rows of `selectors.calls_newest_rows`
     (whose timestamps are text already, as DRF writes them), built directly: the same
-    keys in the same order, the same values (DRF's field conversions spelled out), at a
+    keys in the same order, the same values (DRF's field conversions spelled out; its
+    CharField's str() is left out, the columns are strings that cannot be null), at a
     fraction of the cost of 17 serializer fields per call and 3 per transcript line.
     CallSerializer stays the schema and the single-call representation;
     tests/calls_app/test_call_list_data.py checks both agree."""
+    no_lines = ()
     return [{
-        "id": str(id_),
-        "direction": str(direction),
-        "from_e164": str(from_e164),
-        "to_e164": str(to_e164),
-        "status": str(status),
-        "carrier": str(carrier_id),
+        "id": id_,
+        "direction": direction,
+        "from_e164": from_e164,
+        "to_e164": to_e164,
+        "status": status,
+        "carrier": carrier_id,
         "disclosed": 1 if disclosed else 0,
         "seconds": int(seconds),
         "max_seconds": None if max_seconds is None else int(max_seconds),
@@ -67,7 +69,7 @@ def call_list_data(calls, lines):
         "created_at": created_at,
         "started_at": started_at,
         "ended_at": ended_at,
-        "transcript": [{"role": str(role), "text": str(text), "ts": ts} for role, text, ts in lines.get(id_, ())],
+        "transcript": [{"role": role, "text": text, "ts": ts} for _call, role, text, ts in lines.get(id_, no_lines)],
     } for (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
            transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at) in calls]
 

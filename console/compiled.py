@@ -23,11 +23,14 @@ parameter (a LIKE pattern, say) is refused when the query is compiled.
 (`console.representation.datetime_text` in the current time zone). For a long list
 that is most of the work of the rows: in the UTC zone, a timestamp the database
 returns in UTC is written as it is, without the ORM's conversion to an aware datetime
-and DRF's conversion to the current zone.
+and DRF's conversion to the current zone; on SQLite, the stored text is read and
+rewritten without being parsed at all.
 """
 import datetime as dt
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.models import F, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from console.representation import datetime_text, is_utc, utc_datetime_text
@@ -56,14 +59,7 @@ class _Compiled:
         stand_ins = [_stand_in(slot, value) for slot, value in enumerate(values)]
         queryset = build(*stand_ins, **variant)
         compiler = queryset.query.get_compiler(connection=connection)
-        self.sql, params = compiler.as_sql()
-        self.params = list(params)
-        self.slots = [(index, stand_ins.index(param)) for index, param in enumerate(self.params)
-                      if _is_stand_in(param, stand_ins)]
-        missing = set(range(len(values))) - {slot for _index, slot in self.slots}
-        if missing:
-            raise ValueError(f"values {sorted(missing)} are not plain SQL parameters of {self.sql!r}")
-        columns = [expression for expression, _sql, _alias in compiler.select[:compiler.col_count]]
+        columns = [expression for expression, _sql, _alias in _selected(compiler)]
         self.width = len(columns)
         converters = compiler.get_converters(columns)
         self.converters = [(position, *converters.get(position, ([], expression)))
@@ -74,6 +70,24 @@ class _Compiled:
         # The ORM takes a naive timestamp from the database to be in the connection's zone
         # (SQLite's come back naive).
         self.naive_is_utc = connection.timezone_name == "UTC"
+        # SQLite keeps a timestamp as text, which the sqlite3 module parses into a datetime
+        # in Python, for the API to format it back: timestamps wanted as text are read as
+        # the stored text instead (the ORM's converters still parse any other form of it).
+        self.stored_text = bool(self.as_text) and connection.vendor == "sqlite" and _plain_columns(queryset, columns) \
+            and all(functions for position, functions, _expression in self.converters if position in self.as_text)
+        if self.stored_text:
+            names = queryset.query.values_select
+            queryset = queryset.values_list(*(Cast(name, output_field=TextField()) if position in self.as_text
+                                              else F(name) for position, name in enumerate(names)))
+            compiler = queryset.query.get_compiler(connection=connection)
+            assert len(_selected(compiler)) == self.width
+        self.sql, params = compiler.as_sql()
+        self.params = list(params)
+        self.slots = [(index, stand_ins.index(param)) for index, param in enumerate(self.params)
+                      if _is_stand_in(param, stand_ins)]
+        missing = set(range(len(values))) - {slot for _index, slot in self.slots}
+        if missing:
+            raise ValueError(f"values {sorted(missing)} are not plain SQL parameters of {self.sql!r}")
 
     def rows(self, connection, values):
         params = list(self.params)
@@ -82,16 +96,14 @@ class _Compiled:
         with connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
-        if not self.converters:
-            return [tuple(row[:self.width]) for row in rows]
-        converters = self._column_converters(connection)
-        converted = []
-        for row in rows:
-            row = list(row[:self.width])
-            for position, convert in converters:
-                row[position] = convert(row[position])
-            converted.append(tuple(row))
-        return converted
+        if not rows or not self.converters and len(rows[0]) == self.width:
+            return rows
+        # Column by column: the transposition and the loop over a column's values run in C,
+        # only the conversions themselves are Python.
+        columns = list(zip(*rows, strict=True))[:self.width]
+        for position, convert in self._column_converters(connection):
+            columns[position] = map(convert, columns[position])
+        return list(zip(*columns, strict=True))
 
     def _column_converters(self, connection):
         """(position, convert(value)) of the columns that need converting, for this call."""
@@ -99,6 +111,10 @@ class _Compiled:
         utc_zone, naive_is_utc = is_utc(zone), self.naive_is_utc
 
         def by_the_orm(functions, expression):
+            if len(functions) == 1:
+                function = functions[0]
+                return lambda value: function(value, expression, connection)
+
             def convert(value):
                 for function in functions:
                     value = function(value, expression, connection)
@@ -106,6 +122,14 @@ class _Compiled:
             return convert
 
         def as_text(orm):
+            if self.stored_text and utc_zone and naive_is_utc:
+                def convert(value):
+                    # sqlite_utc_text, inlined: this runs for every timestamp of a long list.
+                    if value is not None and len(value) in (19, 26) and value[10] == " " and value[19:] != ".000000":
+                        return f"{value[:10]}T{value[11:]}Z"
+                    return None if value is None else datetime_text(orm(value), zone)
+                return convert
+
             def convert(value):
                 if value is None:
                     return None
@@ -118,6 +142,17 @@ class _Compiled:
         return [(position, as_text(by_the_orm(functions, expression)) if position in self.as_text
                  else by_the_orm(functions, expression))
                 for position, functions, expression in self.converters]
+
+
+def _selected(compiler):
+    compiler.setup_query()
+    return compiler.select[:compiler.col_count]
+
+
+def _plain_columns(queryset, columns):
+    """Whether the queryset selects its model fields by name and nothing else, in order."""
+    query = queryset.query
+    return not query.annotation_select and not query.extra_select and len(query.values_select) == len(columns)
 
 
 def _is_datetime(expression):

@@ -34,3 +34,4 @@ def utc_datetime_text(value):
 
 
 _NO_OFFSET = dt.timedelta(0)
+

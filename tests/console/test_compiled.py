@@ -4,6 +4,7 @@ import datetime as dt
 import zoneinfo
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry
@@ -83,3 +84,14 @@ def test_timestamps_as_text_are_what_the_api_writes_of_the_orms_values(calls, te
         assert query(tenant_a.id, limit=10) == expected
     assert expected[0][6].endswith({"UTC": "Z", "Europe/Berlin": "+01:00", "America/New_York": "-05:00"}[zone])
     assert expected[-1][7] is None and ".123456" in expected[0][7]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's stored text")
+@pytest.mark.parametrize("stored", ["2025-03-01T10:00:00", "2025-03-01 10:00:00.000000", "2025-03-01 10:00:00+00:00",
+                                    "2025-03-01 10:00"])
+def test_timestamp_text_in_another_form_is_read_like_the_orm_reads_it(calls, tenant_a, stored):
+    call = Call.objects.filter(tenant=tenant_a).order_by("-created_at").first()
+    with connection.cursor() as cursor:
+        cursor.execute('UPDATE "calls_app_call" SET "started_at" = %s WHERE "id" = %s', [stored, call.pk])
+    rows = CompiledQuery(newest, datetimes_as_text=True)(tenant_a.id, limit=10)
+    assert rows[0][7] == datetime_text(newest(tenant_a.id, limit=1)[0][7]) == "2025-03-01T10:00:00Z"
