@@ -23,8 +23,8 @@ parameter (a LIKE pattern, say) is refused when the query is compiled.
 (`console.representation.datetime_text` in the current time zone). For a long list
 that is most of the work of the rows: in the UTC zone, a timestamp the database
 returns in UTC is written as it is, without the ORM's conversion to an aware datetime
-and DRF's conversion to the current zone; on SQLite, the stored text is read and
-rewritten without being parsed at all.
+and DRF's conversion to the current zone; on SQLite and PostgreSQL, the timestamp is
+read as text and rewritten without being parsed at all.
 """
 import datetime as dt
 
@@ -32,6 +32,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import F, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from console.representation import datetime_text, is_utc, utc_datetime_text
 
@@ -70,12 +71,16 @@ class _Compiled:
         # The ORM takes a naive timestamp from the database to be in the connection's zone
         # (SQLite's come back naive).
         self.naive_is_utc = connection.timezone_name == "UTC"
-        # SQLite keeps a timestamp as text, which the sqlite3 module parses into a datetime
-        # in Python, for the API to format it back: timestamps wanted as text are read as
-        # the stored text instead (the ORM's converters still parse any other form of it).
-        self.stored_text = bool(self.as_text) and connection.vendor == "sqlite" and _plain_columns(queryset, columns) \
-            and all(functions for position, functions, _expression in self.converters if position in self.as_text)
-        if self.stored_text:
+        # The drivers turn each timestamp into a datetime in Python (SQLite's sqlite3 module
+        # parses its stored text; Django's loader for psycopg replaces the zone), only for
+        # the API to format it back: timestamps wanted as text are read as text instead, and
+        # rewritten (`_TEXT_READERS`), where the form of that text is known.
+        self.text_reader = None
+        if self.as_text and _plain_columns(queryset, columns):
+            self.text_reader = _TEXT_READERS.get(connection.vendor)
+            if self.text_reader is not None and not self.text_reader.applies(connection, self.converters, self.as_text):
+                self.text_reader = None
+        if self.text_reader is not None:
             names = queryset.query.values_select
             queryset = queryset.values_list(*(Cast(name, output_field=TextField()) if position in self.as_text
                                               else F(name) for position, name in enumerate(names)))
@@ -122,13 +127,8 @@ class _Compiled:
             return convert
 
         def as_text(orm):
-            if self.stored_text and utc_zone and naive_is_utc:
-                def convert(value):
-                    # sqlite_utc_text, inlined: this runs for every timestamp of a long list.
-                    if value is not None and len(value) in (19, 26) and value[10] == " " and value[19:] != ".000000":
-                        return f"{value[:10]}T{value[11:]}Z"
-                    return None if value is None else datetime_text(orm(value), zone)
-                return convert
+            if self.text_reader is not None:
+                return self.text_reader.converter(orm, zone, utc_zone and naive_is_utc)
 
             def convert(value):
                 if value is None:
@@ -142,6 +142,53 @@ class _Compiled:
         return [(position, as_text(by_the_orm(functions, expression)) if position in self.as_text
                  else by_the_orm(functions, expression))
                 for position, functions, expression in self.converters]
+
+
+class _SQLiteText:
+    """Timestamps as SQLite stores them: `str(datetime)` of the naive datetime in the
+    connection's zone ("2025-03-01 10:00:00" or "2025-03-01 10:00:00.123456")."""
+
+    @staticmethod
+    def applies(connection, converters, positions):
+        # The ORM's converters of these columns parse any other form of text.
+        return all(functions for position, functions, _expression in converters if position in positions)
+
+    @staticmethod
+    def converter(orm, zone, utc):
+        def convert(value):
+            # Runs for every timestamp of a long list: the checks are written out.
+            if utc and value is not None and len(value) in (19, 26) and value[10] == " " and value[19:] != ".000000":
+                return f"{value[:10]}T{value[11:]}Z"
+            return None if value is None else datetime_text(orm(value), zone)
+        return convert
+
+
+class _PostgreSQLText:
+    """`timestamptz::text` with DateStyle ISO in the session zone UTC (Django sets it):
+    "2025-03-01 10:00:00+00", or with the fraction of a second without trailing zeros
+    ("2025-03-01 10:00:00.1234+00")."""
+
+    @staticmethod
+    def applies(connection, converters, positions):
+        connection.ensure_connection()
+        info = getattr(connection.connection, "info", None)  # psycopg 3
+        return info is not None and (info.parameter_status("DateStyle") or "").startswith("ISO") \
+            and connection.timezone_name == "UTC"
+
+    @staticmethod
+    def converter(orm, zone, utc):
+        def convert(value):
+            # Runs for every timestamp of a long list: the checks are written out.
+            if utc and value is not None and value[-3:] == "+00" and value[10] == " " and value[4] == "-":
+                if len(value) == 22:
+                    return f"{value[:10]}T{value[11:19]}Z"
+                if value[19] == "." and len(value) <= 29:
+                    return f"{value[:10]}T{value[11:19]}.{value[20:-3]:0<6}Z"
+            return None if value is None else datetime_text(parse_datetime(value), zone)
+        return convert
+
+
+_TEXT_READERS = {"sqlite": _SQLiteText, "postgresql": _PostgreSQLText}
 
 
 def _selected(compiler):

@@ -95,3 +95,19 @@ def test_timestamp_text_in_another_form_is_read_like_the_orm_reads_it(calls, ten
         cursor.execute('UPDATE "calls_app_call" SET "started_at" = %s WHERE "id" = %s', [stored, call.pk])
     rows = CompiledQuery(newest, datetimes_as_text=True)(tenant_a.id, limit=10)
     assert rows[0][7] == datetime_text(newest(tenant_a.id, limit=1)[0][7]) == "2025-03-01T10:00:00Z"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
+def test_every_fraction_of_a_second_is_written_as_the_api_writes_it(calls, tenant_a, zone):
+    # Databases write fractions without trailing zeros (PostgreSQL: .1, .0567) or not at all.
+    moment = dt.datetime(2025, 3, 1, 10, 0, 0, tzinfo=dt.timezone.utc)
+    calls_of_a = list(Call.objects.filter(tenant=tenant_a).order_by("-created_at", "-id"))
+    for call, microsecond in zip(calls_of_a, [0, 100000, 56700, 123456, 5], strict=True):
+        Call.objects.filter(pk=call.pk).update(started_at=moment.replace(microsecond=microsecond))
+    query = CompiledQuery(newest, datetimes_as_text=True)
+    with timezone.override(zoneinfo.ZoneInfo(zone)):
+        expected = [datetime_text(row[7]) for row in newest(tenant_a.id, limit=10)]
+        assert [row[7] for row in query(tenant_a.id, limit=10)] == expected
+    assert (zone != "UTC") or expected == ["2025-03-01T10:00:00Z", "2025-03-01T10:00:00.100000Z",
+                                           "2025-03-01T10:00:00.056700Z", "2025-03-01T10:00:00.123456Z",
+                                           "2025-03-01T10:00:00.000005Z"]
