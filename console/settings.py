@@ -108,6 +108,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # per request costs more than most of our queries.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that needs no round trip while the
+    # connection is quiet (console/db/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "console.db.postgresql"
 
 # Shared state of rate limits and caches. The default is per process; set CACHE_URL
 # (e.g. redis://127.0.0.1:6379/0 or dbcache://cache_table) so that several app
