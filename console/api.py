@@ -42,6 +42,29 @@ def validated(serializer_class, data):
     return serializer.validated_data
 
 
+# Valid query strings of list endpoints, validated once per process: the same few
+# (`?limit=200`, a status filter) come again and again, and building a serializer cost
+# more than the list's query (90 µs for the leads' filters).
+_VALID_QUERIES_KEPT = 512
+_valid_queries = {}
+
+
+def validated_query(serializer_class, request):
+    """`validated(serializer_class, request.query_params.dict())`, for query serializers
+    whose result depends on the parameters alone (no context, no database): a valid set
+    of parameters is validated once, an invalid one every time (its 400 is raised as
+    usual). Returns a dict of the caller's own."""
+    params = request.query_params.dict()
+    key = (serializer_class, tuple(sorted(params.items())))
+    data = _valid_queries.get(key)
+    if data is None:
+        data = dict(validated(serializer_class, params))
+        if len(_valid_queries) >= _VALID_QUERIES_KEPT:
+            _valid_queries.clear()
+        _valid_queries[key] = data
+    return dict(data)
+
+
 class LimitField(serializers.CharField):
     """The `limit` query parameter of list endpoints (CONTRACT §5): a positive whole
     number, 50 when absent, values over 200 count as 200."""

@@ -2,7 +2,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, validated
+from console.api import OpenAPIView, TenantViewSet, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
@@ -121,7 +121,7 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         responses=inline_serializer("LeadList", {"leads": LeadSerializer(many=True)}),
     )
     def list(self, request):
-        query = validated(LeadListQuerySerializer, request.query_params.dict())
+        query = validated_query(LeadListQuerySerializer, request)
         rows = selectors.lead_rows(
             tenant=request.tenant, status=query.get("status"), kind=query.get("kind"), limit=query["limit"]
         )
