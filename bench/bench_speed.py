@@ -156,7 +156,7 @@ def _table(by_database):
             row.update({
                 f"{database} req/s": result["req/s"],
                 f"{database} p50/p99 ms": f"{float(result['p50 ms']):.1f} / {float(result['p99 ms']):.1f}",
-                f"{database} share": f"{share:.2f}",
+                f"{database} share": f"{share:.3f}",
             })
             row[f"_{database} rounds"] = result["_rounds"]
             if share_target is not None:
