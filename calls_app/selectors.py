@@ -29,10 +29,6 @@ def calls_newest_rows(*, tenant, limit):
     return calls, lines
 
 
-def call_get(*, tenant, call_id):
-    return Call.objects.for_tenant(tenant).with_transcript().get(pk=call_id)
-
-
 def usage_for(*, tenant, now=None):
     """The usage record of the tenant's current month (CONTRACT §5): one row read."""
     now = now or timezone.now()

@@ -23,7 +23,15 @@ class TenantAPIView(TenantBoundMixin, APIView):
 
 
 class TenantViewSet(TenantBoundMixin, viewsets.GenericViewSet):
-    pass
+    """A tenant's resource: the subclass declares `model`, and every row it reads
+    comes from `get_queryset()`, the request tenant's rows of that model. Subclasses
+    never write their own `get_queryset` (tests/console/test_isolation_matrix.py
+    checks it), so scoping cannot be forgotten in a new viewset."""
+
+    model = None
+
+    def get_queryset(self):
+        return self.model.objects.for_tenant(self.request.tenant)
 
 
 class OpenAPIView(APIView):

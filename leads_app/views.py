@@ -107,11 +107,9 @@ def _create(fields):
 class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     """The tenant's leads in the console: list, one, and status changes."""
 
+    model = Lead
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        return Lead.objects.for_tenant(self.request.tenant).select_related("tenant")
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],
