@@ -1,10 +1,12 @@
 """Calls are read-only here (the voice runtime is their only writer); carriers are
 created with `manage.py create_carrier`, which shows the secret once."""
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from calls_app.models import Call, Carrier, UsageCounter
-from console.tenants.admin_scoping import ReadOnlyAdminMixin, TenantScopedAdmin
+from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.admin_scoping import ReadOnlyAdminMixin, SuperuserOnlyAdminMixin, TenantScopedAdmin
 
 TRANSCRIPT_STYLES = {
     "assistant": "background:#eef4ff;border-left:3px solid #3b6fd8;",
@@ -64,8 +66,25 @@ class UsageCounterAdmin(ReadOnlyAdmin):
     list_select_related = ["tenant"]
 
 
+class CarrierAdminForm(forms.ModelForm):
+    class Meta:
+        model = Carrier
+        fields = ["name", "caller_id"]
+
+    def clean_caller_id(self):
+        """Stored as E.164 (`030 1234567` → `+49301234567`): it is dialled from."""
+        raw = self.cleaned_data["caller_id"]
+        try:
+            return to_e164(raw) if raw.strip() else ""
+        except InvalidPhoneNumber as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 @admin.register(Carrier)
-class CarrierAdmin(admin.ModelAdmin):
+class CarrierAdmin(SuperuserOnlyAdminMixin, admin.ModelAdmin):
+    """Carriers serve every tenant: only superusers see or change them."""
+
+    form = CarrierAdminForm
     list_display = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     fields = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     readonly_fields = ["id", "created_at", "secret_rotated_at"]

@@ -45,6 +45,11 @@ def carrier_create(*, carrier_id, name="", caller_id=""):
     """A new carrier: returns (Carrier, its secret to show once)."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
+    if caller_id:
+        try:
+            caller_id = to_e164(caller_id)
+        except InvalidPhoneNumber as exc:
+            raise ValidationFailed.field("caller_id", str(exc)) from None
     carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce())
     carrier.full_clean()
     carrier.save()
