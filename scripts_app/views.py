@@ -24,6 +24,7 @@ def with_analysis(script):
 
 class ScriptListView(TenantAPIView):
     @extend_schema(
+        operation_id="v2_audio_scripts_list",
         summary="The effective scripts of every touchpoint",
         parameters=[OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`")],
         responses=ScriptListSerializer,
