@@ -18,11 +18,22 @@ class TenantBoundMixin:
         request.tenant = tenant_for_request(request)
 
 
-class TenantAPIView(TenantBoundMixin, APIView):
+class TenantLoggedMixin:
+    """Names the request's tenant in the request log line (console/request_log.py):
+    the tenant is set on DRF's request, the log reads Django's."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        tenant = request.__dict__.get("tenant")
+        if tenant is not None:
+            request._request.tenant = tenant
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class TenantAPIView(TenantLoggedMixin, TenantBoundMixin, APIView):
     pass
 
 
-class TenantViewSet(TenantBoundMixin, viewsets.GenericViewSet):
+class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet):
     """A tenant's resource: the subclass declares `model`, and every row it reads
     comes from `get_queryset()`, the request tenant's rows of that model. Subclasses
     never write their own `get_queryset` (tests/console/test_isolation_matrix.py

@@ -59,7 +59,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost, so that it sees every error response of the API paths, including
+    # Outermost of all: the request id and one JSON log line per request, with the
+    # final status and the whole duration (console/request_log.py).
+    "console.request_log.RequestLogMiddleware",
+    # Outermost but for the log, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -201,15 +204,20 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 
+# Every line is one JSON object (docs/operations.md, "Request log"): one per request
+# from console.request_log, and the rest (tracebacks, warnings) with the request id.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"json": {"()": "console.request_log.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
-        # The JSON error middleware logs server errors itself, with the request.
+        # The request line reports every status; Django adds a line (with the
+        # traceback) for server errors only. runserver's own access lines would
+        # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
+        "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
     },
 }
 
