@@ -43,11 +43,11 @@ class RequestLogMiddleware:
     def __call__(self, request):
         started = time.perf_counter()
         request.request_id = request_id_of(request)
-        token = current_request_id.set(request.request_id)
-        try:
-            response = self.get_response(request)
-        finally:
-            current_request_id.reset(token)
+        # Not reset when the response leaves: Django logs a server error's line after
+        # the middleware returned, and it should carry the id too. The next request
+        # (of this thread) sets its own.
+        current_request_id.set(request.request_id)
+        response = self.get_response(request)
         response["X-Request-Id"] = request.request_id
         status = response.status_code
         level = logging.ERROR if status >= 500 else logging.INFO

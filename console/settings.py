@@ -6,6 +6,7 @@ production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start
 from pathlib import Path
 
 import environ
+from csp import constants as csp_constants
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "csp",
     "console.tenants",
     "console.credentials",
     "console.assistants",
@@ -67,6 +69,8 @@ MIDDLEWARE = [
     "console.middleware.JsonErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After whitenoise: static files need no policy (docs/operations.md, CSP).
+    "console.content_security.HtmlPagesCSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -218,6 +222,26 @@ LOGGING = {
         # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
         "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+    },
+}
+
+# Content-Security-Policy of the admin and the widget demo page (django-csp 4): no
+# inline script or style runs unless it carries the page's nonce
+# (`{{ request.csp_nonce }}`), and nothing loads from other origins. Project templates
+# keep scripts and styles in static files; the JSON API gets no policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "script-src": [csp_constants.SELF, csp_constants.NONCE],
+        "style-src": [csp_constants.SELF, csp_constants.NONCE],
+        "img-src": [csp_constants.SELF, "data:"],
+        "media-src": [csp_constants.SELF, "blob:"],
+        "font-src": [csp_constants.SELF],
+        "connect-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.NONE],
+        "form-action": [csp_constants.SELF],
+        "frame-ancestors": [csp_constants.NONE],
     },
 }
 

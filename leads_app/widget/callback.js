@@ -95,6 +95,25 @@
     return lines.length ? lines.join(" ") : error.message;
   }
 
+  // A constructed style sheet is no inline style, so a page whose Content-Security-
+  // Policy forbids inline styles (style-src without 'unsafe-inline') still shows the
+  // widget as it should. Browsers without them get a <style> element that carries
+  // this script's nonce, which such a page allows if it allows styles by nonce.
+  function addStyles(root) {
+    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function") {
+      try {
+        var sheet = new CSSStyleSheet();
+        sheet.replaceSync(CSS);
+        root.adoptedStyleSheets = [sheet];
+        return;
+      } catch (e) { /* not constructable here: the <style> element below */ }
+    }
+    var style = document.createElement("style");
+    if (script.nonce) { style.nonce = script.nonce; }
+    style.textContent = CSS;
+    root.insertBefore(style, root.firstChild);
+  }
+
   function mount() {
     var host = document.createElement("div");
     host.setAttribute("data-stimmwerk-widget", tenant);
@@ -105,7 +124,8 @@
     host.style.setProperty("bottom", "16px", "important");
     host.style.setProperty("z-index", "2147483000", "important");
     var root = host.attachShadow({ mode: "open" });
-    root.innerHTML = "<style>" + CSS + "</style>" + HTML;
+    root.innerHTML = HTML;
+    addStyles(root);
     document.body.appendChild(host);
 
     var $ = function (selector) { return root.querySelector(selector); };

@@ -17,7 +17,8 @@ def test_call_page_shows_the_transcript_as_a_conversation(superuser_client, carr
         carrier_client.send(event)
     call = Call.objects.get()
     page = superuser_client.get(f"/admin/calls_app/call/{call.pk}/change/").content.decode()
-    assert "Guten Tag!" in page and "Tastatureingabe: 1" in page and "border-left:3px dashed" in page
+    assert "Guten Tag!" in page and "Tastatureingabe: 1" in page and 'class="transcript-line transcript-system"' in page
+    assert "calls_app/admin.css" in page
     assert "2:05" in page  # duration
 
 

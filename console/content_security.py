@@ -1,0 +1,20 @@
+"""The Content-Security-Policy of the HTML pages (admin, widget demo page), through
+django-csp. The policy itself is `CONTENT_SECURITY_POLICY` in settings; see
+docs/operations.md."""
+from csp.middleware import CSPMiddleware
+
+from console.middleware import is_api_path
+
+
+class HtmlPagesCSPMiddleware(CSPMiddleware):
+    """django-csp, skipped for the JSON API: a policy there protects no page, and
+    django-csp would build it for every response before looking at its exclusions."""
+
+    def process_request(self, request):
+        if not is_api_path(request.path_info):
+            super().process_request(request)
+
+    def process_response(self, request, response):
+        if is_api_path(request.path_info):
+            return response
+        return super().process_response(request, response)
