@@ -10,11 +10,7 @@ class HtmlPagesCSPMiddleware(CSPMiddleware):
     """django-csp, skipped for the JSON API: a policy there protects no page, and
     django-csp would build it for every response before looking at its exclusions."""
 
-    def process_request(self, request):
-        if not is_api_path(request.path_info):
-            super().process_request(request)
-
-    def process_response(self, request, response):
+    def __call__(self, request):
         if is_api_path(request.path_info):
-            return response
-        return super().process_response(request, response)
+            return self.get_response(request)
+        return super().__call__(request)
