@@ -270,3 +270,20 @@ def test_origins_inline_stores_origins_as_browsers_send_them(owner, tenant_a):
     assert response.status_code == 302, response.context["inline_admin_formsets"][1].formset.errors
     assert set(tenant_a.origins.values_list("origin", flat=True)) == {
         "https://acme.example", "https://shop.example", "http://[::1]:8000", "https://xn--bcher-kva.example"}
+
+
+def test_tenant_page_adds_a_member_by_email_too(owner, teammate, tenant_a, django_user_model):
+    client = admin_client(owner)
+    data = tenant_change_data(client, tenant_a)
+    rows = int(data["memberships-TOTAL_FORMS"])
+    data.update({f"memberships-{rows}-email": "kollegin@example.com", f"memberships-{rows}-role": "member",
+                 "memberships-TOTAL_FORMS": rows + 1})
+
+    response = client.post(f"/admin/tenants/tenant/{tenant_a.pk}/change/", data)
+
+    assert response.status_code == 302, response.context["inline_admin_formsets"][2].formset.errors
+    invited = django_user_model.objects.get(email="kollegin@example.com")
+    assert not invited.is_active and invited.memberships.get().tenant == tenant_a
+    # The existing members are untouched: their person cannot be changed on this page.
+    assert set(tenant_a.memberships.values_list("user__username", flat=True)) == {
+        "olga-owner", "tom-teammate", "kollegin@example.com"}
