@@ -5,6 +5,7 @@ The voice runtime (`/voice/`) is the only writer of calls; the Console API reads
 from django.db import models
 
 from console.ids import ID_LENGTH, PrefixedId
+from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
@@ -96,7 +97,8 @@ class Call(models.Model):
         indexes = [models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest")]
 
     def __str__(self):
-        return f"{self.direction} {self.from_e164 or '?'} → {self.to_e164} ({self.status})"
+        # Masked: this text ends up in admin titles and the admin's change log.
+        return f"{self.direction} {mask(self.from_e164) or '?'} → {mask(self.to_e164)} ({self.status})"
 
     @property
     def is_ended(self):

@@ -15,7 +15,7 @@ from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
-from console.phone import InvalidPhoneNumber, to_e164
+from console.phone import InvalidPhoneNumber, mask, to_e164
 from leads_app.models import Lead
 
 logger = logging.getLogger("calls_app.webhook")
@@ -328,9 +328,10 @@ def _inbound_start(carrier, event):
         return existing  # a second call.started under another event id
     number = PhoneNumber.objects.select_related("tenant").filter(e164=data["to"]).first()
     if number is None:
-        # Never stored under a guessed tenant; the carrier sees a 404 and operators the log.
+        # Never stored under a guessed tenant; the carrier sees a 404 and operators the
+        # log, which shows numbers masked (docs/privacy.md).
         logger.warning("call.started from carrier %s for %s, which no tenant owns (event %s)",
-                       carrier.pk, data["to"], event.id)
+                       carrier.pk, mask(data["to"]), event.id)
         raise UnknownNumber(details={"to": data["to"]})
     tenant = number.tenant
     return Call.objects.create(

@@ -1,6 +1,7 @@
 from django.db import models
 
 from console.ids import ID_LENGTH, PrefixedId
+from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
@@ -44,4 +45,5 @@ class Lead(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.get_kind_display()} {self.phone} ({self.status})"
+        # Masked: this text ends up in admin titles and the admin's change log.
+        return f"{self.get_kind_display()} {mask(self.phone)} ({self.status})"
