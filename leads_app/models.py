@@ -32,6 +32,9 @@ class Lead(models.Model):
     preferred_at_resolved = models.DateTimeField(null=True, blank=True)
     page_url = models.URLField(max_length=2000, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.NEW)
+    # The version of the consent sentence the visitor saw (leads_app/consent.py); ""
+    # when the form that posted did not say.
+    consent_version = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
