@@ -75,6 +75,11 @@ class Call(models.Model):
     recording_enabled = models.BooleanField(default=False)
     transcription_enabled = models.BooleanField(default=True)
     recording_url = models.URLField(max_length=2000, blank=True)
+    # Content was removed from the call: its transcript or recording link by a
+    # retention period, or (erasure) also the caller's number, replaced by a
+    # pseudonym. Duration, direction, status and usage stay. A redacted call takes
+    # no more content from late carrier events (calls_app.redaction).
+    redacted = models.BooleanField(default=False)
     lead_id = models.CharField(max_length=ID_LENGTH, blank=True)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
