@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from calls_app.models import Call, Carrier, UsageCounter
+from console.audit.admin import AuditedAdminMixin
 from console.tenants.admin_scoping import ReadOnlyAdminMixin, TenantScopedAdmin
 
 TRANSCRIPT_STYLES = {
@@ -65,7 +66,7 @@ class UsageCounterAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Carrier)
-class CarrierAdmin(admin.ModelAdmin):
+class CarrierAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     fields = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     readonly_fields = ["id", "created_at", "secret_rotated_at"]

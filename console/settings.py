@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "console.assistants",
     "console.numbers",
     "console.idempotency",
+    "console.audit",
     "speech_app",
     "scripts_app",
     "leads_app",

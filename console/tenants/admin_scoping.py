@@ -1,11 +1,14 @@
 from django.contrib import admin
 
+from console.audit.admin import AuditedAdminMixin
 
-class TenantScopedAdmin(admin.ModelAdmin):
+
+class TenantScopedAdmin(AuditedAdminMixin, admin.ModelAdmin):
     """Admin of tenant data: a staff member who is not a superuser sees and picks
     only the tenants they are a member of, and those tenants' data.
 
-    Works for every model whose queryset has `visible_to(user)`.
+    Works for every model whose queryset has `visible_to(user)`. Every add, change,
+    deletion and action is recorded in the audit trail (console.audit).
     """
 
     def get_queryset(self, request):
