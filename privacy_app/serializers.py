@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from console.api import LimitField
@@ -8,6 +9,7 @@ from privacy_app.models import MAX_RETENTION_DAYS
 SETTINGS_FIELDS = {"transcriptDays": "transcript_days", "recordingDays": "recording_days", "leadDays": "lead_days"}
 
 
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_RETENTION_DAYS, "nullable": True})
 class RetentionDaysField(serializers.Field):
     """A whole number of days (1–36,500), or null for "without limit"; never a string,
     a fraction or a boolean."""

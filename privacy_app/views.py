@@ -41,7 +41,8 @@ class RetentionSettingsView(TenantAPIView):
 class ExportListView(TenantAPIView):
     audit_writes = False  # the service records the export, with its size
 
-    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's exports, newest first")
+    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's exports, newest first",
+                   operation_id="v2_privacy_exports_list")
     def get(self, request):
         limit = validated(PrivacyListQuerySerializer, request.query_params.dict())["limit"]
         exports = selectors.export_list(tenant=request.tenant, limit=limit)
@@ -72,7 +73,8 @@ class ExportDetailView(TenantAPIView):
 class ErasureListView(TenantAPIView):
     audit_writes = False  # the service records the erasure, with its counts
 
-    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's erasure receipts")
+    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's erasure receipts",
+                   operation_id="v2_privacy_erasures_list")
     def get(self, request):
         limit = validated(PrivacyListQuerySerializer, request.query_params.dict())["limit"]
         return Response({"erasures": [erasure_json(e) for e in selectors.erasure_list(tenant=request.tenant,
