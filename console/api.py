@@ -85,3 +85,19 @@ class LimitField(serializers.CharField):
         if not (value.isascii() and value.isdigit()) or int(value) < 1:
             raise serializers.ValidationError("Send a positive whole number, e.g. limit=50.")
         return min(int(value), self.MAXIMUM)
+
+
+class ClosedSerializer(serializers.Serializer):
+    """A body of the declared fields only: an unknown field is a 400 under its name.
+    With `require_one`, an empty body is a 400 that says which fields to send."""
+
+    require_one = False
+
+    def validate(self, attrs):
+        unknown = set(self.initial_data) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
+        if self.require_one and not attrs:
+            *others, last = self.fields
+            raise serializers.ValidationError({"non_field_errors": [f"Send {', '.join(others)} and/or {last}."]})
+        return super().validate(attrs)

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.api import LimitField
+from console.api import ClosedSerializer, LimitField
 from console.numbers.serializers import E164Field
 from privacy_app.models import MAX_RETENTION_DAYS
 
@@ -30,19 +30,11 @@ class RetentionDaysField(serializers.Field):
         return value
 
 
-class RetentionSettingsPatchSerializer(serializers.Serializer):
+class RetentionSettingsPatchSerializer(ClosedSerializer):
+    require_one = True
     transcriptDays = RetentionDaysField()
     recordingDays = RetentionDaysField()
     leadDays = RetentionDaysField()
-
-    def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
-        if not attrs:
-            raise serializers.ValidationError(
-                {"non_field_errors": ["Send transcriptDays, recordingDays and/or leadDays."]})
-        return attrs
 
 
 def retention_settings_json(retention):
@@ -50,17 +42,11 @@ def retention_settings_json(retention):
             **{wire: getattr(retention, name) for wire, name in SETTINGS_FIELDS.items()}}
 
 
-class PhoneRequestSerializer(serializers.Serializer):
+class PhoneRequestSerializer(ClosedSerializer):
     """`{"phone"}` in any format `console.phone.to_e164` reads (`0171 2345678`,
     `+49 171 2345678`, `0049…`)."""
 
     phone = E164Field(max_length=40)
-
-    def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
-        return attrs
 
 
 class PrivacyListQuerySerializer(serializers.Serializer):

@@ -23,6 +23,10 @@ from privacy_app.serializers import (
 LIMIT = OpenApiParameter("limit", OpenApiTypes.INT, description="1–200 (larger values are clamped), default 50")
 
 
+def _limit(request):
+    return validated(PrivacyListQuerySerializer, request.query_params.dict())["limit"]
+
+
 class RetentionSettingsView(TenantAPIView):
     @extend_schema(summary="How long the tenant keeps transcripts, recording links and leads",
                    responses=OpenApiTypes.OBJECT)
@@ -44,8 +48,7 @@ class ExportListView(TenantAPIView):
     @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's exports, newest first",
                    operation_id="v2_privacy_exports_list")
     def get(self, request):
-        limit = validated(PrivacyListQuerySerializer, request.query_params.dict())["limit"]
-        exports = selectors.export_list(tenant=request.tenant, limit=limit)
+        exports = selectors.export_list(tenant=request.tenant, limit=_limit(request))
         return Response({"exports": [export_json(export, with_document=False) for export in exports]})
 
     @extend_schema(request=PhoneRequestSerializer, responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
@@ -76,9 +79,8 @@ class ErasureListView(TenantAPIView):
     @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's erasure receipts",
                    operation_id="v2_privacy_erasures_list")
     def get(self, request):
-        limit = validated(PrivacyListQuerySerializer, request.query_params.dict())["limit"]
-        return Response({"erasures": [erasure_json(e) for e in selectors.erasure_list(tenant=request.tenant,
-                                                                                       limit=limit)]})
+        erasures = selectors.erasure_list(tenant=request.tenant, limit=_limit(request))
+        return Response({"erasures": [erasure_json(erasure) for erasure in erasures]})
 
     @extend_schema(request=PhoneRequestSerializer, responses={201: OpenApiTypes.OBJECT},
                    summary="Erase a phone number from everything of the tenant (Art. 17); returns a receipt")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
 from console.audit.models import AuditEntry
@@ -165,3 +165,12 @@ def test_the_admin_refuses_a_bad_number_and_other_tenants_exports(owner, outside
     client.post("/admin/privacy_app/export/add/", {"tenant": tenant_a.pk, "phone": CALLER})
     export = Export.objects.get()
     assert admin_client(outsider).get(f"/admin/privacy_app/export/{export.pk}/download/").status_code == 404
+
+
+def test_the_command_prints_the_document_and_refuses_bad_input(callers_data):
+    call_command("privacy_export", "acme", CALLER_NATIONAL, stdout=(out := io.StringIO()))
+    assert [c["id"] for c in json.loads(out.getvalue())["calls"]] == [c.pk for c in callers_data["calls_a"]]
+    for args, message in ((("nope", CALLER), "No tenant 'nope'"), (("acme", "abc"), "no letters"),
+                          (("acme", NUMBER_A), "tenant's own numbers")):
+        with pytest.raises(CommandError, match=message):
+            call_command("privacy_export", *args)
