@@ -9,8 +9,10 @@ import uuid
 
 import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
+from django.test import Client
 from rest_framework.test import APIClient
 
 from calls_app.carriers import sim_carrier
@@ -258,3 +260,24 @@ def test_the_command_erases_and_prints_the_receipt(world, tenant_a):
     assert receipt["counts"]["calls"] == 3
     assert AuditEntry.objects.get(action="privacy.erasure").actor == "system:privacy_erase"
     assert rows_containing(SECRET_WORDS) == set()
+
+
+def test_an_owner_erases_a_caller_in_the_admin(owner, world, tenant_a):
+    owner.user_permissions.set(Permission.objects.filter(content_type__app_label="privacy_app"))
+    client = Client()
+    client.force_login(owner)
+    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "phone": CALLER_NATIONAL})
+    receipt = Erasure.objects.get()
+    assert response.status_code == 302 and response["Location"].endswith(f"/{receipt.pk}/change/")
+    assert receipt.counts["calls"] == 3 and receipt.requested_by == "user:olga-owner"
+    assert client.get(f"/admin/privacy_app/erasure/{receipt.pk}/change/").status_code == 200
+    assert rows_containing(SECRET_WORDS) == set()
+    assert AuditEntry.objects.get(action="privacy.erasure").actor == "user:olga-owner"
+
+
+def test_the_admin_cannot_erase_for_a_tenant_the_user_is_not_in(outsider, world, tenant_a):
+    outsider.user_permissions.set(Permission.objects.filter(content_type__app_label="privacy_app"))
+    client = Client()
+    client.force_login(outsider)
+    page = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "phone": CALLER})
+    assert page.status_code == 200 and not Erasure.objects.exists()
