@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app import redaction
@@ -110,11 +110,12 @@ def _expire_recordings(tenant, cutoff, counts):
     with_links = old.exclude(recording_url="")
     counts["callsRedacted"] += with_links.filter(redacted=False).update(redacted=True)
     counts["recordingLinks"] = with_links.update(recording_url="")
-    ends = selectors.events_of_calls(old).filter(type="call.ended").exclude(data__recordingUrl="")
+    ends = list(selectors.events_of_calls(old).filter(type="call.ended").exclude(data__recordingUrl="")
+                .only("pk", "type", "data"))
     for event in ends:
         event.data = redaction.stripped(event.type, event.data, keep_recording=False)
-        event.save(update_fields=["data"])
-        counts["carrierEvents"] += 1
+    _rewrite_event_data(ends)
+    counts["carrierEvents"] += len(ends)
 
 
 @transaction.atomic
@@ -207,7 +208,7 @@ def erasure_create(*, tenant, e164, actor, request_id="", now=None):
 
 def _erase_calls(call_ids, e164, pseudonym, counts):
     calls = Call.objects.filter(pk__in=call_ids)
-    events = list(selectors.events_of_calls(calls))
+    events = list(selectors.events_of_calls(calls).only("pk", "type", "data"))
     counts["calls"] = len(call_ids)
     calls.filter(from_e164=e164).update(from_e164=pseudonym)
     calls.filter(to_e164=e164).update(to_e164=pseudonym)
@@ -216,13 +217,29 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
     counts["transcriptLines"] = _deleted(TranscriptEntry.objects.filter(call_id__in=call_ids))
     SimDial.objects.filter(call_id__in=call_ids, to_e164=e164).update(to_e164=pseudonym)
     SimDial.objects.filter(call_id__in=call_ids, from_e164=e164).update(from_e164=pseudonym)
+    changed = []
     for event in events:
         numbers = tuple(pseudonym if event.data.get(side) == e164 else event.data.get(side) for side in ("from", "to"))
         kept = redaction.stripped(event.type, event.data, keep_text=False, keep_recording=False, numbers=numbers)
         if kept != event.data:
             event.data = kept
-            event.save(update_fields=["data"])
-            counts["carrierEvents"] += 1
+            changed.append(event)
+    _rewrite_event_data(changed)
+    counts["carrierEvents"] = len(changed)
+
+
+def _rewrite_event_data(events):
+    """Stores the new `data` of each event: one prepared UPDATE run for all rows. The
+    ORM's save() per row or bulk_update() (a CASE branch per row) took over a
+    millisecond a row, seconds for a frequent caller's erasure (docs/privacy.md)."""
+    if not events:
+        return
+    quote = connection.ops.quote_name
+    data = CarrierEvent._meta.get_field("data")
+    sql = "UPDATE {table} SET {data} = %s WHERE {pk} = %s".format(
+        table=quote(CarrierEvent._meta.db_table), data=quote(data.column), pk=quote(CarrierEvent._meta.pk.column))
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(data.get_db_prep_save(event.data, connection), event.pk) for event in events])
 
 
 def _erase_admin_log(objects):
