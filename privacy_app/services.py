@@ -17,7 +17,7 @@ from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
 from leads_app.models import Lead
 from privacy_app import selectors
-from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export
+from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
 from privacy_app.pseudonyms import pseudonym_for
 
 EXPORT_LIFETIME = timedelta(days=7)
@@ -56,7 +56,10 @@ def retention_settings_update(*, tenant, **days):
     unknown = set(days) - set(DEFAULT_RETENTION_DAYS)
     if unknown:
         raise TypeError(f"Unknown retention settings: {sorted(unknown)}")
-    current = selectors.retention_settings_for(tenant=tenant)
+    # Created with the defaults if the tenant never chose, then locked: two changes at
+    # once neither fail on the unique tenant nor lose one another's fields.
+    RetentionSettings.objects.get_or_create(tenant=tenant)
+    current = RetentionSettings.objects.select_for_update().get(tenant=tenant)
     for name, value in days.items():
         setattr(current, name, value)
     current.full_clean()
