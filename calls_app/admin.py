@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from calls_app.models import Call, Carrier, UsageCounter
+from console.audit.admin import AuditedAdminMixin
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.admin_scoping import ReadOnlyAdminMixin, SuperuserOnlyAdminMixin, TenantScopedAdmin
 
@@ -78,7 +79,7 @@ class CarrierAdminForm(forms.ModelForm):
 
 
 @admin.register(Carrier)
-class CarrierAdmin(SuperuserOnlyAdminMixin, admin.ModelAdmin):
+class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin):
     """Carriers serve every tenant: only superusers see or change them."""
 
     form = CarrierAdminForm

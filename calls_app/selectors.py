@@ -8,6 +8,7 @@ from calls_app.periods import next_period_start, period_of
 CALL_COLUMNS = (
     "id", "direction", "from_e164", "to_e164", "status", "carrier_id", "disclosed", "seconds", "max_seconds",
     "recording_enabled", "transcription_enabled", "recording_url", "lead_id", "created_at", "started_at", "ended_at",
+    "redacted",
 )
 
 

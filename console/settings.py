@@ -53,11 +53,13 @@ INSTALLED_APPS = [
     "console.assistants",
     "console.numbers",
     "console.idempotency",
+    "console.audit",
     "speech_app",
     "scripts_app",
     "leads_app",
     "calls_app",
     "registry_app",
+    "privacy_app",
 ]
 
 MIDDLEWARE = [
@@ -273,3 +275,11 @@ CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
 # The carrier outbound calls go through; `sim` is the built-in simulated carrier.
 VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
 VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
+
+# --- Privacy (privacy_app, docs/privacy.md) ---
+# Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived
+# from SECRET_KEY; set it so that SECRET_KEY can rotate without changing pseudonyms.
+PRIVACY_PSEUDONYM_KEY = env.str("PRIVACY_PSEUDONYM_KEY", default="")
+# Exports of at most this many rows (calls, transcript lines, leads, carrier events)
+# are built during the request; larger ones are left pending for `build_exports`.
+PRIVACY_EXPORT_SYNC_ROWS = env.int("PRIVACY_EXPORT_SYNC_ROWS", default=5000)

@@ -100,6 +100,7 @@ def _create(fields):
         phone=fields["phone"],
         preferred_time=fields["preferred_at"],
         page_url=fields["page_url"],
+        consent_version=fields["consent_version"],
     )
     return Response({"id": lead.id, "status": lead.status}, status=status.HTTP_201_CREATED)
 

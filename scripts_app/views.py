@@ -67,6 +67,7 @@ class ScriptDetailView(TenantAPIView):
 
 class AudioRenderView(TenantAPIView):
     content_negotiation_class = AnyAcceptNegotiation
+    audit_writes = False  # a POST that stores nothing but cached audio: not a write for the audit trail
 
     @extend_schema(request=RenderRequestSerializer, responses={200: MP3_RESPONSE},
                    summary="The effective script of a touchpoint as MP3")

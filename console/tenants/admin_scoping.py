@@ -12,6 +12,7 @@ from django.contrib.admin.utils import get_fields_from_path
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from console.audit.admin import AuditedAdminMixin
 from console.tenants.models import Membership
 
 
@@ -72,11 +73,12 @@ class VisibleRelationsMixin:
         return entry
 
 
-class TenantScopedAdmin(VisibleRelationsMixin, admin.ModelAdmin):
+class TenantScopedAdmin(AuditedAdminMixin, VisibleRelationsMixin, admin.ModelAdmin):
     """Admin of tenant data: a staff member who is not a superuser sees and picks
     only the tenants they are a member of, and those tenants' data.
 
-    Works for every model whose queryset has `visible_to(user)`.
+    Works for every model whose queryset has `visible_to(user)`. Every add, change,
+    deletion and action is recorded in the audit trail (console.audit).
     """
 
     def get_queryset(self, request):

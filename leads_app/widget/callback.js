@@ -17,6 +17,9 @@
     return;
   }
   var endpoint = new URL(script.src, location.href).origin + "/v2/public/leads";
+  // Stored with the lead: which consent sentence (below) the visitor saw. A new
+  // sentence is a new version in leads_app/consent.py; never reword this one.
+  var CONSENT_VERSION = "callback-de-1";
 
   // The preferred-time tokens of the API, in the words a visitor reads.
   var TIMES = [
@@ -155,7 +158,8 @@
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var lead = { tenant: tenant, kind: "callback", phone: phone.value, preferred_at: when.value };
+      var lead = { tenant: tenant, kind: "callback", phone: phone.value, preferred_at: when.value,
+                   consent_version: CONSENT_VERSION };
       if (/^https?:$/.test(location.protocol)) { lead.page_url = location.href.split("#")[0]; }
       if (form.elements.website.value) { lead.website = form.elements.website.value; }
       var body = JSON.stringify(lead);

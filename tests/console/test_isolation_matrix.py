@@ -39,6 +39,8 @@ from console.tenants.services import tenant_create
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
+from privacy_app.models import Erasure, Export, RetentionSettings
+from privacy_app.services import erasure_create, export_create, retention_settings_update
 from registry_app.views import RegistryAPIView
 from scripts_app.models import ScriptOverride
 from scripts_app.services import script_override_put
@@ -148,6 +150,14 @@ SCENARIOS = {
     "audio-render": Scenario({"post": 200}, bodies={"post": [{"touchpoint": TOUCHPOINT}]}),
     # Reads no tenant's rows; refused before any audio is decoded.
     "audio-transcribe": Scenario({"post": 400}, bodies={"post": [{"audio_base64": ""}]}),
+    # B's own periods: changing them leaves A's alone.
+    "privacy-settings": Scenario({"get": 200, "patch": 200}, bodies={"patch": [{"transcriptDays": 7}]}),
+    # B asks about (and erases) the number of A's lead: B holds nothing of it, and
+    # A's lead, calls and exports stay as they are (state_of).
+    "privacy-exports": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
+    "privacy-export": Scenario({"get": 404}, lambda a: {"export_id": a.export.pk}),
+    "privacy-erasures": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
+    "privacy-erasure": Scenario({"get": 404}, lambda a: {"erasure_id": a.erasure.pk}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -166,18 +176,23 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     script_override_put(tenant=tenant_a, touchpoint_id=TOUCHPOINT, text="Acme-Haltetext: bitte warten Sie kurz.")
     tenant_a.recording_enabled = True
     tenant_a.save(update_fields=["recording_enabled"])
+    retention_settings_update(tenant=tenant_a, transcript_days=30)
+    export = export_create(tenant=tenant_a, e164=lead.phone, actor=f"user:{owner.username}")
+    erasure = erasure_create(tenant=tenant_a, e164="+4915799999990", actor=f"user:{owner.username}")
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
-               call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email]
+               call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk]
     return SimpleNamespace(tenant=tenant_a, assistant=assistant, number=number, lead=lead, call=call,
-                           key=key_a, key_b=key_b, owner=owner, outsider=outsider, markers=markers)
+                           export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
+                           markers=markers)
 
 
 def state_of(tenant):
     """Everything of `tenant` that B's requests could change."""
     return json.dumps([
         list(model.objects.for_tenant(tenant).order_by("pk").values())
-        for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership)
+        for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
+                      RetentionSettings, Export, Erasure)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

@@ -15,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 from console.credentials.services import api_key_create
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.services import tenant_create
+from leads_app.consent import WIDGET_CONSENT_TEXTS, WIDGET_CONSENT_VERSION
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, HostPageServer, needs_chromium
 
 OUTPUT_DIR = Path(settings.BASE_DIR) / "test-output" / "leads_app"
@@ -77,6 +78,7 @@ def test_visitor_requests_a_callback_from_a_page_on_another_origin(page, shop):
     dialog.get_by_label("Wann passt es Ihnen?").select_option(label="Morgen Vormittag")
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=OUTPUT_DIR / "widget-open.png")
+    consent_shown = " ".join(dialog.locator("#consent").inner_text().split())
 
     dialog.get_by_role("button", name="Rückruf senden").click()
 
@@ -85,6 +87,9 @@ def test_visitor_requests_a_callback_from_a_page_on_another_origin(page, shop):
     assert (lead["phone"], lead["kind"], lead["preferred_at"]) == ("+491712345678", "callback", "tomorrow-am")
     assert lead["page_url"] == shop["origin"] + "/"
     assert lead["status"] == "new" and lead["preferred_at_resolved"]
+    # The lead keeps the version of exactly the consent sentence the visitor saw.
+    assert lead["consent_version"] == WIDGET_CONSENT_VERSION
+    assert consent_shown == WIDGET_CONSENT_TEXTS[lead["consent_version"]]
 
 
 def test_widget_shows_the_servers_message_for_a_bad_phone_number(page, shop):
