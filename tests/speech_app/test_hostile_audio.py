@@ -17,7 +17,7 @@ from tests.speech_app.audio_samples import (
     tone,
     wav_file,
 )
-from tests.speech_app.conftest import KOREAN_PHRASES, b64, korean_mp3
+from tests.speech_app.conftest import BOUNDED_SECONDS, KOREAN_PHRASES, b64, korean_mp3
 
 pytestmark = pytest.mark.django_db
 
@@ -72,10 +72,6 @@ def test_a_worker_survives_200_malformed_uploads_in_a_row(key_a, korean_model):
     assert resident_bytes() - baseline < 150 * 1024 * 1024
 
 
-# Refused "well inside the worker timeout": a bound on correctness, not a benchmark.
-WALL_SECONDS = 10
-
-
 def transcribe_url(language="ko"):
     return f"/api/voice/transcribe?language={language}&" + "&".join(f"phrase={p}" for p in KOREAN_PHRASES)
 
@@ -108,7 +104,7 @@ def test_a_hostile_upload_is_refused_in_bounded_time_and_the_next_one_is_heard(k
     assert response.status_code == status, response.content
     error = error_of(response)
     assert error["code"] == code and details.items() <= error["details"].items()
-    assert elapsed < WALL_SECONDS
+    assert elapsed < BOUNDED_SECONDS
     response = module.generic("POST", transcribe_url(), korean_mp3("부산 서울"), content_type="audio/mpeg")
     assert response.status_code == 200 and response.json()["text"] == "부산 서울"
 
@@ -118,4 +114,4 @@ def test_the_issue_file_is_refused_through_the_tenant_endpoint_too(api_a):
     began = time.monotonic()
     response = api_a.post("/v2/audio/transcribe", {"audio_base64": b64(make())}, format="json")
     assert response.status_code == 422 and error_of(response)["code"] == "unsupported_audio"
-    assert time.monotonic() - began < WALL_SECONDS
+    assert time.monotonic() - began < BOUNDED_SECONDS
