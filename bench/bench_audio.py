@@ -260,6 +260,8 @@ def hostile_inputs(load):
             cases += [
                 ("speak 'a\\n' x 2,500", lambda n: _send(f"{base}/api/voice/speak", {"text": "a\n" * 2500}, key),
                  ordinary_speech, 5000),
+                ("speak '漢' x 5,000 (German voice)",
+                 lambda n: _send(f"{base}/api/voice/speak", {"text": "漢" * 5000}, key), ordinary_speech, 5000),
                 ("render 2,495 one-word lines + 2 x 250-line variables",
                  lambda n: _send(f"{base}/v2/audio/render", {"touchpoint": "callback.offer", "variables": variables},
                                key, tenant="acme"), ordinary_speech, len(script) + 1000),
