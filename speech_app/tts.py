@@ -39,8 +39,8 @@ VOICE_PATTERN = re.compile(r"^[A-Za-z0-9_/-]{1,40}(\+[A-Za-z0-9_]{1,20})?$")
 # The longest audio synthesised for one text.
 MAX_SPEECH_SECONDS = 600
 # The longest piece of text given to the engine in one call (see above). One piece of
-# the most drawn-out text (a digit or a letter and a comma, repeated) is about 80 s
-# of audio, so the cap is overshot by at most that before synthesis stops.
+# the most drawn-out text found (a Han sign per character, for the German voice) is
+# about 125 s of audio, so the cap is overshot by at most that before synthesis stops.
 MAX_PIECE_CHARS = 500
 # Sentence ends (., !, ?, ;, :) followed by whitespace.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;:])\s+")
