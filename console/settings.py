@@ -264,6 +264,13 @@ VOSK_MODELS = {
 }
 # The voice used when a request names none (an eSpeak NG voice name).
 SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# CPU seconds one upload may take to decode before it is refused (422
+# audio_too_complex); the sample and format limits in speech_app/decode.py stop
+# every known expensive file well before this.
+SPEECH_DECODE_CPU_SECONDS = env.float("SPEECH_DECODE_CPU_SECONDS", default=5.0)
+# The render cache's bound in MiB (fractions allowed); the least recently used
+# entries are evicted beyond it. 0 keeps nothing.
+RENDER_CACHE_MAX_MB = env.float("RENDER_CACHE_MAX_MB", default=500.0)
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.
