@@ -9,7 +9,9 @@ The rest of the project picks its lane here, e.g. the audio engines:
 The order is CONTRACT §7's sort key: (status: live 0, key-ready 1; price: `eur` 0 →
 0, `eur` > 0 → 1, `eur` null → 2; priority ascending; quality tier frontier 0, high 1,
 mid 2; latency fast 0, medium 1, slow 2; id). Every lane of the capability that is
-left out is listed with the reason why.
+left out is listed with the reason why: also a lane that is degraded (its health
+probes failed several times in a row) or in a cooldown (the gateway's last call to it
+failed; `registry_app.services.lane_cooldown_start`).
 """
 import datetime
 import json
@@ -19,13 +21,15 @@ from functools import cached_property
 from django.utils import timezone
 
 from registry_app import snapshot as registry_snapshot
-from registry_app.models import LaneHealth
+from registry_app.models import LaneCooldown, LaneHealth
 from registry_app.snapshot import LATENCY_RANK, QUALITY_RANK
 
 USABLE_STATUSES = {"live": 0, "key-ready": 1}
-# A failed health probe newer than this marks the lane degraded (probe_registry
-# records the results; run it more often than this window, e.g. every 5 minutes).
+# Failed health probes in a row, the latest newer than the window, mark the lane
+# degraded (probe_registry records the results; run it more often than this window,
+# e.g. every 5 minutes). One failure alone (a restart, a slow moment) does not.
 DEGRADED_WINDOW = datetime.timedelta(minutes=15)
+DEGRADED_AFTER_FAILURES = 2
 ZERO_EURO_SOURCE = {"self-hosted": "self-hosted", "subscription": "subscription"}
 PRICE_GROUP_NAMES = ("zero-euro", "paid per use", "unknown price")
 
@@ -125,29 +129,48 @@ def _reasons(lane, previous):
 
 
 def recent_probe_failures(now=None):
-    """{lane id: LaneHealth} of the lanes whose latest health probe failed recently."""
+    """{lane id: LaneHealth} of the lanes whose health probes failed in a row recently."""
     since = (now or timezone.now()) - DEGRADED_WINDOW
-    return {health.lane_id: health for health in LaneHealth.objects.filter(ok=False, checked_at__gte=since)}
+    return {health.lane_id: health for health in LaneHealth.objects.filter(
+        ok=False, checked_at__gte=since, consecutive_failures__gte=DEGRADED_AFTER_FAILURES)}
 
 
-def _exclusion(lane, *, language, streaming, min_quality, allow_paid, failures):
+def active_cooldowns(now=None):
+    """{lane id: LaneCooldown} of the lanes in a cooldown now."""
+    return {cooldown.lane_id: cooldown for cooldown in LaneCooldown.objects.filter(until__gt=now or timezone.now())}
+
+
+def cooldown_reason(cooldown):
+    calls = "call" if cooldown.failures == 1 else "calls"
+    detail = f": {cooldown.reason}" if cooldown.reason else ""
+    return f"cooldown until {cooldown.until.isoformat()} after {cooldown.failures} failed {calls} in a row{detail}"
+
+
+def _exclusion(lane, *, language, streaming, min_quality, max_latency, allow_paid, failures, cooldowns):
     """(code, reason) why `lane` is left out, or None if it is a candidate."""
     if lane.status not in USABLE_STATUSES:
         return "status_unusable", f"status {lane.status} is not usable (only live and key-ready lanes are routed)"
     failure = failures.get(lane.id)
     if failure is not None:
         detail = f": {failure.detail}" if failure.detail else ""
-        return "degraded", f"degraded: health probe failed at {failure.checked_at.isoformat()}{detail}"
+        return "degraded", (f"degraded: {failure.consecutive_failures} health probes failed in a row, the last at "
+                            f"{failure.checked_at.isoformat()}{detail}")
     if language and not lane.speaks(language):
         return "language", f"does not support language {language} (supports {', '.join(sorted(lane.languages))})"
     if streaming and not lane.streaming:
         return "streaming", "does not stream"
     if min_quality and QUALITY_RANK[lane.quality_tier] > QUALITY_RANK[min_quality]:
         return "quality", f"quality tier {lane.quality_tier} is below {min_quality}"
+    if max_latency and LATENCY_RANK[lane.latency_class] > LATENCY_RANK[max_latency]:
+        return "latency", f"latency {lane.latency_class} is slower than {max_latency}"
     if not allow_paid and price_group(lane.eur) != 0:
         if lane.eur is None:
             return "paid", "price unknown (eur null), so not known to be free; excluded by allow_paid=0"
         return "paid", f"paid per use ({lane.eur} EUR per {lane.cost_unit}); excluded by allow_paid=0"
+    # Last: a cooldown excludes a lane that would otherwise be a candidate of this query.
+    cooldown = cooldowns.get(lane.id)
+    if cooldown is not None:
+        return "cooldown", cooldown_reason(cooldown)
     return None
 
 
@@ -161,32 +184,41 @@ def _ranked_and_unusable(current, capability):
     return current.derived.get_or_make(("ranked", capability), make)
 
 
-def _failure_key(failures):
-    return tuple(sorted((lane_id, health.checked_at, health.detail) for lane_id, health in failures.items()))
+def _state_key(failures, cooldowns):
+    return (tuple(sorted((lane_id, health.checked_at, health.consecutive_failures, health.detail)
+                         for lane_id, health in failures.items())),
+            tuple(sorted((lane_id, cooldown.until, cooldown.failures, cooldown.reason)
+                         for lane_id, cooldown in cooldowns.items())))
 
 
-def route(capability, *, language=None, streaming=False, min_quality=None, allow_paid=True, now=None):
+def route(capability, *, language=None, streaming=False, min_quality=None, max_latency=None, allow_paid=True,
+          now=None):
     """The Route of `capability` on the current registry version (empty without one).
 
     `excluded` lists the lanes of an unusable status first (document order), then
     the usable ones that fail a condition (routing order). A route is computed once
-    per version, query and set of recent probe failures, then served from memory.
+    per version, query and set of degraded lanes and cooldowns, then served from memory.
     """
     current = registry_snapshot.current()
     if current is None:
         return Route(capability=capability, version=None, candidates=(), excluded=())
-    failures = recent_probe_failures(now) if capability in current.by_capability else {}
-    options = {"language": language, "streaming": streaming, "min_quality": min_quality, "allow_paid": allow_paid}
-    key = ("route", capability, tuple(options.values()), _failure_key(failures))
-    return current.derived.get_or_make(key, lambda: _route(current, capability, options, failures))
+    if capability in current.by_capability:
+        failures, cooldowns = recent_probe_failures(now), active_cooldowns(now)
+    else:
+        failures, cooldowns = {}, {}
+    options = {"language": language, "streaming": streaming, "min_quality": min_quality,
+               "max_latency": max_latency, "allow_paid": allow_paid}
+    key = ("route", capability, tuple(options.values()), _state_key(failures, cooldowns))
+    return current.derived.get_or_make(key, lambda: _route(current, capability, options, failures, cooldowns))
 
 
-def _route(current, capability, options, failures):
+def _route(current, capability, options, failures, cooldowns):
     ranked, unusable = _ranked_and_unusable(current, capability)
-    excluded = [Exclusion(lane, *_exclusion(lane, failures=failures, **options)) for lane in unusable]
+    state = {"failures": failures, "cooldowns": cooldowns}
+    excluded = [Exclusion(lane, *_exclusion(lane, **state, **options)) for lane in unusable]
     usable = []
     for lane in ranked:
-        why = _exclusion(lane, failures=failures, **options)
+        why = _exclusion(lane, **state, **options)
         if why is None:
             usable.append(lane)
         else:

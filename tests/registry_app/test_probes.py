@@ -56,6 +56,8 @@ def test_probe_records_results_and_the_router_uses_them(loaded, health_server):
     assert results["chat-llama-local"][0] is True
     assert results["stt-vosk-de"] == (False, "HTTP 302")  # redirects are not followed
     assert f"FAIL tts-espeak-de: {health_server}/broken (HTTP 503)" in out
+    assert pick_lane("tts").id == "tts-espeak-de"  # one failure is not yet degraded
+    probe()
     assert pick_lane("tts").id == "tts-azure-de"
 
 
