@@ -1,0 +1,2 @@
+"""The cloud agent, at /agent (model-hub-registry §1, §4)."""
+urlpatterns = []
