@@ -62,8 +62,14 @@ class SpeakRequestSerializer(serializers.Serializer):
 
 
 class TranscribeQuerySerializer(serializers.Serializer):
+    phrase = serializers.CharField(required=False, help_text="Repeat to restrict recognition to these phrases "
+                                   "(local engines only).")
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)
     max_eur = serializers.FloatField(required=False, min_value=0, max_value=MAX_EUR_CEILING)
+
+    def validate(self, data):
+        data.pop("phrase", None)  # repeated: the view reads every one of them
+        return data
 
 
 class UsageQuerySerializer(serializers.Serializer):

@@ -75,11 +75,12 @@ def load_document(document):
 
 
 class FakeProvider:
-    """An OpenAI-compatible provider on loopback that answers, fails (503), is slow
-    (answers only when the test ends), answers 429, or answers garbage."""
+    """An OpenAI-compatible provider on loopback that answers (chat, `audio` for speech,
+    `transcript`), fails (503), is slow (answers only when the test ends), answers 429,
+    or answers garbage. It keeps every request it got."""
 
-    def __init__(self, behaviour, text="Antwort vom Anbieter", usage=(11, 7)):
-        self.behaviour, self.text, self.usage = behaviour, text, usage
+    def __init__(self, behaviour, text="Antwort vom Anbieter", usage=(11, 7), audio=b""):
+        self.behaviour, self.text, self.usage, self.audio = behaviour, text, usage, audio
         self.requests = []  # (path, headers, parsed JSON body or raw bytes)
         self.release = threading.Event()
         provider = self
@@ -120,6 +121,8 @@ class FakeProvider:
             "fail": (503, b'{"error": "overloaded"}', {"Content-Type": "application/json"}),
             "429": (429, b'{"error": "rate limited"}', {"Content-Type": "application/json", "Retry-After": "1"}),
             "garbage": (200, b"<html>not an answer</html>", {"Content-Type": "text/html"}),
+            "audio": (200, self.audio, {"Content-Type": "audio/mpeg"}),
+            "transcript": (200, json.dumps({"text": self.text}).encode(), {"Content-Type": "application/json"}),
         }[behaviour]
         try:
             handler.send_response(status)
