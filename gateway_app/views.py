@@ -15,6 +15,7 @@ from console.errors import ValidationFailed
 from gateway_app import selectors, services
 from gateway_app.auth import GatewayTokenAuthentication
 from gateway_app.errors import NotReady
+from gateway_app.parsers import AnyTypeJSONParser
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
@@ -30,6 +31,7 @@ from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response, ra
 
 class GatewayAPIView(APIView):
     authentication_classes = [GatewayTokenAuthentication]
+    parser_classes = [AnyTypeJSONParser]
 
 
 def chat_answer_json(answer):

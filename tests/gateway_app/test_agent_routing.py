@@ -259,11 +259,16 @@ def test_bad_bodies_are_field_errors(gateway, body, field):
     assert error["code"] == "validation_error" and field in error["details"]
 
 
-def test_broken_json_and_other_content_types_are_refused_in_the_contracts_shape(gateway):
+def test_the_body_is_json_whatever_its_content_type_and_bounded(gateway):
+    # `curl -d '{"prompt": …}'` labels the body as a form.
+    curl = gateway.post("/v1/agent", data='{"prompt": "ping"}', content_type="application/x-www-form-urlencoded")
+    assert curl.status_code == 200 and curl.json()["text"] == "pong"
     broken = gateway.post("/v1/agent", data=b'{"prompt": ', content_type="application/json")
     assert broken.status_code == 400 and error_of(broken)["code"] == "malformed_json"
     form = gateway.post("/v1/agent", data="prompt=Hallo", content_type="application/x-www-form-urlencoded")
-    assert form.status_code == 415 and error_of(form)["code"] == "unsupported_media_type"
+    assert form.status_code == 400 and error_of(form)["code"] == "malformed_json"
+    huge = gateway.post("/v1/agent", data=b'{"prompt": "' + b"a" * 300_000 + b'"}', content_type="application/json")
+    assert huge.status_code == 413 and error_of(huge)["code"] == "payload_too_large"
     listing = gateway.post("/v1/agent", ["Hallo"], format="json")
     assert listing.status_code == 400 and error_of(listing)["code"] == "validation_error"
     assert gateway.get("/v1/agent").status_code == 405
