@@ -15,6 +15,8 @@ failed; `registry_app.services.lane_cooldown_start`).
 """
 import datetime
 import json
+import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -30,6 +32,11 @@ USABLE_STATUSES = {"live": 0, "key-ready": 1}
 # e.g. every 5 minutes). One failure alone (a restart, a slow moment) does not.
 DEGRADED_WINDOW = datetime.timedelta(minutes=15)
 DEGRADED_AFTER_FAILURES = 2
+# Probe failures and cooldowns are read at most once per this many seconds per
+# process: the gateway routes on every request, and two queries each time were most
+# of its overhead. A write in this process (a cooldown after a failed call) is seen
+# at once; one in another process (the other gunicorn worker) within this time.
+LANE_STATE_SECONDS = 1.0
 ZERO_EURO_SOURCE = {"self-hosted": "self-hosted", "subscription": "subscription"}
 PRICE_GROUP_NAMES = ("zero-euro", "paid per use", "unknown price")
 
@@ -135,9 +142,60 @@ def recent_probe_failures(now=None):
         ok=False, checked_at__gte=since, consecutive_failures__gte=DEGRADED_AFTER_FAILURES)}
 
 
+@dataclass(frozen=True)
+class LaneState:
+    """What the database says about the lanes' health now."""
+
+    failures: dict  # lane id: LaneHealth, degraded lanes only
+    cooldowns: dict  # lane id: LaneCooldown, every row (a cooldown that has ended too)
+
+    def active_cooldowns(self, now):
+        return {lane_id: cooldown for lane_id, cooldown in self.cooldowns.items() if cooldown.until > now}
+
+
+_state_lock = threading.Lock()
+_state = None  # (time.monotonic() until which it is fresh, LaneState)
+
+
+def invalidate_lane_state():
+    """Read the lanes' state again on next use (after a probe result is recorded)."""
+    global _state
+    with _state_lock:
+        _state = None
+
+
+def note_cooldown(lane_id, cooldown):
+    """This process's own cooldown write (`cooldown` None: cleared), applied to the state
+    in memory: the next route sees it without reading everything again."""
+    global _state
+    with _state_lock:
+        if _state is None:
+            return
+        expires, state = _state
+        cooldowns = {**state.cooldowns, lane_id: cooldown}
+        if cooldown is None:
+            del cooldowns[lane_id]
+        _state = (expires, LaneState(state.failures, cooldowns))
+
+
+def lane_state(now=None):
+    """The LaneState, from memory when read less than LANE_STATE_SECONDS ago (a given
+    `now` always reads the database)."""
+    global _state
+    if now is not None:
+        return LaneState(recent_probe_failures(now), {c.lane_id: c for c in LaneCooldown.objects.all()})
+    cached = _state
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    fresh = lane_state(timezone.now())
+    with _state_lock:
+        _state = (time.monotonic() + LANE_STATE_SECONDS, fresh)
+    return fresh
+
+
 def active_cooldowns(now=None):
     """{lane id: LaneCooldown} of the lanes in a cooldown now."""
-    return {cooldown.lane_id: cooldown for cooldown in LaneCooldown.objects.filter(until__gt=now or timezone.now())}
+    return lane_state(now).active_cooldowns(now or timezone.now())
 
 
 def cooldown_reason(cooldown):
@@ -203,7 +261,8 @@ def route(capability, *, language=None, streaming=False, min_quality=None, max_l
     if current is None:
         return Route(capability=capability, version=None, candidates=(), excluded=())
     if capability in current.by_capability:
-        failures, cooldowns = recent_probe_failures(now), active_cooldowns(now)
+        state = lane_state(now)
+        failures, cooldowns = state.failures, state.active_cooldowns(now or timezone.now())
     else:
         failures, cooldowns = {}, {}
     options = {"language": language, "streaming": streaming, "min_quality": min_quality,

@@ -11,6 +11,7 @@ from gateway_app.planning import BUILTIN_MOCK_LANE
 from gateway_app.services import lane_usage_add
 from registry_app.models import LaneCooldown
 from registry_app.probe_auth import probe_credential
+from registry_app.routing import invalidate_lane_state
 from registry_app.services import lane_cooldown_start
 from tests.conftest import error_of, make_client
 from tests.gateway_app.conftest import SHIPPED, chat_lane, load_document, load_lanes
@@ -72,6 +73,7 @@ def test_every_answer_and_failure_is_counted_per_lane_and_day(gateway, settings,
     for _ in range(2):
         gateway.post("/v1/agent", {"prompt": "Hallo", "max_eur": 1}, format="json")
         LaneCooldown.objects.all().delete()  # so that the free lane is tried (and fails) again
+        invalidate_lane_state()
     today = timezone.now().date()
     free = LaneUsage.objects.get(lane_id="chat-free")
     assert (free.day, free.requests, free.failures, free.mode) == (today, 0, 2, "api")

@@ -212,3 +212,23 @@ def test_bad_route_parameters_are_field_errors(loaded, api, query, field):
     response = api.get(f"/v2/registry/route?{query}")
     assert response.status_code == 400
     assert field in error_of(response)["details"]
+
+
+def test_a_cooldown_written_by_another_process_is_seen_within_a_second(loaded, monkeypatch):
+    from registry_app import routing
+    from registry_app.models import LaneCooldown
+
+    assert pick_lane("tts").id == "tts-espeak-de"  # the lanes' state is read and kept
+    LaneCooldown.objects.create(lane_id="tts-espeak-de", until=timezone.now() + datetime.timedelta(seconds=30))
+    assert pick_lane("tts").id == "tts-espeak-de"  # another process's write: not yet seen
+    later = routing.time.monotonic() + routing.LANE_STATE_SECONDS + 0.01
+    monkeypatch.setattr(routing.time, "monotonic", lambda: later)
+    assert pick_lane("tts").id == "tts-azure-de"
+
+
+def test_this_processs_own_cooldowns_are_seen_at_once(loaded):
+    assert pick_lane("tts").id == "tts-espeak-de"
+    lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="timeout")
+    assert pick_lane("tts").id == "tts-azure-de"
+    lane_cooldown_clear(lane_id="tts-espeak-de")
+    assert pick_lane("tts").id == "tts-espeak-de"
