@@ -103,8 +103,12 @@ def answer_through(steps, *, max_eur, what):
                        on_failure=_record_failure)
     if answer.step is None:
         attempts = [attempt.as_json() for attempt in answer.attempts]
-        message = (f"No lane could answer the {what} request." if attempts
-                   else f"No lane of the registry can answer a {what} request (see GET /v2/registry/route).")
+        if attempts:
+            last = answer.attempts[-1]
+            message = (f"No lane could answer the {what} request; the last, {last.lane}, {last.outcome}"
+                       + (f": {last.detail}" if last.detail else "."))
+        else:
+            message = f"No lane of the registry can answer a {what} request (see GET /v2/registry/route)."
         raise NoLaneAnswered(message, details={"attempts": attempts})
     return answer
 

@@ -110,6 +110,8 @@ def test_max_eur_0_never_touches_a_paid_lane(gateway, live, provider, refused_ur
     assert error["code"] == "no_lane_answered"
     assert [(a["lane"], a["outcome"]) for a in error["details"]["attempts"]] == [
         ("chat-free", "connection_error"), ("chat-paid", "over_budget")]
+    assert error["message"].startswith("No lane could answer the chat request; the last, chat-paid, over_budget: "
+                                       "estimated ")
     assert paid.requests == []
 
 
