@@ -11,6 +11,8 @@ import hmac
 from django.conf import settings
 from rest_framework import authentication, exceptions
 
+from registry_app.probe_auth import ServicePrincipal
+
 
 def token_matches(candidate):
     expected = settings.GATEWAY_STATIC_TOKEN
@@ -18,21 +20,6 @@ def token_matches(candidate):
         return False
     return hmac.compare_digest(hashlib.sha256(candidate.encode("utf-8", "replace")).digest(),
                                hashlib.sha256(expected.encode("utf-8")).digest())
-
-
-class GatewayClient:
-    """The principal of a request with the gateway token (no Django user)."""
-
-    is_authenticated = True
-    is_anonymous = False
-    is_staff = False
-    is_superuser = False
-    is_active = True
-    pk = None
-    username = "gateway-client"
-
-    def __str__(self):
-        return self.username
 
 
 class GatewayTokenAuthentication(authentication.BaseAuthentication):
@@ -45,7 +32,7 @@ class GatewayTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <gateway token>'.")
         if not token_matches(token.strip()):
             raise exceptions.AuthenticationFailed("The gateway token is invalid.")
-        return GatewayClient(), None
+        return ServicePrincipal("gateway-client"), None
 
     def authenticate_header(self, request):
         return 'Bearer realm="gateway"'

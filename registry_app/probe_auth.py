@@ -45,8 +45,9 @@ def probe_credential_valid(value, now=None):
     return hmac.compare_digest(mac.encode("utf-8", "replace"), _mac(int(timestamp)).encode())
 
 
-class ProbeClient:
-    """The principal of a request authenticated by the probe credential (no Django user)."""
+class ServicePrincipal:
+    """The principal of a request authenticated by a service credential rather than a
+    Django user (the probe's here, the gateway token's in gateway_app)."""
 
     is_authenticated = True
     is_anonymous = False
@@ -54,7 +55,9 @@ class ProbeClient:
     is_superuser = False
     is_active = True
     pk = None
-    username = "registry-probe"
+
+    def __init__(self, username):
+        self.username = username
 
     def __str__(self):
         return self.username
@@ -71,7 +74,7 @@ class ProbeAuthentication(authentication.BaseAuthentication):
             return None
         if not probe_credential_valid(value):
             raise exceptions.AuthenticationFailed("The probe credential is invalid or expired.")
-        return ProbeClient(), None
+        return ServicePrincipal("registry-probe"), None
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'
