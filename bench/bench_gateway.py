@@ -92,10 +92,14 @@ for _ in range(50):
     gateway_agent_answer(prompt="ping")
 baseline, _ = median_ms(300)
 load(lane("chat-dead", f"http://127.0.0.1:{{dead_port}}/v1/chat/completions"))
-dead, answer = median_ms(300, before=clear)
+settings.GATEWAY_COOLDOWN_SEC = 0  # a cooldown that ends at once: the dead lane is tried (and recorded) every time
+dead, answer = median_ms(300)
 assert [a.outcome for a in answer.attempts] == ["connection_error", "ok"], answer.attempts
-dead_cooling, answer = median_ms(300)  # the cooldown from the last call stays: the lane is skipped
+settings.GATEWAY_COOLDOWN_SEC = 30
+gateway_agent_answer(prompt="ping")
+dead_cooling, answer = median_ms(300)  # in its cooldown: the lane is skipped
 assert [a.outcome for a in answer.attempts] == ["cooldown", "ok"], answer.attempts
+settings.GATEWAY_COOLDOWN_SEC = 0
 load(lane("chat-slow", f"http://127.0.0.1:{{slow.server_address[1]}}/v1/chat/completions"))
 slow_ms, answer = median_ms(5, before=clear)
 assert [a.outcome for a in answer.attempts] == ["timeout", "ok"], answer.attempts
