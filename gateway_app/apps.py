@@ -6,4 +6,4 @@ class GatewayAppConfig(AppConfig):
     verbose_name = "AI and voice gateway"
 
     def ready(self):
-        from gateway_app import checks  # noqa: F401 - registers the settings checks
+        from gateway_app import checks, schema  # noqa: F401 - registers the settings checks, the OpenAPI scheme

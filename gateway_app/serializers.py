@@ -54,14 +54,14 @@ class RoleRequestSerializer(serializers.Serializer):
     validate_prompt = AgentRequestSerializer.validate_prompt
 
 
-class SpeakRequestSerializer(serializers.Serializer):
+class GatewaySpeakSerializer(serializers.Serializer):
     text = StrictCharField(max_length=5000)
     voice = StrictCharField(max_length=60, required=False)
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)
     max_eur = BudgetField()
 
 
-class TranscribeQuerySerializer(serializers.Serializer):
+class GatewayTranscribeQuerySerializer(serializers.Serializer):
     phrase = serializers.CharField(required=False, help_text="Repeat to restrict recognition to these phrases "
                                    "(local engines only).")
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)

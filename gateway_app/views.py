@@ -19,10 +19,10 @@ from gateway_app.parsers import AnyTypeJSONParser
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
+    GatewaySpeakSerializer,
+    GatewayTranscribeQuerySerializer,
     LaneUsageSerializer,
     RoleRequestSerializer,
-    SpeakRequestSerializer,
-    TranscribeQuerySerializer,
     UsageQuerySerializer,
 )
 from registry_app.probe_auth import ProbeAuthentication
@@ -84,10 +84,10 @@ class CloudAgentView(GatewayAPIView):
 class SpeakView(GatewayAPIView):
     content_negotiation_class = AnyAcceptNegotiation
 
-    @extend_schema(request=SpeakRequestSerializer, responses={200: MP3_RESPONSE},
+    @extend_schema(request=GatewaySpeakSerializer, responses={200: MP3_RESPONSE},
                    summary="Speak a text as MP3 through the registry's tts lanes, local engines first")
     def post(self, request):
-        data = validated(SpeakRequestSerializer, request.data)
+        data = validated(GatewaySpeakSerializer, request.data)
         answer = services.gateway_speak(**data)
         response = mp3_response(answer.result)
         response["X-Gateway-Lane"] = answer.lane
@@ -102,11 +102,11 @@ class SpeakView(GatewayAPIView):
 class TranscribeView(GatewayAPIView):
     parser_classes = []  # the body is the audio itself, whatever its Content-Type
 
-    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[TranscribeQuerySerializer],
+    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[GatewayTranscribeQuerySerializer],
                    responses=OpenApiTypes.OBJECT,
                    summary="Transcribe raw audio through the registry's stt lanes, local engines first")
     def post(self, request):
-        query = validated(TranscribeQuerySerializer, request.query_params.dict())
+        query = validated(GatewayTranscribeQuerySerializer, request.query_params.dict())
         phrases = request.query_params.getlist("phrase")
         if any(not phrase.strip() or len(phrase) > 200 for phrase in phrases) or len(phrases) > 500:
             raise ValidationFailed.field("phrase", "At most 500 phrases of 1 to 200 characters each.")
