@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from registry_app.models import LaneHealth
 from registry_app.routing import route
-from registry_app.services import registry_load
+from registry_app.services import lane_cooldown_start, registry_load
 from tests.gateway_app.conftest import SHIPPED
 
 OWN_LANES = ("chat-gateway-mock", "stt-vosk-de", "tts-espeak-de")
@@ -35,15 +35,11 @@ def test_the_services_own_lanes_are_healthy(own_lanes_only, live_server, korean_
     assert [candidate.lane.id for candidate in route("tts").candidates] == ["tts-espeak-de"]
 
 
-def test_a_speech_lane_without_a_usable_engine_fails_and_the_command_says_so(own_lanes_only, live_server, settings):
-    settings.VOSK_MODELS = {}  # no recognition model at all: the stt lane cannot work
-    try:
+def test_a_gateway_without_a_usable_chat_lane_fails_its_probe_and_the_command(own_lanes_only, live_server,
+                                                                             korean_model, render_cache_dir):
+    lane_cooldown_start(lane_id="chat-gateway-mock", seconds=60, reason="server_error: test")
+    with pytest.raises(CommandError) as failure:
         call_command("probe_registry", "--base-url", live_server.url, "--timeout", "20", stdout=io.StringIO())
-    except CommandError as failure:
-        error = str(failure)
-    else:
-        pytest.skip("a recognition engine of this checkout works without VOSK_MODELS")
-    assert error == "1 live lane(s) failed their health check: stt-vosk-de."
-    failed = {health.lane_id: health.detail for health in LaneHealth.objects.filter(ok=False)}
-    assert list(failed) == ["stt-vosk-de"]
-    assert "but no usable stt engine" in failed["stt-vosk-de"]
+    assert str(failure.value) == "1 live lane(s) failed their health check: chat-gateway-mock."
+    health = LaneHealth.objects.get(lane_id="chat-gateway-mock")
+    assert (health.ok, health.detail) == (False, "HTTP 503")  # /v1/ready: no chat lane usable now
