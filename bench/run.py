@@ -19,6 +19,7 @@ from bench import (
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
     bench_foundation,  # noqa: E402
+    bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
@@ -34,6 +35,7 @@ BENCHMARKS = [
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
+    bench_gateway.overhead, bench_gateway.failover,
     bench_privacy.at_the_bounds,
 ]
 

@@ -3,6 +3,7 @@
 Every name is listed with its default in `.env.example`. The defaults are safe for
 production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start.
 """
+import os
 from pathlib import Path
 
 import environ
@@ -60,6 +61,7 @@ INSTALLED_APPS = [
     "calls_app",
     "registry_app",
     "privacy_app",
+    "gateway_app",
 ]
 
 MIDDLEWARE = [
@@ -150,7 +152,7 @@ MEDIA_URL = "media/"
 VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
-API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health")
+API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
 
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"
@@ -290,3 +292,30 @@ PRIVACY_PSEUDONYM_KEY = env.str("PRIVACY_PSEUDONYM_KEY", default="")
 # Exports of at most this many rows (calls, transcript lines, leads, carrier events)
 # are built during the request; larger ones are left pending for `build_exports`.
 PRIVACY_EXPORT_SYNC_ROWS = env.int("PRIVACY_EXPORT_SYNC_ROWS", default=5000)
+# --- AI gateway, voice gateway and cloud agent (gateway_app; docs/api.md) ---
+# The bearer token of /v1/* and /agent (model-hub-registry §5), compared in constant
+# time. Empty: those paths answer 401 to everyone. `make run` writes a fresh one to .env.
+GATEWAY_STATIC_TOKEN = env.str("GATEWAY_STATIC_TOKEN", default="")
+# mock: chat lanes without a configuration of their own answer from the mock rule set,
+# so nothing leaves the machine and no key is needed (development, tests, make run);
+# live: they are called at their registry endpoint.
+GATEWAY_MODE = env.str("GATEWAY_MODE", default="mock")
+# Euros one /v1/agent request may cost when no zero-euro lane answered (its max_eur wins).
+GATEWAY_MAX_EUR = env.float("GATEWAY_MAX_EUR", default=0.0)
+# Seconds a lane is left out after a connection error, timeout, 5xx or 429.
+GATEWAY_COOLDOWN_SEC = env.int("GATEWAY_COOLDOWN_SEC", default=30)
+# Seconds one call to a lane may take, and the whole request with every fallback.
+GATEWAY_TIMEOUT_SEC = env.float("GATEWAY_TIMEOUT_SEC", default=8.0)
+GATEWAY_DEADLINE_SEC = env.float("GATEWAY_DEADLINE_SEC", default=20.0)
+# Tokens an answer may have (sent to api lanes; the cost estimate assumes all of them).
+GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
+# Bytes a cli lane's command may print before it is stopped.
+GATEWAY_CLI_MAX_OUTPUT_BYTES = env.int("GATEWAY_CLI_MAX_OUTPUT_BYTES", default=64 * 1024)
+# Seconds of audio /v1/transcribe accepts: local recognition runs at about 3x real time on
+# one core, so 30 s of audio ends well inside gunicorn's 30 s even on a busy machine.
+GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
+# Per lane, named after the lane id in capitals with `_` for other characters
+# (chat-mistral-api → CHAT_MISTRAL_API): GATEWAY_MODE_<LANE> (mock|api|cli),
+# GATEWAY_ENDPOINT_<LANE>, GATEWAY_KEY_<LANE>, GATEWAY_CMD_<LANE>, GATEWAY_MODEL_<LANE>.
+GATEWAY_LANE_PREFIXES = ("GATEWAY_MODE_", "GATEWAY_ENDPOINT_", "GATEWAY_KEY_", "GATEWAY_CMD_", "GATEWAY_MODEL_")
+GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if name.startswith(GATEWAY_LANE_PREFIXES)}

@@ -27,5 +27,7 @@ urlpatterns = [
     path("voice/", include("calls_app.voice_urls")),
     path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
+    path("v1/", include("gateway_app.urls")),
+    path("agent", include("gateway_app.agent_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -6,12 +6,14 @@ no tenant (CONTRACT §1).
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from console.api import OpenAPIView, TenantAPIView, validated
 from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
 from registry_app import snapshot
+from registry_app.probe_auth import ProbeAuthentication
 from speech_app import services
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
 from speech_app.probes import recognition_status, synthesis_status
@@ -65,6 +67,9 @@ class ModuleTranscribeView(APIView):
 
 
 class ModuleHealthView(APIView):
+    # probe_registry's credential too: the registry's speech lanes name this path as their health check.
+    authentication_classes = [ProbeAuthentication, *api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+
     @extend_schema(summary="State of the speech module's engines", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         statuses = [synthesis_status(), recognition_status()]

@@ -55,6 +55,17 @@ def key_b(tenant_b):
     return api_key_create(tenant=tenant_b, name="tests")[1]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_lane_state():
+    """The router keeps the lanes' health state in memory for a second; a test's rolled
+    back cooldowns and probe failures must not reach the next test."""
+    from registry_app.routing import invalidate_lane_state
+
+    invalidate_lane_state()
+    yield
+    invalidate_lane_state()
+
+
 def make_client(key=None, tenant=None):
     client = APIClient()
     headers = {}

@@ -36,6 +36,7 @@ from console.numbers.services import number_create
 from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
+from gateway_app.views import GatewayAPIView
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
@@ -55,6 +56,7 @@ NOT_TENANT_BOUND = {
                  "rate checked), the signed carrier webhook, the engines list",
     SpectacularAPIView: "the OpenAPI document",
     RegistryAPIView: "the model hub registry holds no tenant data (any credential, no tenant)",
+    GatewayAPIView: "the hub's gateway (/v1, /agent): its own static token, no tenant's data (usage per lane)",
     SpeakView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
     ModuleTranscribeView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
     ModuleHealthView: "the speech module's engine state",
