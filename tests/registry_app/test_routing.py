@@ -147,7 +147,7 @@ def test_old_failed_probe_or_a_later_success_does_not_exclude(loaded):
 
 def test_pick_lane_for_the_engines(loaded):
     chosen = pick_lane("stt", language="de")
-    assert chosen.id == "stt-vosk-de" and chosen.entry["endpoint"] == "/api/voice/transcribe"
+    assert chosen.id == "stt-whisper-base" and chosen.entry["endpoint"] == "/api/voice/transcribe"
     assert pick_lane("stt", language="ko") is None
 
 
