@@ -22,6 +22,7 @@ from bench import (
     bench_leads,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
@@ -33,6 +34,7 @@ BENCHMARKS = [
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions,
+    bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
 ]
 
 

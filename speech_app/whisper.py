@@ -135,6 +135,11 @@ class WhisperRecognizer(Recognizer):
             # Without it, silence and noise make Whisper retry every window at higher
             # temperatures: 130 s of silence cost 76 CPU seconds, with it 0.4 s.
             vad_filter=True,
+            # Where a window decodes badly Whisper decodes it again at a higher
+            # temperature. faster-whisper's default (5 more tries, 5 samples each) cost
+            # a 4 s clip 5.2 CPU seconds; these 2 tries of 2 samples 2.5 s, with the
+            # same text on the German voicemail set (docs/performance.md).
+            temperature=(0.0, 0.4, 0.8), best_of=2,
             # A hint: Whisper sees these words before the audio and prefers them, but
             # may still write anything else (Vosk's grammar allows nothing else).
             hotwords=", ".join(job.phrases) if job.phrases else None)

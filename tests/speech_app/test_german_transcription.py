@@ -13,6 +13,7 @@ from speech_app.services import speech_render
 from tests.conftest import error_of
 from tests.speech_app.audio_samples import encode
 from tests.speech_app.conftest import b64
+from tests.speech_app.voicemails import VOICEMAILS
 from tests.speech_app.wer import word_error_rate
 
 pytestmark = pytest.mark.django_db
@@ -20,14 +21,6 @@ pytestmark = pytest.mark.django_db
 URL = "/v2/audio/transcribe"
 VOICE = "de+m3"
 MAX_WER = 0.30
-# Voicemail sentences of our own: names with umlauts, phone numbers, weekdays and
-# times, numbers written as they are spoken.
-VOICEMAILS = [
-    "Guten Morgen, mein Name ist Günther Schäfer.",
-    "Hier spricht Jörg Müller, ich möchte einen Termin vereinbaren.",
-    "Bitte rufen Sie mich zurück, meine Nummer ist null eins fünf zwei, drei drei vier vier fünf.",
-    "Ich komme am Freitag um zehn Uhr zu Ihnen in die Praxis.",
-]
 PHONE_NUMBER = VOICEMAILS[2]
 ENGLISH = "Good morning, I would like to book an appointment for next week."
 
