@@ -98,8 +98,10 @@ def _workers(project, path, count):
     processes = [subprocess.Popen([sys.executable, "manage.py", "shell", "-c", _MEASURE.format(path=str(path))],
                                   cwd=ROOT, env=project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True) for _ in range(count)]
-    for process in processes:  # every worker has loaded its model
-        assert process.stdout.readline().strip() == "ready"
+    for process in processes:  # every worker has loaded its model (the shell may print a banner first)
+        while (line := process.stdout.readline()) and line.strip() != "ready":
+            pass
+        assert line, "a worker ended before it was ready"
     began = time.perf_counter()
     for process in processes:
         process.stdin.write("\n")

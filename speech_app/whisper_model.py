@@ -162,6 +162,7 @@ def _join_parts(sources, target):
         actual = digest.hexdigest()
         if size != MODEL_BIN_SIZE or actual != MODEL_BIN_SHA256:
             raise _integrity_error("model.bin", actual, MODEL_BIN_SHA256, size=size)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide it from a server running as another user
         os.replace(temporary, target / "model.bin")
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -197,4 +198,5 @@ def _write_atomic(path, content):
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(handle, "wb") as out:
         out.write(content)
+    os.chmod(temporary, 0o644)
     os.replace(temporary, path)
