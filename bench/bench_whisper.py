@@ -133,8 +133,9 @@ def speed_and_memory(load):
                     "RSS after MB": round(result["rss"]), "peak RSS MB": round(result["peak"]),
                     "WER": round(word_error_rate(reference, result["text"]), 3),
                 })
-            if count == 2:
-                rows.append({"run": "2 workers at once: both done after", "transcribe wall s": round(wall, 1),
+            if count == 2:  # print_table wants the same columns in every row
+                rows.append({**{key: "" for key in rows[-1]}, "run": "2 workers at once: both done after",
+                             "audio s": round(2 * results[0]["seconds"], 1), "transcribe wall s": round(wall, 1),
                              "x real time (wall)": round(2 * results[0]["seconds"] / wall, 1)})
     return rows
 
