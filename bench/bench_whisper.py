@@ -144,5 +144,8 @@ def word_error_rates(load):
     """Whisper word error rate on the product's German speech, per eSpeak NG voice (language de; auto for detection)."""
     with temp_project() as project:
         sentences = _sentences(project)
-        out = project.django(_WER.format(sentences=str(sentences), voices=VOICES))
+        # 120 transcriptions: longer than the harness's five-minute limit per command.
+        out = subprocess.run([sys.executable, "manage.py", "shell", "-c",
+                              _WER.format(sentences=str(sentences), voices=VOICES)],
+                             cwd=ROOT, env=project.env, capture_output=True, text=True, timeout=1800, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
