@@ -117,10 +117,10 @@ import base64, json, resource, time
 from speech_app.decode import decode_to_pcm
 from speech_app.stt import recognizer
 audio = base64.b64decode(open({path!r}).read())
-began = time.perf_counter(); recognizer().model_for("ko"); load = time.perf_counter() - began
+began = time.perf_counter(); recognizer("vosk").model_for("ko"); load = time.perf_counter() - began
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 began = time.perf_counter(); decoded = decode_to_pcm(audio); decode = time.perf_counter() - began
-began = time.perf_counter(); recognizer().transcribe(decoded.pcm, language="ko"); recognize = time.perf_counter() - began
+began = time.perf_counter(); recognizer("vosk").transcribe(decoded.pcm, language="ko"); recognize = time.perf_counter() - began
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"load": load, "decode": decode, "recognize": recognize, "seconds": decoded.duration_sec,
                   "peak_mb": peak / 1024, "growth_mb": (peak - before) / 1024}}))

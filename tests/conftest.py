@@ -116,3 +116,13 @@ def korean_model(settings):
 
     settings.VOSK_MODELS = {"ko": KOREAN_MODEL}
     return KOREAN_MODEL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _whisper_probe_finished():
+    """The Whisper probe runs in a background thread once /health or the engine lists
+    are asked; the session ends only after it, so that it never logs into closed output."""
+    yield
+    from speech_app.probes import whisper_status
+
+    whisper_status.wait(timeout=180)

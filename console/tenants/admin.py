@@ -39,7 +39,7 @@ class TenantAdmin(TenantScopedAdmin):
     fieldsets = [
         (None, {"fields": ["slug", "name", "time_zone", "created_at"]}),
         ("Calls", {"fields": ["minute_cap", "max_call_minutes"]}),
-        ("Audio", {"fields": ["recording_enabled", "transcription_enabled", "disclosure_text"]}),
+        ("Audio", {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
         ("Public leads", {"fields": ["lead_rate_limit"]}),
     ]
 

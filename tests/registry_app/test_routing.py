@@ -185,7 +185,7 @@ def test_max_latency_leaves_out_slower_lanes(loaded, api):
 
 def test_pick_lane_for_the_engines(loaded):
     chosen = pick_lane("stt", language="de")
-    assert chosen.id == "stt-vosk-de" and chosen.entry["endpoint"] == "/api/voice/transcribe"
+    assert chosen.id == "stt-whisper-base" and chosen.entry["endpoint"] == "/api/voice/transcribe"
     assert pick_lane("stt", language="ko") is None
 
 

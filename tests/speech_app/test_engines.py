@@ -3,7 +3,7 @@ import threading
 import pytest
 from django.test import Client
 
-from speech_app import probes, tts
+from speech_app import probes, stt, tts
 from speech_app.errors import SpeechTooLong, UnknownVoice
 from speech_app.tts import MAX_PIECE_CHARS, speech_pieces, synthesizer
 
@@ -117,3 +117,39 @@ def test_without_models_recognition_is_not_usable_and_says_why(settings):
     settings.VOSK_MODELS = {}
     status = probes.recognition_status()
     assert status.usable_now is False and "VOSK_MODELS" in status.reason
+
+
+def test_the_whisper_probe_warms_up_in_the_background_then_reports_a_real_transcription(whisper_ready):
+    probe = probes.RecognitionProbe()
+    first = probe()  # answers at once, whatever the test transcription takes
+    assert first.usable_now is False and first.reason == probes.WARMING_UP
+    probe.wait(timeout=120)
+    status = probe()
+    assert status.usable_now is True and status.reason == ""
+    assert {"de", "en"} <= set(status.languages) and status.model == "whisper-base" and status.loaded
+
+
+def test_a_probe_whose_test_clip_comes_back_wrong_is_not_usable(whisper_ready):
+    class Deaf:
+        id, name, engine, mode, model_name, loaded = "whisper", "Whisper", "faster-whisper", "offline", "x", True
+
+        def languages(self):
+            return ("de",)
+
+        def transcribe(self, pcm, *, language, phrases=None, deadline):
+            return stt.Transcript(text="Untertitel im Auftrag des ZDF", duration_sec=2.0, engine="faster-whisper",
+                                  model="x", language="de")
+
+    probe = probes.RecognitionProbe(engine=Deaf)
+    probe()
+    probe.wait(timeout=60)
+    status = probe()
+    assert status.usable_now is False and "Untertitel" in status.reason
+
+
+def test_health_and_meta_engines_list_whisper_with_its_languages(whisper_ready):
+    health = Client().get("/health").json()["whisper"]
+    assert health["usableNow"] is True and health["engine"] == "faster-whisper" and "de" in health["languages"]
+    engines = {e["id"]: e for e in Client().get("/v2/meta/engines").json()["engines"]}
+    assert engines["whisper"]["kind"] == "stt" and engines["whisper"]["usableNow"] is True
+    assert "de" in engines["whisper"]["languages"] and engines["whisper"]["model"] == "whisper-base"
