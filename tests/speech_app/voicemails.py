@@ -4,7 +4,7 @@ numbers written as they are spoken."""
 
 VOICEMAILS = [
     "Guten Morgen, mein Name ist Günther Schäfer.",
-    "Hier spricht Jörg Müller, ich möchte einen Termin vereinbaren.",
+    "Hallo, hier spricht Frau Müller aus Köln, ich möchte einen Termin vereinbaren.",
     "Bitte rufen Sie mich zurück, meine Nummer ist null eins fünf zwei, drei drei vier vier fünf.",
     "Ich komme am Freitag um zehn Uhr zu Ihnen in die Praxis.",
 ]
