@@ -74,7 +74,7 @@ def _check(value):
             for key, item in node.items():
                 child = f"{path}.{key}" if path else key
                 if not _storable(key):
-                    _note(problems, f"{path}.{_escaped(key)}" if path else _escaped(key))
+                    _note(problems, f"{path}.{escaped(key)}" if path else escaped(key))
                     continue
                 stack.append((item, child, depth + 1))
         elif isinstance(node, list):
@@ -99,8 +99,8 @@ def _storable(text):
     return True
 
 
-def _escaped(key):
-    """A key that cannot be shown as it is, written with JSON escapes (ASCII only)."""
+def escaped(key):
+    """A name that cannot be shown as it is, written with JSON escapes (ASCII only)."""
     return json.dumps(key)[1:-1]
 
 

@@ -62,6 +62,7 @@ MIDDLEWARE = [
     # Outermost, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
+    "console.middleware.RefuseNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -55,7 +55,7 @@ def test_times_at_the_edge_of_the_calendar_or_invalid_are_field_errors(carrier_c
 
 @pytest.mark.parametrize("signature", [
     "t=\u00b2,v1=00", "t=" + "9" * 4301 + ",v1=00", "t=1,v1=\u00e9", "t=\u0661\u0662,v1=00", "t=1,v1=" + "a" * 5000,
-    "t=1\x00,v1=00", "t=-1,v1=00", "t=1.5,v1=00", "t= ,v1=00", "\u00e9" * 10,
+    "t=-1,v1=00", "t=1.5,v1=00", "t= ,v1=00", "\u00e9" * 10,
 ])
 def test_garbage_in_x_signature_is_401_before_any_check(carrier_client, number_a, signature):
     # Headers reach Django as Latin-1 text: the UTF-8 bytes of the header, as a server passes them.
