@@ -108,9 +108,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 
-# Shared state of rate limits and caches. The default is per process; set CACHE_URL
-# (e.g. redis://127.0.0.1:6379/0 or dbcache://cache_table) so that several app
-# servers count together.
+# Django's cache. The default is per process. The lead rate limit counts in the
+# database unless this names a shared cache with atomic increments (redis://…,
+# pymemcache://…), which then takes those counts off the database.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
