@@ -64,9 +64,9 @@ class TenantForbidden(ApiError):
 
 class DatabaseUnavailable(ApiError):
     # The database refused or dropped the connection, or stayed locked past the busy
-    # timeout: nothing of the request was committed, so the client may simply retry.
+    # timeout: a fault of the service, not of the request, so the client should retry.
     status, code = 503, "database_unavailable"
-    message = "The database is unavailable or busy; nothing was stored. Retry shortly."
+    message = "The database is unavailable or busy. Retry shortly (with the same Idempotency-Key, if you sent one)."
 
     def __init__(self, message=None, **kwargs):
         kwargs.setdefault("headers", {"Retry-After": "1"})
