@@ -23,7 +23,7 @@ def reserved(tenant):
     return counter.reserved_minutes if counter else 0
 
 
-@pytest.mark.parametrize("owner, name", [(idempotency, "_claim"), (idempotency, "_work"), (idempotency, "_store")])
+@pytest.mark.parametrize("owner, name", [(idempotency, "_claim"), (idempotency, "_store")])
 def test_a_failure_before_the_reservation_commits_changes_nothing_and_the_retry_runs(
         api_a, tenant_a, monkeypatch, owner, name):
     fail_once(monkeypatch, owner, name, RuntimeError("injected"))
