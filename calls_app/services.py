@@ -263,6 +263,7 @@ def _event_receive(carrier_id, event):
     if carrier is None:  # deleted since its nonce was read
         raise UnknownCarrier()
     with transaction.atomic():
+        event_sql.lock_call_events(carrier.pk, event.carrier_call_id)
         try:
             with transaction.atomic():
                 record = CarrierEvent.objects.create(
