@@ -74,12 +74,16 @@ def _nul_refusal(request):
     if "\x00" in request.path_info:
         return generic_error_response(404, "No resource has a NUL character (\\u0000) in its path.")
     problems = {}
-    for name, values in request.GET.lists():
-        if "\x00" in name or any("\x00" in value for value in values):
-            problems[escaped(name)] = [NUL_MESSAGE]
-    for key, value in request.META.items():
-        if (key.startswith("HTTP_") or key == "CONTENT_TYPE") and isinstance(value, str) and "\x00" in value:
-            problems[_header_name(key)] = [NUL_MESSAGE]
+    # A NUL reaches a query parameter only percent-encoded; most requests skip parsing.
+    if "%00" in request.META.get("QUERY_STRING", ""):
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                problems[escaped(name)] = [NUL_MESSAGE]
+    # One search over all text of the environ first: a few microseconds per request.
+    if "\x00" in "".join(value for value in request.META.values() if type(value) is str):
+        for key, value in request.META.items():
+            if (key.startswith("HTTP_") or key == "CONTENT_TYPE") and isinstance(value, str) and "\x00" in value:
+                problems[_header_name(key)] = [NUL_MESSAGE]
     if problems:
         return error_response(400, ValidationFailed.code, ValidationFailed.message, problems)
     return None
