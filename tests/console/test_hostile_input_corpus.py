@@ -140,7 +140,7 @@ WHOLE_BODIES = {
 
 SUCCESS_TYPES = ("application/json", "audio/mpeg", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
 # Routes that read no input and take long to answer (the OpenAPI document is built per
-# request) get the query and header classes once each, not every combination.
+# request) get fewer query and header variants, not every combination.
 LIGHT = {"v2/schema"}
 PATH_VALUES = ["\x00", "a\x00b", "x" * 3000, "\u202eabc", "..", "%", "%ED%A0%80", "1e400", "-1", " ", "ü"]
 QUERY_NAMES = ["limit", "status", "kind", "analyze", "capability", "language", "phrase", "format", "cursor", "zzz"]
@@ -295,13 +295,14 @@ def test_hostile_input_never_answers_5xx(world, route, pattern, view, actions):
         # A raw upload is spoilt instead: the query and header checks come before decoding,
         # and recognising the same valid audio eighty times tests nothing more.
         body = json.dumps(template) if isinstance(template, dict) else b"\x00\xff" * 50 if template else None
-        light = route in LIGHT
-        for name in QUERY_NAMES[:1] if light else QUERY_NAMES:
+        # Views with a body read no query parameters (but the raw upload's): two names do.
+        light = route in LIGHT or (method in BODY_METHODS and not isinstance(template, bytes))
+        for name in (QUERY_NAMES[0], QUERY_NAMES[-1]) if light else QUERY_NAMES:
             for value in QUERY_VALUES:
                 encoded = value if value.startswith("%") else quote(value, safe="")
                 runner.send(f"?{name}={value[:10]!r}", method, f"{url}?{name}={encoded}", body)
         runner.send("repeated parameters", method, f"{url}?limit=1&limit=2&status=new&status=x", body)
-        for case, headers in list(HEADERS.items())[:3] if light else HEADERS.items():
+        for case, headers in list(HEADERS.items())[:3] if route in LIGHT else HEADERS.items():
             runner.send(case, method, url, body, headers=headers)
         for name in params:
             for value in PATH_VALUES:
