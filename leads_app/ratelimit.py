@@ -13,6 +13,7 @@ Where the counts live:
   no database write. The per-process `locmemcache://` and the read-then-write
   `dbcache://` are not used for counting, they would let through more than the limit.
 """
+import hashlib
 import math
 import time
 from functools import lru_cache
@@ -23,6 +24,7 @@ from django.db import connection
 
 from leads_app.models import RateLimitWindow
 
+BUCKET_LENGTH = RateLimitWindow._meta.get_field("bucket").max_length
 # Cache backends whose counters every app server shares and whose `incr` is atomic.
 SHARED_ATOMIC_CACHES = (
     "django.core.cache.backends.redis.RedisCache",
@@ -34,6 +36,9 @@ SHARED_ATOMIC_CACHES = (
 def hit(bucket, *, limit, window):
     """Counts one event in `bucket`. Returns None while within `limit` events per
     `window` seconds, else the seconds until the window ends (for `Retry-After`)."""
+    if len(bucket) > BUCKET_LENGTH or not bucket.isascii():
+        # e.g. a forwarded "address" that is none: a fixed-size key for the row and the cache
+        bucket = "sha256:" + hashlib.sha256(bucket.encode("utf-8", "surrogatepass")).hexdigest()
     now = time.time()
     starts_at = int(now // window) * window
     ends_at = starts_at + window

@@ -52,6 +52,15 @@ def test_windows_that_ended_are_deleted_when_a_bucket_starts_a_new_one(clock):
     assert set(RateLimitWindow.objects.values_list("bucket", flat=True)) == {"a", "d"}
 
 
+@pytest.mark.django_db
+def test_a_bucket_longer_than_its_column_is_counted_by_its_digest(clock):
+    long_bucket = "public-leads:t:" + "x" * 5000
+    assert [ratelimit.hit(long_bucket, limit=1, window=WINDOW) for _ in range(2)] == [None, WINDOW]
+    assert ratelimit.hit(long_bucket + "y", limit=1, window=WINDOW) is None
+    assert all(len(bucket) <= ratelimit.BUCKET_LENGTH for bucket in RateLimitWindow.objects.values_list(
+        "bucket", flat=True))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_simultaneous_hits_on_their_own_connections_are_counted_exactly():
     threads, results, barrier = 12, [], threading.Barrier(12)
