@@ -28,6 +28,7 @@ BUCKET_LENGTH = RateLimitWindow._meta.get_field("bucket").max_length
 # Cache backends whose counters every app server shares and whose `incr` is atomic.
 SHARED_ATOMIC_CACHES = (
     "django.core.cache.backends.redis.RedisCache",
+    "django_redis.cache.RedisCache",  # what CACHE_URL=redis://… names when django-redis is installed
     "django.core.cache.backends.memcached.PyMemcacheCache",
     "django.core.cache.backends.memcached.PyLibMCCache",
 )
