@@ -20,6 +20,7 @@ from bench import (
     bench_calls,  # noqa: E402
     bench_foundation,  # noqa: E402
     bench_leads,  # noqa: E402
+    bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
 )
@@ -32,7 +33,8 @@ BENCHMARKS = [
     bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
-    bench_audio.concurrent_transcriptions,
+    bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
+    bench_privacy.at_the_bounds,
 ]
 
 

@@ -8,6 +8,7 @@ from calls_app.periods import next_period_start, period_of
 CALL_COLUMNS = (
     "id", "direction", "from_e164", "to_e164", "status", "carrier_id", "disclosed", "seconds", "max_seconds",
     "recording_enabled", "transcription_enabled", "recording_url", "lead_id", "created_at", "started_at", "ended_at",
+    "redacted",
 )
 
 
@@ -27,10 +28,6 @@ def calls_newest_rows(*, tenant, limit):
         for call_id, role, text, ts in entries.values_list("call_id", "role", "text", "ts"):
             lines.setdefault(call_id, []).append((role, text, ts))
     return calls, lines
-
-
-def call_get(*, tenant, call_id):
-    return Call.objects.for_tenant(tenant).with_transcript().get(pk=call_id)
 
 
 def outbound_call_get(*, tenant, call_id):

@@ -33,6 +33,7 @@ class CallSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     ended_at = serializers.DateTimeField(allow_null=True)
     transcript = TranscriptEntrySerializer(source="transcript_entries", many=True)
+    redacted = serializers.BooleanField()
 
     def get_disclosed(self, call) -> int:
         return 1 if call.disclosed else 0
@@ -78,6 +79,7 @@ def call_list_data(calls, lines):
         "ended_at": moment(call["ended_at"]),
         "transcript": [{"role": str(role), "text": str(text), "ts": moment(ts)}
                        for role, text, ts in lines.get(call["id"], ())],
+        "redacted": bool(call["redacted"]),
     } for call in calls]
 
 

@@ -12,6 +12,7 @@ from console.errors import NotFound
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    model = Call
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
 
@@ -26,7 +27,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     def retrieve(self, request, pk=None):
         try:
-            call = selectors.call_get(tenant=request.tenant, call_id=pk)
+            call = self.get_queryset().with_transcript().get(pk=pk)
         except Call.DoesNotExist:
             raise NotFound("No call with this id.") from None
         return Response(CallSerializer(call).data)

@@ -121,6 +121,7 @@ def error_response(status, code, message, details=None, headers=None):
     response = JsonResponse(
         {"error": {"code": code, "message": message, "details": details or {}}}, status=status
     )
+    response.error_code = code  # for the request log line (console/request_log.py)
     for name, value in (headers or {}).items():
         response[name] = value
     return response

@@ -6,6 +6,7 @@ production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start
 from pathlib import Path
 
 import environ
+from csp import constants as csp_constants
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,25 +47,33 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "csp",
     "console.tenants",
     "console.credentials",
     "console.assistants",
     "console.numbers",
     "console.idempotency",
+    "console.audit",
     "speech_app",
     "scripts_app",
     "leads_app",
     "calls_app",
     "registry_app",
+    "privacy_app",
 ]
 
 MIDDLEWARE = [
-    # Outermost, so that it sees every error response of the API paths, including
+    # Outermost of all: the request id and one JSON log line per request, with the
+    # final status and the whole duration (console/request_log.py).
+    "console.request_log.RequestLogMiddleware",
+    # Outermost but for the log, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
     "console.middleware.RefuseNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After whitenoise: static files need no policy (docs/operations.md, CSP).
+    "console.content_security.HtmlPagesCSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -176,19 +185,67 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# --- HTTPS (docs/operations.md, "Production settings") ---
+# Off by default, so that `make run` serves plain http on loopback. HTTPS_ONLY=1 turns
+# on everything a deployment behind HTTPS wants (`manage.py check --deploy` then
+# reports nothing); each setting can still be set on its own.
+HTTPS_ONLY = env.bool("HTTPS_ONLY", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS_ONLY)
+# Load balancers probe /health over plain http; it is not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS_ONLY else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS_ONLY)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS_ONLY)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS_ONLY)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS_ONLY)
+# Behind a proxy that terminates TLS: the header it sets for the original scheme, e.g.
+# X-Forwarded-Proto (its value is then `https` for a secure request). Only set it when
+# the proxy overwrites that header on every request; a client could send it otherwise.
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
 
+# Every line is one JSON object (docs/operations.md, "Request log"): one per request
+# from console.request_log, and the rest (tracebacks, warnings) with the request id.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"json": {"()": "console.request_log.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
-        # The JSON error middleware logs server errors itself, with the request.
+        # The request line reports every status; Django adds a line (with the
+        # traceback) for server errors only. runserver's own access lines would
+        # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
+        "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+    },
+}
+
+# Content-Security-Policy of the admin and the widget demo page (django-csp 4): no
+# inline script or style runs unless it carries the page's nonce
+# (`{{ request.csp_nonce }}`), and nothing loads from other origins. Project templates
+# keep scripts and styles in static files; the JSON API gets no policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "script-src": [csp_constants.SELF, csp_constants.NONCE],
+        "style-src": [csp_constants.SELF, csp_constants.NONCE],
+        "img-src": [csp_constants.SELF, "data:"],
+        "media-src": [csp_constants.SELF, "blob:"],
+        "font-src": [csp_constants.SELF],
+        "connect-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.NONE],
+        "form-action": [csp_constants.SELF],
+        "frame-ancestors": [csp_constants.NONE],
     },
 }
 
@@ -209,6 +266,13 @@ VOSK_MODELS = {
 }
 # The voice used when a request names none (an eSpeak NG voice name).
 SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# CPU seconds one upload may take to decode before it is refused (422
+# audio_too_complex); the sample and format limits in speech_app/decode.py stop
+# every known expensive file well before this.
+SPEECH_DECODE_CPU_SECONDS = env.float("SPEECH_DECODE_CPU_SECONDS", default=5.0)
+# The render cache's bound in MiB (fractions allowed); the least recently used
+# entries are evicted beyond it. 0 keeps nothing.
+RENDER_CACHE_MAX_MB = env.float("RENDER_CACHE_MAX_MB", default=500.0)
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.
@@ -220,3 +284,11 @@ CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
 # The carrier outbound calls go through; `sim` is the built-in simulated carrier.
 VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
 VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
+
+# --- Privacy (privacy_app, docs/privacy.md) ---
+# Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived
+# from SECRET_KEY; set it so that SECRET_KEY can rotate without changing pseudonyms.
+PRIVACY_PSEUDONYM_KEY = env.str("PRIVACY_PSEUDONYM_KEY", default="")
+# Exports of at most this many rows (calls, transcript lines, leads, carrier events)
+# are built during the request; larger ones are left pending for `build_exports`.
+PRIVACY_EXPORT_SYNC_ROWS = env.int("PRIVACY_EXPORT_SYNC_ROWS", default=5000)

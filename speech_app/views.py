@@ -20,6 +20,7 @@ from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSeri
 
 class AudioTranscribeView(TenantAPIView):
     parser_classes = [BoundedJSONParser]
+    audit_writes = False  # a POST that stores nothing: not a write for the audit trail
 
     @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio", responses=OpenApiTypes.OBJECT)
     def post(self, request):

@@ -8,11 +8,9 @@ from console.assistants.serializers import AssistantSerializer
 
 
 class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    model = Assistant
     serializer_class = AssistantSerializer
     lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        return Assistant.objects.for_tenant(self.request.tenant)
 
     @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
     def list(self, request):

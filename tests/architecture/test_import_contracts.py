@@ -12,7 +12,7 @@ import pytest
 from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["console", "registry_app", "speech_app", "scripts_app", "calls_app", "leads_app"]
+PACKAGES = ["console", "registry_app", "speech_app", "scripts_app", "calls_app", "leads_app", "privacy_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -48,6 +48,9 @@ def test_the_contracts_hold_on_the_project():
     ("registry_app/_probe.py", "import speech_app.services\n", "Layers"),
     ("speech_app/_probe.py", "import calls_app.models\n", "Layers"),
     ("leads_app/_probe.py", "from calls_app import services\n", "Leads never import calls"),
+    ("calls_app/_probe.py", "import privacy_app.services\n", "Layers"),
+    ("leads_app/_probe.py", "from privacy_app.models import Export\n", "Layers"),
+    ("console/_probe.py", "import privacy_app.selectors\n", "Layers"),
     ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),
     ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
 ])

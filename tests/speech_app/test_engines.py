@@ -3,9 +3,9 @@ import threading
 import pytest
 from django.test import Client
 
-from speech_app import probes
-from speech_app.errors import UnknownVoice
-from speech_app.tts import split_sentences, synthesizer
+from speech_app import probes, tts
+from speech_app.errors import SpeechTooLong, UnknownVoice
+from speech_app.tts import MAX_PIECE_CHARS, speech_pieces, synthesizer
 
 pytestmark = pytest.mark.django_db
 
@@ -17,12 +17,48 @@ def test_synthesis_gives_16_bit_mono_speech_at_22050_hz():
     assert len(speech.pcm) % 2 == 0 and any(speech.pcm)
 
 
-def test_long_texts_are_spoken_sentence_by_sentence():
-    assert split_sentences("Guten Tag! Wie geht es?\nGut; danke: ja.  ") == [
-        "Guten Tag!", "Wie geht es?", "Gut;", "danke:", "ja."]
-    one = synthesizer().synthesize("Guten Tag.", voice="de").duration_sec
-    three = synthesizer().synthesize("Guten Tag. Guten Tag. Guten Tag.", voice="de").duration_sec
-    assert three == pytest.approx(3 * one, rel=0.05)
+@pytest.fixture
+def engine_calls(monkeypatch):
+    """The texts the engine is called with (the real engine still speaks them)."""
+    engine = synthesizer()
+    calls = []
+    real = type(engine)._utterance
+    monkeypatch.setattr(type(engine), "_utterance", lambda self, eng, text: calls.append(text) or real(
+        self, eng, text))
+    return calls
+
+
+def test_line_breaks_are_pauses_within_a_sentence_not_engine_calls(engine_calls):
+    assert speech_pieces("Öffnungszeiten\n  Montag bis Freitag\n\n8 bis 17 Uhr.\nDanke!") == [
+        "Öffnungszeiten, Montag bis Freitag, 8 bis 17 Uhr. Danke!"]
+    assert speech_pieces("Guten Tag! Wie geht es?\nGut; danke: ja.  ") == ["Guten Tag! Wie geht es? Gut; danke: ja."]
+    speech = synthesizer().synthesize("ja\n" * 100, voice="de")
+    assert len(engine_calls) == 1 and speech.duration_sec > 10
+
+
+def test_long_texts_are_spoken_in_pieces_cut_at_sentences_commas_or_spaces(engine_calls):
+    sentence = "Guten Tag, Sie sind mit der Praxis Doktor Weber verbunden. "
+    pieces = speech_pieces(sentence * 30)
+    assert all(len(piece) <= MAX_PIECE_CHARS for piece in pieces) and len(pieces) == 4
+    assert all(piece.endswith("verbunden.") for piece in pieces)
+    unpunctuated = speech_pieces("Wort " * 300)
+    assert [len(piece) for piece in unpunctuated] == [499, 499, 499]
+    assert " ".join(unpunctuated) == ("Wort " * 300).strip()  # nothing lost at a cut
+    assert [len(piece) for piece in speech_pieces("x" * 1200)] == [500, 500, 200]
+    one = synthesizer().synthesize(sentence, voice="de").duration_sec
+    thirty = synthesizer().synthesize(sentence * 30, voice="de").duration_sec
+    assert len(engine_calls) == 1 + 4
+    assert thirty == pytest.approx(30 * one, rel=0.15)
+
+
+def test_synthesis_stops_at_the_first_piece_past_the_audio_cap(monkeypatch, engine_calls):
+    monkeypatch.setattr(tts, "MAX_SPEECH_SECONDS", 20)
+    text = "Guten Tag, Sie sind mit der Praxis Doktor Weber verbunden. " * 60  # about 200 s, 8 pieces
+    with pytest.raises(SpeechTooLong) as refused:
+        synthesizer().synthesize(text, voice="de")
+    assert refused.value.details == {"maxSeconds": 20}
+    assert len(engine_calls) == 1  # one piece is already past 20 s
+    assert synthesizer().synthesize("Hallo.", voice="de").duration_sec > 0.2
 
 
 def test_parallel_requests_share_the_engine_safely():

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('leads_app', '0001_initial'),
+        ('leads_app', '0002_lead_consent_version'),
     ]
 
     operations = [
