@@ -5,6 +5,7 @@ The processes use a scratch database of their own, of the vendor the test run us
 an SQLite file in the test's directory, or a fresh PostgreSQL database on the server
 that DATABASE_URL names (dropped afterwards). Every wait is bounded."""
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -57,7 +58,8 @@ def request(method, url, body=None, headers=None, timeout=30):
             return Answer(response.status, dict(response.headers), response.read())
     except urllib.error.HTTPError as error:
         return Answer(error.code, dict(error.headers), error.read())
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+    except (urllib.error.URLError, http.client.HTTPException, OSError):
+        # Refused, reset, timed out, or an answer cut off (IncompleteRead): no answer.
         return None
 
 
@@ -117,6 +119,25 @@ class LiveService:
         """The worker pids of a gunicorn master (its child processes)."""
         children = Path(f"/proc/{master.pid}/task/{master.pid}/children")
         return [int(pid) for pid in children.read_text().split()] if children.exists() else []
+
+    @staticmethod
+    def busy_workers(master, base):
+        """The workers that hold an accepted connection of `base` right now (mid-request):
+        their open sockets matched against the established TCP connections whose local
+        port is the server's (Linux /proc)."""
+        port = int(base.rsplit(":", 1)[1])
+        established = set()
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                established.add(fields[9])
+        busy = []
+        for pid in LiveService.workers_of(master):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+                if any(link.startswith("socket:[") and link[8:-1] in established for link in links):
+                    busy.append(pid)
+        return busy
 
     def stop(self):
         for process in self.servers:
