@@ -10,6 +10,7 @@ Django's backend operations, so the SQL runs on SQLite and PostgreSQL alike.
 Everything else (call.started, call.ended, pending events, the admin, the API) uses
 the ORM; tests/calls_app/test_webhook_hot_path.py checks that both store the same rows.
 """
+import hashlib
 from functools import lru_cache
 
 from django.db import connection, models
@@ -137,3 +138,19 @@ def transcript_entry_insert(*, call_id, role, text, ts):
     redacted by then (rowcount 0)."""
     sql, fields = _statements(connection.vendor)["insert_entry"]
     return sql, _params(fields, (call_id, role, text, ts, call_id, False))
+
+
+def lock_call_events(carrier_id, carrier_call_id):
+    """Within a transaction: waits until no other transaction handles an event of the
+    same call, and holds that lock until commit.
+
+    Without it, on PostgreSQL an event that finds no started call (and is kept
+    pending) could commit just after the call.started that applies the pending events
+    looked for them: it would stay pending for ever. A transaction-scoped advisory
+    lock on the call's key orders the two. SQLite needs none: its IMMEDIATE
+    transactions hold the database's write lock from their start."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"{carrier_id}\x1f{carrier_call_id}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])

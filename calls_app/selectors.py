@@ -30,6 +30,17 @@ def calls_newest_rows(*, tenant, limit):
     return calls, lines
 
 
+def outbound_call_get(*, tenant, call_id):
+    return Call.objects.for_tenant(tenant).get(pk=call_id, direction=Call.Direction.OUTBOUND)
+
+
+def call_was_refused(*, tenant, call_id):
+    """Whether the carrier refused to dial the call (services.call_dial failed it)."""
+    return Call.objects.for_tenant(tenant).filter(
+        pk=call_id, status=Call.Status.FAILED, carrier_call_id__isnull=True, started_at__isnull=True,
+    ).exists()
+
+
 def usage_for(*, tenant, now=None):
     """The usage record of the tenant's current month (CONTRACT §5): one row read."""
     now = now or timezone.now()

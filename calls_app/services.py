@@ -167,7 +167,12 @@ def _check_lead(tenant, lead_id):
 
 def call_dial(*, call):
     """Hands the call to its carrier with the granted time limit. Runs after the
-    reservation is committed, so a slow carrier never holds the counter lock."""
+    reservation is committed, so a slow carrier never holds the counter lock.
+
+    A carrier that refuses (CarrierError) fails the call and releases its minutes
+    (502). Any other failure leaves the outcome unknown (the carrier may have placed
+    the call): the call stays queued, its events still apply if they come, and its
+    reservation is released after its granted time like any call without call.ended."""
     try:
         carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
     except CarrierError as exc:
@@ -270,6 +275,7 @@ def _event_receive(carrier_id, event):
     if carrier is None:  # deleted since its nonce was read
         raise UnknownCarrier()
     with transaction.atomic():
+        event_sql.lock_call_events(carrier.pk, event.carrier_call_id)
         try:
             with transaction.atomic():
                 record = CarrierEvent.objects.create(

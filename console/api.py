@@ -101,9 +101,11 @@ class LimitField(serializers.CharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        digits = value.lstrip("0")
+        if not (value.isascii() and value.isdigit()) or not digits:
             raise serializers.ValidationError("Send a positive whole number, e.g. limit=50.")
-        return min(int(value), self.MAXIMUM)
+        # Thousands of digits are still "more than the maximum" (int() refuses over 4,300).
+        return self.MAXIMUM if len(digits) > len(str(self.MAXIMUM)) else min(int(digits), self.MAXIMUM)
 
 
 class ClosedSerializer(serializers.Serializer):

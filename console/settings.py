@@ -71,6 +71,7 @@ MIDDLEWARE = [
     # Outermost but for the log, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
+    "console.middleware.RefuseNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After whitenoise: static files need no policy (docs/operations.md, CSP).
@@ -118,9 +119,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 
-# Shared state of rate limits and caches. The default is per process; set CACHE_URL
-# (e.g. redis://127.0.0.1:6379/0 or dbcache://cache_table) so that several app
-# servers count together.
+# Django's cache. The default is per process. The lead rate limit counts in the
+# database unless this names a shared cache with atomic increments (redis://…,
+# pymemcache://…), which then takes those counts off the database.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -166,7 +167,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded size and depth; NUL and lone surrogates refused (console/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["console.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -7,12 +7,8 @@ from rest_framework.response import Response
 
 from console.api import OpenAPIView
 from console.engines import engine_probes
-from console.errors import ApiError
+from console.errors import DatabaseUnavailable
 from console.tenants.models import Tenant
-
-
-class DatabaseUnavailable(ApiError):
-    status, code, message = 503, "database_unavailable", "The database cannot be reached."
 
 
 class HealthView(OpenAPIView):

@@ -50,3 +50,22 @@ class Lead(models.Model):
     def __str__(self):
         # Masked: this text ends up in admin titles and the admin's change log.
         return f"{self.get_kind_display()} {mask(self.phone)} ({self.status})"
+
+
+class RateLimitWindow(models.Model):
+    """How many events one bucket (e.g. a tenant and a client address) counted in one
+    fixed window of a rate limit (leads_app/ratelimit.py). Rows of windows that have
+    ended are deleted as new windows begin."""
+
+    bucket = models.CharField(max_length=200)
+    # Unix seconds: the window is [starts_at, ends_at).
+    starts_at = models.BigIntegerField()
+    ends_at = models.BigIntegerField()
+    hits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bucket", "starts_at"], name="ratelimit_one_row_per_window")]
+        indexes = [models.Index(fields=["ends_at"], name="ratelimit_window_end")]
+
+    def __str__(self):
+        return f"{self.bucket} @ {self.starts_at}: {self.hits}"

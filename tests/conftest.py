@@ -98,6 +98,24 @@ def error_of(response):
     return body["error"]
 
 
+def fail_once(monkeypatch, owner, name, exception, *, after_original=False):
+    """Makes owner.name raise `exception` on its first call (after doing its work, with
+    after_original), then behave again."""
+    original = getattr(owner, name)
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            return original(*args, **kwargs)
+        if after_original:
+            original(*args, **kwargs)
+        raise exception
+
+    monkeypatch.setattr(owner, name, failing)
+    return calls
+
+
 @pytest.fixture
 def render_cache_dir(settings, tmp_path):
     """An empty render cache of the test's own (MEDIA_ROOT in the test's directory)."""
