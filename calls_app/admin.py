@@ -1,16 +1,13 @@
 """Calls are read-only here (the voice runtime is their only writer); carriers are
 created with `manage.py create_carrier`, which shows the secret once."""
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from calls_app.models import Call, Carrier, UsageCounter
-from console.tenants.admin_scoping import ReadOnlyAdminMixin, TenantScopedAdmin
-
-TRANSCRIPT_STYLES = {
-    "assistant": "background:#eef4ff;border-left:3px solid #3b6fd8;",
-    "user": "background:#f3f3f3;border-left:3px solid #777;margin-left:2em;",
-    "system": "background:#fff8e1;border-left:3px dashed #c99a00;font-style:italic;font-size:90%;",
-}
+from console.audit.admin import AuditedAdminMixin
+from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.admin_scoping import ReadOnlyAdminMixin, SuperuserOnlyAdminMixin, TenantScopedAdmin
 
 
 class ReadOnlyAdmin(ReadOnlyAdminMixin, TenantScopedAdmin):
@@ -19,6 +16,10 @@ class ReadOnlyAdmin(ReadOnlyAdminMixin, TenantScopedAdmin):
 
 @admin.register(Call)
 class CallAdmin(ReadOnlyAdmin):
+    class Media:
+        # The transcript's looks; a file, as the admin's Content-Security-Policy runs no inline style.
+        css = {"all": ["calls_app/admin.css"]}
+
     list_display = ["id", "created_at", "tenant", "direction", "from_e164", "to_e164", "status", "disclosed",
                     "duration", "carrier"]
     list_filter = ["direction", "status", "disclosed", "carrier"]
@@ -49,11 +50,10 @@ class CallAdmin(ReadOnlyAdmin):
         if not entries:
             return "—"
         rows = format_html_join(
-            "", '<div style="padding:4px 8px;margin:3px 0;{}"><strong>{}</strong> <small>{}</small><br>{}</div>',
-            ((TRANSCRIPT_STYLES.get(e.role, ""), e.get_role_display(), e.ts.strftime("%H:%M:%S"), e.text)
-             for e in entries),
+            "", '<div class="transcript-line transcript-{}"><strong>{}</strong> <small>{}</small><br>{}</div>',
+            ((e.role, e.get_role_display(), e.ts.strftime("%H:%M:%S"), e.text) for e in entries),
         )
-        return format_html('<div style="max-width:48em">{}</div>', rows)
+        return format_html('<div class="transcript">{}</div>', rows)
 
 
 @admin.register(UsageCounter)
@@ -64,8 +64,25 @@ class UsageCounterAdmin(ReadOnlyAdmin):
     list_select_related = ["tenant"]
 
 
+class CarrierAdminForm(forms.ModelForm):
+    class Meta:
+        model = Carrier
+        fields = ["name", "caller_id"]
+
+    def clean_caller_id(self):
+        """Stored as E.164 (`030 1234567` → `+49301234567`): it is dialled from."""
+        raw = self.cleaned_data["caller_id"]
+        try:
+            return to_e164(raw) if raw.strip() else ""
+        except InvalidPhoneNumber as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 @admin.register(Carrier)
-class CarrierAdmin(admin.ModelAdmin):
+class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin):
+    """Carriers serve every tenant: only superusers see or change them."""
+
+    form = CarrierAdminForm
     list_display = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     fields = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
     readonly_fields = ["id", "created_at", "secret_rotated_at"]

@@ -19,7 +19,8 @@ SIM_CALLER_ID = "+493012345670"
 
 class CarrierUnavailable(ApiError):
     status, code = 502, "carrier_unavailable"
-    message = "The carrier could not place the call; nothing was reserved. Try again later."
+    message = ("The carrier could not place the call; its minutes were released. Request the call again later "
+               "(with a new Idempotency-Key: this one keeps answering this refusal).")
 
 
 class CarrierError(Exception):

@@ -10,6 +10,7 @@ Django's backend operations, so the SQL runs on SQLite and PostgreSQL alike.
 Everything else (call.started, call.ended, pending events, the admin, the API) uses
 the ORM; tests/calls_app/test_webhook_hot_path.py checks that both store the same rows.
 """
+import hashlib
 from functools import lru_cache
 
 from django.db import connection, models
@@ -70,9 +71,10 @@ def _statements(vendor):
         # Only a call that started (or ended) takes transcript lines; both are set once
         # and never cleared, so a row found here stays applicable.
         "started_call": (
-            "SELECT {pk}, {transcription} FROM {table} WHERE {carrier} = %s AND {carrier_call_id} = %s"
+            "SELECT {pk}, {transcription}, {redacted} FROM {table} WHERE {carrier} = %s AND {carrier_call_id} = %s"
             " AND ({started} IS NOT NULL OR {ended} IS NOT NULL)"
-        ).format(pk=_column(Call, "id"), transcription=_column(Call, "transcription_enabled"), table=_table(Call),
+        ).format(pk=_column(Call, "id"), transcription=_column(Call, "transcription_enabled"),
+                 redacted=_column(Call, "redacted"), table=_table(Call),
                  carrier=_column(Call, "carrier"), carrier_call_id=_column(Call, "carrier_call_id"),
                  started=_column(Call, "started_at"), ended=_column(Call, "ended_at")),
         "event_state": "SELECT {state} FROM {table} WHERE {carrier} = %s AND {event_id} = %s".format(
@@ -80,8 +82,24 @@ def _statements(vendor):
             carrier=_column(CarrierEvent, "carrier"), event_id=_column(CarrierEvent, "event_id")),
         # A known event id inserts nothing (rowcount 0): carriers retry.
         "insert_event": _insert(CarrierEvent, _EVENT_FIELDS, ignore_conflicts=True),
-        "insert_entry": _insert(TranscriptEntry, _ENTRY_FIELDS),
+        "insert_entry": _insert_entry_unless_redacted(),
     }
+
+
+def _insert_entry_unless_redacted():
+    """INSERT … SELECT: the line is stored only if its call is not redacted at that
+    moment (the call was read before the transaction; an erasure may have come since).
+    On PostgreSQL the SELECT takes a share lock on the call row: an erasure locks the
+    call before it deletes lines, so the two wait for each other and the one that comes
+    second sees the other's work. SQLite's IMMEDIATE transactions run one at a time."""
+    ops = connection.ops
+    fields = [TranscriptEntry._meta.get_field(name) for name in _ENTRY_FIELDS]
+    sql = "INSERT INTO {table} ({columns}) SELECT {values} FROM {call} WHERE {pk} = %s AND {redacted} = %s{lock}".format(
+        table=_table(TranscriptEntry), columns=", ".join(ops.quote_name(f.column) for f in fields),
+        values=", ".join(["%s"] * len(fields)), call=_table(Call), pk=_column(Call, "id"),
+        redacted=_column(Call, "redacted"), lock=" FOR SHARE" if connection.features.has_select_for_update else "",
+    )
+    return sql, [_adapter(field) for field in fields] + [None, None]
 
 
 def _fetch_one(cursor, name, params):
@@ -97,10 +115,11 @@ def carrier_nonce(carrier_id):
 
 
 def started_call(carrier_id, carrier_call_id):
-    """(call id, transcription_enabled) of the call if it started or ended, else None."""
+    """(call id, whether it keeps transcript lines) of the call if it started or ended,
+    else None. A call keeps them with transcription on and while it is not redacted."""
     with connection.cursor() as cursor:
         row = _fetch_one(cursor, "started_call", [carrier_id, carrier_call_id])
-    return (row[0], bool(row[1])) if row else None
+    return (row[0], bool(row[1]) and not bool(row[2])) if row else None
 
 
 def event_insert(*, carrier_id, event, state):
@@ -115,6 +134,23 @@ def event_state(cursor, *, carrier_id, event_id):
 
 
 def transcript_entry_insert(*, call_id, role, text, ts):
-    """The statement and parameters that store one transcript line."""
+    """The statement and parameters that store one transcript line unless its call is
+    redacted by then (rowcount 0)."""
     sql, fields = _statements(connection.vendor)["insert_entry"]
-    return sql, _params(fields, (call_id, role, text, ts))
+    return sql, _params(fields, (call_id, role, text, ts, call_id, False))
+
+
+def lock_call_events(carrier_id, carrier_call_id):
+    """Within a transaction: waits until no other transaction handles an event of the
+    same call, and holds that lock until commit.
+
+    Without it, on PostgreSQL an event that finds no started call (and is kept
+    pending) could commit just after the call.started that applies the pending events
+    looked for them: it would stay pending for ever. A transaction-scoped advisory
+    lock on the call's key orders the two. SQLite needs none: its IMMEDIATE
+    transactions hold the database's write lock from their start."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"{carrier_id}\x1f{carrier_call_id}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])

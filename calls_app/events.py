@@ -4,14 +4,16 @@
 (numbers in E.164, timestamps as ISO strings), so pending events can be stored and
 applied later exactly as if they had just arrived.
 """
-import json
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.errors import ApiError, MalformedJson, ValidationFailed
+from console.errors import ApiError, ValidationFailed
+from console.parsers import json_loads
 from console.phone import InvalidPhoneNumber, to_e164
 
 STARTED, TRANSCRIPT, DISCLOSED, ENDED = "call.started", "call.transcript", "call.disclosed", "call.ended"
@@ -21,6 +23,11 @@ TRANSCRIPT_ROLES = ("assistant", "user", "system")
 # Longer than any real call; a larger value is a carrier bug, not usage.
 MAX_CALL_SECONDS = 24 * 60 * 60
 MAX_TRANSCRIPT_TEXT = 20_000
+# Event times: far from the ends of Python's calendar (see _datetime).
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC)
+_DATE_AND_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}")
+TIME_MESSAGE = ("An ISO 8601 time from 1970 to 9998 is required, e.g. 2025-03-01T09:30:00Z "
+                "(a time without offset is UTC).")
 # Caller ids that carriers send for withheld numbers; stored as an empty `from`.
 WITHHELD_CALLER_IDS = ("", "anonymous", "private", "unknown", "restricted")
 
@@ -40,10 +47,9 @@ class Event:
 
 
 def parse_event(raw_body):
-    try:
-        body = json.loads(raw_body)
-    except (UnicodeDecodeError, ValueError):
-        raise MalformedJson("The event body is not valid JSON.") from None
+    # The project's one JSON reader: malformed_json for what is not JSON or nests too
+    # deeply, validation_error for NUL characters and lone surrogates in any string.
+    body = json_loads(raw_body)
     if not isinstance(body, dict):
         raise ValidationFailed(details={"non_field_errors": ["The event must be a JSON object."]})
     event_type = body.get("type")
@@ -55,7 +61,7 @@ def parse_event(raw_body):
         errors["id"] = ["The event id must be a non-empty string of at most 200 characters."]
     occurred_at = _datetime(body.get("occurredAt"))
     if occurred_at is None:
-        errors["occurredAt"] = ["An ISO 8601 time with offset is required, e.g. 2025-03-01T09:30:00Z."]
+        errors["occurredAt"] = [TIME_MESSAGE]
     data = body.get("data")
     if not isinstance(data, dict):
         errors["data"] = ["An object is required."]
@@ -67,15 +73,21 @@ def parse_event(raw_body):
 
 
 def _datetime(value):
-    if not isinstance(value, str):
+    """An aware UTC datetime of an ISO 8601 string (no offset: UTC), or None.
+
+    Bounded to EARLIEST…LATEST: a time at the edge of the calendar
+    (`9999-12-31T23:59:59-23:59`) cannot be represented in UTC, and one within a day of
+    it not in every tenant's time zone (the month of a call is taken there)."""
+    if not isinstance(value, str) or len(value) > 64 or not _DATE_AND_TIME.match(value.strip()):
         return None
     try:
         moment = parse_datetime(value.strip())
-    except ValueError:
+        if moment is None:
+            return None
+        moment = moment.replace(tzinfo=UTC) if timezone.is_naive(moment) else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    if moment is None:
-        return None
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment, timezone.utc)
+    return moment if EARLIEST <= moment < LATEST else None
 
 
 def _carrier_call_id(data, errors):
@@ -120,7 +132,7 @@ def _transcript(data, errors):
         errors["data.text"] = [f"A string of at most {MAX_TRANSCRIPT_TEXT} characters is required."]
     ts = _datetime(data.get("ts"))
     if ts is None:
-        errors["data.ts"] = ["An ISO 8601 time with offset is required."]
+        errors["data.ts"] = [TIME_MESSAGE]
     parsed["ts"] = ts.isoformat() if ts else None
     return parsed
 

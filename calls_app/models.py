@@ -5,6 +5,7 @@ The voice runtime (`/voice/`) is the only writer of calls; the Console API reads
 from django.db import models
 
 from console.ids import ID_LENGTH, PrefixedId
+from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
@@ -74,6 +75,11 @@ class Call(models.Model):
     recording_enabled = models.BooleanField(default=False)
     transcription_enabled = models.BooleanField(default=True)
     recording_url = models.URLField(max_length=2000, blank=True)
+    # Content was removed from the call: its transcript or recording link by a
+    # retention period, or (erasure) also the caller's number, replaced by a
+    # pseudonym. Duration, direction, status and usage stay. A redacted call takes
+    # no more content from late carrier events (calls_app.redaction).
+    redacted = models.BooleanField(default=False)
     lead_id = models.CharField(max_length=ID_LENGTH, blank=True)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
@@ -96,7 +102,8 @@ class Call(models.Model):
         indexes = [models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest")]
 
     def __str__(self):
-        return f"{self.direction} {self.from_e164 or '?'} → {self.to_e164} ({self.status})"
+        # Masked: this text ends up in admin titles and the admin's change log.
+        return f"{self.direction} {mask(self.from_e164) or '?'} → {mask(self.to_e164)} ({self.status})"
 
     @property
     def is_ended(self):

@@ -9,6 +9,7 @@ from console.compiled import CompiledQuery
 CALL_COLUMNS = (
     "id", "direction", "from_e164", "to_e164", "status", "carrier_id", "disclosed", "seconds", "max_seconds",
     "recording_enabled", "transcription_enabled", "recording_url", "lead_id", "created_at", "started_at", "ended_at",
+    "redacted",
 )
 
 
@@ -39,8 +40,15 @@ def calls_newest_rows(*, tenant, limit):
     return calls, lines
 
 
-def call_get(*, tenant, call_id):
-    return Call.objects.for_tenant(tenant).with_transcript().get(pk=call_id)
+def outbound_call_get(*, tenant, call_id):
+    return Call.objects.for_tenant(tenant).get(pk=call_id, direction=Call.Direction.OUTBOUND)
+
+
+def call_was_refused(*, tenant, call_id):
+    """Whether the carrier refused to dial the call (services.call_dial failed it)."""
+    return Call.objects.for_tenant(tenant).filter(
+        pk=call_id, status=Call.Status.FAILED, carrier_call_id__isnull=True, started_at__isnull=True,
+    ).exists()
 
 
 # The counter of one month (unique per tenant and period), or no row: nothing booked yet.

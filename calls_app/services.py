@@ -1,13 +1,13 @@
 """Writes of the voice runtime: carriers, outbound requests with the minute cap, and
 carrier events (the only writer of calls)."""
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from calls_app import event_sql
+from calls_app import event_sql, redaction
 from calls_app import events as ev
 from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
@@ -15,7 +15,7 @@ from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
-from console.phone import InvalidPhoneNumber, to_e164
+from console.phone import InvalidPhoneNumber, mask, to_e164
 from leads_app.models import Lead
 
 logger = logging.getLogger("calls_app.webhook")
@@ -45,6 +45,11 @@ def carrier_create(*, carrier_id, name="", caller_id=""):
     """A new carrier: returns (Carrier, its secret to show once)."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
+    if caller_id:
+        try:
+            caller_id = to_e164(caller_id)
+        except InvalidPhoneNumber as exc:
+            raise ValidationFailed.field("caller_id", str(exc)) from None
     carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce())
     carrier.full_clean()
     carrier.save()
@@ -162,7 +167,12 @@ def _check_lead(tenant, lead_id):
 
 def call_dial(*, call):
     """Hands the call to its carrier with the granted time limit. Runs after the
-    reservation is committed, so a slow carrier never holds the counter lock."""
+    reservation is committed, so a slow carrier never holds the counter lock.
+
+    A carrier that refuses (CarrierError) fails the call and releases its minutes
+    (502). Any other failure leaves the outcome unknown (the carrier may have placed
+    the call): the call stays queued, its events still apply if they come, and its
+    reservation is released after its granted time like any call without call.ended."""
     try:
         carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
     except CarrierError as exc:
@@ -231,20 +241,27 @@ def _transcript_receive(carrier_id, event):
     call = event_sql.started_call(carrier_id, event.carrier_call_id)
     if call is None:
         return None
-    call_id, transcription_enabled = call
+    call_id, keeps_text = call
+    # The call keeps the switch that applied when it started (CONTRACT §5); the stored
+    # event keeps the text only where the call does (calls_app.redaction).
+    stored = event if keeps_text else replace(event, data=redaction.stripped(event.type, event.data, keep_text=False))
     # Statements and parameters are ready before BEGIN: the write lock is held for the
     # inserts alone.
-    event_insert = event_sql.event_insert(carrier_id=carrier_id, event=event, state=CarrierEvent.State.APPLIED)
-    # The call keeps the switch that applied when it started (CONTRACT §5).
+    event_insert = event_sql.event_insert(carrier_id=carrier_id, event=stored, state=CarrierEvent.State.APPLIED)
     entry_insert = event_sql.transcript_entry_insert(
         call_id=call_id, role=event.data["role"], text=event.data["text"], ts=datetime.fromisoformat(event.data["ts"])
-    ) if transcription_enabled else None
+    ) if keeps_text else None
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(*event_insert)
         if cursor.rowcount != 1:  # a known id: nothing was inserted
             return _known_event(event_sql.event_state(cursor, carrier_id=carrier_id, event_id=event.id))
         if entry_insert is not None:
             cursor.execute(*entry_insert)
+            if cursor.rowcount != 1:
+                # The call was redacted (erased) since it was read: no line, and the
+                # event keeps no text either.
+                CarrierEvent.objects.filter(carrier_id=carrier_id, event_id=event.id).update(
+                    data=redaction.stripped(event.type, event.data, keep_text=False))
     return APPLIED
 
 
@@ -258,6 +275,7 @@ def _event_receive(carrier_id, event):
     if carrier is None:  # deleted since its nonce was read
         raise UnknownCarrier()
     with transaction.atomic():
+        event_sql.lock_call_events(carrier.pk, event.carrier_call_id)
         try:
             with transaction.atomic():
                 record = CarrierEvent.objects.create(
@@ -267,23 +285,36 @@ def _event_receive(carrier_id, event):
         except IntegrityError:
             state = CarrierEvent.objects.filter(carrier=carrier, event_id=event.id).values_list("state", flat=True).get()
             return _known_event(state)
-        if _apply(carrier, event) is PENDING:
+        outcome, call = _apply(carrier, event)
+        if outcome is PENDING:
             record.state = CarrierEvent.State.PENDING
             record.save(update_fields=["state"])
             return PENDING
+        _keep_only_what_the_call_keeps(record, call)
     return APPLIED
 
 
 def _apply(carrier, event):
+    """(APPLIED or PENDING, the event's call or None)."""
     if event.type == ev.STARTED:
         call = _call_start(carrier, event)
         _apply_pending(carrier, call)
-        return APPLIED
-    call = _one(Call.objects.filter(carrier=carrier, carrier_call_id=event.carrier_call_id))
+        return APPLIED, call
+    # Locked, so that an erasure of the call waits for this event or this event sees it.
+    call = _one(Call.objects.select_for_update().filter(carrier=carrier, carrier_call_id=event.carrier_call_id))
     if call is None or not _applicable(call, event):
-        return PENDING
+        return PENDING, call
     _apply_to_call(call, event.type, event.data, event.occurred_at)
-    return APPLIED
+    return APPLIED, call
+
+
+def _keep_only_what_the_call_keeps(record, call):
+    """The stored event after it was applied to `call`: without the text, recording
+    link or numbers that the call does not keep (calls_app.redaction)."""
+    kept = redaction.kept_of_call(record.type, record.data, call)
+    if kept != record.data:
+        record.data = kept
+        record.save(update_fields=["data"])
 
 
 def _one(queryset):
@@ -328,15 +359,20 @@ def _inbound_start(carrier, event):
         return existing  # a second call.started under another event id
     number = PhoneNumber.objects.select_related("tenant").filter(e164=data["to"]).first()
     if number is None:
-        # Never stored under a guessed tenant; the carrier sees a 404 and operators the log.
+        # Never stored under a guessed tenant; the carrier sees a 404 and operators the
+        # log, which shows numbers masked (docs/privacy.md).
         logger.warning("call.started from carrier %s for %s, which no tenant owns (event %s)",
-                       carrier.pk, data["to"], event.id)
+                       carrier.pk, mask(data["to"]), event.id)
         raise UnknownNumber(details={"to": data["to"]})
     tenant = number.tenant
+    # A call that took place before its caller's data was erased, reported late: it is
+    # stored as the erasure left the caller's other calls.
+    pseudonym = redaction.erased_caller_pseudonym(tenant=tenant, e164=data["from"], occurred_at=event.occurred_at)
     return Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=event.carrier_call_id, direction=Call.Direction.INBOUND,
-        from_e164=data["from"], to_e164=data["to"], status=Call.Status.ACTIVE, started_at=event.occurred_at,
-        recording_enabled=tenant.recording_enabled, transcription_enabled=tenant.transcription_enabled,
+        from_e164=pseudonym or data["from"], to_e164=data["to"], status=Call.Status.ACTIVE,
+        started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
+        transcription_enabled=tenant.transcription_enabled, redacted=pseudonym is not None,
     )
 
 
@@ -349,12 +385,15 @@ def _apply_pending(carrier, call):
         _apply_to_call(call, record.type, record.data, record.occurred_at)
     if pending:
         CarrierEvent.objects.filter(pk__in=[r.pk for r in pending]).update(state=CarrierEvent.State.APPLIED)
+    for record in pending:
+        _keep_only_what_the_call_keeps(record, call)
 
 
 def _apply_to_call(call, event_type, data, occurred_at):
     if event_type == ev.TRANSCRIPT:
-        # The call keeps the switch that applied when it started (CONTRACT §5).
-        if call.transcription_enabled:
+        # The call keeps the switch that applied when it started (CONTRACT §5); a
+        # redacted call takes no more content.
+        if call.transcription_enabled and not call.redacted:
             TranscriptEntry.objects.create(
                 call=call, role=data["role"], text=data["text"], ts=datetime.fromisoformat(data["ts"])
             )
@@ -370,7 +409,7 @@ def _call_end(call, data, occurred_at):
     call = Call.objects.select_for_update().select_related("tenant").get(pk=call.pk)
     if call.is_ended:
         return  # a second call.ended under another event id: usage is counted once
-    recording_url = data["recordingUrl"] if call.recording_enabled else ""
+    recording_url = data["recordingUrl"] if call.recording_enabled and not call.redacted else ""
     _finish(call, status=data["status"], seconds=data["seconds"], ended_at=occurred_at, recording_url=recording_url)
 
 

@@ -14,6 +14,7 @@ re-issuing every carrier secret.
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from functools import lru_cache
@@ -23,6 +24,9 @@ from django.utils.crypto import salted_hmac
 
 from console.errors import ApiError
 
+# Room for a timestamp and a few v1 values (carriers send two while rotating).
+MAX_HEADER_LENGTH = 1024
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 # CONTRACT §5: a signature more than this far from now is refused (replays).
 TOLERANCE_SECONDS = 300
 
@@ -92,10 +96,17 @@ def verify_signature(secret, header, body, *, now=None):
 
 
 def _parse_header(header):
+    """(timestamp, [v1 values]) of an `X-Signature` header, or InvalidSignature.
+
+    A header is whatever the client sent, decoded as Latin-1: anything that is not
+    short printable ASCII (`t=²`, `v1=é`, `t=` with thousands of digits, which int()
+    refuses) is refused here, before any arithmetic or comparison."""
+    if len(header) > MAX_HEADER_LENGTH or not header.isascii():
+        raise InvalidSignature()
     timestamp, candidates = None, []
     for part in header.split(","):
         name, _, value = part.strip().partition("=")
-        if name == "t" and value.isdigit():
+        if name == "t" and _TIMESTAMP.fullmatch(value):
             timestamp = int(value)
         elif name == "v1" and value:
             candidates.append(value.strip().lower())

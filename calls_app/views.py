@@ -13,6 +13,7 @@ from console.rendering import fast_json_renderers
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    model = Call
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a call
@@ -28,7 +29,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     def retrieve(self, request, pk=None):
         try:
-            call = selectors.call_get(tenant=request.tenant, call_id=pk)
+            call = self.get_queryset().with_transcript().get(pk=pk)
         except Call.DoesNotExist:
             raise NotFound("No call with this id.") from None
         return Response(CallSerializer(call).data)

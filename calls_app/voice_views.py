@@ -6,8 +6,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from calls_app import services
-from calls_app.carriers import outbound_carrier
+from calls_app import selectors, services
+from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
 from console.api import OpenAPIView, TenantAPIView, validated
 from console.idempotency.services import idempotent
@@ -21,16 +21,33 @@ class OutboundCallView(TenantAPIView):
         summary="Request an outbound call: checks the minute cap, reserves minutes, dials",
     )
     def post(self, request):
-        return idempotent(request, scope=f"voice.calls:{request.tenant.pk}", handler=lambda: self._place(request))
+        # The reservation and the stored answer commit together; the dial follows. A
+        # retry with the same key gets that answer and never dials or reserves again.
+        tenant = request.tenant
+        return idempotent(request, scope=f"voice.calls:{tenant.pk}", handler=lambda: self._reserve(request),
+                          then=lambda response: self._dial(tenant, response),
+                          replay=lambda response: self._replayed(tenant, response))
 
-    def _place(self, request):
+    @staticmethod
+    def _reserve(request):
         data = validated(OutboundCallRequestSerializer, request.data)
         call = services.call_request_outbound(
             tenant=request.tenant, carrier=outbound_carrier(), to_e164=data["to"],
             from_number=data.get("from"), lead_id=data.get("leadId") or "",
         )
-        services.call_dial(call=call)
         return Response(OutboundCallSerializer(call).data, status=status.HTTP_201_CREATED)
+
+    @staticmethod
+    def _dial(tenant, response):
+        services.call_dial(call=selectors.outbound_call_get(tenant=tenant, call_id=response.data["id"]))
+        return response
+
+    @staticmethod
+    def _replayed(tenant, response):
+        """A call the carrier refused answers its 502 again (its minutes were released)."""
+        if selectors.call_was_refused(tenant=tenant, call_id=response.data["id"]):
+            raise CarrierUnavailable()
+        return response
 
 
 class CarrierWebhookView(OpenAPIView):

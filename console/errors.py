@@ -7,6 +7,7 @@ DRF exception handler and the JSON error middleware share one translation.
 """
 import logging
 
+from django import db
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
@@ -61,6 +62,17 @@ class TenantForbidden(ApiError):
     message = "Your credential does not cover this tenant."
 
 
+class DatabaseUnavailable(ApiError):
+    # The database refused or dropped the connection, or stayed locked past the busy
+    # timeout: a fault of the service, not of the request, so the client should retry.
+    status, code = 503, "database_unavailable"
+    message = "The database is unavailable or busy. Retry shortly (with the same Idempotency-Key, if you sent one)."
+
+    def __init__(self, message=None, **kwargs):
+        kwargs.setdefault("headers", {"Retry-After": "1"})
+        super().__init__(message, **kwargs)
+
+
 class NotFound(ApiError):
     status, code, message = 404, "not_found", "Not found."
 
@@ -109,6 +121,7 @@ def error_response(status, code, message, details=None, headers=None):
     response = JsonResponse(
         {"error": {"code": code, "message": message, "details": details or {}}}, status=status
     )
+    response.error_code = code  # for the request log line (console/request_log.py)
     for name, value in (headers or {}).items():
         response[name] = value
     return response
@@ -161,6 +174,11 @@ def response_for_exception(exc, request=None):
         return error_response(exc.status_code, GENERIC_CODES.get(exc.status_code, "error"), str(exc.detail))
     if isinstance(exc, RequestDataTooBig):
         return response_for_exception(PayloadTooLarge())
+    if isinstance(exc, (db.OperationalError, db.InterfaceError)):
+        # Logged like a 500 (an operator has to know), answered as what it is.
+        logger.error("Database unavailable in %s %s", getattr(request, "method", "?"),
+                     getattr(request, "path", "?"), exc_info=exc)
+        return response_for_exception(DatabaseUnavailable())
     if isinstance(exc, Http404):
         return generic_error_response(404)
     if isinstance(exc, DjangoPermissionDenied):

@@ -17,7 +17,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
 
-from console.errors import generic_error_response, response_for_exception
+from console.errors import ValidationFailed, error_response, generic_error_response, response_for_exception
+from console.parsers import escaped
 
 
 def is_api_path(path):
@@ -88,6 +89,20 @@ class MessageMiddleware(_SkippedWithoutSession, DjangoMessageMiddleware):
     pass
 
 
+def let_djangos_session_checks_see_our_middleware():
+    """Django's deploy checks of the session cookie (security.W010–W015) look for its
+    SessionMiddleware by its dotted path in MIDDLEWARE, so ours, a subclass under another
+    name, would silently switch the cookie warnings off. Called from an AppConfig.ready()
+    (console/credentials/apps.py): they find it as a subclass, like the admin's checks do."""
+    from django.core.checks.security import sessions
+    from django.utils.module_loading import import_string
+
+    def session_middleware():
+        return any(issubclass(import_string(path), DjangoSessionMiddleware) for path in settings.MIDDLEWARE)
+
+    sessions._session_middleware = session_middleware
+
+
 def _is_json(response):
     return response.get("Content-Type", "").startswith("application/json")
 
@@ -98,3 +113,50 @@ def _resolver_message(request, response):
     if response.status_code == 405:
         return f"Method {request.method} is not allowed here."
     return None
+
+
+class RefuseNulMiddleware:
+    """A NUL character in the path, a query parameter or a header of an API request
+    is refused before any view runs: PostgreSQL refuses NUL in text, so an id, a
+    filter or a header value with one would otherwise end in a 500 as soon as it
+    reaches a query. (JSON bodies are checked where they are read, console/parsers.py;
+    Django decodes paths and query strings so that they never hold lone surrogates.)
+
+    A path with NUL names no resource (404); a parameter or header with one is a 400
+    `validation_error` naming it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if is_api_path(request.path_info):
+            refusal = _nul_refusal(request)
+            if refusal is not None:
+                return refusal
+        return self.get_response(request)
+
+
+def _nul_refusal(request):
+    if "\x00" in request.path_info:
+        return generic_error_response(404, "No resource has a NUL character (\\u0000) in its path.")
+    problems = {}
+    # A NUL reaches a query parameter only percent-encoded; most requests skip parsing.
+    if "%00" in request.META.get("QUERY_STRING", ""):
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in value for value in values):
+                problems[escaped(name)] = [NUL_MESSAGE]
+    # One search over all text of the environ first: a few microseconds per request.
+    if "\x00" in "".join(value for value in request.META.values() if type(value) is str):
+        for key, value in request.META.items():
+            if (key.startswith("HTTP_") or key == "CONTENT_TYPE") and isinstance(value, str) and "\x00" in value:
+                problems[_header_name(key)] = [NUL_MESSAGE]
+    if problems:
+        return error_response(400, ValidationFailed.code, ValidationFailed.message, problems)
+    return None
+
+
+NUL_MESSAGE = "Must not contain NUL characters (\\u0000)."
+
+
+def _header_name(meta_key):
+    return "-".join(part.capitalize() for part in meta_key.removeprefix("HTTP_").split("_"))

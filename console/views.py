@@ -11,14 +11,9 @@ from rest_framework.response import Response
 
 from console.api import OpenAPIView
 from console.engines import engine_probes
-from console.errors import ApiError, response_for_exception
+from console.errors import ApiError, DatabaseUnavailable, response_for_exception
 from console.rendering import asks_for_default_json
 from console.tenants.models import Tenant
-
-
-class DatabaseUnavailable(ApiError):
-    status, code, message = 503, "database_unavailable", "The database cannot be reached."
-
 
 # How old an engine probe's answer /health may report; the probes themselves keep
 # what is costly (a test synthesis) and run once when a worker starts (console/warmup.py).
@@ -93,6 +88,11 @@ def health_body():
         "usableVoiceProfile": f"{usable.id}/{usable.languages[0]}" if usable else "none",
         "tenants": tenants,
     }
-    for status in synthesis:
+    # One object per speech engine, synthesis and recognition; a reason when not usable.
+    for status in statuses:
         body[status.id] = {"engine": status.engine, "mode": status.mode, "usableNow": status.usable_now}
+        if status.kind == "stt":
+            body[status.id]["languages"] = list(status.languages)
+        if status.reason:
+            body[status.id]["reason"] = status.reason
     return body

@@ -27,9 +27,9 @@ class LeadAdmin(TenantScopedAdmin):
     date_hierarchy = "created_at"
     actions = [_status_action(status) for status in Lead.Status]
     readonly_fields = ["id", "tenant", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
-                       "created_at", "updated_at"]
+                       "consent_version", "created_at", "updated_at"]
     fields = ["id", "tenant", "status", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
-              "created_at", "updated_at"]
+              "consent_version", "created_at", "updated_at"]
 
     def has_add_permission(self, request):
         # Leads come from public pages (or seed_demo), never typed in by hand.

@@ -1,6 +1,7 @@
 from django.db import models
 
 from console.ids import ID_LENGTH, PrefixedId
+from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
@@ -31,6 +32,9 @@ class Lead(models.Model):
     preferred_at_resolved = models.DateTimeField(null=True, blank=True)
     page_url = models.URLField(max_length=2000, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.NEW)
+    # The version of the consent sentence the visitor saw (leads_app/consent.py); ""
+    # when the form that posted did not say.
+    consent_version = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -44,4 +48,24 @@ class Lead(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.get_kind_display()} {self.phone} ({self.status})"
+        # Masked: this text ends up in admin titles and the admin's change log.
+        return f"{self.get_kind_display()} {mask(self.phone)} ({self.status})"
+
+
+class RateLimitWindow(models.Model):
+    """How many events one bucket (e.g. a tenant and a client address) counted in one
+    fixed window of a rate limit (leads_app/ratelimit.py). Rows of windows that have
+    ended are deleted as new windows begin."""
+
+    bucket = models.CharField(max_length=200)
+    # Unix seconds: the window is [starts_at, ends_at).
+    starts_at = models.BigIntegerField()
+    ends_at = models.BigIntegerField()
+    hits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bucket", "starts_at"], name="ratelimit_one_row_per_window")]
+        indexes = [models.Index(fields=["ends_at"], name="ratelimit_window_end")]
+
+    def __str__(self):
+        return f"{self.bucket} @ {self.starts_at}: {self.hits}"

@@ -6,7 +6,7 @@ from leads_app.models import Lead
 
 # The columns of a lead in the Console API (serializers.LeadSerializer), in its order.
 LEAD_COLUMNS = ("id", "tenant__slug", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
-                "status", "created_at")
+                "status", "created_at", "consent_version")
 
 
 def _lead_rows_query(tenant_id, *values, filters, limit):

@@ -1,8 +1,9 @@
-from django.core.validators import URLValidator
+from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
 from console.api import LimitField
 from console.numbers.serializers import E164Field
+from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead
 from leads_app.preferred_time import InvalidToken, parse
 
@@ -17,17 +18,18 @@ class LeadSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug")
     preferred_at = serializers.CharField(allow_null=True)
     page_url = serializers.CharField(allow_null=True)
+    consent_version = serializers.CharField(allow_null=True)
 
     class Meta:
         model = Lead
         fields = ["id", "tenant", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
-                  "status", "created_at"]
+                  "status", "created_at", "consent_version"]
         read_only_fields = fields
 
     def to_representation(self, lead):
         data = super().to_representation(lead)
         # Not given is null on the wire, not an empty string.
-        for name in ("preferred_at", "page_url"):
+        for name in ("preferred_at", "page_url", "consent_version"):
             data[name] = data[name] or None
         return data
 
@@ -42,7 +44,9 @@ def lead_list_data(rows):
         "id": str(id_), "tenant": str(tenant), "kind": str(kind), "phone": str(phone),
         "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
         "page_url": page_url or None, "status": str(status), "created_at": created_at,
-    } for id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at in rows]
+        "consent_version": consent_version or None,
+    } for (id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
+           consent_version) in rows]
 
 
 class PublicLeadCreatedSerializer(serializers.Serializer):
@@ -89,10 +93,17 @@ class PublicLeadSerializer(serializers.Serializer):
     page_url = StrictCharField(max_length=2000, required=False, allow_null=True, allow_blank=True, default=None,
                                validators=[URLValidator(schemes=["http", "https"],
                                                         message="Send the page address as an http(s) URL.")])
+    consent_version = StrictCharField(
+        max_length=40, required=False, allow_null=True, default=None,
+        validators=[RegexValidator(VERSION_PATTERN, "A version is 1–40 letters, digits, '.', '_' or '-'.")],
+    )
     # The honeypot: invisible in the widget, so only a bot fills it in.
     website = serializers.JSONField(required=False, default=None, write_only=True)
 
     def validate_page_url(self, value):
+        return value or ""
+
+    def validate_consent_version(self, value):
         return value or ""
 
 

@@ -5,7 +5,7 @@ from leads_app.models import Lead
 
 
 @transaction.atomic
-def lead_create(*, tenant, kind, phone, preferred_time=None, page_url=""):
+def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
     """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's clock."""
     now = timezone.now()
     return Lead.objects.create(
@@ -15,6 +15,7 @@ def lead_create(*, tenant, kind, phone, preferred_time=None, page_url=""):
         preferred_at=preferred_time.token if preferred_time else "",
         preferred_at_resolved=preferred_time.resolve(now=now, time_zone=tenant.time_zone) if preferred_time else None,
         page_url=page_url,
+        consent_version=consent_version,
     )
 
 

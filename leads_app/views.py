@@ -102,6 +102,7 @@ def _create(fields):
         phone=fields["phone"],
         preferred_time=fields["preferred_at"],
         page_url=fields["page_url"],
+        consent_version=fields["consent_version"],
     )
     return Response({"id": lead.id, "status": lead.status}, status=status.HTTP_201_CREATED)
 
@@ -109,12 +110,10 @@ def _create(fields):
 class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     """The tenant's leads in the console: list, one, and status changes."""
 
+    model = Lead
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a lead
-
-    def get_queryset(self):
-        return Lead.objects.for_tenant(self.request.tenant).select_related("tenant")
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],

@@ -7,7 +7,7 @@ from django.utils.html import format_html
 
 from console.tenants.admin_scoping import ReadOnlyAdminMixin
 from registry_app import selectors
-from registry_app.models import IntegrationLayer, Lane, LaneHealth, RegistryVersion
+from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneHealth, RegistryVersion
 from registry_app.routing import price_group
 
 
@@ -53,7 +53,7 @@ class LaneAdmin(ReadOnlyAdmin):
         health = LaneHealth.objects.filter(lane_id=lane.lane_id).first()
         if health is None:
             return "not probed"
-        state = "ok" if health.ok else "FAILED"
+        state = "ok" if health.ok else f"FAILED ({health.consecutive_failures} in a row)"
         return f"{state} at {health.checked_at:%Y-%m-%d %H:%M:%S} UTC ({health.target}) {health.detail}".strip()
 
 
@@ -95,6 +95,12 @@ class RegistryVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(LaneHealth)
 class LaneHealthAdmin(ReadOnlyAdmin):
-    list_display = ["lane_id", "ok", "checked_at", "target", "detail"]
+    list_display = ["lane_id", "ok", "consecutive_failures", "checked_at", "target", "detail"]
     list_filter = ["ok"]
     search_fields = ["lane_id", "target"]
+
+
+@admin.register(LaneCooldown)
+class LaneCooldownAdmin(ReadOnlyAdmin):
+    list_display = ["lane_id", "until", "failures", "reason", "updated_at"]
+    search_fields = ["lane_id", "reason"]

@@ -5,7 +5,9 @@ with the document exactly as loaded, and the current version is the latest load.
 `Lane` and `IntegrationLayer` rows are the current version's content, flattened for
 browsing and filtering in the admin; a load replaces them. `LaneHealth` keeps the
 latest health-probe result per lane id across loads (the router excludes a lane
-whose probe failed recently).
+whose probes failed several times in a row recently); `LaneCooldown` the lanes the
+gateway has put in a short cooldown after a failed call (the router leaves them out
+until it ends).
 """
 import json
 
@@ -114,6 +116,9 @@ class LaneHealth(models.Model):
     ok = models.BooleanField()
     detail = models.CharField(max_length=300, blank=True)
     checked_at = models.DateTimeField(db_index=True)
+    # Failed probes in a row up to this one (0 after a success): one failed probe
+    # (a restart, a slow moment) does not mark a lane degraded.
+    consecutive_failures = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["lane_id"]
@@ -121,3 +126,20 @@ class LaneHealth(models.Model):
 
     def __str__(self):
         return f"{self.lane_id}: {'ok' if self.ok else 'failed'}"
+
+
+class LaneCooldown(models.Model):
+    """A lane whose last call failed (connection error, timeout, 5xx, 429): the router
+    leaves it out until `until`. In the database, so every app server process sees it."""
+
+    lane_id = models.CharField(max_length=100, unique=True)
+    until = models.DateTimeField(db_index=True)
+    failures = models.PositiveIntegerField(default=1, help_text="failed calls in a row")
+    reason = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["lane_id"]
+
+    def __str__(self):
+        return f"{self.lane_id} until {self.until:%H:%M:%S}"

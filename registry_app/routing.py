@@ -9,23 +9,34 @@ The rest of the project picks its lane here, e.g. the audio engines:
 The order is CONTRACT §7's sort key: (status: live 0, key-ready 1; price: `eur` 0 →
 0, `eur` > 0 → 1, `eur` null → 2; priority ascending; quality tier frontier 0, high 1,
 mid 2; latency fast 0, medium 1, slow 2; id). Every lane of the capability that is
-left out is listed with the reason why.
+left out is listed with the reason why: also a lane that is degraded (its health
+probes failed several times in a row) or in a cooldown (the gateway's last call to it
+failed; `registry_app.services.lane_cooldown_start`).
 """
 import datetime
 import json
+import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
 from django.utils import timezone
 
 from registry_app import snapshot as registry_snapshot
-from registry_app.models import LaneHealth
+from registry_app.models import LaneCooldown, LaneHealth
 from registry_app.snapshot import LATENCY_RANK, QUALITY_RANK
 
 USABLE_STATUSES = {"live": 0, "key-ready": 1}
-# A failed health probe newer than this marks the lane degraded (probe_registry
-# records the results; run it more often than this window, e.g. every 5 minutes).
+# Failed health probes in a row, the latest newer than the window, mark the lane
+# degraded (probe_registry records the results; run it more often than this window,
+# e.g. every 5 minutes). One failure alone (a restart, a slow moment) does not.
 DEGRADED_WINDOW = datetime.timedelta(minutes=15)
+DEGRADED_AFTER_FAILURES = 2
+# Probe failures and cooldowns are read at most once per this many seconds per
+# process: the gateway routes on every request, and two queries each time were most
+# of its overhead. A write in this process (a cooldown after a failed call) is seen
+# at once; one in another process (the other gunicorn worker) within this time.
+LANE_STATE_SECONDS = 1.0
 ZERO_EURO_SOURCE = {"self-hosted": "self-hosted", "subscription": "subscription"}
 PRICE_GROUP_NAMES = ("zero-euro", "paid per use", "unknown price")
 
@@ -125,29 +136,99 @@ def _reasons(lane, previous):
 
 
 def recent_probe_failures(now=None):
-    """{lane id: LaneHealth} of the lanes whose latest health probe failed recently."""
+    """{lane id: LaneHealth} of the lanes whose health probes failed in a row recently."""
     since = (now or timezone.now()) - DEGRADED_WINDOW
-    return {health.lane_id: health for health in LaneHealth.objects.filter(ok=False, checked_at__gte=since)}
+    return {health.lane_id: health for health in LaneHealth.objects.filter(
+        ok=False, checked_at__gte=since, consecutive_failures__gte=DEGRADED_AFTER_FAILURES)}
 
 
-def _exclusion(lane, *, language, streaming, min_quality, allow_paid, failures):
+@dataclass(frozen=True)
+class LaneState:
+    """What the database says about the lanes' health now."""
+
+    failures: dict  # lane id: LaneHealth, degraded lanes only
+    cooldowns: dict  # lane id: LaneCooldown, every row (a cooldown that has ended too)
+
+    def active_cooldowns(self, now):
+        return {lane_id: cooldown for lane_id, cooldown in self.cooldowns.items() if cooldown.until > now}
+
+
+_state_lock = threading.Lock()
+_state = None  # (time.monotonic() until which it is fresh, LaneState)
+
+
+def invalidate_lane_state():
+    """Read the lanes' state again on next use (after a probe result is recorded)."""
+    global _state
+    with _state_lock:
+        _state = None
+
+
+def note_cooldown(lane_id, cooldown):
+    """This process's own cooldown write (`cooldown` None: cleared), applied to the state
+    in memory: the next route sees it without reading everything again."""
+    global _state
+    with _state_lock:
+        if _state is None:
+            return
+        expires, state = _state
+        cooldowns = {**state.cooldowns, lane_id: cooldown}
+        if cooldown is None:
+            del cooldowns[lane_id]
+        _state = (expires, LaneState(state.failures, cooldowns))
+
+
+def lane_state(now=None):
+    """The LaneState, from memory when read less than LANE_STATE_SECONDS ago (a given
+    `now` always reads the database)."""
+    global _state
+    if now is not None:
+        return LaneState(recent_probe_failures(now), {c.lane_id: c for c in LaneCooldown.objects.all()})
+    cached = _state
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    fresh = lane_state(timezone.now())
+    with _state_lock:
+        _state = (time.monotonic() + LANE_STATE_SECONDS, fresh)
+    return fresh
+
+
+def active_cooldowns(now=None):
+    """{lane id: LaneCooldown} of the lanes in a cooldown now."""
+    return lane_state(now).active_cooldowns(now or timezone.now())
+
+
+def cooldown_reason(cooldown):
+    calls = "call" if cooldown.failures == 1 else "calls"
+    detail = f": {cooldown.reason}" if cooldown.reason else ""
+    return f"cooldown until {cooldown.until.isoformat()} after {cooldown.failures} failed {calls} in a row{detail}"
+
+
+def _exclusion(lane, *, language, streaming, min_quality, max_latency, allow_paid, failures, cooldowns):
     """(code, reason) why `lane` is left out, or None if it is a candidate."""
     if lane.status not in USABLE_STATUSES:
         return "status_unusable", f"status {lane.status} is not usable (only live and key-ready lanes are routed)"
     failure = failures.get(lane.id)
     if failure is not None:
         detail = f": {failure.detail}" if failure.detail else ""
-        return "degraded", f"degraded: health probe failed at {failure.checked_at.isoformat()}{detail}"
+        return "degraded", (f"degraded: {failure.consecutive_failures} health probes failed in a row, the last at "
+                            f"{failure.checked_at.isoformat()}{detail}")
     if language and not lane.speaks(language):
         return "language", f"does not support language {language} (supports {', '.join(sorted(lane.languages))})"
     if streaming and not lane.streaming:
         return "streaming", "does not stream"
     if min_quality and QUALITY_RANK[lane.quality_tier] > QUALITY_RANK[min_quality]:
         return "quality", f"quality tier {lane.quality_tier} is below {min_quality}"
+    if max_latency and LATENCY_RANK[lane.latency_class] > LATENCY_RANK[max_latency]:
+        return "latency", f"latency {lane.latency_class} is slower than {max_latency}"
     if not allow_paid and price_group(lane.eur) != 0:
         if lane.eur is None:
             return "paid", "price unknown (eur null), so not known to be free; excluded by allow_paid=0"
         return "paid", f"paid per use ({lane.eur} EUR per {lane.cost_unit}); excluded by allow_paid=0"
+    # Last: a cooldown excludes a lane that would otherwise be a candidate of this query.
+    cooldown = cooldowns.get(lane.id)
+    if cooldown is not None:
+        return "cooldown", cooldown_reason(cooldown)
     return None
 
 
@@ -161,32 +242,42 @@ def _ranked_and_unusable(current, capability):
     return current.derived.get_or_make(("ranked", capability), make)
 
 
-def _failure_key(failures):
-    return tuple(sorted((lane_id, health.checked_at, health.detail) for lane_id, health in failures.items()))
+def _state_key(failures, cooldowns):
+    return (tuple(sorted((lane_id, health.checked_at, health.consecutive_failures, health.detail)
+                         for lane_id, health in failures.items())),
+            tuple(sorted((lane_id, cooldown.until, cooldown.failures, cooldown.reason)
+                         for lane_id, cooldown in cooldowns.items())))
 
 
-def route(capability, *, language=None, streaming=False, min_quality=None, allow_paid=True, now=None):
+def route(capability, *, language=None, streaming=False, min_quality=None, max_latency=None, allow_paid=True,
+          now=None):
     """The Route of `capability` on the current registry version (empty without one).
 
     `excluded` lists the lanes of an unusable status first (document order), then
     the usable ones that fail a condition (routing order). A route is computed once
-    per version, query and set of recent probe failures, then served from memory.
+    per version, query and set of degraded lanes and cooldowns, then served from memory.
     """
     current = registry_snapshot.current()
     if current is None:
         return Route(capability=capability, version=None, candidates=(), excluded=())
-    failures = recent_probe_failures(now) if capability in current.by_capability else {}
-    options = {"language": language, "streaming": streaming, "min_quality": min_quality, "allow_paid": allow_paid}
-    key = ("route", capability, tuple(options.values()), _failure_key(failures))
-    return current.derived.get_or_make(key, lambda: _route(current, capability, options, failures))
+    if capability in current.by_capability:
+        state = lane_state(now)
+        failures, cooldowns = state.failures, state.active_cooldowns(now or timezone.now())
+    else:
+        failures, cooldowns = {}, {}
+    options = {"language": language, "streaming": streaming, "min_quality": min_quality,
+               "max_latency": max_latency, "allow_paid": allow_paid}
+    key = ("route", capability, tuple(options.values()), _state_key(failures, cooldowns))
+    return current.derived.get_or_make(key, lambda: _route(current, capability, options, failures, cooldowns))
 
 
-def _route(current, capability, options, failures):
+def _route(current, capability, options, failures, cooldowns):
     ranked, unusable = _ranked_and_unusable(current, capability)
-    excluded = [Exclusion(lane, *_exclusion(lane, failures=failures, **options)) for lane in unusable]
+    state = {"failures": failures, "cooldowns": cooldowns}
+    excluded = [Exclusion(lane, *_exclusion(lane, **state, **options)) for lane in unusable]
     usable = []
     for lane in ranked:
-        why = _exclusion(lane, failures=failures, **options)
+        why = _exclusion(lane, **state, **options)
         if why is None:
             usable.append(lane)
         else:

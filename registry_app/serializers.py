@@ -1,7 +1,7 @@
 """Query parameters of the registry endpoints and the version resource."""
 from rest_framework import serializers
 
-from registry_app.models import CAPABILITIES, HOSTINGS, QUALITY_TIERS, STATUSES, RegistryVersion
+from registry_app.models import CAPABILITIES, HOSTINGS, LATENCY_CLASSES, QUALITY_TIERS, STATUSES, RegistryVersion
 
 LANGUAGE_PATTERN = r"^[a-z]{2,3}$"
 
@@ -21,6 +21,7 @@ class RouteQuerySerializer(serializers.Serializer):
                                       error_messages={"invalid": "A language is a 2- or 3-letter lowercase code."})
     streaming = serializers.BooleanField(required=False, default=False)
     min_quality = serializers.ChoiceField(choices=QUALITY_TIERS, required=False)
+    max_latency = serializers.ChoiceField(choices=LATENCY_CLASSES, required=False)
     allow_paid = serializers.BooleanField(required=False, default=True)
 
 

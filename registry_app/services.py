@@ -1,5 +1,5 @@
-"""Writes of the registry: loading a document (all-or-nothing) and recording health
-probe results."""
+"""Writes of the registry: loading a document (all-or-nothing), recording health
+probe results and the cooldowns of lanes whose calls failed."""
 import datetime
 import hashlib
 import json
@@ -9,9 +9,9 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from registry_app import snapshot
+from registry_app import routing, snapshot
 from registry_app.errors import InvalidRegistryDocument
-from registry_app.models import IntegrationLayer, Lane, LaneHealth, RegistryVersion
+from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneHealth, RegistryVersion
 from registry_app.validation import document_problems
 
 
@@ -77,11 +77,49 @@ def registry_load(*, document, loaded_by):
     return LoadResult(version=version, created=True)
 
 
+def _lane_state_changed():
+    # At once for this process's next route, and again when the write is visible to all.
+    routing.invalidate_lane_state()
+    transaction.on_commit(routing.invalidate_lane_state)
+
+
+def _cooldown_changed(lane_id, cooldown):
+    # The router's state in memory learns this process's own writes at once; other
+    # processes read them within routing.LANE_STATE_SECONDS.
+    routing.note_cooldown(lane_id, cooldown)
+
+
 def lane_health_record(*, lane_id, target, ok, detail="", checked_at=None):
+    """The latest probe result of a lane, counting failures in a row (a success resets)."""
     with transaction.atomic():
+        previous = LaneHealth.objects.select_for_update().filter(lane_id=lane_id).first()
+        in_a_row = 0 if ok else (previous.consecutive_failures if previous is not None else 0) + 1
         health, _ = LaneHealth.objects.update_or_create(
             lane_id=lane_id,
             defaults={"target": target[:600], "ok": ok, "detail": detail[:300],
-                      "checked_at": checked_at or timezone.now()},
+                      "checked_at": checked_at or timezone.now(), "consecutive_failures": in_a_row},
         )
+        _lane_state_changed()
     return health
+
+
+def lane_cooldown_start(*, lane_id, seconds, reason, now=None):
+    """Keep `lane_id` out of routing for `seconds` (a failed call); counts failures in a row."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        cooldown = LaneCooldown.objects.select_for_update().filter(lane_id=lane_id).first()
+        if cooldown is None:
+            cooldown = LaneCooldown(lane_id=lane_id, failures=0)
+        cooldown.failures += 1
+        # A second failure while another process already extended the cooldown keeps the later end.
+        cooldown.until = max(now + datetime.timedelta(seconds=seconds), cooldown.until or now)
+        cooldown.reason = reason[:300]
+        cooldown.save()
+    _cooldown_changed(lane_id, cooldown)
+    return cooldown
+
+
+def lane_cooldown_clear(*, lane_id):
+    """The lane answered again: its failures in a row start from zero."""
+    LaneCooldown.objects.filter(lane_id=lane_id).delete()
+    _cooldown_changed(lane_id, None)

@@ -11,6 +11,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from django.db import connection
+
 from registry_app.models import RegistryVersion
 
 QUALITY_RANK = MappingProxyType({"frontier": 0, "high": 1, "mid": 2})
@@ -108,12 +110,20 @@ def invalidate():
         _cached = None
 
 
+# Plain SQL: this runs on every routed request, and building the ORM query cost more
+# than running it.
+_NEWEST_SQL = f"SELECT number, sha256 FROM {RegistryVersion._meta.db_table} ORDER BY number DESC LIMIT 1"
+
+
 def current():
     """The current version's Snapshot, or None when no registry has been loaded."""
     global _cached
-    newest = RegistryVersion.objects.newest_first().values_list("number", "sha256").first()
+    with connection.cursor() as cursor:
+        cursor.execute(_NEWEST_SQL)
+        newest = cursor.fetchone()
     if newest is None:
         return None
+    newest = tuple(newest)
     cached = _cached
     # The hash too: a rolled-back load can hand its number to a later one.
     if cached is not None and (cached.number, cached.sha256) == newest:

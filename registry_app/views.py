@@ -41,7 +41,7 @@ class RegistrySchemaView(RegistryAPIView):
 
 
 class LaneListView(RegistryAPIView):
-    @extend_schema(summary="Lanes of the current registry, filtered",
+    @extend_schema(operation_id="v2_registry_models_list", summary="Lanes of the current registry, filtered",
                    parameters=[LaneFilterSerializer],
                    responses=inline_serializer("RegistryModelList", {"models": serializers.ListField(
                        child=serializers.DictField())}))
@@ -62,7 +62,7 @@ class LaneDetailView(RegistryAPIView):
 
 
 class VersionListView(RegistryAPIView):
-    @extend_schema(summary="Every load of the registry, newest first",
+    @extend_schema(operation_id="v2_registry_versions_list", summary="Every load of the registry, newest first",
                    responses=inline_serializer("RegistryVersionList",
                                                {"versions": RegistryVersionSerializer(many=True)}))
     def get(self, request):

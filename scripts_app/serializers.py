@@ -1,12 +1,15 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scripts_app.analysis import RULE_IDS
+from scripts_app.models import MAX_TEXT_LENGTH
 from scripts_app.services import check_script_text
 from speech_app.serializers import VoiceField
 
 MAX_VARIABLE_CHARS = 500
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": MAX_TEXT_LENGTH})
 class ScriptTextField(serializers.Field):
     """The text exactly as sent (no trimming: finding offsets refer to it); a string
     of 1–5,000 characters that is not only whitespace."""

@@ -24,6 +24,7 @@ def with_analysis(script):
 
 class ScriptListView(TenantAPIView):
     @extend_schema(
+        operation_id="v2_audio_scripts_list",
         summary="The effective scripts of every touchpoint",
         parameters=[OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`")],
         responses=ScriptListSerializer,
@@ -66,6 +67,7 @@ class ScriptDetailView(TenantAPIView):
 
 class AudioRenderView(TenantAPIView):
     content_negotiation_class = AnyAcceptNegotiation
+    audit_writes = False  # a POST that stores nothing but cached audio: not a write for the audit trail
 
     @extend_schema(request=RenderRequestSerializer, responses={200: MP3_RESPONSE},
                    summary="The effective script of a touchpoint as MP3")

@@ -5,20 +5,39 @@ which demuxer to use. Letting FFmpeg probe arbitrary bytes would also allow its
 playlist demuxers (HLS, concat), which open further files or URLs named inside an
 upload; only the audio formats the contract accepts are ever opened.
 
-Limits are enforced while decoding, not afterwards: a file that declares more than
-ten minutes is refused before its first frame is decoded, and decoding stops as soon
-as the output passes ten minutes (a small file can expand to hours of audio).
+Limits are enforced while decoding, not afterwards, because a small file can expand
+to hours of audio and a header's length can be zeroed or false (a 455 KB FLAC of
+655,350 Hz × 8 channels with its length field zeroed took 36 s of CPU):
+- a stream whose codec announces a sample rate outside 8–192 kHz or more than eight
+  channels is refused before its first frame is decoded, and so is every frame that
+  changes to such a format midway;
+- a file that declares more than ten minutes is refused before decoding;
+- the decoded input samples (frame samples × channels, whatever the header said) are
+  counted frame by frame and decoding stops once they pass the budget of ten minutes
+  of 48 kHz stereo; the output stops at ten minutes of 16 kHz mono;
+- decoding stops at a CPU-time deadline (SPEECH_DECODE_CPU_SECONDS), measured on the
+  decoding thread, for whatever the counts above do not foresee.
 """
 import io
+import time
 from dataclasses import dataclass
 
 import av
+from django.conf import settings
 
-from speech_app.errors import AudioTooLarge, UndecodableAudio
+from console.errors import ApiError
+from speech_app.errors import AudioTooComplex, AudioTooLarge, UndecodableAudio, UnsupportedAudio
 
 SAMPLE_RATE = 16000
 MAX_AUDIO_BYTES = 10 * 1024 * 1024
 MAX_AUDIO_SECONDS = 600
+MAX_SAMPLE_RATE = 192000
+# Below telephone quality nothing is left to recognise, and resampling up to 16 kHz
+# multiplies the samples: one 4,096-sample frame at 1 Hz became 65 million samples.
+MIN_SAMPLE_RATE = 8000
+MAX_CHANNELS = 8
+# Ten minutes of 48 kHz stereo, counted over all channels.
+MAX_INPUT_SAMPLES = MAX_AUDIO_SECONDS * 48000 * 2
 # A file that declares its length (WebM and M4A indexes, an MP3's Xing/Info header)
 # but yields less audio than that is truncated. The slack covers encoder priming and
 # padding (tens of milliseconds). A stream cut at a frame or page boundary without
@@ -70,7 +89,7 @@ def decode_to_pcm(data):
         with av.open(io.BytesIO(data), mode="r", format=container_name) as container:
             pcm = _decode(container)
             declared = _declared_seconds(container) if _declares_length(container_name, data) else None
-    except (AudioTooLarge, UndecodableAudio):
+    except ApiError:
         raise
     except (av.FFmpegError, ValueError, IndexError, OSError, MemoryError) as exc:
         raise UndecodableAudio(f"The audio could not be decoded ({type(exc).__name__}); "
@@ -128,12 +147,60 @@ def _decode(container):
     if declared and declared > MAX_AUDIO_SECONDS:
         raise AudioTooLarge(details={"durationSec": round(declared, 1), "maxSeconds": MAX_AUDIO_SECONDS})
     stream = container.streams.audio[0]
+    codec = stream.codec_context
+    if codec is None:  # FFmpeg found the stream but no decoder for what it holds
+        raise UndecodableAudio("The audio stream has no codec that can be decoded.")
+    # What the header announces is checked before any decoding (FFmpeg takes absurd
+    # rates such as 2,147,483,647 Hz from a WAV header as they are).
+    _check_format(codec.sample_rate, codec.layout.nb_channels, announced=True)
+    budget = _Budget(settings.SPEECH_DECODE_CPU_SECONDS)
     resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
     out = bytearray()
     for frame in container.decode(stream):
+        channels = frame.layout.nb_channels
+        _check_format(frame.sample_rate, channels)
+        budget.spend(frame.samples * channels)
         _append(out, resampler.resample(frame))
     _append(out, resampler.resample(None))  # flush the resampler
     return bytes(out)
+
+
+def _check_format(sample_rate, channels, announced=False):
+    """UnsupportedAudio for a sample rate or channel count outside the limits.
+
+    A codec that does not know its format before the first frame announces 0; the
+    frames are checked again as they come."""
+    if announced and not sample_rate:
+        sample_rate = None
+    if sample_rate is not None and not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise UnsupportedAudio(
+            f"The audio's sample rate is {sample_rate} Hz; {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz are accepted.",
+            details={"sampleRate": sample_rate, "minSampleRate": MIN_SAMPLE_RATE, "maxSampleRate": MAX_SAMPLE_RATE})
+    if channels > MAX_CHANNELS:
+        raise UnsupportedAudio(f"The audio has {channels} channels; at most {MAX_CHANNELS} are accepted.",
+                               details={"channels": channels, "maxChannels": MAX_CHANNELS})
+
+
+class _Budget:
+    """What one decoding may spend: input samples and CPU time of this thread."""
+
+    def __init__(self, cpu_seconds):
+        self.cpu_seconds = cpu_seconds
+        self.samples = 0
+        # Thread time, not wall time: a busy machine slows a decoding down without
+        # making the file any more expensive, and only this thread decodes it.
+        self.started = time.thread_time()
+
+    def spend(self, samples):
+        self.samples += samples
+        if self.samples > MAX_INPUT_SAMPLES:
+            raise AudioTooLarge(
+                f"The audio holds more than {MAX_INPUT_SAMPLES:,} samples (ten minutes of 48 kHz stereo).",
+                details={"maxInputSamples": MAX_INPUT_SAMPLES, "maxSeconds": MAX_AUDIO_SECONDS})
+        if time.thread_time() - self.started > self.cpu_seconds:
+            raise AudioTooComplex(
+                f"Decoding the audio took more than {self.cpu_seconds:g} CPU seconds.",
+                details={"maxCpuSeconds": self.cpu_seconds})
 
 
 def _append(out, frames):

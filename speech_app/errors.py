@@ -20,6 +20,16 @@ class UndecodableAudio(ApiError):
     message = "The audio could not be decoded. Send MP3, WAV, OGG/Opus, WebM or M4A."
 
 
+class UnsupportedAudio(ApiError):
+    status, code = 422, "unsupported_audio"
+    message = "The audio's sample rate or channel count is outside what is accepted."
+
+
+class AudioTooComplex(ApiError):
+    status, code = 422, "audio_too_complex"
+    message = "Decoding the audio took longer than allowed."
+
+
 class InvalidLanguage(ApiError):
     status, code = 400, "invalid_language"
     message = "language must be a two- or three-letter lowercase language code such as 'de'."
@@ -27,6 +37,12 @@ class InvalidLanguage(ApiError):
 
 class SttUnavailable(ApiError):
     status, code = 503, "stt_unavailable"
+
+
+class SttBusy(ApiError):
+    """Recognition could not finish within its deadline; comes with Retry-After."""
+
+    status, code = 503, "stt_busy"
 
 
 class TtsUnavailable(ApiError):
@@ -39,3 +55,7 @@ class UnknownVoice(ApiError):
 
 class TextTooLong(ApiError):
     status, code = 400, "text_too_long"
+
+
+class SpeechTooLong(ApiError):
+    status, code = 422, "speech_too_long"

@@ -6,15 +6,13 @@ for every endpoint. The speech views read their bodies themselves instead, refus
 an oversized body from its Content-Length before reading it and never reading more
 than the limit plus one byte.
 """
-import json
-
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework.exceptions import NotAcceptable, ParseError
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import BaseParser
 
+from console.parsers import JSONParser, content_length, read_bounded
 from speech_app.decode import MAX_AUDIO_BYTES
 from speech_app.errors import AudioTooLarge
 from speech_app.services import MAX_AUDIO_BASE64_CHARS
@@ -23,48 +21,25 @@ from speech_app.services import MAX_AUDIO_BASE64_CHARS
 MAX_TRANSCRIBE_JSON_BYTES = MAX_AUDIO_BASE64_CHARS + 256 * 1024
 
 
-def read_bounded(stream, content_length, limit):
-    """At most `limit` bytes of a request body, or AudioTooLarge (413)."""
-    if content_length > limit:
-        raise AudioTooLarge(f"The request body has {content_length} bytes; at most {limit} are accepted.",
-                            details={"bytes": content_length, "maxBytes": limit})
-    data = stream.read(limit + 1) if stream is not None else b""
-    if len(data) > limit:
-        raise AudioTooLarge(f"The request body is larger than {limit} bytes.", details={"maxBytes": limit})
-    return data
+def audio_too_large(limit, declared):
+    if declared is not None:
+        return AudioTooLarge(f"The request body has {declared} bytes; at most {limit} are accepted.",
+                             details={"bytes": declared, "maxBytes": limit})
+    return AudioTooLarge(f"The request body is larger than {limit} bytes.", details={"maxBytes": limit})
 
 
-def content_length(meta):
-    try:
-        return int(meta.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return 0
+class BoundedJSONParser(JSONParser):
+    """The project's JSON parser with the audio upload's size limit (413
+    `audio_too_large`). The stream is read directly, never `request.body`, where
+    Django's 2.5 MB limit would refuse larger uploads before this limit applies."""
 
-
-class BoundedJSONParser(BaseParser):
-    """A JSON body of bounded size.
-
-    Not a subclass of DRF's JSONParser on purpose: DRF reads the body of those
-    through `request.body`, where Django's 2.5 MB limit answers larger uploads with
-    an error before this parser could apply the audio limit.
-    """
-
-    media_type = "application/json"
     limit = MAX_TRANSCRIBE_JSON_BYTES
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        request = (parser_context or {}).get("request")
-        length = content_length(request.META) if request is not None else 0
-        data = read_bounded(stream, length, self.limit)
-        try:
-            return json.loads(data)
-        except ValueError as exc:  # also UnicodeDecodeError
-            raise ParseError(f"JSON parse error - {exc}") from None
+    too_large = staticmethod(audio_too_large)
 
 
 def raw_audio_body(request):
     """The raw body of an upload (any Content-Type), bounded by the audio size limit."""
-    return read_bounded(request.stream, content_length(request.META), MAX_AUDIO_BYTES)
+    return read_bounded(request.stream, content_length(request.META), MAX_AUDIO_BYTES, audio_too_large)
 
 
 class AnyAcceptNegotiation(DefaultContentNegotiation):

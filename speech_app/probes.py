@@ -1,12 +1,19 @@
 """The live probes of this process's speech engines (console.engines registry).
 
 The synthesis probe speaks a short test sentence once per process: `usableNow` means
-that synthesis really worked here, not that a library is installed. The result is
-kept, so /health stays fast; a failure is retried after a minute, so an engine
-installed while the server runs shows up without a restart.
+that synthesis really worked here, not that a library is installed. The Whisper
+probe transcribes a short German clip spoken by eSpeak NG, in a background thread:
+loading the model and transcribing take seconds, and /health never waits for them
+(until the first result it reports "warming up"). Results are kept, so /health stays
+fast; a failure is retried after a minute, so an engine installed while the server
+runs shows up without a restart.
 """
+import io
+import logging
+import re
 import threading
 import time
+import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,11 +21,20 @@ from django.conf import settings
 
 from console.engines import EngineStatus, engine_probes
 from console.errors import ApiError
-from speech_app.stt import model_name, recognizer
+from speech_app.decode import decode_to_pcm
+from speech_app.stt import Deadline, model_name, recognizer
 from speech_app.tts import INSTALL_HINT, synthesizer
 
+logger = logging.getLogger("speech_app.probes")
 _RETRY_FAILED_PROBE_SEC = 60
 _TEST_SENTENCE = "Test."
+# The recognition probe's clip; usable when at least half of its words come back.
+_TEST_CLIP_TEXT = "Guten Morgen, mein Name ist Günther Schäfer."
+_TEST_CLIP_VOICE = "de"
+# Generous: the first probe of a process also loads (and on the very first start of
+# an installation joins and verifies) the model.
+_PROBE_DEADLINE_SEC = 120
+WARMING_UP = "warming up: loading the model and transcribing a test clip"
 
 
 @dataclass(frozen=True)
@@ -70,8 +86,85 @@ class SynthesisProbe:
         return True, ""
 
 
+@dataclass(frozen=True)
+class WhisperEngineStatus(EngineStatus):
+    model: str = ""
+    loaded: bool = False
+
+    def as_json(self):
+        return {**super().as_json(), "model": self.model, "loaded": self.loaded}
+
+
+def _words(text):
+    return re.findall(r"[^\W\d_]+", text.lower())
+
+
+class RecognitionProbe:
+    """usableNow of Whisper: a real transcription of a German test clip, run in the
+    background on the first status request and kept (failures retried after a minute)."""
+
+    def __init__(self, engine=lambda: recognizer("whisper")):
+        self._engine = engine
+        self._lock = threading.Lock()
+        self._result = None  # (usable, reason)
+        self._checked_at = 0.0
+        self._thread = None
+
+    def __call__(self):
+        engine = self._engine()
+        with self._lock:
+            stale = self._result is None or (
+                not self._result[0] and time.monotonic() - self._checked_at > _RETRY_FAILED_PROBE_SEC)
+            if stale and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(target=self._run, args=(engine,), name="whisper-probe", daemon=True)
+                self._thread.start()
+            usable, reason = self._result or (False, WARMING_UP)
+        return WhisperEngineStatus(
+            id=engine.id, kind="stt", name=engine.name, engine=engine.engine, mode=engine.mode,
+            languages=engine.languages(), usable_now=usable, reason=reason,
+            model=engine.model_name, loaded=engine.loaded)
+
+    def wait(self, timeout):
+        """Waits for a running probe (benchmarks and tests; the server never waits)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _run(self, engine):
+        try:
+            result = self._test_transcription(engine)
+        except Exception as exc:  # noqa: BLE001 - any failure means "not usable", with the reason
+            logger.exception("The Whisper probe failed")
+            result = (False, f"test transcription failed: {exc}")
+        with self._lock:
+            self._result, self._checked_at = result, time.monotonic()
+
+    @staticmethod
+    def _test_transcription(engine):
+        try:
+            speech = synthesizer().synthesize(_TEST_CLIP_TEXT, voice=_TEST_CLIP_VOICE)
+        except ApiError as exc:
+            return False, f"the test clip could not be spoken: {exc.message}"
+        buffer = io.BytesIO()
+        with wave.open(buffer, "wb") as wav:
+            wav.setnchannels(1)
+            wav.setsampwidth(2)
+            wav.setframerate(speech.sample_rate)
+            wav.writeframes(speech.pcm)
+        pcm = decode_to_pcm(buffer.getvalue()).pcm  # 16 kHz, as every request is fed
+        try:
+            transcript = engine.transcribe(pcm, language="de", deadline=Deadline(_PROBE_DEADLINE_SEC))
+        except ApiError as exc:
+            return False, exc.message
+        expected, heard = _words(_TEST_CLIP_TEXT), set(_words(transcript.text))
+        if sum(word in heard for word in expected) * 2 < len(expected):
+            return False, f"the test clip came back as {transcript.text!r}"
+        return True, ""
+
+
 def recognition_status():
-    engine = recognizer()
+    """Vosk's status: the configured models that exist (it loads them on first use)."""
+    engine = recognizer("vosk")
     # Model names only: this open endpoint does not reveal the server's file paths.
     configured = {lang: model_name(path) for lang, path in sorted(settings.VOSK_MODELS.items())}
     present = [lang for lang, path in sorted(settings.VOSK_MODELS.items()) if Path(path).is_dir()]
@@ -96,8 +189,10 @@ def recognition_status():
 
 
 synthesis_status = SynthesisProbe()
+whisper_status = RecognitionProbe()
 
 
 def register_probes():
     engine_probes.register("espeak", synthesis_status)
+    engine_probes.register("whisper", whisper_status)
     engine_probes.register("vosk", recognition_status)

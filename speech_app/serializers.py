@@ -23,8 +23,11 @@ class TranscribeRequestSerializer(serializers.Serializer):
         help_text=f"Base64 of MP3, WAV, OGG/Opus, WebM or M4A audio, at most {MAX_AUDIO_BYTES} bytes and 10 minutes.")
     filename = serializers.CharField(required=False, allow_blank=True, max_length=255,
                                      help_text="Informational; the format is recognised from the content.")
-    language = serializers.JSONField(required=False, help_text="Model language, ^[a-z]{2,3}$; default de.")
-    phrases = PhrasesField(help_text="Restrict recognition to these words or phrases.")
+    language = serializers.JSONField(
+        required=False, help_text="Language, ^[a-z]{2,3}$, or auto (Whisper detects it); default: the tenant's "
+                                  "language (de unless set otherwise).")
+    phrases = PhrasesField(help_text="Vosk: restrict recognition to these words or phrases. Whisper: hotwords, a "
+                                     "hint that favours them without excluding other words.")
 
 
 class SpeakRequestSerializer(serializers.Serializer):

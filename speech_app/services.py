@@ -10,7 +10,7 @@ from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
-from speech_app.stt import checked_language, recognizer
+from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
 
 # The longest effective text rendered in one request: a full script (5,000
@@ -74,14 +74,32 @@ def audio_from_base64(value):
         raise InvalidBase64() from None
 
 
-def audio_transcribe(*, audio, language=None, phrases=None):
-    """A Transcript of `audio` (bytes of any accepted format).
+def recognizer_for(language):
+    """The recognition engine for `language` (or "auto"), chosen like synthesis: the
+    first lane of the registry's stt route whose engine runs in this process and
+    serves that language here. Without a registry, or when no routed lane is served
+    here: Vosk for the languages an operator configured in VOSK_MODELS, Whisper for
+    every other language."""
+    for candidate in route("stt", language=None if language == AUTO_LANGUAGE else language).candidates:
+        engine_id = local_engine_id(candidate.lane, RECOGNIZERS)
+        if engine_id is not None and recognizer(engine_id).serves(language):
+            return recognizer(engine_id)
+    vosk = recognizer("vosk")
+    return vosk if vosk.serves(language) else recognizer()
+
+
+def audio_transcribe(*, audio, language=None, default_language=DEFAULT_LANGUAGE, phrases=None):
+    """A Transcript of `audio` (bytes of any accepted format) in `language`
+    (`default_language` when None; "auto" lets Whisper detect it).
 
     Client mistakes are reported before the server's state: a malformed language,
     empty, oversized or undecodable audio answer the same with or without a model;
-    a missing model (503) only for audio that could be recognised."""
-    language = checked_language(language)
+    a missing model (503) only for audio that could be recognised. Recognition runs
+    against a deadline derived from the audio's length (503 `stt_busy` past it)."""
+    language = checked_language(language, default=default_language)
     if not audio:
         raise EmptyAudio()
     decoded = decode_to_pcm(audio)
-    return recognizer().transcribe(decoded.pcm, language=language, phrases=phrases or None)
+    engine = recognizer_for(language)
+    return engine.transcribe(decoded.pcm, language=language, phrases=phrases or None,
+                             deadline=Deadline.for_audio(decoded.duration_sec))

@@ -1,6 +1,12 @@
-"""Speech recognition with Vosk, one model per language loaded once per process.
+"""Speech recognition behind one small interface, and the Vosk engine.
 
-Models come only from the paths in `settings.VOSK_MODELS` (`lang=path` pairs):
+Views and services only know `Recognizer` (`recognizer(engine_id)` returns this
+process's instance); `speech_app.services.recognizer_for` picks one per language
+through the registry's router. Engines: Whisper (`speech_app.whisper`, the default,
+German and about a hundred other languages out of the box) and Vosk (this module,
+for the languages an operator configures in `VOSK_MODELS`).
+
+Vosk models come only from the paths in `settings.VOSK_MODELS` (`lang=path` pairs):
 the model is always constructed from a directory path. Vosk's other ways of naming a
 model (by language or by model name) download it from the internet and are never
 used. A model is shared by all threads of the process (Kaldi models are read-only);
@@ -9,19 +15,27 @@ each transcription gets its own recognizer.
 import json
 import re
 import threading
+import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
 
 from speech_app.decode import SAMPLE_RATE
-from speech_app.errors import InvalidLanguage, SttUnavailable
+from speech_app.errors import InvalidLanguage, SttBusy, SttUnavailable
 
 DEFAULT_LANGUAGE = "de"
+# `"language": "auto"` lets an engine that can (Whisper) detect the language.
+AUTO_LANGUAGE = "auto"
 LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}$")
 # Feeding about a quarter second at a time lets Vosk end utterances at pauses, so
 # long recordings come back as several results instead of one run-on final result.
 _CHUNK_BYTES = SAMPLE_RATE // 4 * 2
+# What a client waits before retrying a recognition that hit its deadline: an
+# abandoned transcription stops at its next segment, within seconds.
+RETRY_AFTER_SEC = 10
 
 
 def install_hint(language):
@@ -42,18 +56,30 @@ class Word:
 
 
 @dataclass(frozen=True)
+class Segment:
+    start: float
+    end: float
+    text: str
+
+    def as_json(self):
+        return {"start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass(frozen=True)
 class Transcript:
     text: str
     duration_sec: float
     engine: str
     model: str
-    language: str
+    language: str  # the language used: the requested one, or the detected one for "auto"
     words: list = field(default_factory=list)
+    segments: list = field(default_factory=list)
 
     def as_json(self):
         return {
             "text": self.text,
             "words": [word.as_json() for word in self.words],
+            "segments": [segment.as_json() for segment in self.segments],
             "durationSec": round(self.duration_sec, 2),
             "engine": self.engine,
             "model": self.model,
@@ -61,13 +87,62 @@ class Transcript:
         }
 
 
-def checked_language(language):
-    """`language`, or the default when None; InvalidLanguage when malformed."""
+def checked_language(language, default=DEFAULT_LANGUAGE):
+    """`language`, or `default` when None; InvalidLanguage when malformed."""
     if language is None:
-        return DEFAULT_LANGUAGE
+        return default
+    if language == AUTO_LANGUAGE:
+        return language
     if not isinstance(language, str) or not LANGUAGE_PATTERN.match(language):
         raise InvalidLanguage(details={"language": [InvalidLanguage.message]})
     return language
+
+
+class Deadline:
+    """When a recognition must be done: settings' base + per-audio-second × the
+    audio's length, never more than STT_DEADLINE_MAX_SEC (below the worker timeout)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self._ends = time.monotonic() + seconds
+
+    @classmethod
+    def for_audio(cls, duration_sec):
+        seconds = settings.STT_DEADLINE_BASE_SEC + settings.STT_DEADLINE_PER_AUDIO_SEC * duration_sec
+        return cls(max(0.0, min(seconds, settings.STT_DEADLINE_MAX_SEC)))
+
+    def remaining(self):
+        return max(0.0, self._ends - time.monotonic())
+
+    def expired(self):
+        return time.monotonic() >= self._ends
+
+    def missed(self, *, duration_sec, done_sec=None):
+        """The 503 for a recognition that did not finish in time."""
+        progress = f" ({done_sec:.0f} of {duration_sec:.0f} s transcribed)" if done_sec is not None else ""
+        return SttBusy(
+            f"Speech recognition could not finish {duration_sec:.1f} s of audio within {self.seconds:.0f} s"
+            f"{progress}: the engine is busy or the audio is too long for one request. Retry later, or send "
+            "shorter audio.",
+            details={"deadlineSec": round(self.seconds, 1), "durationSec": round(duration_sec, 2)},
+            headers={"Retry-After": str(RETRY_AFTER_SEC)})
+
+
+class Recognizer(ABC):
+    """What the rest of the code needs from a speech-recognition engine."""
+
+    id: str  # the engine's id in /health, /v2/meta/engines and registry lane ids
+    name: str
+    engine: str
+    mode: str  # "offline" for engines in this process
+
+    @abstractmethod
+    def serves(self, language):
+        """Whether this engine can transcribe `language` (or "auto") here."""
+
+    @abstractmethod
+    def transcribe(self, pcm, *, language, phrases=None, deadline):
+        """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
 
 
 def model_name(path):
@@ -76,7 +151,7 @@ def model_name(path):
     return path.parent.name if path.name == "model" else path.name
 
 
-class VoskRecognizer:
+class VoskRecognizer(Recognizer):
     id, name, engine, mode = "vosk", "Vosk", "vosk", "offline"
 
     def __init__(self):
@@ -85,6 +160,9 @@ class VoskRecognizer:
 
     def configured_languages(self):
         return tuple(sorted(settings.VOSK_MODELS))
+
+    def serves(self, language):
+        return language in settings.VOSK_MODELS
 
     def loaded_models(self):
         """{language: model name} of the configured models already loaded here."""
@@ -120,10 +198,15 @@ class VoskRecognizer:
         self._models[path] = model
         return model
 
-    def transcribe(self, pcm, *, language, phrases=None):
-        """A Transcript of 16 kHz mono PCM; `phrases` restricts recognition to them."""
+    def transcribe(self, pcm, *, language, phrases=None, deadline=None):
+        """A Transcript of 16 kHz mono PCM; `phrases` restricts recognition to them.
+
+        Vosk works in the request's thread, a quarter second of audio at a time, so
+        the deadline is checked between chunks."""
         import vosk
 
+        if language == AUTO_LANGUAGE:
+            raise SttUnavailable("Vosk cannot detect the language: name one.", details={"language": language})
         model = self.model_for(language)
         if phrases:
             # Vosk needs the grammar as real UTF-8 text: with escaped non-ASCII
@@ -133,7 +216,10 @@ class VoskRecognizer:
             recognizer = vosk.KaldiRecognizer(model, SAMPLE_RATE)
         recognizer.SetWords(True)
         results = []
+        duration_sec = len(pcm) / 2 / SAMPLE_RATE
         for offset in range(0, len(pcm), _CHUNK_BYTES):
+            if deadline is not None and deadline.expired():
+                raise deadline.missed(duration_sec=duration_sec, done_sec=offset / 2 / SAMPLE_RATE)
             if recognizer.AcceptWaveform(pcm[offset:offset + _CHUNK_BYTES]):
                 results.append(json.loads(recognizer.Result()))
         results.append(json.loads(recognizer.FinalResult()))
@@ -142,19 +228,40 @@ class VoskRecognizer:
                  conf=round(item["conf"], 3))
             for result in results for item in result.get("result", [])
         ]
+        # Each Vosk result is one utterance, ended at a pause: a segment.
+        segments = [
+            Segment(start=round(result["result"][0]["start"], 2), end=round(result["result"][-1]["end"], 2),
+                    text=result["text"])
+            for result in results if result.get("text") and result.get("result")
+        ]
         return Transcript(
             text=" ".join(result["text"] for result in results if result.get("text")),
             words=words,
-            duration_sec=len(pcm) / 2 / SAMPLE_RATE,
+            segments=segments,
+            duration_sec=duration_sec,
             engine=self.engine,
             model=model_name(settings.VOSK_MODELS[language]),
             language=language,
         )
 
 
-_recognizer = VoskRecognizer()
+def _whisper():
+    from speech_app.whisper import WhisperRecognizer  # imports faster-whisper only when used
+
+    return WhisperRecognizer()
 
 
-def recognizer():
-    """The speech recognition engine of this process."""
-    return _recognizer
+# This process's recognition engines, by the id that registry lanes name them with
+# (`stt-whisper-base` → whisper); speech_app.services picks one per language.
+RECOGNIZERS = {"whisper": _whisper, "vosk": VoskRecognizer}
+DEFAULT_RECOGNIZER = "whisper"
+
+
+def recognizer(engine_id=DEFAULT_RECOGNIZER):
+    """The recognition engine `engine_id` of this process (one instance per process)."""
+    return _instance(engine_id)
+
+
+@lru_cache(maxsize=None)
+def _instance(engine_id):
+    return RECOGNIZERS[engine_id]()

@@ -6,27 +6,30 @@ no tenant (CONTRACT §1).
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from console.api import OpenAPIView, TenantAPIView, validated
 from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
 from registry_app import snapshot
+from registry_app.probe_auth import ProbeAuthentication
 from speech_app import services
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
-from speech_app.probes import recognition_status, synthesis_status
 from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer
 
 
 class AudioTranscribeView(TenantAPIView):
     parser_classes = [BoundedJSONParser]
+    audit_writes = False  # a POST that stores nothing: not a write for the audit trail
 
     @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio", responses=OpenApiTypes.OBJECT)
     def post(self, request):
         data = validated(TranscribeRequestSerializer, request.data)
         audio = services.audio_from_base64(data["audio_base64"])
+        # Without a language, the tenant's (German unless the tenant says otherwise).
         transcript = services.audio_transcribe(audio=audio, language=data.get("language"),
-                                               phrases=data.get("phrases"))
+                                               default_language=request.tenant.language, phrases=data.get("phrases"))
         return Response(transcript.as_json())
 
 
@@ -47,8 +50,10 @@ class ModuleTranscribeView(APIView):
     @extend_schema(
         request={"application/octet-stream": OpenApiTypes.BINARY},
         parameters=[
-            OpenApiParameter("language", str, description="Model language, ^[a-z]{2,3}$; default de."),
-            OpenApiParameter("phrase", str, many=True, description="Restrict recognition to these phrases."),
+            OpenApiParameter("language", str, description="Language, ^[a-z]{2,3}$ or auto (Whisper detects it); "
+                                                           "default de."),
+            OpenApiParameter("phrase", str, many=True, description="Vosk: restrict recognition to these phrases; "
+                                                                 "Whisper: hotwords, a hint."),
         ],
         summary="Transcribe raw audio bytes",
         responses=OpenApiTypes.OBJECT,
@@ -64,11 +69,17 @@ class ModuleTranscribeView(APIView):
 
 
 class ModuleHealthView(APIView):
+    # probe_registry's credential too: the registry's speech lanes name this path as their health check.
+    authentication_classes = [ProbeAuthentication, *api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+
     @extend_schema(summary="State of the speech module's engines", responses=OpenApiTypes.OBJECT)
     def get(self, request):
-        statuses = [synthesis_status(), recognition_status()]
+        statuses = [status for status in engine_probes.statuses() if status.kind in ("tts", "stt")]
+        # Vosk without models is optional equipment, not a fault: ok needs synthesis
+        # and one recognition engine.
+        usable = {status.kind for status in statuses if status.usable_now}
         return Response({
-            "ok": all(status.usable_now for status in statuses),
+            "ok": usable == {"tts", "stt"},
             "engines": [status.as_json() for status in statuses],
         })
 

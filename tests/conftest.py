@@ -68,6 +68,17 @@ def key_b(tenant_b):
     return api_key_create(tenant=tenant_b, name="tests")[1]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_lane_state():
+    """The router keeps the lanes' health state in memory for a second; a test's rolled
+    back cooldowns and probe failures must not reach the next test."""
+    from registry_app.routing import invalidate_lane_state
+
+    invalidate_lane_state()
+    yield
+    invalidate_lane_state()
+
+
 def make_client(key=None, tenant=None):
     client = APIClient()
     headers = {}
@@ -100,6 +111,24 @@ def error_of(response):
     return body["error"]
 
 
+def fail_once(monkeypatch, owner, name, exception, *, after_original=False):
+    """Makes owner.name raise `exception` on its first call (after doing its work, with
+    after_original), then behave again."""
+    original = getattr(owner, name)
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            return original(*args, **kwargs)
+        if after_original:
+            original(*args, **kwargs)
+        raise exception
+
+    monkeypatch.setattr(owner, name, failing)
+    return calls
+
+
 @pytest.fixture
 def render_cache_dir(settings, tmp_path):
     """An empty render cache of the test's own (MEDIA_ROOT in the test's directory)."""
@@ -118,3 +147,13 @@ def korean_model(settings):
 
     settings.VOSK_MODELS = {"ko": KOREAN_MODEL}
     return KOREAN_MODEL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _whisper_probe_finished():
+    """The Whisper probe runs in a background thread once /health or the engine lists
+    are asked; the session ends only after it, so that it never logs into closed output."""
+    yield
+    from speech_app.probes import whisper_status
+
+    whisper_status.wait(timeout=180)

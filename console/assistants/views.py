@@ -10,12 +10,10 @@ from console.rendering import fast_json_renderers
 
 
 class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    model = Assistant
     serializer_class = AssistantSerializer
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in an assistant
-
-    def get_queryset(self):
-        return Assistant.objects.for_tenant(self.request.tenant)
 
     @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
     def list(self, request):

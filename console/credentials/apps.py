@@ -13,7 +13,10 @@ class CredentialsConfig(AppConfig):
         from console.credentials import schema  # noqa: F401
         from console.credentials.models import ApiKey
         from console.credentials.verified import forget_saved_key, forget_saved_tenant
+        from console.middleware import let_djangos_session_checks_see_our_middleware
         from console.tenants.models import Tenant
+
+        let_djangos_session_checks_see_our_middleware()
 
         # Not business logic: the per-process cache of verified keys must not outlive a
         # change made through the ORM in this process (other processes: the bound in

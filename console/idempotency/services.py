@@ -6,22 +6,29 @@ Usage in a DRF view::
 
     def post(self, request):
         return idempotent(request, scope=f"voice.calls:{request.tenant.pk}",
-                          handler=lambda: self.create(request))
+                          handler=lambda: self.create(request), then=self.dial)
 
-`handler()` does the real work and returns a DRF `Response`. Behaviour:
+`handler()` does the real work and returns a DRF `Response`. The key's claim, the
+work and the storing of its response are one transaction: they commit together or
+not at all, so a stored response exists exactly when the work's side effects do.
 
-- No `Idempotency-Key` header: `handler()` runs, nothing is stored.
-- First request with a key: the key is claimed (committed at once), `handler()` runs,
-  and a 2xx response (status and JSON body) is stored for 24 hours. If `handler()`
-  raises or answers non-2xx, the claim is dropped, so a retry runs afresh — errors
-  change nothing by the project's rules, so there is nothing to replay.
+- No `Idempotency-Key` header: `handler()` runs (in a transaction), nothing is stored.
+- First request with a key: the key is claimed, `handler()` runs, and a 2xx response
+  (status and JSON body) is stored, all in one transaction, kept for 24 hours. If
+  `handler()` raises or answers non-2xx, or the worker dies, the transaction rolls
+  back with the claim: nothing happened, and a retry runs afresh at once.
+- A second request with the key while the first is running waits for the first's
+  transaction (the claim's unique row; on SQLite the write lock) and then replays
+  its answer, or runs afresh if the first rolled back. Work transactions hold no
+  external calls, so the wait is short.
+- `then(response)` (optional) runs after that commit, for work that must not hold a
+  transaction (dialling a carrier). Whatever happens there, the stored response stays:
+  a retry gets it and the work is never done a second time.
 - A replay (same scope, key and request body) within 24 h returns the stored response
   with the header `Idempotent-Replayed: true`; `handler()` does not run.
+  `replay(response)` (optional) may turn it into what a retry should now get (e.g.
+  the error of a `then` step that failed for good), raising an ApiError.
 - The same key with another body (or method/path) → 409 `idempotency_key_mismatch`.
-- The same key while the first request is still running → 409
-  `idempotency_key_in_use` with `Retry-After: 1` (the first one may still succeed).
-  A claim without a response after CLAIM_TIMEOUT is taken as abandoned (its worker
-  was killed mid-request) and the next request with the key runs afresh.
 - A key longer than 255 characters or with characters outside printable ASCII → 400
   `invalid_idempotency_key`.
 
@@ -39,13 +46,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.response import Response
 
-from console.errors import ApiError, Conflict
+from console.errors import ApiError, Conflict, response_for_exception
 from console.idempotency.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 RETENTION = timedelta(hours=24)
-# Longer than any request may run (gunicorn kills a worker after 30 s by default).
-CLAIM_TIMEOUT = timedelta(minutes=2)
 _VALID_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
@@ -59,11 +64,6 @@ class IdempotencyKeyMismatch(Conflict):
     message = "This Idempotency-Key was used with a different request; use a new key for a new request."
 
 
-class IdempotencyKeyInUse(Conflict):
-    code = "idempotency_key_in_use"
-    message = "A request with this Idempotency-Key is still being processed; retry shortly."
-
-
 def request_fingerprint(request):
     """Method, path and the parsed body in a canonical form (key order and spacing ignored)."""
     try:
@@ -73,61 +73,67 @@ def request_fingerprint(request):
     return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
-def idempotent(request, *, scope, handler):
+def idempotent(request, *, scope, handler, then=None, replay=None):
     key = request.headers.get(HEADER)
-    if key is None:
-        return handler()
-    if not _VALID_KEY.match(key):
+    if key is not None and not _VALID_KEY.match(key):
         raise InvalidIdempotencyKey()
-    fingerprint = request_fingerprint(request)
-    record, claimed = _claim(scope, key, fingerprint)
-    if not claimed:
-        return _replay(record, fingerprint)
-    try:
-        response = handler()
-    except BaseException:
-        _release(record)
-        raise
-    if 200 <= response.status_code < 300:
-        record.status_code, record.body = response.status_code, response.data
-        record.save(update_fields=["status_code", "body"])
-    else:
-        _release(record)
-    return response
+    fingerprint = request_fingerprint(request) if key is not None else None
+    stored = None
+    with transaction.atomic():
+        record = _claim(scope, key, fingerprint) if key is not None else None
+        if record is not None and record.status_code is not None:
+            stored = record
+        else:
+            response = handler()
+            if not 200 <= response.status_code < 300:
+                # An error answer changes nothing, whatever the handler wrote; the
+                # claim goes with it, so a retry is checked afresh.
+                transaction.set_rollback(True)
+            elif record is not None:
+                _store(record, response)
+    if stored is not None:
+        return _replay(stored, fingerprint, replay)
+    if then is None or not 200 <= response.status_code < 300:
+        return response
+    return then(response)
 
 
 def _claim(scope, key, fingerprint):
-    """(record, True) if this request now owns the key, else (existing record, False)."""
+    """Within the work's transaction: the answered record of an earlier request with
+    this key (to replay), or this request's new claim (status None)."""
     now = timezone.now()
-    with transaction.atomic():
-        existing = IdempotencyRecord.objects.select_for_update().filter(scope=scope, key=key).first()
-        if existing is not None:
-            expired = existing.created_at <= now - RETENTION
-            abandoned = existing.status_code is None and existing.created_at <= now - CLAIM_TIMEOUT
-            if not (expired or abandoned):
-                return existing, False
-            existing.delete()
-        try:
-            with transaction.atomic():
-                record = IdempotencyRecord.objects.create(
-                    scope=scope, key=key, request_hash=fingerprint, created_at=now
-                )
-        except IntegrityError:
-            # A concurrent request with the same key claimed it first.
-            return IdempotencyRecord.objects.get(scope=scope, key=key), False
-    return record, True
+    existing = IdempotencyRecord.objects.select_for_update().filter(scope=scope, key=key).first()
+    if existing is not None:
+        if existing.status_code is not None and existing.created_at > now - RETENTION:
+            return existing
+        # Expired, or a claim without an answer (left by an earlier version of this
+        # module, which committed claims on their own): the key is free again.
+        existing.delete()
+    try:
+        with transaction.atomic():
+            return IdempotencyRecord.objects.create(scope=scope, key=key, request_hash=fingerprint, created_at=now)
+    except IntegrityError:
+        # A concurrent request with this key committed first (this insert waited for
+        # its transaction): replay its answer.
+        return IdempotencyRecord.objects.select_for_update().get(scope=scope, key=key)
 
 
-def _release(record):
-    IdempotencyRecord.objects.filter(pk=record.pk, status_code__isnull=True).delete()
+def _store(record, response):
+    record.status_code, record.body = response.status_code, response.data
+    record.save(update_fields=["status_code", "body"])
 
 
-def _replay(record, fingerprint):
+def _replay(record, fingerprint, replay):
     if record.request_hash != fingerprint:
         raise IdempotencyKeyMismatch()
-    if record.status_code is None:
-        raise IdempotencyKeyInUse(headers={"Retry-After": "1"})
-    return Response(record.body, status=record.status_code, headers={"Idempotent-Replayed": "true"})
+    response = Response(record.body, status=record.status_code)
+    if replay is not None:
+        try:
+            response = replay(response)
+        except ApiError as exc:
+            response = response_for_exception(exc)
+    response["Idempotent-Replayed"] = "true"
+    return response
 
 
 def purge_expired(*, now=None):

@@ -13,11 +13,9 @@ from console.numbers.serializers import (
 
 
 class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+    model = PhoneNumber
     serializer_class = PhoneNumberSerializer
     lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        return PhoneNumber.objects.for_tenant(self.request.tenant)
 
     @extend_schema(responses=inline_serializer("PhoneNumberList", {"numbers": PhoneNumberSerializer(many=True)}))
     def list(self, request):

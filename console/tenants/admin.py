@@ -1,23 +1,33 @@
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
 
-from console.tenants.admin_scoping import TenantScopedAdmin
+from console.tenants.admin_scoping import (
+    SuperuserOnlyAdminMixin,
+    TenantScopedAdmin,
+    TenantScopedInline,
+    visible_users,
+)
+from console.tenants.forms import MembershipForm, TenantOriginForm
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 
 
-class TenantHostInline(admin.TabularInline):
+class TenantHostInline(TenantScopedInline):
     model = TenantHost
     extra = 0
 
 
-class TenantOriginInline(admin.TabularInline):
+class TenantOriginInline(TenantScopedInline):
     model = TenantOrigin
+    form = TenantOriginForm
     extra = 0
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(TenantScopedInline):
     model = Membership
+    form = MembershipForm
     extra = 0
-    autocomplete_fields = ["user"]
 
 
 @admin.register(Tenant)
@@ -29,7 +39,7 @@ class TenantAdmin(TenantScopedAdmin):
     fieldsets = [
         (None, {"fields": ["slug", "name", "time_zone", "created_at"]}),
         ("Calls", {"fields": ["minute_cap", "max_call_minutes"]}),
-        ("Audio", {"fields": ["recording_enabled", "transcription_enabled", "disclosure_text"]}),
+        ("Audio", {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
         ("Public leads", {"fields": ["lead_rate_limit"]}),
     ]
 
@@ -46,7 +56,53 @@ class TenantAdmin(TenantScopedAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(TenantScopedAdmin):
-    list_display = ["user", "tenant", "role", "created_at"]
+    form = MembershipForm
+    list_display = ["user", "email", "tenant", "role", "created_at"]
     list_filter = ["role"]
+    list_select_related = ["user", "tenant"]
     search_fields = ["user__username", "user__email", "tenant__slug"]
-    autocomplete_fields = ["user"]
+
+    @admin.display(description="e-mail", ordering="user__email")
+    def email(self, membership):
+        return membership.user.email
+
+
+User = get_user_model()
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class ScopedUserAdmin(UserAdmin):
+    """Superusers manage every account. Other staff see only the accounts of their
+    tenants' members, read-only and without their permissions: they add people
+    through memberships (by e-mail), and cannot hand anyone, themselves included,
+    rights or another account's password."""
+
+    MEMBER_FIELDS = ["username", "email", "first_name", "last_name", "is_active", "last_login", "date_joined"]
+
+    def get_queryset(self, request):
+        users = super().get_queryset(request)  # ordered as the admin orders users
+        return users if request.user.is_superuser else users.filter(pk__in=visible_users(request.user).values("pk"))
+
+    def get_fieldsets(self, request, obj=None):
+        if request.user.is_superuser:
+            return super().get_fieldsets(request, obj)
+        return [(None, {"fields": self.MEMBER_FIELDS})]
+
+    def get_list_filter(self, request):
+        return super().get_list_filter(request) if request.user.is_superuser else ["is_active"]
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser and super().has_add_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
+
+@admin.register(Group)
+class SuperuserGroupAdmin(SuperuserOnlyAdminMixin, GroupAdmin):
+    """Groups hand out permissions across all tenants: a superuser's matter."""

@@ -21,6 +21,9 @@ host_validator = RegexValidator(
 )
 
 
+language_validator = RegexValidator(r"^[a-z]{2,3}$", "A two- or three-letter lowercase language code such as 'de'.")
+
+
 def validate_time_zone(value):
     if value not in zoneinfo.available_timezones():
         raise ValidationError(f"'{value}' is not a known IANA time zone (e.g. Europe/Berlin).")
@@ -46,6 +49,11 @@ class Tenant(models.Model):
     )
     recording_enabled = models.BooleanField(default=False)
     transcription_enabled = models.BooleanField(default=True)
+    # What the tenant's callers speak: the language of a transcription that names none
+    # (detection on short or poor audio is unreliable, so it is not the default).
+    language = models.CharField(
+        max_length=3, default="de", validators=[language_validator],
+        help_text="Language of the tenant's callers (e.g. de): used when a transcription request names none.")
     # Art. 50 disclosure, spoken before every script that opens a call; it cannot be
     # switched off, only worded differently.
     disclosure_text = models.TextField(

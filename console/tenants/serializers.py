@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from console.api import ClosedSerializer
+
 
 class StrictBooleanField(serializers.BooleanField):
     """Only JSON true/false: "true", 1 or "yes" are mistakes, not booleans."""
@@ -12,18 +14,10 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
-class AudioSettingsPatchSerializer(serializers.Serializer):
+class AudioSettingsPatchSerializer(ClosedSerializer):
+    require_one = True
     recordingEnabled = StrictBooleanField(required=False)
     transcriptionEnabled = StrictBooleanField(required=False)
-
-    def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
-        if not attrs:
-            raise serializers.ValidationError(
-                {"non_field_errors": ["Send recordingEnabled and/or transcriptionEnabled."]})
-        return attrs
 
 
 def audio_settings_json(tenant):

@@ -1,22 +1,51 @@
+import ipaddress
 from urllib.parse import urlsplit
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from console.errors import ValidationFailed
-from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
+from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin, host_validator
 
 
 def normalize_origin(value):
-    """`https://Shop.Example:443/` → `https://shop.example`; ValueError if not an origin."""
+    """`https://Shop.Example:443/` → `https://shop.example`, as a browser sends it in
+    `Origin` (IDN hosts in their ASCII form, IPv6 in brackets); ValueError if `value`
+    is not an http(s) origin (`*`, `null`, `javascript:…`, paths, user info)."""
+    problem = f"'{value}' is not a web origin (http(s)://host[:port])."
     parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"'{value}' is not a web origin (http(s)://host[:port]).")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(problem)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
         raise ValueError(f"'{value}' is not a bare origin: leave out path, query and user.")
-    default_port = {"http": 80, "https": 443}[parts.scheme]
-    port = f":{parts.port}" if parts.port and parts.port != default_port else ""
-    return f"{parts.scheme}://{parts.hostname.lower()}{port}"
+    try:
+        port = parts.port
+        host = _origin_host(parts.hostname)
+    except ValueError:
+        raise ValueError(problem) from None
+    scheme = parts.scheme.lower()
+    default_port = {"http": 80, "https": 443}[scheme]
+    return f"{scheme}://{host}" + (f":{port}" if port and port != default_port else "")
+
+
+def _origin_host(hostname):
+    """The host of an origin as browsers write it, or ValueError."""
+    try:
+        address = ipaddress.ip_address(hostname)
+    except ValueError:
+        pass
+    else:
+        return f"[{address.compressed}]" if address.version == 6 else address.compressed
+    try:
+        ascii_host = hostname.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        raise ValueError(hostname) from None
+    try:
+        host_validator(ascii_host)
+    except ValidationError:
+        raise ValueError(hostname) from None
+    return ascii_host
 
 
 def _check(instance, exclude=()):
@@ -48,6 +77,34 @@ def tenant_create(*, slug, name, minute_cap=None, max_call_minutes=None, time_zo
             raise ValidationFailed.field("origin", str(exc)) from None
         TenantOrigin.objects.get_or_create(tenant=tenant, origin=normalized)
     return tenant
+
+
+@transaction.atomic
+def user_invite(*, email):
+    """The account of `email` (compared without case), or a new one made for an
+    invitation: inactive, with an unusable password, so nobody can log in with it
+    until an operator activates it and a password is set (docs/operations.md)."""
+    User = get_user_model()
+    email = User.objects.normalize_email(email.strip())
+    user = find_user_by_email(email)
+    if user is None:
+        user = User.objects.create_user(_free_username(email), email, password=None, is_active=False, is_staff=True)
+    return user
+
+
+def find_user_by_email(email):
+    """The oldest account with this e-mail address (Django does not make addresses unique)."""
+    return get_user_model()._default_manager.filter(email__iexact=email.strip()).order_by("pk").first()
+
+
+def _free_username(email):
+    User = get_user_model()
+    base = email.lower()[:140]
+    candidate, number = base, 1
+    while User._default_manager.filter(username=candidate).exists():
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate
 
 
 @transaction.atomic

@@ -17,6 +17,9 @@
     return;
   }
   var endpoint = new URL(script.src, location.href).origin + "/v2/public/leads";
+  // Stored with the lead: which consent sentence (below) the visitor saw. A new
+  // sentence is a new version in leads_app/consent.py; never reword this one.
+  var CONSENT_VERSION = "callback-de-1";
 
   // The preferred-time tokens of the API, in the words a visitor reads.
   var TIMES = [
@@ -95,6 +98,25 @@
     return lines.length ? lines.join(" ") : error.message;
   }
 
+  // A constructed style sheet is no inline style, so a page whose Content-Security-
+  // Policy forbids inline styles (style-src without 'unsafe-inline') still shows the
+  // widget as it should. Browsers without them get a <style> element that carries
+  // this script's nonce, which such a page allows if it allows styles by nonce.
+  function addStyles(root) {
+    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function") {
+      try {
+        var sheet = new CSSStyleSheet();
+        sheet.replaceSync(CSS);
+        root.adoptedStyleSheets = [sheet];
+        return;
+      } catch (e) { /* not constructable here: the <style> element below */ }
+    }
+    var style = document.createElement("style");
+    if (script.nonce) { style.nonce = script.nonce; }
+    style.textContent = CSS;
+    root.insertBefore(style, root.firstChild);
+  }
+
   function mount() {
     var host = document.createElement("div");
     host.setAttribute("data-stimmwerk-widget", tenant);
@@ -105,7 +127,8 @@
     host.style.setProperty("bottom", "16px", "important");
     host.style.setProperty("z-index", "2147483000", "important");
     var root = host.attachShadow({ mode: "open" });
-    root.innerHTML = "<style>" + CSS + "</style>" + HTML;
+    root.innerHTML = HTML;
+    addStyles(root);
     document.body.appendChild(host);
 
     var $ = function (selector) { return root.querySelector(selector); };
@@ -135,7 +158,8 @@
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var lead = { tenant: tenant, kind: "callback", phone: phone.value, preferred_at: when.value };
+      var lead = { tenant: tenant, kind: "callback", phone: phone.value, preferred_at: when.value,
+                   consent_version: CONSENT_VERSION };
       if (/^https?:$/.test(location.protocol)) { lead.page_url = location.href.split("#")[0]; }
       if (form.elements.website.value) { lead.website = form.elements.website.value; }
       var body = JSON.stringify(lead);

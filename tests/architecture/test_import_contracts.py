@@ -12,7 +12,7 @@ import pytest
 from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["console", "registry_app", "speech_app", "scripts_app", "calls_app", "leads_app"]
+PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -47,8 +47,14 @@ def test_the_contracts_hold_on_the_project():
     ("console/_probe.py", "import scripts_app.models\n", "Layers"),
     ("registry_app/_probe.py", "import speech_app.services\n", "Layers"),
     ("speech_app/_probe.py", "import calls_app.models\n", "Layers"),
+    ("speech_app/_probe.py", "import gateway_app.services\n", "Layers"),
+    ("gateway_app/_probe.py", "from leads_app import services\n", "Layers"),
     ("leads_app/_probe.py", "from calls_app import services\n", "Leads never import calls"),
+    ("calls_app/_probe.py", "import privacy_app.services\n", "Layers"),
+    ("leads_app/_probe.py", "from privacy_app.models import Export\n", "Layers"),
+    ("console/_probe.py", "import privacy_app.selectors\n", "Layers"),
     ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),
+    ("gateway_app/_probe.py", "from console.tenants.models import Tenant\n", "The gateway holds no tenant data"),
     ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
@@ -62,9 +68,10 @@ def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broke
     assert broken in broken_section, result.stdout
 
 
-def test_no_registry_model_points_at_tenant_data():
-    for model in apps.get_app_config("registry_app").get_models():
+@pytest.mark.parametrize("app_label", ["registry_app", "gateway_app"])
+def test_no_registry_or_gateway_model_points_at_tenant_data(app_label):
+    for model in apps.get_app_config(app_label).get_models():
         for field in model._meta.get_fields():
             related = getattr(field, "related_model", None)
             if related is not None:
-                assert related._meta.app_label in ("registry_app", "auth"), (model, field)
+                assert related._meta.app_label in (app_label, "auth"), (model, field)

@@ -84,3 +84,20 @@ def test_seed_demo_gives_the_demo_tenant_calls_once():
     assert all(call.status == "completed" and call.transcript_entries.exists() for call in calls)
     seed_demo()
     assert sorted(Call.objects.filter(tenant__slug="demo").values_list("id", flat=True)) == first
+
+
+def test_create_carrier_stores_the_caller_id_as_e164_and_refuses_other_text():
+    run("create_carrier", "telco", "--caller-id", "030 1234567")
+    assert Carrier.objects.get().caller_id == "+49301234567"
+
+    with pytest.raises(CommandError, match="caller-id"):
+        run("create_carrier", "other", "--caller-id", "12")
+
+
+def test_carrier_service_refuses_a_caller_id_that_is_no_phone_number():
+    from calls_app.services import carrier_create
+    from console.errors import ValidationFailed
+
+    with pytest.raises(ValidationFailed) as refused:
+        carrier_create(carrier_id="telco", caller_id="javascript:alert(1)")
+    assert list(refused.value.details) == ["caller_id"] and not Carrier.objects.exists()

@@ -171,3 +171,10 @@ def test_switch_changed_during_a_call_keeps_the_setting_of_its_start(carrier_cli
     carrier_client.post("call.transcript", {"carrierCallId": "CA18", "role": "user", "text": "Hallo",
                                             "ts": "2025-03-01T10:00:00Z"})
     assert Call.objects.get().transcript_entries.count() == 1
+
+
+def test_the_log_line_of_an_unowned_number_shows_it_masked(carrier_client, number_a, caplog):
+    with caplog.at_level("WARNING", logger="calls_app.webhook"):
+        carrier_client.post("call.started", started("CA5b", to="+493099988877"))
+    assert "+49309•••••77" in caplog.text
+    assert "3099988877" not in caplog.text

@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 
 import pytest
+from django.contrib.contenttypes.models import ContentType
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from calls_app.carriers import sim_carrier
@@ -15,7 +16,9 @@ from calls_app.services import carrier_create
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from leads_app.models import Lead
 from leads_app.services import lead_create
+from privacy_app.services import erasure_create, export_create
 from scripts_app.models import ScriptOverride
 from tests.queries import assert_query_count
 from tests.speech_app.audio_samples import silence, wav_file
@@ -23,6 +26,7 @@ from tests.speech_app.audio_samples import silence, wav_file
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
 AUTH = 1  # the API key with its tenant
+AUDIT = 1  # a write's entry in the audit trail (console.audit), made in the request
 TOUCHPOINT = "inbound.greeting"
 
 # method, path (with the ids of `seeded`), JSON body, the endpoint's own queries: what they are
@@ -31,27 +35,42 @@ ENDPOINTS = [
     ("GET", "/v2/assistants/{assistant}", None, 1, "the assistant"),
     ("GET", "/v2/numbers", None, 1, "the numbers"),
     ("GET", "/v2/numbers/{number}", None, 1, "the number"),
-    ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2, "is the number taken, insert"),
-    ("PATCH", "/v2/numbers/{number}", {"label": "Zentrale"}, 2, "the number, update"),
-    ("DELETE", "/v2/numbers/{number}", None, 2, "the number, delete"),
+    ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2 + AUDIT, "is the number taken, insert"),
+    ("PATCH", "/v2/numbers/{number}", {"label": "Zentrale"}, 2 + AUDIT, "the number, update"),
+    ("DELETE", "/v2/numbers/{number}", None, 2 + AUDIT, "the number, delete"),
     ("GET", "/v2/calls?limit=200", None, 2, "the calls, their transcript lines"),
     ("GET", "/v2/calls/{call}", None, 2, "the call, its transcript lines"),
     ("GET", "/v2/usage", None, 1, "the counter row of the month"),
     ("GET", "/v2/leads", None, 1, "the leads"),
     ("GET", "/v2/leads/{lead}", None, 1, "the lead"),
-    ("PATCH", "/v2/leads/{lead}", {"status": "contacted"}, 2, "the lead, update"),
+    ("PATCH", "/v2/leads/{lead}", {"status": "contacted"}, 2 + AUDIT, "the lead, update"),
     ("GET", "/v2/audio/scripts?analyze=1", None, 1, "the tenant's overrides"),
     ("GET", f"/v2/audio/scripts/{TOUCHPOINT}", None, 1, "the override of the touchpoint"),
-    ("PUT", f"/v2/audio/scripts/{TOUCHPOINT}", {"text": "Guten Tag."}, 2, "upsert"),
-    ("DELETE", f"/v2/audio/scripts/{TOUCHPOINT}", None, 1, "delete"),
+    ("PUT", f"/v2/audio/scripts/{TOUCHPOINT}", {"text": "Guten Tag."}, 2 + AUDIT, "upsert"),
+    ("DELETE", f"/v2/audio/scripts/{TOUCHPOINT}", None, 1 + AUDIT, "delete"),
     ("GET", "/v2/audio/settings", None, 0, "the tenant came with the key"),
-    ("PATCH", "/v2/audio/settings", {"recordingEnabled": True}, 1, "update the tenant"),
+    ("PATCH", "/v2/audio/settings", {"recordingEnabled": True}, 1 + AUDIT, "update the tenant"),
     ("POST", "/v2/audio/render", {"touchpoint": TOUCHPOINT, "variables": {"companyName": "Acme"}}, 2,
      "the override of the touchpoint, the registry version (engine routing)"),
-    ("POST", "/v2/audio/transcribe", {"audio_base64": "{audio}", "language": "ko"}, 0, "no data of the tenant"),
-    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 10,
+    ("POST", "/v2/audio/transcribe", {"audio_base64": "{audio}", "language": "ko"}, 1,
+     "the registry version (engine routing); no data of the tenant"),
+    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 11 + AUDIT,
      "the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
-     " insert the call, update the counter; the sim carrier's dial record and the call's carrier id"),
+     " insert the call, update the counter; after the reservation committed, the call read again to dial it,"
+     " the sim carrier's dial record and the call's carrier id"),
+    ("GET", "/v2/privacy/settings", None, 1, "the tenant's retention settings"),
+    ("PATCH", "/v2/privacy/settings", {"transcriptDays": 30}, 4 + AUDIT,
+     "the settings, created with the defaults (the tenant never chose), locked, update"),
+    ("GET", "/v2/privacy/exports", None, 1, "the exports"),
+    ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 10 + AUDIT,
+     "is it an own number; the rows (calls, transcript lines, leads, carriers); insert the export; its"
+     " document (carriers, calls with their lines, leads); store it (the service audits it)"),
+    ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
+    ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 10 + AUDIT,
+     "is it an own number; the calls (locked) and leads naming it; delete the leads, the exports; blank the"
+     " idempotency records, the admin log; the erased caller (get or create); the receipt (the service audits it)"),
 ]
 
 
@@ -75,6 +94,11 @@ def seeded(tenant_a, tenant_b, korean_model):
             if tenant == tenant_a:
                 ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
+        export = export_create(tenant=tenant, e164="+491719999999", actor="tests")
+        erasure = erasure_create(tenant=tenant, e164="+491719999998", actor="tests")
+        if tenant == tenant_a:
+            ids.update(export=export.id, erasure=erasure.id)
+    ContentType.objects.get_for_models(Call, Lead)  # cached per process, as in a server that ran a while
     ids["audio"] = base64.b64encode(wav_file(silence(0.5), rate=16000)).decode()
     return ids
 
@@ -127,7 +151,7 @@ def tenant_bound_routes():
 
 
 def test_every_tenant_bound_route_is_in_the_table():
-    pinned = {(method, resolve(path.split("?")[0].format(assistant="as_x", number="pn_x", call="cl_x",
-                                                         lead="ld_x")).route)
+    pinned = {(method, resolve(path.split("?")[0].format(
+                  assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

@@ -2,6 +2,7 @@
 import logging
 
 import pytest
+from django import db
 from django.test import Client, override_settings
 
 from tests.conftest import error_of, make_client
@@ -100,3 +101,19 @@ def test_non_api_paths_keep_django_pages(db):
     # The admin is HTML: its 404 is not rewritten.
     response = Client().get("/admin/does-not-exist/")
     assert not response["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("error", [db.OperationalError("database is locked"),
+                                   db.InterfaceError("connection already closed")])
+def test_an_unavailable_database_is_503_with_retry_after_on_drf_and_plain_views(api_a, monkeypatch, error):
+    from calls_app import event_sql, selectors
+
+    def unavailable(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(selectors, "usage_for", unavailable)
+    monkeypatch.setattr(event_sql, "carrier_nonce", unavailable)
+    for response in (api_a.get("/v2/usage"),
+                     api_a.post("/voice/webhook/any", b"{}", content_type="application/json")):
+        assert response.status_code == 503 and error_of(response)["code"] == "database_unavailable"
+        assert response["Retry-After"] == "1"

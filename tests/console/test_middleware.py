@@ -6,7 +6,9 @@ from django.test import Client
 
 from tests.conftest import make_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("gateway_token")]
+
+GATEWAY_TOKEN = "gw-middleware-test-token-5c1e"
 
 DJANGO_MIDDLEWARE = {
     "console.middleware.SessionMiddleware": "django.contrib.sessions.middleware.SessionMiddleware",
@@ -29,8 +31,14 @@ def sessions_loaded(monkeypatch):
     return calls
 
 
+@pytest.fixture
+def gateway_token(settings):
+    settings.GATEWAY_STATIC_TOKEN = GATEWAY_TOKEN
+
+
 def exchanges(key_a, owner):
-    """Requests of every kind on the API paths, and one of the admin."""
+    """Requests of every kind on the API paths (the gateway's and the speech module's
+    too), and one of the admin."""
     logged_in = make_client(tenant="acme")
     logged_in.force_login(owner)
     logged_in_with_key = make_client(key_a, "acme")
@@ -44,6 +52,12 @@ def exchanges(key_a, owner):
         ("session and key", logged_in_with_key, "get", "/v2/assistants"),
         ("webhook", Client(), "post", "/voice/webhook/nobody"),
         ("unknown API path", make_client(key_a), "get", "/v2/nothing-here"),
+        ("gateway", Client(HTTP_AUTHORIZATION=f"Bearer {GATEWAY_TOKEN}"), "get", "/v1/usage"),
+        ("gateway without token", Client(), "get", "/v1/usage"),
+        ("cloud agent", Client(HTTP_AUTHORIZATION=f"Bearer {GATEWAY_TOKEN}"), "get", "/agent"),
+        ("speech module", make_client(key_a), "get", "/api/voice/health"),
+        ("speech module, session", logged_in, "get", "/api/voice/health"),
+        ("transcribe with a key", make_client(key_a, "acme"), "post", "/v2/audio/transcribe"),
         ("admin", logged_in, "get", "/admin/"),
     ]
 
@@ -51,7 +65,9 @@ def exchanges(key_a, owner):
 def answer(response):
     if response["Content-Type"].startswith("text/html"):  # the admin's page has a fresh CSRF token each time
         return response.status_code, response["Content-Type"]
-    return response.status_code, dict(response.items()), response.content, sorted(response.cookies)
+    headers = dict(response.items())
+    assert headers.pop("X-Request-Id")  # every request has its own (console/request_log.py)
+    return response.status_code, headers, response.content, sorted(response.cookies)
 
 
 def test_responses_are_those_of_djangos_own_middleware(settings, tenant_a, key_a, owner):
@@ -65,6 +81,7 @@ def test_responses_are_those_of_djangos_own_middleware(settings, tenant_a, key_a
 def test_the_session_is_left_out_only_where_it_cannot_be_used(tenant_a, key_a, owner, sessions_loaded):
     for _name, client, method, path in exchanges(key_a, owner):
         getattr(client, method)(path)
-    # With a key (whatever the path), /health and the webhook: no session. Without a key
-    # on /v2, where a login may authenticate the request, and in the admin: the session.
-    assert sessions_loaded == ["/v2/usage", "/v2/assistants", "/admin/"]
+    # With a key or the gateway token (whatever the path), /health and the webhook: no
+    # session. Without one on the API paths, where a login may authenticate the request
+    # (or the gateway refuses it), and in the admin: the session.
+    assert sessions_loaded == ["/v2/usage", "/v2/assistants", "/v1/usage", "/api/voice/health", "/admin/"]

@@ -18,7 +18,7 @@ MOMENT = dt.datetime(2025, 3, 30, 0, 30, 0, 250000, tzinfo=dt.timezone.utc)
 
 @pytest.fixture
 def varied_leads(tenant_a, tenant_b):
-    """Every kind and status, preferred times and page URLs set and empty, equal creation
+    """Every kind and status, preferred times, page URLs and consent versions set and empty, equal creation
     times (ordered by id then), microseconds and none; leads of another tenant."""
     for tenant in (tenant_a, tenant_b):
         for n in range(30):
@@ -26,7 +26,7 @@ def varied_leads(tenant_a, tenant_b):
                 tenant=tenant, kind=Lead.Kind.values[n % 3], phone=f"+4917112345{n:02d}",
                 preferred_at="tomorrow-am" if n % 4 else "", page_url="https://acme.example/k?x=\"1\"" if n % 5 else "",
                 preferred_at_resolved=MOMENT + dt.timedelta(days=n) if n % 4 else None,
-                status=Lead.Status.values[n % 6],
+                status=Lead.Status.values[n % 6], consent_version="2025-01" if n % 3 else "",
             )
     for n, lead in enumerate(Lead.objects.filter(tenant=tenant_a).order_by("id")):
         Lead.objects.filter(pk=lead.pk).update(created_at=MOMENT + dt.timedelta(minutes=n // 2, microseconds=n % 3))

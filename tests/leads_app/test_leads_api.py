@@ -29,6 +29,7 @@ def test_stored_lead_has_the_contract_shape(api_a, tenant_a):
     assert body == {
         "id": lead.id, "tenant": "acme", "kind": "callback", "phone": "+491712345678", "preferred_at": None,
         "preferred_at_resolved": None, "page_url": None, "status": "new", "created_at": body["created_at"],
+        "consent_version": None,
     }
     assert body["created_at"].endswith(("Z", "+00:00"))
 

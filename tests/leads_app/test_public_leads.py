@@ -34,7 +34,7 @@ def test_each_required_field_missing_is_a_field_error(public, tenant_a, field):
     assert not Lead.objects.exists()
 
 
-@pytest.mark.parametrize("field", ["preferred_at", "page_url"])
+@pytest.mark.parametrize("field", ["preferred_at", "page_url", "consent_version"])
 def test_optional_fields_may_be_left_out_or_null(public, tenant_a, field):
     assert post_lead(public, lead_with(**{field: None})).status_code == 201
     body = dict(GOOD_LEAD, **{field: None})
@@ -149,6 +149,28 @@ def test_page_url_must_be_http_or_https(public, tenant_a, url):
 
     assert response.status_code == 400
     assert list(error_of(response)["details"]) == ["page_url"]
+
+
+def test_the_consent_version_the_visitor_saw_is_kept_with_the_lead(public, api_a, tenant_a):
+    response = post_lead(public, dict(GOOD_LEAD, consent_version="callback-de-1"))
+
+    assert response.status_code == 201
+    assert Lead.objects.get().consent_version == "callback-de-1"
+    assert api_a.get(f"/v2/leads/{response.json()['id']}").json()["consent_version"] == "callback-de-1"
+
+
+def test_a_lead_without_a_consent_version_shows_null(public, api_a, tenant_a):
+    lead_id = post_lead(public).json()["id"]
+    assert api_a.get(f"/v2/leads/{lead_id}").json()["consent_version"] is None
+
+
+@pytest.mark.parametrize("version", ["", "v 1", "x" * 41, 1, True, "<script>"])
+def test_a_malformed_consent_version_is_a_field_error(public, tenant_a, version):
+    response = post_lead(public, dict(GOOD_LEAD, consent_version=version))
+
+    assert response.status_code == 400
+    assert list(error_of(response)["details"]) == ["consent_version"]
+    assert not Lead.objects.exists()
 
 
 def test_unknown_fields_are_ignored(public, tenant_a):

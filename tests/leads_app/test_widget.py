@@ -68,3 +68,14 @@ def test_demo_page_includes_the_current_widget_for_the_demo_tenant(client):
     assert response.status_code == 200
     include = f'<script src="/widget/callback.js?v={version}" data-tenant="demo" async></script>'
     assert include in response.content.decode()
+
+
+def test_widget_sends_the_consent_version_of_leads_app_consent():
+    from leads_app.consent import VERSION_PATTERN, WIDGET_CONSENT_TEXTS, WIDGET_CONSENT_VERSION
+    from leads_app.widget_views import WIDGET_FILE
+
+    source = WIDGET_FILE.read_text()
+    assert f'var CONSENT_VERSION = "{WIDGET_CONSENT_VERSION}";' in source
+    assert "consent_version: CONSENT_VERSION" in source
+    assert WIDGET_CONSENT_VERSION in WIDGET_CONSENT_TEXTS
+    assert all(VERSION_PATTERN.match(version) for version in WIDGET_CONSENT_TEXTS)

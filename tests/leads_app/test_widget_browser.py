@@ -5,10 +5,7 @@ a second local origin (a small HTTP server on another port), as on a customer's 
 so the post is a real cross-origin request with its CORS preflight.
 """
 import json
-import shutil
-import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,18 +15,13 @@ from playwright.sync_api import expect, sync_playwright
 from console.credentials.services import api_key_create
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.services import tenant_create
+from leads_app.consent import WIDGET_CONSENT_TEXTS, WIDGET_CONSENT_VERSION
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, HostPageServer, needs_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-# This machine's network is closed: nothing in the browser may reach out on its own.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 OUTPUT_DIR = Path(settings.BASE_DIR) / "test-output" / "leads_app"
 WIDGET_BLUE = "rgb(11, 92, 173)"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None,
-    reason=f"Debian's chromium is not installed at {CHROMIUM} (make test installs it; or apt-get install chromium)",
-)
+pytestmark = needs_chromium
 
 HOST_PAGE = """<!doctype html>
 <html lang="de"><head><meta charset="utf-8"><title>Shop</title>
@@ -42,37 +34,6 @@ HOST_PAGE = """<!doctype html>
 <body><h1>Blumen Schmidt</h1>
 <script src="{widget}" data-tenant="{tenant}" async></script>
 </body></html>"""
-
-
-class HostPageServer:
-    """Serves one HTML page on its own origin (127.0.0.1, a free port)."""
-
-    def __init__(self, html):
-        page = html.encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(page)))
-                self.end_headers()
-                self.wfile.write(page)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.origin = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 @pytest.fixture
@@ -117,6 +78,7 @@ def test_visitor_requests_a_callback_from_a_page_on_another_origin(page, shop):
     dialog.get_by_label("Wann passt es Ihnen?").select_option(label="Morgen Vormittag")
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=OUTPUT_DIR / "widget-open.png")
+    consent_shown = " ".join(dialog.locator("#consent").inner_text().split())
 
     dialog.get_by_role("button", name="Rückruf senden").click()
 
@@ -125,6 +87,9 @@ def test_visitor_requests_a_callback_from_a_page_on_another_origin(page, shop):
     assert (lead["phone"], lead["kind"], lead["preferred_at"]) == ("+491712345678", "callback", "tomorrow-am")
     assert lead["page_url"] == shop["origin"] + "/"
     assert lead["status"] == "new" and lead["preferred_at_resolved"]
+    # The lead keeps the version of exactly the consent sentence the visitor saw.
+    assert lead["consent_version"] == WIDGET_CONSENT_VERSION
+    assert consent_shown == WIDGET_CONSENT_TEXTS[lead["consent_version"]]
 
 
 def test_widget_shows_the_servers_message_for_a_bad_phone_number(page, shop):

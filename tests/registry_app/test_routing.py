@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from registry_app.routing import DEGRADED_WINDOW, pick_lane, route
-from registry_app.services import lane_health_record
+from registry_app.services import lane_cooldown_clear, lane_cooldown_start, lane_health_record
 from tests.conftest import error_of, make_client
 from tests.registry_app.conftest import lane, load
 
@@ -125,29 +125,67 @@ def test_every_lane_of_the_capability_is_either_candidate_or_excluded(loaded, ap
         assert sorted(listed) == sorted(m["id"] for m in loaded["models"] if m["capability"] == capability)
 
 
-def test_recent_failed_probe_excludes_the_lane_as_degraded(loaded, api):
-    lane_health_record(lane_id="tts-espeak-de", target="http://127.0.0.1:8000/api/voice/health", ok=False,
-                       detail="HTTP 503")
+def test_one_failed_probe_does_not_degrade_a_lane_but_two_in_a_row_do(loaded, api):
+    def fail():
+        lane_health_record(lane_id="tts-espeak-de", target="http://127.0.0.1:8000/api/voice/health", ok=False,
+                           detail="HTTP 503")
+
+    fail()
+    assert candidate_ids(api.get("/v2/registry/route?capability=tts").json())[0] == "tts-espeak-de"
+    fail()
     body = api.get("/v2/registry/route?capability=tts").json()
     assert candidate_ids(body) == ["tts-azure-de"]
-    assert excluded(body)["tts-espeak-de"].startswith("degraded: health probe failed at ")
+    assert excluded(body)["tts-espeak-de"].startswith("degraded: 2 health probes failed in a row, the last at ")
     assert excluded(body)["tts-espeak-de"].endswith(": HTTP 503")
     assert {e["lane"]: e["code"] for e in body["excluded"]}["tts-espeak-de"] == "degraded"
 
 
-def test_old_failed_probe_or_a_later_success_does_not_exclude(loaded):
+def test_old_failed_probes_or_a_later_success_do_not_exclude(loaded):
     long_ago = timezone.now() - DEGRADED_WINDOW - datetime.timedelta(minutes=1)
-    lane_health_record(lane_id="tts-espeak-de", target="x", ok=False, checked_at=long_ago)
+    for _ in range(2):
+        lane_health_record(lane_id="tts-espeak-de", target="x", ok=False, checked_at=long_ago)
     assert pick_lane("tts").id == "tts-espeak-de"
-    lane_health_record(lane_id="tts-espeak-de", target="x", ok=False)
+    lane_health_record(lane_id="tts-espeak-de", target="x", ok=False)  # the third in a row, recent
     assert pick_lane("tts").id == "tts-azure-de"
     lane_health_record(lane_id="tts-espeak-de", target="x", ok=True)
     assert pick_lane("tts").id == "tts-espeak-de"
+    lane_health_record(lane_id="tts-espeak-de", target="x", ok=False)  # counting starts again after a success
+    assert pick_lane("tts").id == "tts-espeak-de"
+
+
+def test_a_lane_in_cooldown_is_left_out_until_the_cooldown_ends(loaded, api):
+    now = timezone.now()
+    lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="connection refused", now=now)
+    lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="timeout after 2.0 s", now=now)
+    body = api.get("/v2/registry/route?capability=tts").json()
+    assert candidate_ids(body) == ["tts-azure-de"]
+    code = {e["lane"]: e["code"] for e in body["excluded"]}["tts-espeak-de"]
+    assert code == "cooldown"
+    assert excluded(body)["tts-espeak-de"] == (
+        f"cooldown until {(now + datetime.timedelta(seconds=30)).isoformat()} after 2 failed calls in a row: "
+        "timeout after 2.0 s")
+    later = now + datetime.timedelta(seconds=31)
+    assert [c.lane.id for c in route("tts", now=later).candidates] == ["tts-espeak-de", "tts-azure-de"]
+    lane_cooldown_clear(lane_id="tts-espeak-de")
+    assert pick_lane("tts").id == "tts-espeak-de"
+
+
+def test_cooldown_is_reported_only_for_lanes_the_query_would_use(loaded):
+    lane_cooldown_start(lane_id="tts-azure-de", seconds=30, reason="HTTP 503")
+    codes = {e.lane.id: e.code for e in route("tts", allow_paid=False).excluded}
+    assert codes["tts-azure-de"] == "paid"
+
+
+def test_max_latency_leaves_out_slower_lanes(loaded, api):
+    body = api.get("/v2/registry/route?capability=chat&max_latency=fast").json()
+    assert "chat-llama-local" not in candidate_ids(body)
+    assert excluded(body)["chat-llama-local"] == "latency medium is slower than fast"
+    assert "chat-llama-local" in candidate_ids(api.get("/v2/registry/route?capability=chat&max_latency=medium").json())
 
 
 def test_pick_lane_for_the_engines(loaded):
     chosen = pick_lane("stt", language="de")
-    assert chosen.id == "stt-vosk-de" and chosen.entry["endpoint"] == "/api/voice/transcribe"
+    assert chosen.id == "stt-whisper-base" and chosen.entry["endpoint"] == "/api/voice/transcribe"
     assert pick_lane("stt", language="ko") is None
 
 
@@ -167,9 +205,30 @@ def test_route_follows_a_new_load_in_this_and_other_processes(loaded):
 @pytest.mark.parametrize("query, field", [("", "capability"), ("capability=vision", "capability"),
                                           ("capability=tts&language=Deutsch", "language"),
                                           ("capability=tts&min_quality=best", "min_quality"),
+                                          ("capability=tts&max_latency=instant", "max_latency"),
                                           ("capability=tts&allow_paid=maybe", "allow_paid"),
                                           ("capability=tts&streaming=2", "streaming")])
 def test_bad_route_parameters_are_field_errors(loaded, api, query, field):
     response = api.get(f"/v2/registry/route?{query}")
     assert response.status_code == 400
     assert field in error_of(response)["details"]
+
+
+def test_a_cooldown_written_by_another_process_is_seen_within_a_second(loaded, monkeypatch):
+    from registry_app import routing
+    from registry_app.models import LaneCooldown
+
+    assert pick_lane("tts").id == "tts-espeak-de"  # the lanes' state is read and kept
+    LaneCooldown.objects.create(lane_id="tts-espeak-de", until=timezone.now() + datetime.timedelta(seconds=30))
+    assert pick_lane("tts").id == "tts-espeak-de"  # another process's write: not yet seen
+    later = routing.time.monotonic() + routing.LANE_STATE_SECONDS + 0.01
+    monkeypatch.setattr(routing.time, "monotonic", lambda: later)
+    assert pick_lane("tts").id == "tts-azure-de"
+
+
+def test_this_processs_own_cooldowns_are_seen_at_once(loaded):
+    assert pick_lane("tts").id == "tts-espeak-de"
+    lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="timeout")
+    assert pick_lane("tts").id == "tts-azure-de"
+    lane_cooldown_clear(lane_id="tts-espeak-de")
+    assert pick_lane("tts").id == "tts-espeak-de"

@@ -1,12 +1,14 @@
+import time
+
 import pytest
 
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text, script_override_put
 from speech_app.decode import decode_to_pcm
 from speech_app.services import MAX_RENDER_CHARS
-from speech_app.tts import synthesizer
+from speech_app.tts import MAX_SPEECH_SECONDS, synthesizer
 from tests.conftest import error_of, make_client
-from tests.speech_app.conftest import KOREAN_PHRASES, b64
+from tests.speech_app.conftest import BOUNDED_SECONDS, KOREAN_PHRASES, b64
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
@@ -112,6 +114,22 @@ def test_an_effective_text_over_the_render_limit_is_refused(api_a, tenant_a):
     assert response.status_code == 400
     error = error_of(response)
     assert error["code"] == "text_too_long" and error["details"]["maxLength"] == MAX_RENDER_CHARS
+
+
+def test_a_script_of_one_word_lines_is_refused_past_ten_minutes_in_bounded_time(api_a, tenant_a):
+    # 2,495 one-word lines, two of them variables of 250 lines each: about 6,000
+    # characters that ran past gunicorn's 30 s timeout, one engine call per line.
+    script = "a\n" * 2493 + "{{x}}\n{{y}}"  # 4,997 of 5,000 characters
+    script_override_put(tenant=tenant_a, touchpoint_id="callback.offer", text=script)
+    body = {"touchpoint": "callback.offer", "variables": {"x": "a\n" * 250, "y": "a\n" * 250}}
+    began = time.monotonic()
+    response = api_a.post(URL, body, format="json")
+    elapsed = time.monotonic() - began
+    assert response.status_code == 422, response.content[:200]
+    error = error_of(response)
+    assert error["code"] == "speech_too_long" and error["details"] == {"maxSeconds": MAX_SPEECH_SECONDS}
+    assert elapsed < BOUNDED_SECONDS
+    assert api_a.post(URL, GREETING, format="json").status_code == 200
 
 
 @pytest.mark.parametrize("voice", ["xx", "de; rm -rf", "+f3"])

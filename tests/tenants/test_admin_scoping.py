@@ -8,6 +8,7 @@ from console.credentials.models import ApiKey
 from console.credentials.services import api_key_create
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
+from console.tenants.services import membership_add, tenant_create
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +106,184 @@ def test_member_sees_only_memberships_of_own_tenants(owner, teammate, outsider):
     page = admin_client(owner).get("/admin/tenants/membership/").content.decode()
     assert "olga-owner" in page and "tom-teammate" in page
     assert "otto-outsider" not in page
+
+
+# --- Filters, autocomplete and lookups offer only what the member may see ----------------
+
+def test_tenant_filter_of_the_leads_list_offers_only_own_tenants(owner, tenant_b):
+    # A member of two tenants, so that the filter has something to offer.
+    membership_add(tenant=tenant_create(slug="initech", name="Initech"), user=owner)
+    owner.user_permissions.set(Permission.objects.filter(content_type__app_label="leads_app"))
+    client = Client()
+    client.force_login(owner)
+
+    page = client.get("/admin/leads_app/lead/").content.decode()
+
+    assert "Acme (acme)" in page and "Initech (initech)" in page
+    assert "Globex" not in page and f"tenant__id__exact={tenant_b.pk}" not in page
+
+
+def test_tenant_filter_of_a_superuser_offers_every_tenant(tenant_a, tenant_b, django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
+
+    page = client.get("/admin/leads_app/lead/").content.decode()
+
+    assert "Acme (acme)" in page and "Globex (globex)" in page
+
+
+def autocomplete(client, app_label, model_name, field_name, term=""):
+    response = client.get("/admin/autocomplete/", {"app_label": app_label, "model_name": model_name,
+                                                   "field_name": field_name, "term": term})
+    assert response.status_code == 200, response.content
+    return {item["text"] for item in response.json()["results"]}
+
+
+def test_tenant_autocomplete_finds_only_own_tenants(owner, tenant_b):
+    client = admin_client(owner)
+
+    assert autocomplete(client, "assistants", "assistant", "tenant") == {"Acme (acme)"}
+    assert autocomplete(client, "assistants", "assistant", "tenant", "glob") == set()
+
+
+def test_user_lookup_finds_only_members_of_own_tenants(owner, teammate, outsider):
+    client = admin_client(owner)
+    owner.user_permissions.add(Permission.objects.get(codename="view_user"))
+
+    assert autocomplete(client, "tenants", "membership", "user") == {"olga-owner", "tom-teammate"}
+    assert autocomplete(client, "tenants", "membership", "user", "otto") == set()
+    assert autocomplete(client, "credentials", "apikey", "created_by", "example.com") == {"olga-owner", "tom-teammate"}
+
+
+def test_user_list_shows_only_members_of_own_tenants(owner, teammate, outsider):
+    client = admin_client(owner)
+    owner.user_permissions.add(Permission.objects.get(codename="view_user"))
+
+    page = client.get("/admin/auth/user/").content.decode()
+
+    assert "tom-teammate" in page and "otto-outsider" not in page and "otto-outsider@example.com" not in page
+    assert client.get(f"/admin/auth/user/{outsider.pk}/change/").status_code == 302  # "does not exist"
+
+
+def test_member_cannot_give_anyone_rights_or_a_password(owner, teammate):
+    client = admin_client(owner)
+    owner.user_permissions.add(*Permission.objects.filter(content_type__app_label="auth"))
+
+    response = client.post(f"/admin/auth/user/{owner.pk}/change/", {
+        "username": "olga-owner", "is_active": "on", "is_staff": "on", "is_superuser": "on",
+        "date_joined_0": "2025-01-01", "date_joined_1": "00:00:00"})
+    assert response.status_code == 403
+    assert client.post(f"/admin/auth/user/{teammate.pk}/password/",
+                       {"password1": "x-Very-long-1", "password2": "x-Very-long-1"}).status_code == 403
+    assert client.get("/admin/auth/group/").status_code == 403
+    owner.refresh_from_db()
+    teammate.refresh_from_db()
+    assert not owner.is_superuser and teammate.check_password("pw")
+
+
+# --- Members are added by e-mail ------------------------------------------------------------
+
+def add_member(client, tenant, email, role="member"):
+    return client.post("/admin/tenants/membership/add/", {"tenant": tenant.pk, "email": email, "role": role})
+
+
+def test_member_invites_a_new_person_by_email(owner, tenant_a, django_user_model):
+    response = add_member(admin_client(owner), tenant_a, "Neu@Example.com")
+
+    assert response.status_code == 302, response.content.decode()
+    invited = django_user_model.objects.get(email="Neu@example.com")
+    assert not invited.is_active and not invited.has_usable_password()
+    assert invited.memberships.get().tenant == tenant_a
+
+
+def test_an_address_of_an_existing_account_adds_that_account(owner, tenant_a, outsider, django_user_model):
+    response = add_member(admin_client(owner), tenant_a, "OTTO-outsider@example.com")
+
+    assert response.status_code == 302
+    assert django_user_model.objects.filter(email__iexact="otto-outsider@example.com").count() == 1
+    assert outsider.memberships.filter(tenant=tenant_a).exists()
+
+
+def test_adding_a_member_twice_is_refused(owner, teammate, tenant_a):
+    response = add_member(admin_client(owner), tenant_a, "tom-teammate@example.com")
+
+    assert response.status_code == 200
+    assert "is a member of Acme already" in response.content.decode()
+
+
+def test_member_cannot_add_people_to_a_foreign_tenant(owner, tenant_b, django_user_model):
+    response = add_member(admin_client(owner), tenant_b, "spy@example.com")
+
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not django_user_model.objects.filter(email="spy@example.com").exists()
+
+
+def test_membership_form_offers_no_list_of_accounts(owner, outsider):
+    page = admin_client(owner).get("/admin/tenants/membership/add/").content.decode()
+
+    assert 'name="email"' in page and "otto-outsider" not in page
+
+
+# --- Tenant origins -------------------------------------------------------------------------
+
+def tenant_change_data(client, tenant):
+    """The POST data of the tenant's change page as it is now (main form and inlines)."""
+    response = client.get(f"/admin/tenants/tenant/{tenant.pk}/change/")
+    forms = [response.context["adminform"].form]
+    data = {}
+    for inline in response.context["inline_admin_formsets"]:
+        formset = inline.formset
+        forms += list(formset.forms)
+        data.update({f"{formset.prefix}-{name}": value for name, value in formset.management_form.initial.items()})
+    for form in forms:
+        for name, field in form.fields.items():
+            value = form.initial.get(name, field.initial)
+            if value is None or field.disabled or value is False:
+                continue
+            data[form.add_prefix(name)] = "on" if value is True else getattr(value, "pk", value)
+    return data
+
+
+def post_origins(client, tenant, *origins):
+    data = tenant_change_data(client, tenant)
+    existing = int(data["origins-TOTAL_FORMS"])
+    for offset, origin in enumerate(origins):
+        data[f"origins-{existing + offset}-origin"] = origin
+    data["origins-TOTAL_FORMS"] = existing + len(origins)
+    return client.post(f"/admin/tenants/tenant/{tenant.pk}/change/", data)
+
+
+@pytest.mark.parametrize("origin", ["*", "javascript:alert(1)", "null", "https://shop.example/path",
+                                    "https://user@shop.example", "ftp://shop.example", "https://shop .example"])
+def test_origins_inline_refuses_what_is_not_an_origin(owner, tenant_a, origin):
+    response = post_origins(admin_client(owner), tenant_a, origin)
+
+    assert response.status_code == 200
+    assert "not a web origin" in response.content.decode() or "not a bare origin" in response.content.decode()
+    assert list(tenant_a.origins.values_list("origin", flat=True)) == ["https://acme.example"]
+
+
+def test_origins_inline_stores_origins_as_browsers_send_them(owner, tenant_a):
+    response = post_origins(admin_client(owner), tenant_a, "HTTPS://Shop.Example:443/", "http://[::1]:8000",
+                            "https://bücher.example")
+
+    assert response.status_code == 302, response.context["inline_admin_formsets"][1].formset.errors
+    assert set(tenant_a.origins.values_list("origin", flat=True)) == {
+        "https://acme.example", "https://shop.example", "http://[::1]:8000", "https://xn--bcher-kva.example"}
+
+
+def test_tenant_page_adds_a_member_by_email_too(owner, teammate, tenant_a, django_user_model):
+    client = admin_client(owner)
+    data = tenant_change_data(client, tenant_a)
+    rows = int(data["memberships-TOTAL_FORMS"])
+    data.update({f"memberships-{rows}-email": "kollegin@example.com", f"memberships-{rows}-role": "member",
+                 "memberships-TOTAL_FORMS": rows + 1})
+
+    response = client.post(f"/admin/tenants/tenant/{tenant_a.pk}/change/", data)
+
+    assert response.status_code == 302, response.context["inline_admin_formsets"][2].formset.errors
+    invited = django_user_model.objects.get(email="kollegin@example.com")
+    assert not invited.is_active and invited.memberships.get().tenant == tenant_a
+    # The existing members are untouched: their person cannot be changed on this page.
+    assert set(tenant_a.memberships.values_list("user__username", flat=True)) == {
+        "olga-owner", "tom-teammate", "kollegin@example.com"}

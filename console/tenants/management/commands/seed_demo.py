@@ -1,3 +1,6 @@
+import shlex
+
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from console.demo import seed_demo
@@ -19,3 +22,11 @@ class Command(BaseCommand):
             f"  Try:     curl -s -H 'Authorization: Bearer {demo['api_key']}' -H 'X-Tenant: {demo['tenant']}' "
             f"{base}/v2/assistants"
         )
+        token = settings.GATEWAY_STATIC_TOKEN
+        if token:
+            self.stdout.write(f"  Gateway: {token}  (GATEWAY_STATIC_TOKEN: /v1/agent, /v1/speak, /v1/transcribe, /agent)")
+            body = shlex.quote('{"prompt": "Wann haben Sie geöffnet?"}')
+            self.stdout.write(f"  Try:     curl -s -H {shlex.quote(f'Authorization: Bearer {token}')} -d {body} "
+                              f"{base}/v1/agent")
+        else:
+            self.stdout.write("  Gateway: GATEWAY_STATIC_TOKEN is not set, so /v1/* and /agent refuse every request.")

@@ -1,0 +1,20 @@
+"""Errors of the gateway paths, in the one ApiError hierarchy."""
+from console.errors import ApiError
+
+
+class NoLaneAnswered(ApiError):
+    status, code = 503, "no_lane_answered"
+    message = "No lane could answer the request."
+
+
+class NotReady(ApiError):
+    status, code = 503, "not_ready"
+    message = "No chat lane is usable now."
+
+
+class UnknownRole(ApiError):
+    status, code = 400, "unknown_role"
+
+
+class AudioTooLong(ApiError):
+    status, code = 413, "audio_too_long"

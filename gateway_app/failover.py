@@ -1,0 +1,111 @@
+"""Trying lanes in order until one answers, with every attempt reported.
+
+A `Step` is one lane of a plan (gateway_app/planning.py): either a call to make or a
+reason why the lane is skipped (in a cooldown, no key, over budget, …). `run_steps`
+calls them in order within one deadline; a `LaneFailure` moves on to the next step,
+and the failures that say the lane is unwell right now (connection error, timeout,
+5xx, 429) put it in a cooldown, so the next requests skip it. Any other exception
+(a client mistake such as undecodable audio) ends the request as it is.
+"""
+import logging
+import time
+from dataclasses import dataclass, field
+
+from registry_app.routing import price_group
+
+logger = logging.getLogger("gateway_app.paid")
+
+# The outcomes after which a lane is put in a cooldown.
+COOLDOWN_OUTCOMES = frozenset({"connection_error", "timeout", "server_error", "rate_limited"})
+# A step gets no call with less time than this left.
+MIN_ATTEMPT_SECONDS = 0.05
+
+
+class LaneFailure(Exception):
+    """A lane did not answer. `outcome` is one of the attempt outcomes (docs/api.md)."""
+
+    def __init__(self, outcome, detail, *, retry_after=None):
+        super().__init__(f"{outcome}: {detail}")
+        self.outcome, self.detail, self.retry_after = outcome, detail, retry_after
+
+    @property
+    def cools_down(self):
+        return self.outcome in COOLDOWN_OUTCOMES
+
+
+@dataclass(frozen=True)
+class Attempt:
+    lane: str
+    outcome: str
+    ms: int
+    mode: str = ""
+    detail: str = ""
+
+    def as_json(self):
+        data = {"lane": self.lane, "outcome": self.outcome, "ms": self.ms, "mode": self.mode}
+        if self.detail:
+            data["detail"] = self.detail
+        return data
+
+
+@dataclass(frozen=True)
+class Step:
+    lane: object  # a registry_app.snapshot.SnapshotLane
+    mode: str  # mock, api, cli or local
+    call: object = None  # call(timeout seconds) -> result; None when skipped
+    skip: tuple = ()  # (outcome, detail) of a lane that is not called
+    estimate_eur: float = 0.0
+    fallback: bool = False  # the cloud agent's fallback to a hosted chat provider
+
+    @property
+    def paid(self):
+        return price_group(self.lane.eur) != 0
+
+
+@dataclass
+class Answer:
+    step: Step
+    result: object
+    attempts: list = field(default_factory=list)
+
+
+def _why_paid(attempts, step, max_eur):
+    tried = "; ".join(f"{attempt.lane} {attempt.outcome}" for attempt in attempts) or "no zero-euro lane to try"
+    simulated = " (mock mode: simulated, nothing spent)" if step.mode == "mock" else ""
+    return (f"no zero-euro lane answered ({tried}); estimated {step.estimate_eur:.6f} EUR within max_eur "
+            f"{max_eur:g}{simulated}")
+
+
+def run_steps(steps, *, deadline, attempt_timeout, max_eur, on_failure):
+    """The Answer of the first step that answers, or (None, attempts) when none did.
+
+    `deadline` is a time.monotonic() value; each call gets at most `attempt_timeout`
+    seconds and never more than what is left. `on_failure(step, failure)` records a
+    failed call (cooldown, usage) and runs before the next step is tried.
+    """
+    attempts = []
+    for step in steps:
+        if step.skip:
+            attempts.append(Attempt(step.lane.id, step.skip[0], 0, step.mode, step.skip[1]))
+            continue
+        left = deadline - time.monotonic()
+        if left < MIN_ATTEMPT_SECONDS:
+            attempts.append(Attempt(step.lane.id, "deadline", 0, step.mode,
+                                    "not tried: the request's time was used up by the lanes before"))
+            continue
+        if step.paid:
+            logger.info("paid lane %s used: %s", step.lane.id, _why_paid(attempts, step, max_eur))
+        started = time.monotonic()
+        try:
+            result = step.call(min(attempt_timeout, left))
+        except LaneFailure as failure:
+            attempts.append(Attempt(step.lane.id, failure.outcome, _ms_since(started), step.mode, failure.detail))
+            on_failure(step, failure)
+            continue
+        attempts.append(Attempt(step.lane.id, "ok", _ms_since(started), step.mode))
+        return Answer(step, result, attempts)
+    return Answer(None, None, attempts)
+
+
+def _ms_since(started):
+    return round((time.monotonic() - started) * 1000)

@@ -1,0 +1,160 @@
+"""Which lanes a request tries, in which order, and how each one is called.
+
+The registry's router gives the candidates (and names the lanes in a cooldown); the
+gateway tries every zero-euro lane first, in the router's order, then the paid ones
+whose estimated cost fits the request's budget. A lane is called in its mode:
+
+1. `GATEWAY_MODE_<LANE>` (mock, api or cli) when set;
+2. `mock` for the gateway's own mock lane (endpoint `/v1/agent`, or `params.model`
+   `mock`);
+3. `cli` when `GATEWAY_CMD_<LANE>` is set, `api` when `GATEWAY_ENDPOINT_<LANE>` or
+   `GATEWAY_KEY_<LANE>` is;
+4. otherwise `GATEWAY_MODE` decides: `mock` simulates the lane with the rule set
+   (nothing leaves the machine), `live` calls it in `api` mode at its registry
+   endpoint when that is an HTTP URL (else it is unavailable).
+
+Without a registry there is nothing to route: the gateway's own mock lane answers.
+"""
+from dataclasses import dataclass, replace
+from functools import partial
+
+from django.conf import settings
+
+from gateway_app.config import LANE_MODES, gateway_mode, lane_setting, lane_variable
+from gateway_app.cost import Measures, lane_cost
+from gateway_app.failover import Step
+from gateway_app.providers.chat_api import ChatResult, chat_completion, estimate_tokens
+from gateway_app.providers.cli import run_command
+from gateway_app.providers.mock import mock_answer
+from registry_app.routing import price_group, route, sort_key
+from registry_app.snapshot import SnapshotLane
+
+GATEWAY_PATH = "/v1/agent"
+
+# The gateway's own lane, as the shipped registry lists it: it answers without a registry.
+BUILTIN_MOCK_LANE = SnapshotLane.from_entry({
+    "id": "chat-gateway-mock", "name": "Gateway Mock", "capability": "chat", "provider": "intern",
+    "hosting": "self-hosted", "access": "ai-gateway", "endpoint": GATEWAY_PATH, "health": "/v1/ready",
+    "cost": {"model": "self-hosted", "unit": "compute", "eur": 0}, "status": "live", "priority": 90,
+    "quality_tier": "mid", "latency_class": "fast",
+    "params": {"streaming": False, "languages": ["de", "en"], "model": "mock"},
+    "test": "POST /v1/agent {\"prompt\": \"ping\"}", "source": "gateway_app/providers/mock.py",
+    "notes": "Built in: answers when no registry is loaded.",
+})
+
+
+@dataclass(frozen=True)
+class ChatQuery:
+    prompt: str
+    system: str = ""
+    language: object = None  # a language code, or None for any
+    capability: str = "chat"
+
+
+def http_url(text):
+    return isinstance(text, str) and text.startswith(("http://", "https://"))
+
+
+def is_gateway_mock(lane):
+    return lane.entry.get("endpoint") == GATEWAY_PATH or (lane.entry.get("params") or {}).get("model") == "mock"
+
+
+def chat_lane_mode(lane):
+    """mock, api, cli, or None when the gateway has no way to call the lane."""
+    explicit = lane_setting(lane.id, "MODE")
+    if explicit in LANE_MODES:
+        return explicit
+    if is_gateway_mock(lane):
+        return "mock"
+    if lane_setting(lane.id, "CMD"):
+        return "cli"
+    if lane_setting(lane.id, "ENDPOINT") or lane_setting(lane.id, "KEY"):
+        return "api"
+    if gateway_mode() == "mock":
+        return "mock"
+    return "api" if http_url(lane.entry.get("endpoint")) else None
+
+
+def ordered_lanes(route_):
+    """[(lane, cooldown reason or None)]: the candidates and the lanes in a cooldown
+    (reported as skipped), zero-euro lanes first, each group in the router's order."""
+    lanes = [(candidate.lane, None) for candidate in route_.candidates]
+    lanes += [(exclusion.lane, exclusion.reason) for exclusion in route_.excluded if exclusion.code == "cooldown"]
+    return sorted(lanes, key=lambda item: (price_group(item[0].eur), sort_key(item[0])))
+
+
+def budget_skip(lane, estimate, max_eur):
+    """(outcome, detail) when a lane's price rules it out, else ()."""
+    group = price_group(lane.eur)
+    if group == 2:
+        return ("price_unknown", "price unknown (eur null): the gateway cannot keep a budget with it")
+    if group == 1 and estimate > max_eur:
+        return ("over_budget", f"estimated {estimate:.6f} EUR exceeds max_eur {max_eur:g}")
+    return ()
+
+
+def _mock_call(query, timeout):
+    text = mock_answer(query.prompt, language=query.language)
+    return ChatResult(text=text, input_tokens=estimate_tokens(query.system + query.prompt),
+                      output_tokens=estimate_tokens(text))
+
+
+def _cli_call(command, query, timeout):
+    stdin_text = f"{query.system}\n\n{query.prompt}" if query.system else query.prompt
+    text = run_command(command, stdin_text=stdin_text, timeout=timeout,
+                       max_bytes=settings.GATEWAY_CLI_MAX_OUTPUT_BYTES)
+    return ChatResult(text=text, input_tokens=estimate_tokens(stdin_text), output_tokens=estimate_tokens(text))
+
+
+def lane_model(lane):
+    params = lane.entry.get("params") or {}
+    models = params.get("models") or []
+    return lane_setting(lane.id, "MODEL") or params.get("model") or (models[0] if models else lane.id)
+
+
+def chat_step(lane, cooldown, query, max_eur):
+    mode = chat_lane_mode(lane)
+    if cooldown:
+        return Step(lane, mode or "", skip=("cooldown", cooldown))
+    if mode is None:
+        return Step(lane, "", skip=("unavailable", "the gateway cannot reach it: its endpoint is no HTTP URL; set "
+                                    f"{lane_variable(lane.id, 'ENDPOINT')} or {lane_variable(lane.id, 'CMD')}"))
+    tokens = estimate_tokens(query.system + query.prompt) + settings.GATEWAY_MAX_TOKENS
+    estimate = lane_cost(lane, Measures(tokens=tokens))
+    skip = budget_skip(lane, estimate, max_eur)
+    if skip:
+        return Step(lane, mode, skip=skip, estimate_eur=estimate)
+    if mode == "mock":
+        return Step(lane, mode, call=partial(_mock_call, query), estimate_eur=estimate)
+    if mode == "cli":
+        command = lane_setting(lane.id, "CMD")
+        if not command:
+            return Step(lane, mode, skip=("unavailable", f"no command: set {lane_variable(lane.id, 'CMD')}"))
+        return Step(lane, mode, call=partial(_cli_call, command, query), estimate_eur=estimate)
+    endpoint = lane_setting(lane.id, "ENDPOINT") or lane.entry.get("endpoint")
+    if not http_url(endpoint):
+        return Step(lane, mode, skip=("unavailable", f"no HTTP endpoint: set {lane_variable(lane.id, 'ENDPOINT')}"))
+    key = lane_setting(lane.id, "KEY")
+    if lane.hosting == "api" and not key:  # a hosted third-party API: bearer key (§5)
+        return Step(lane, mode, skip=("no_key", f"no key: set {lane_variable(lane.id, 'KEY')}"))
+
+    def call(timeout):
+        return chat_completion(endpoint=endpoint, key=key, model=lane_model(lane), prompt=query.prompt,
+                               system=query.system, max_tokens=settings.GATEWAY_MAX_TOKENS, timeout=timeout)
+    return Step(lane, mode, call=call, estimate_eur=estimate)
+
+
+def chat_steps(query, *, max_eur, min_quality=None, max_latency=None, hosted_fallback=False):
+    """The Steps of a chat or code request; with `hosted_fallback` (the cloud agent),
+    the hosted chat providers of any tier and latency follow the request's own lanes."""
+    routed = route(query.capability, language=query.language, min_quality=min_quality, max_latency=max_latency)
+    if routed.version is None:
+        return [chat_step(BUILTIN_MOCK_LANE, None, query, max_eur)] if query.capability == "chat" else []
+    steps = [chat_step(lane, cooldown, query, max_eur) for lane, cooldown in ordered_lanes(routed)]
+    if hosted_fallback:
+        planned = {step.lane.id for step in steps}
+        everything = route(query.capability, language=query.language)
+        steps += [replace(chat_step(lane, cooldown, query, max_eur), fallback=True)
+                  for lane, cooldown in ordered_lanes(everything)
+                  if lane.hosting == "api" and lane.id not in planned]
+    return steps

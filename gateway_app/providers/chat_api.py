@@ -1,0 +1,66 @@
+"""The `api` mode of chat lanes: an OpenAI-compatible chat-completions call over HTTP.
+
+`POST <endpoint>` with `{"model", "messages", "max_tokens", "stream": false}` and,
+when the lane has a key, `Authorization: Bearer <key>` (model-hub-registry §5); the
+answer is `choices[0].message.content` with token counts from `usage`. An endpoint
+whose path ends in `/api/chat` speaks Ollama's native dialect instead (`options.
+num_predict`, answer in `message.content`, counts in `prompt_eval_count` and
+`eval_count`), so the registry's local Llama lane works as it is listed.
+"""
+import json
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from gateway_app.failover import LaneFailure
+from gateway_app.providers import http
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def estimate_tokens(text):
+    """About four characters per token, never zero for a non-empty text."""
+    return -(-len(text) // 4)
+
+
+def is_ollama(endpoint):
+    return urlsplit(endpoint).path.rstrip("/").endswith("/api/chat")
+
+
+def messages(prompt, system):
+    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+
+
+def chat_completion(*, endpoint, key, model, prompt, system, max_tokens, timeout):
+    ollama = is_ollama(endpoint)
+    body = {"model": model, "messages": messages(prompt, system), "stream": False}
+    if ollama:
+        body["options"] = {"num_predict": max_tokens}
+    else:
+        body["max_tokens"] = max_tokens
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    answer = http.post(endpoint, body=json.dumps(body).encode(), headers=headers, timeout=timeout)
+    try:
+        data = json.loads(answer.body)
+        if ollama:
+            text, usage_in, usage_out = data["message"]["content"], data.get("prompt_eval_count"), data.get("eval_count")
+        else:
+            usage = data.get("usage") or {}
+            text = data["choices"][0]["message"]["content"]
+            usage_in, usage_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise LaneFailure("bad_response", "not a chat-completions answer") from None
+    if not isinstance(text, str) or not text.strip():
+        raise LaneFailure("bad_response", "the answer has no text")
+    counted = isinstance(usage_in, int) and isinstance(usage_out, int)
+    return ChatResult(
+        text=text.strip(),
+        input_tokens=usage_in if counted else estimate_tokens((system or "") + prompt),
+        output_tokens=usage_out if counted else estimate_tokens(text),
+    )

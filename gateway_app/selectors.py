@@ -1,0 +1,88 @@
+"""The gateway's reads: readiness and usage."""
+from django.db.models import Sum
+from django.utils import timezone
+
+from console.engines import engine_probes, lane_status
+from gateway_app.config import gateway_mode
+from gateway_app.cost import Measures
+from gateway_app.failover import Step
+from gateway_app.models import LaneUsage
+from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step, ordered_lanes
+from gateway_app.voice import BUILTIN_LOCAL_LANES, hosted_step, is_local
+from registry_app.routing import active_cooldowns, price_group, route
+
+PRICE_NAMES = ("zero-euro", "paid", "unknown")
+
+
+def _lane_state(step):
+    state = {"lane": step.lane.id, "capability": step.lane.capability, "mode": step.mode,
+             "usable": step.call is not None, "price": PRICE_NAMES[price_group(step.lane.eur)]}
+    if step.skip:
+        state["reason"] = step.skip[1]
+    return state
+
+
+def chat_lane_states(capability):
+    """(registry version, [state]): each chat (or code) lane the gateway could try,
+    usable now or why not (whatever the budget)."""
+    probe = ChatQuery(prompt="", capability=capability)
+    routed = route(capability)
+    if routed.version is None:
+        builtin = [BUILTIN_MOCK_LANE] if capability == "chat" else []
+        return None, [_lane_state(chat_step(lane, None, probe, float("inf"))) for lane in builtin]
+    return routed.version, [_lane_state(chat_step(lane, cooldown, probe, float("inf")))
+                            for lane, cooldown in ordered_lanes(routed)]
+
+
+def _never_called(*args):
+    raise AssertionError("readiness never calls a lane")
+
+
+def voice_lane_states(capability):
+    """[state] of each tts or stt lane: the local ones usable when an engine of this
+    process serves them now, the hosted ones when they have an endpoint and a key."""
+    engines = engine_probes.statuses()
+    routed = route(capability)
+    listed = ordered_lanes(routed)
+    builtin = BUILTIN_LOCAL_LANES[capability]
+    if not any(is_local(lane) for lane, _ in listed):
+        listed.insert(0, (builtin, None))
+    steps = []
+    for lane, cooldown in listed:
+        if cooldown:
+            steps.append(Step(lane, "local" if is_local(lane) else "api", skip=("cooldown", cooldown)))
+        elif not is_local(lane):
+            steps.append(hosted_step(lane, Measures(), float("inf"), _never_called))
+        elif (any(engine.usable_now for engine in engines if engine.kind == capability) if lane is builtin
+              else lane_status(lane, engines)["usableNow"]):
+            steps.append(Step(lane, "local", call=_never_called))
+        else:
+            steps.append(Step(lane, "local", skip=("unavailable", "no engine of this process can serve it now")))
+    return [_lane_state(step) for step in steps]
+
+
+def gateway_readiness():
+    """GET /v1/ready: ready when at least one chat lane is usable now."""
+    version, chat = chat_lane_states("chat")
+    _, code = chat_lane_states("code")
+    lanes = chat + code + voice_lane_states("tts") + voice_lane_states("stt")
+    # As text here: the 503 body is rendered by Django's encoder, which would cut the microseconds.
+    cooldowns = [{"lane": cooldown.lane_id, "until": cooldown.until.isoformat().replace("+00:00", "Z"),
+                  "failures": cooldown.failures,
+                  "reason": cooldown.reason} for cooldown in active_cooldowns(timezone.now()).values()]
+    return {
+        "ready": any(lane["usable"] for lane in chat),
+        "mode": gateway_mode(),
+        "registryVersion": version,
+        "lanes": lanes,
+        "cooldowns": sorted(cooldowns, key=lambda item: item["lane"]),
+    }
+
+
+def usage_between(*, first_day, last_day, lane_id=None):
+    """Rows of LaneUsage from `first_day` to `last_day` (inclusive), newest first, and their totals."""
+    rows = LaneUsage.objects.filter(day__gte=first_day, day__lte=last_day)
+    if lane_id:
+        rows = rows.filter(lane_id=lane_id)
+    totals = rows.aggregate(requests=Sum("requests"), failures=Sum("failures"), eur=Sum("eur"))
+    return list(rows), {name: value or 0 for name, value in totals.items()}

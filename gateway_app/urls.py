@@ -1,0 +1,12 @@
+"""The AI gateway and the voice gateway, under /v1/ (model-hub-registry §4)."""
+from django.urls import path
+
+from gateway_app.views import AgentView, ReadyView, SpeakView, TranscribeView, UsageView
+
+urlpatterns = [
+    path("agent", AgentView.as_view(), name="gateway-agent"),
+    path("ready", ReadyView.as_view(), name="gateway-ready"),
+    path("usage", UsageView.as_view(), name="gateway-usage"),
+    path("speak", SpeakView.as_view(), name="gateway-speak"),
+    path("transcribe", TranscribeView.as_view(), name="gateway-transcribe"),
+]

@@ -1,0 +1,115 @@
+"""The gateway paths (/v1/…) and the cloud agent (/agent): thin views over the services.
+
+All of them need `Authorization: Bearer <GATEWAY_STATIC_TOKEN>` and nothing else
+opens them (docs/api.md); /v1/ready also answers probe_registry's probe credential.
+"""
+import json
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.api import validated
+from console.errors import ValidationFailed
+from gateway_app import selectors, services
+from gateway_app.auth import GatewayTokenAuthentication
+from gateway_app.errors import NotReady
+from gateway_app.parsers import AnyTypeJSONParser
+from gateway_app.roles import role_named
+from gateway_app.serializers import (
+    AgentRequestSerializer,
+    GatewaySpeakSerializer,
+    GatewayTranscribeQuerySerializer,
+    LaneUsageSerializer,
+    RoleRequestSerializer,
+    UsageQuerySerializer,
+)
+from registry_app.probe_auth import ProbeAuthentication
+from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response, raw_audio_body
+
+
+class GatewayAPIView(APIView):
+    authentication_classes = [GatewayTokenAuthentication]
+    parser_classes = [AnyTypeJSONParser]
+
+
+def chat_answer_json(answer):
+    return {"text": answer.result.text, **answer.as_json()}
+
+
+class AgentView(GatewayAPIView):
+    @extend_schema(request=AgentRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   summary="Answer a prompt through the registry's chat lanes, with failover")
+    def post(self, request):
+        data = validated(AgentRequestSerializer, request.data)
+        answer = services.gateway_agent_answer(**data)
+        return Response(chat_answer_json(answer))
+
+
+class ReadyView(GatewayAPIView):
+    authentication_classes = [ProbeAuthentication, GatewayTokenAuthentication]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Gateway mode, usable lanes and cooldowns")
+    def get(self, request):
+        readiness = selectors.gateway_readiness()
+        if not readiness["ready"]:
+            raise NotReady(details=readiness)
+        return Response(readiness)
+
+
+class UsageView(GatewayAPIView):
+    @extend_schema(parameters=[UsageQuerySerializer], responses=OpenApiTypes.OBJECT,
+                   summary="Usage of the gateway's lanes per UTC day")
+    def get(self, request):
+        query = validated(UsageQuerySerializer, request.query_params.dict())
+        rows, totals = selectors.usage_between(**query)
+        return Response({"from": query["first_day"], "to": query["last_day"],
+                         "usage": LaneUsageSerializer(rows, many=True).data,
+                         "totals": {**totals, "eur": float(totals["eur"])}})
+
+
+class CloudAgentView(GatewayAPIView):
+    @extend_schema(request=RoleRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   summary="Answer a prompt in a role (trainee, junior, senior, experte)")
+    def post(self, request):
+        # The role first: an unknown role answers with the list of roles, whatever else is wrong.
+        role = request.data.get("role") if isinstance(request.data, dict) else None
+        role_named(role)
+        data = validated(RoleRequestSerializer, request.data)
+        answer = services.gateway_role_answer(role=role, **data)
+        return Response({"role": role, **chat_answer_json(answer), "fallback": answer.fallback})
+
+
+class SpeakView(GatewayAPIView):
+    content_negotiation_class = AnyAcceptNegotiation
+
+    @extend_schema(request=GatewaySpeakSerializer, responses={200: MP3_RESPONSE},
+                   summary="Speak a text as MP3 through the registry's tts lanes, local engines first")
+    def post(self, request):
+        data = validated(GatewaySpeakSerializer, request.data)
+        answer = services.gateway_speak(**data)
+        response = mp3_response(answer.result)
+        response["X-Gateway-Lane"] = answer.lane
+        response["X-Gateway-Mode"] = answer.mode
+        response["X-Gateway-Cost-Eur"] = f"{answer.cost_eur:.6f}"
+        # ASCII JSON: a header carries Latin-1 at most.
+        response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in answer.attempts],
+                                                    separators=(",", ":"))
+        return response
+
+
+class TranscribeView(GatewayAPIView):
+    parser_classes = []  # the body is the audio itself, whatever its Content-Type
+
+    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[GatewayTranscribeQuerySerializer],
+                   responses=OpenApiTypes.OBJECT,
+                   summary="Transcribe raw audio through the registry's stt lanes, local engines first")
+    def post(self, request):
+        query = validated(GatewayTranscribeQuerySerializer, request.query_params.dict())
+        phrases = request.query_params.getlist("phrase")
+        if any(not phrase.strip() or len(phrase) > 200 for phrase in phrases) or len(phrases) > 500:
+            raise ValidationFailed.field("phrase", "At most 500 phrases of 1 to 200 characters each.")
+        answer = services.gateway_transcribe(audio=raw_audio_body(request),
+                                             phrases=[phrase.strip() for phrase in phrases], **query)
+        return Response({**answer.result.as_json(), **answer.as_json()})

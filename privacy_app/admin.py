@@ -1,0 +1,143 @@
+"""Privacy in the admin: retention settings per tenant, exports (request and download)
+and erasures (request and receipts). Exports and erasures go through the services,
+which record them in the audit trail."""
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from console.audit.services import request_id_of
+from console.errors import ValidationFailed
+from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.admin_scoping import TenantScopedAdmin
+from console.tenants.models import Tenant
+from privacy_app import services
+from privacy_app.models import Erasure, Export, RetentionSettings
+
+
+@admin.register(RetentionSettings)
+class RetentionSettingsAdmin(TenantScopedAdmin):
+    list_display = ["tenant", "transcript_days", "recording_days", "lead_days", "updated_at"]
+    search_fields = ["tenant__slug", "tenant__name"]
+    list_select_related = ["tenant"]
+    readonly_fields = ["updated_at"]
+
+
+class PhoneRequestForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
+    phone = forms.CharField(max_length=40, help_text="Any format: 0171 2345678, +49 171 2345678, 0049…")
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].queryset = Tenant.objects.visible_to(user)
+
+    def clean_phone(self):
+        try:
+            return to_e164(self.cleaned_data["phone"])
+        except InvalidPhoneNumber as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+def _actor(request):
+    return f"user:{request.user.get_username()}"
+
+
+class RequestByPhoneAdmin(TenantScopedAdmin):
+    """The add page asks for a tenant and a number and runs `run(tenant, e164, request)`."""
+
+    explanation = ""
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = PhoneRequestForm(request.POST or None, user=request.user)
+        if request.method == "POST" and form.is_valid():
+            try:
+                obj = self.run(form.cleaned_data["tenant"], form.cleaned_data["phone"], request)
+            except ValidationFailed as exc:
+                form.add_error("phone", " ".join(exc.details.get("phone", [exc.message])))
+            else:
+                return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+                                                    args=[obj.pk]))
+        meta = self.model._meta
+        return TemplateResponse(request, "admin/privacy_app/request.html", {
+            **self.admin_site.each_context(request), "opts": meta, "form": form, "title": self.request_title,
+            "explanation": self.explanation, "changelist_url": f"admin:{meta.app_label}_{meta.model_name}_changelist",
+        })
+
+
+@admin.register(Export)
+class ExportAdmin(RequestByPhoneAdmin):
+    list_display = ["id", "tenant", "phone", "status", "created_at", "expires_at", "download"]
+    list_filter = ["status"]
+    search_fields = ["id", "phone", "tenant__slug"]
+    list_select_related = ["tenant"]
+    fields = ["id", "tenant", "phone", "status", "requested_by", "created_at", "ready_at", "expires_at", "download"]
+    readonly_fields = fields
+    request_title = "Export a caller's data"
+    explanation = ("Everything the tenant holds about the number — calls with transcripts, leads, carrier events — "
+                   "as one JSON document. It is deleted after 7 days, and by an erasure of the number.")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("document")
+
+    def run(self, tenant, e164, request):
+        export = services.export_create(tenant=tenant, e164=e164, actor=_actor(request),
+                                        request_id=request_id_of(request))
+        if export.status != Export.Status.READY:
+            self.message_user(request, "The export is large: it is built by the next `build_exports` run.",
+                              messages.WARNING)
+        return export
+
+    @admin.display(description="download")
+    def download(self, export):
+        if export.status != Export.Status.READY or export.expires_at <= timezone.now():
+            return "—"
+        url = reverse("admin:privacy_app_export_download", args=[export.pk])
+        return format_html('<a href="{}">JSON</a>', url)
+
+    def get_urls(self):
+        return [path("<str:export_id>/download/", self.admin_site.admin_view(self.download_view),
+                     name="privacy_app_export_download")] + super().get_urls()
+
+    def download_view(self, request, export_id):
+        export = self.get_queryset(request).defer(None).filter(pk=export_id).first()
+        if export is None or not self.has_view_permission(request, export):
+            raise Http404("No such export.")
+        if export.status != Export.Status.READY or export.expires_at <= timezone.now():
+            raise Http404("This export is not ready or has expired.")
+        services.export_record_download(export=export, actor=_actor(request), request_id=request_id_of(request))
+        response = HttpResponse(json.dumps(export.document, ensure_ascii=False, indent=2),
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{export.pk}.json"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+@admin.register(Erasure)
+class ErasureAdmin(RequestByPhoneAdmin):
+    list_display = ["id", "tenant", "erased_at", "counts", "requested_by"]
+    search_fields = ["id", "tenant__slug"]
+    list_select_related = ["tenant"]
+    fields = ["id", "tenant", "erased_at", "counts", "requested_by"]
+    readonly_fields = fields
+    request_title = "Erase a caller's data"
+    explanation = ("Removes the number from every call, transcript, lead, carrier event, idempotency record and "
+                   "export of the tenant: the number is replaced by a pseudonym, transcripts and leads are deleted. "
+                   "This cannot be undone. The receipt counts what was removed and names no one.")
+
+    def run(self, tenant, e164, request):
+        return services.erasure_create(tenant=tenant, e164=e164, actor=_actor(request),
+                                       request_id=request_id_of(request))

@@ -1,0 +1,16 @@
+"""Privacy by design: retention per tenant, access by caller (exports) and erasure by
+caller (docs/privacy.md). A feature app above calls_app and leads_app."""
+from django.apps import AppConfig
+
+
+class PrivacyConfig(AppConfig):
+    name = "privacy_app"
+    verbose_name = "Privacy"
+
+    def ready(self):
+        # calls_app may not import us: it asks through its hook whether a late
+        # call.started belongs to a caller whose data was erased.
+        from calls_app.redaction import register_erased_caller_lookup
+        from privacy_app.selectors import erased_caller_pseudonym
+
+        register_erased_caller_lookup(erased_caller_pseudonym)

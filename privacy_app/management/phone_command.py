@@ -1,0 +1,29 @@
+"""The shape of the commands that act on one caller of one tenant."""
+from django.core.management.base import BaseCommand, CommandError
+
+from console.errors import ValidationFailed
+from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.models import Tenant
+
+
+class TenantPhoneCommand(BaseCommand):
+    """`<command> <tenant> <phone>`: runs `self.run(tenant, e164)`; a bad tenant or
+    number, or a refusal of the service, is a CommandError that says what is wrong."""
+
+    def add_arguments(self, parser):
+        parser.add_argument("tenant", help="the tenant's slug")
+        parser.add_argument("phone", help="the number in any format, e.g. '0171 2345678'")
+
+    def handle(self, *args, tenant, phone, **options):
+        one = Tenant.objects.filter(slug=tenant).first()
+        if one is None:
+            raise CommandError(f"No tenant '{tenant}'.")
+        try:
+            self.run(one, to_e164(phone))
+        except InvalidPhoneNumber as exc:
+            raise CommandError(str(exc)) from None
+        except ValidationFailed as exc:
+            raise CommandError(" ".join(exc.details.get("phone", [exc.message]))) from None
+
+    def run(self, tenant, e164):
+        raise NotImplementedError

@@ -1,0 +1,103 @@
+"""Retention settings per tenant, exports (access by caller), erasure receipts, and
+the erased callers that late carrier events must not bring back."""
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from console.ids import ID_LENGTH, PrefixedId
+from console.tenants.querysets import TenantOwnedQuerySet
+
+# The defaults of a tenant that has not chosen (docs/privacy.md): what a callback
+# business needs, not more. None means "kept without limit".
+DEFAULT_RETENTION_DAYS = {"transcript_days": 90, "recording_days": 30, "lead_days": 180}
+MAX_RETENTION_DAYS = 36500
+
+
+def _days_field(kind, default):
+    return models.PositiveIntegerField(
+        null=True, blank=True, default=default,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_RETENTION_DAYS)],
+        help_text=f"Days {kind} are kept after the call or post; empty: without limit.",
+    )
+
+
+class RetentionSettings(models.Model):
+    """How long the tenant keeps each kind of personal data; applied by `apply_retention`."""
+
+    tenant = models.OneToOneField("tenants.Tenant", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="retention_settings")
+    transcript_days = _days_field("transcript lines", DEFAULT_RETENTION_DAYS["transcript_days"])
+    recording_days = _days_field("recording links", DEFAULT_RETENTION_DAYS["recording_days"])
+    lead_days = _days_field("leads", DEFAULT_RETENTION_DAYS["lead_days"])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = verbose_name_plural = "retention settings"
+
+    def __str__(self):
+        return f"Retention of {self.tenant}"
+
+
+class Export(models.Model):
+    """Everything the tenant holds about one phone number (Art. 15), as one JSON
+    document; deleted 7 days after it was requested, and by an erasure of the number."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        READY = "ready", "Ready"
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("ex"), editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="privacy_exports")
+    phone = models.CharField("phone (E.164)", max_length=16)
+    # The number's pseudonym: an erasure finds the exports of a number by it.
+    subject = models.CharField(max_length=16, db_index=True)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    document = models.JSONField(null=True, blank=True)
+    requested_by = models.CharField(max_length=160)
+    created_at = models.DateTimeField(default=timezone.now)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.id
+
+
+class Erasure(models.Model):
+    """The receipt of one erasure (Art. 17): what was removed, counted by kind, and
+    when. It names neither the number nor its pseudonym."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("er"), editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="privacy_erasures")
+    counts = models.JSONField()
+    requested_by = models.CharField(max_length=160)
+    erased_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-erased_at", "-id"]
+
+    def __str__(self):
+        return self.id
+
+
+class ErasedCaller(models.Model):
+    """A caller whose data the tenant erased, by pseudonym only: a call.started that
+    arrives late for a call made before the erasure is stored redacted. Kept for
+    ERASED_CALLER_DAYS (longer than any carrier retries an event)."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    pseudonym = models.CharField(max_length=16)
+    erased_at = models.DateTimeField()
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "pseudonym"], name="unique_erased_caller")]

@@ -1,0 +1,71 @@
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from console.api import ClosedSerializer, LimitField
+from console.numbers.serializers import E164Field
+from privacy_app.models import MAX_RETENTION_DAYS
+
+# Names on the wire (camelCase: a new resource) and on the model.
+SETTINGS_FIELDS = {"transcriptDays": "transcript_days", "recordingDays": "recording_days", "leadDays": "lead_days"}
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_RETENTION_DAYS, "nullable": True})
+class RetentionDaysField(serializers.Field):
+    """A whole number of days (1–36,500), or null for "without limit"; never a string,
+    a fraction or a boolean."""
+
+    default_error_messages = {
+        "invalid": f"Send a whole number of days from 1 to {MAX_RETENTION_DAYS}, or null for no limit.",
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, allow_null=True, **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, int) or isinstance(data, bool) or not 1 <= data <= MAX_RETENTION_DAYS:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class RetentionSettingsPatchSerializer(ClosedSerializer):
+    require_one = True
+    transcriptDays = RetentionDaysField()
+    recordingDays = RetentionDaysField()
+    leadDays = RetentionDaysField()
+
+
+def retention_settings_json(retention):
+    return {"tenant": retention.tenant.slug,
+            **{wire: getattr(retention, name) for wire, name in SETTINGS_FIELDS.items()}}
+
+
+class PhoneRequestSerializer(ClosedSerializer):
+    """`{"phone"}` in any format `console.phone.to_e164` reads (`0171 2345678`,
+    `+49 171 2345678`, `0049…`)."""
+
+    phone = E164Field(max_length=40)
+
+
+class PrivacyListQuerySerializer(serializers.Serializer):
+    limit = LimitField()
+
+
+def _iso(moment):
+    return serializers.DateTimeField().to_representation(moment) if moment else None
+
+
+def export_json(export, *, with_document=True):
+    data = {
+        "id": export.id, "status": export.status, "phone": export.phone, "createdAt": _iso(export.created_at),
+        "readyAt": _iso(export.ready_at), "expiresAt": _iso(export.expires_at),
+    }
+    if with_document:
+        data["document"] = export.document
+    return data
+
+
+def erasure_json(erasure):
+    return {"id": erasure.id, "erasedAt": _iso(erasure.erased_at), "counts": erasure.counts}

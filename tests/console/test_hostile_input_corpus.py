@@ -1,0 +1,327 @@
+"""Every route of /v2, /voice and /api/voice, walked from the URL configuration, gets
+a corpus of hostile input: bodies nested thousands deep, NUL characters and lone
+surrogates, wrong types, huge strings, control characters, RTL marks, absurd numbers,
+empty and duplicate keys, garbage in path segments, query parameters and headers.
+
+Each answer must be a 4xx error in the contract's shape or a documented success, never
+a 5xx; bodies nested too deeply are 400 `malformed_json`, NUL and lone surrogates 400
+`validation_error` naming the field. A route with a body that has no valid example
+below fails the test, so a new endpoint cannot be left out."""
+import base64
+import json
+from urllib.parse import quote
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from calls_app.models import Call
+from calls_app.services import carrier_create
+from calls_app.signing import signature_header
+from console.assistants.models import Assistant
+from console.numbers.services import number_create
+from leads_app.services import lead_create
+from privacy_app import services as privacy
+from registry_app.demo import SHIPPED_DOCUMENT
+from registry_app.services import registry_load
+from tests.speech_app.audio_samples import encode, silence
+
+PREFIXES = ("v2/", "voice/", "api/voice/")
+BODY_METHODS = ("post", "put", "patch")
+HOSTILE = "__hostile__"
+CARRIER = "corpuscarrier"
+
+
+def _routes():
+    """(route, pattern, view class, {method: action}) of every API route."""
+    found = []
+
+    def walk(patterns, prefix):
+        for entry in patterns:
+            if isinstance(entry, URLResolver):
+                walk(entry.url_patterns, prefix + str(entry.pattern))
+            elif isinstance(entry, URLPattern):
+                route = prefix + str(entry.pattern)
+                view = getattr(entry.callback, "cls", None)
+                if not route.startswith(PREFIXES) or view is None:
+                    continue
+                actions = getattr(entry.callback, "actions", None) or {
+                    m: m for m in ("get", "post", "put", "patch", "delete") if hasattr(view, m)}
+                found.append((route, entry.pattern, view, dict(actions)))
+
+    walk(get_resolver().url_patterns, "")
+    return found
+
+
+ROUTES = _routes()
+
+
+# --- the valid request of each route that the corpus then spoils -----------------------------
+
+def _wav():
+    return encode(silence(0.3), 16000, "wav")
+
+
+def templates(objects):
+    """{(route, method): body} — a valid body for every route and method that takes one."""
+    wav64 = base64.b64encode(_wav()).decode()
+    return {
+        ("v2/^numbers$", "post"): {"e164": "+493055500111", "label": "Zentrale", "assistant": None},
+        ("v2/^numbers/(?P<pk>[^/]+)$", "patch"): {"label": "Empfang", "assistant": objects["assistant"]},
+        ("v2/audio/settings", "patch"): {"recordingEnabled": True, "transcriptionEnabled": False},
+        ("v2/audio/scripts/<str:touchpoint_id>", "put"): {"text": "Bitte bleiben Sie dran."},
+        ("v2/audio/render", "post"): {"touchpoint": "callback.confirmation", "voice": "de",
+                                      "variables": {"firstName": "Anna", "preferredTime": "heute", "phone": "0171"}},
+        ("v2/public/leads", "post"): {"tenant": "acme", "kind": "callback", "phone": "0171 2345678",
+                                      "preferred_at": "asap", "page_url": "https://acme.example/k"},
+        ("v2/^leads/(?P<pk>[^/]+)$", "patch"): {"status": "contacted"},
+        ("v2/audio/transcribe", "post"): {"audio_base64": wav64, "filename": "a.wav", "language": "ko",
+                                          "phrases": ["서울"]},
+        ("voice/v1/calls", "post"): {"to": "+493055500999", "leadId": objects["lead"]},
+        ("voice/webhook/<str:carrier_id>", "post"): {
+            "id": "evt_corpus", "type": "call.transcript", "occurredAt": "2026-01-01T10:00:00Z",
+            "data": {"carrierCallId": "CA-corpus", "role": "user", "text": "Hallo", "ts": "2026-01-01T10:00:01Z"}},
+        ("api/voice/speak", "post"): {"text": "Hallo", "voice": "de"},
+        ("v2/privacy/settings", "patch"): {"transcriptDays": 30, "recordingDays": None, "leadDays": 365},
+        ("v2/privacy/exports", "post"): {"phone": "0171 2345678"},
+        ("v2/privacy/erasures", "post"): {"phone": "0171 9876543"},
+        # The body is the audio itself, not JSON.
+        ("api/voice/transcribe", "post"): _wav(),
+    }
+
+
+def path_values(objects):
+    """The existing object each path parameter names, per route."""
+    return {
+        "v2/^assistants/(?P<pk>[^/]+)$": {"pk": objects["assistant"]},
+        "v2/^numbers/(?P<pk>[^/]+)$": {"pk": objects["number"]},
+        "v2/^leads/(?P<pk>[^/]+)$": {"pk": objects["lead"]},
+        "v2/^calls/(?P<pk>[^/]+)$": {"pk": objects["call"]},
+        "v2/audio/scripts/<str:touchpoint_id>": {"touchpoint_id": "call.hold"},
+        "v2/registry/models/<str:lane_id>": {"lane_id": objects["lane"]},
+        "v2/^registry/versions/(?P<number>[0-9]{1,18})$": {"number": "1"},
+        "voice/webhook/<str:carrier_id>": {"carrier_id": CARRIER},
+        "v2/privacy/exports/<str:export_id>": {"export_id": objects["export"]},
+        "v2/privacy/erasures/<str:erasure_id>": {"erasure_id": objects["erasure"]},
+    }
+
+
+# --- the hostile classes ---------------------------------------------------------------------
+
+# name → JSON text put in place of one field's value
+VALUES = {
+    "lone surrogate": '"A\\ud800"',
+    "NUL": '"a\\u0000b"',
+    "huge string": json.dumps("x" * 100_000),
+    "control characters": json.dumps("\u0007\u001b[31m\r\n\t\u0085\u0000"[:-1]),
+    "RTL marks": json.dumps("\u202eabc\u200f\u2066def\u2069"),
+    "absurd integer": "1" + "0" * 400,
+    "too many digits": "9" * 5000,
+    "huge float": "1e308",
+    "out of range": "1e400",
+    "negative": "-1",
+    "fraction": "0.5",
+    "true": "true",
+    "null": "null",
+    "empty string": '""',
+    "empty list": "[]",
+    "empty object": "{}",
+    "nested": "[[[" + '"x"' + "]]]",
+    "deep": "[" * 40 + "]" * 40,
+}
+# classes whose answer is fixed wherever they appear in a JSON body
+EXPECTED = {"lone surrogate": "validation_error", "NUL": "validation_error", "deep": "malformed_json",
+            "too many digits": "malformed_json", "out of range": "malformed_json"}
+
+WHOLE_BODIES = {
+    "nested 3,000 deep": ("[" * 3000 + "]" * 3000, "malformed_json"),
+    # Small enough for the 8 KB of a public lead.
+    "objects nested 1,300 deep": ('{"a":' * 1300 + "1" + "}" * 1300, "malformed_json"),
+    "null": ("null", None), "list": ("[]", None), "string": ('"x"', None), "number": ("42", None),
+    "unterminated": ("{", "malformed_json"), "not UTF-8": (b"\xff\xfe{}", "malformed_json"),
+    "NaN": ('{"a": NaN}', "malformed_json"), "lone surrogate key": ('{"\\ud800": 1}', "validation_error"),
+    "NUL key": ('{"a\\u0000": 1}', "validation_error"), "empty key": ('{"": 1}', None),
+    "3 MB": (json.dumps({"x": "y" * 3_000_000}), None),
+}
+
+SUCCESS_TYPES = ("application/json", "audio/mpeg", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
+# Routes that read no input and take long to answer (the OpenAPI document is built per
+# request) get fewer query and header variants, not every combination.
+LIGHT = {"v2/schema"}
+PATH_VALUES = ["\x00", "a\x00b", "x" * 3000, "\u202eabc", "..", "%", "%ED%A0%80", "1e400", "-1", " ", "ü"]
+QUERY_NAMES = ["limit", "status", "kind", "analyze", "capability", "language", "phrase", "format", "cursor", "zzz"]
+QUERY_VALUES = ["\x00", "9" * 5000, "\u202e1", "-1", "", "%ED%A0%80"]
+HEADERS = {
+    "X-Tenant NUL": {"HTTP_X_TENANT": "acme\x00"},
+    "X-Tenant huge": {"HTTP_X_TENANT": "a" * 5000},
+    "X-Tenant Latin-1": {"HTTP_X_TENANT": "ÿcme"},
+    "Authorization NUL": {"HTTP_AUTHORIZATION": "Bearer swk_\x00"},
+    "Authorization huge": {"HTTP_AUTHORIZATION": "Bearer " + "k" * 5000},
+    "Authorization Latin-1": {"HTTP_AUTHORIZATION": "Bearer swk_ÿÿ_ÿ"},
+    "Idempotency-Key NUL": {"HTTP_IDEMPOTENCY_KEY": "k\x00"},
+    "Idempotency-Key huge": {"HTTP_IDEMPOTENCY_KEY": "k" * 5000},
+    "Origin NUL": {"HTTP_ORIGIN": "https://acme.example\x00"},
+    "Origin garbage": {"HTTP_ORIGIN": "javascript:alert(1)"},
+    "X-Signature garbage": {"HTTP_X_SIGNATURE": "t=²,v1=é"},
+    "Content-Type text": {"CONTENT_TYPE": "text/plain"},
+    "Content-Type form": {"CONTENT_TYPE": "application/x-www-form-urlencoded"},
+    "Content-Type charset": {"CONTENT_TYPE": "application/json; charset=latin-1"},
+}
+
+
+def _with(template, path, raw):
+    """The JSON text of `template` with the value at `path` (a tuple of keys) replaced by `raw`
+    (None: the key removed)."""
+    body = json.loads(json.dumps(template))
+    node = body
+    for key in path[:-1]:
+        node = node[key]
+    if raw is None:
+        del node[path[-1]]
+        return json.dumps(body)
+    node[path[-1]] = HOSTILE
+    return json.dumps(body).replace(json.dumps(HOSTILE), raw)
+
+
+def body_cases(template):
+    """(case name, body, expected error code or None) for a JSON template."""
+    sites = [(key,) for key in template]
+    sites += [(key, inner) for key, value in template.items() if isinstance(value, dict) for inner in value]
+    for site in sites:
+        where = ".".join(site)
+        for name, raw in VALUES.items():
+            yield f"{where}: {name}", _with(template, site, raw), EXPECTED.get(name)
+        yield f"{where}: missing", _with(template, site, None), None
+    first = next(iter(template))
+    text = json.dumps(template)
+    yield "duplicate key", '{"%s": 12, %s' % (first, text[1:]), None
+    yield "duplicate key, hostile last", text[:-1] + ', "%s": "\\u0000"}' % first, "validation_error"
+    yield "empty key", '{"": "x", ' + text[1:], None
+    yield "unknown key", '{"zzz": "x", ' + text[1:], None
+    for name, (body, expected) in WHOLE_BODIES.items():
+        yield name, body, expected
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
+    # The one model the tests have stands in for German, the default language.
+    settings.VOSK_MODELS = {"ko": korean_model, "de": korean_model}
+    tenant_a.minute_cap, tenant_a.lead_rate_limit = 1_000_000, 1_000_000
+    tenant_a.save()
+    carrier, secret = carrier_create(carrier_id=CARRIER)
+    number_create(tenant=tenant_a, e164="+493055500777")
+    document = json.loads(SHIPPED_DOCUMENT.read_text(encoding="utf-8"))
+    registry_load(document=document, loaded_by="corpus")
+    call = Call.objects.create(tenant=tenant_a, carrier=carrier, carrier_call_id="CA-corpus", direction="inbound",
+                               from_e164="+491711234567", to_e164="+493055500777", status="active")
+    call.started_at = call.created_at
+    call.save()
+    objects = {
+        "assistant": Assistant.objects.create(tenant=tenant_a, name="Empfang").pk,
+        "number": number_create(tenant=tenant_a, e164="+493055500888").pk,
+        "lead": lead_create(tenant=tenant_a, kind="callback", phone="+491712345678").pk,
+        "call": call.pk,
+        "lane": document["models"][0]["id"] if "models" in document else "",
+        "export": privacy.export_create(tenant=tenant_a, e164="+491712345678", actor="corpus").pk,
+        "erasure": privacy.erasure_create(tenant=tenant_a, e164="+491719999999", actor="corpus").pk,
+    }
+    return {"key": key_a, "secret": secret, "objects": objects}
+
+
+class Runner:
+    def __init__(self, world):
+        self.world, self.client, self.failures, self.count = world, Client(), [], 0
+
+    def send(self, case, method, path, body=None, *, content_type="application/json", headers=None,
+             expected=None):
+        headers = dict(headers or {})
+        if body is not None and path.startswith("/voice/webhook/"):
+            raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+            headers.setdefault("HTTP_X_SIGNATURE", signature_header(self.world["secret"], raw))
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.world['key']}", "HTTP_X_TENANT": "acme"}
+        content_type = headers.pop("CONTENT_TYPE", content_type)
+        data = b"" if body is None else body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+        response = self.client.generic(method.upper(), path, data, content_type=content_type, **{**auth, **headers})
+        self.count += 1
+        self.check(case, method, path, response, expected)
+
+    def check(self, case, method, path, response, expected):
+        where = f"{method.upper()} {path[:80]!r} [{case}]"
+        status = response.status_code
+        if status >= 500:
+            self.failures.append(f"{where}: {status} {response.content[:200]!r}")
+            return
+        if status >= 400:
+            try:
+                error = json.loads(response.content)["error"]
+                assert isinstance(error["code"], str) and isinstance(error["message"], str)
+                assert isinstance(error["details"], dict)
+            except (ValueError, KeyError, TypeError, AssertionError):
+                self.failures.append(f"{where}: {status} not the error shape: {response.content[:200]!r}")
+                return
+            if expected and error["code"] != expected:
+                self.failures.append(f"{where}: {error['code']} instead of {expected}")
+        elif expected:
+            self.failures.append(f"{where}: {status} instead of the error {expected}")
+        elif response.get("Content-Type", "").split(";")[0] not in SUCCESS_TYPES and status != 204:
+            self.failures.append(f"{where}: {status} with {response.get('Content-Type')!r}")
+
+
+def _url(route, pattern, values):
+    """The concrete path of a route with its parameters filled in (values percent-encoded)."""
+    path = "/" + route
+    for name, value in values.items():
+        encoded = value if value.startswith("%") and len(value) > 1 else quote(value, safe="")
+        for placeholder in (f"<str:{name}>", f"(?P<{name}>[^/]+)", f"(?P<{name}>[0-9]{{1,18}})"):
+            path = path.replace(placeholder, encoded)
+    return path.replace("^", "").replace("$", "")
+
+
+@pytest.mark.django_db(transaction=False)
+@pytest.mark.parametrize("route, pattern, view, actions", ROUTES, ids=[r[0] for r in ROUTES])
+def test_hostile_input_never_answers_5xx(world, route, pattern, view, actions):
+    runner = Runner(world)
+    bodies = templates(world["objects"])
+    params = path_values(world["objects"]).get(route, {})
+    missing = [name for name in pattern.regex.groupindex if name not in params] + (
+        [f"<{name}>" for name in getattr(pattern, "converters", {}) if name not in params])
+    assert not missing, f"{route}: add the path parameters {missing} to path_values()"
+    url = _url(route, pattern, params)
+    for method in actions:
+        template = bodies.get((route, method))
+        if method in BODY_METHODS:
+            assert template is not None, f"{method.upper()} {route}: add a valid body to templates()"
+            if isinstance(template, bytes):
+                for name, body in {"valid": template, "junk": b"\x00\xff" * 500, "empty": b"",
+                                   "JSON": b'{"a": 1}', "deep": b"[" * 3000 + b"]" * 3000}.items():
+                    runner.send(name, method, url, body, content_type="application/octet-stream")
+            else:
+                for case, body, expected in body_cases(template):
+                    runner.send(case, method, url, body, expected=expected)
+        # A raw upload is spoilt instead: the query and header checks come before decoding,
+        # and recognising the same valid audio eighty times tests nothing more.
+        body = json.dumps(template) if isinstance(template, dict) else b"\x00\xff" * 50 if template else None
+        # Views with a body read no query parameters (but the raw upload's): two names do.
+        light = route in LIGHT or (method in BODY_METHODS and not isinstance(template, bytes))
+        for name in (QUERY_NAMES[0], QUERY_NAMES[-1]) if light else QUERY_NAMES:
+            for value in QUERY_VALUES:
+                encoded = value if value.startswith("%") else quote(value, safe="")
+                runner.send(f"?{name}={value[:10]!r}", method, f"{url}?{name}={encoded}", body)
+        runner.send("repeated parameters", method, f"{url}?limit=1&limit=2&status=new&status=x", body)
+        for case, headers in list(HEADERS.items())[:3] if route in LIGHT else HEADERS.items():
+            runner.send(case, method, url, body, headers=headers)
+        for name in params:
+            for value in PATH_VALUES:
+                runner.send(f"path {name}={value[:10]!r}", method, _url(route, pattern, {**params, name: value}),
+                            body)
+    assert not runner.failures, f"{len(runner.failures)} of {runner.count} requests failed:\n" + "\n".join(
+        runner.failures[:40])
+
+
+def test_every_api_route_is_in_the_corpus():
+    walked = {route for route, *_ in ROUTES}
+    assert {"v2/public/leads", "voice/webhook/<str:carrier_id>", "voice/v1/calls", "api/voice/speak",
+            "v2/audio/render", "v2/^numbers$"} <= walked
+    assert len(walked) >= 25

@@ -1,0 +1,386 @@
+"""The isolation matrix, generated from the URL configuration and the admin registry.
+
+Every route is either tenant-bound (its view subclasses `TenantBoundMixin`) or on the
+short list of routes that hold no tenant's data (`NOT_TENANT_BOUND`, by view or base
+class); a new route that is neither fails here. Every tenant-bound route has a
+scenario in `SCENARIOS`: tenant B's credential (an API key, and a staff member's
+session) asks for tenant A's objects with every method the route serves, gets 404
+(or only its own data), never sees anything of A, and changes nothing of A's. A
+revoked key stops at once on every route. The admin: a staff member of B with every
+permission opens every page of every registered tenant-data model for A's objects.
+
+A new tenant-bound route needs a scenario; a route of another kind (e.g. gateway
+routes with their own token) goes into NOT_TENANT_BOUND with its reason.
+"""
+import json
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import URLResolver, get_resolver, reverse
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.test import APIClient
+
+from calls_app import sim
+from calls_app.models import Call, UsageCounter
+from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
+from console.assistants.models import Assistant
+from console.credentials.models import ApiKey
+from console.credentials.services import api_key_create, api_key_revoke
+from console.numbers.models import PhoneNumber
+from console.numbers.services import number_create
+from console.tenants.admin_scoping import visible_rows
+from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
+from console.tenants.services import tenant_create
+from gateway_app.views import GatewayAPIView
+from leads_app import widget_views
+from leads_app.models import Lead
+from leads_app.services import lead_create
+from privacy_app.models import Erasure, Export, RetentionSettings
+from privacy_app.services import erasure_create, export_create, retention_settings_update
+from registry_app.views import RegistryAPIView
+from scripts_app.models import ScriptOverride
+from scripts_app.services import script_override_put
+from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
+from tests.conftest import make_client
+
+pytestmark = pytest.mark.django_db
+
+# Routes that hold no tenant's data, by view or by base class, each with its reason.
+NOT_TENANT_BOUND = {
+    OpenAPIView: "open by the contract (CONTRACT §1): /health, public leads (tenant in the body, origin and "
+                 "rate checked), the signed carrier webhook, the engines list",
+    SpectacularAPIView: "the OpenAPI document",
+    RegistryAPIView: "the model hub registry holds no tenant data (any credential, no tenant)",
+    GatewayAPIView: "the hub's gateway (/v1, /agent): its own static token, no tenant's data (usage per lane)",
+    SpeakView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
+    ModuleTranscribeView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
+    ModuleHealthView: "the speech module's engine state",
+    widget_views.callback_js: "the widget's script file",
+    widget_views.demo_page: "the widget's demo page",
+}
+# Walked by the admin half of this module.
+ADMIN_PREFIX = "admin/"
+
+
+def url_routes(resolver=None, prefix=""):
+    """(route, URL pattern) for every route of the project."""
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            yield from url_routes(entry, prefix + str(entry.pattern))
+        else:
+            yield prefix + str(entry.pattern), entry
+
+
+def view_of(pattern):
+    callback = pattern.callback
+    return getattr(callback, "cls", None) or getattr(callback, "view_class", None) or callback
+
+
+def allowed_reason(view):
+    for allowed, reason in NOT_TENANT_BOUND.items():
+        if view is allowed or (isinstance(view, type) and isinstance(allowed, type) and issubclass(view, allowed)):
+            return reason
+    return None
+
+
+def tenant_bound_routes():
+    return [(route, pattern) for route, pattern in url_routes()
+            if isinstance(view_of(pattern), type) and issubclass(view_of(pattern), TenantBoundMixin)]
+
+
+def methods_of(pattern):
+    """The methods a route serves (HEAD and OPTIONS left out: DRF derives them)."""
+    actions = getattr(pattern.callback, "actions", None)
+    view = view_of(pattern)
+    served = actions if actions else [m for m in view.http_method_names if hasattr(view, m)]
+    return sorted(set(served) - {"options", "head", "trace"})
+
+
+# --- Tenant A's world -----------------------------------------------------------------
+
+@dataclass
+class Scenario:
+    """What tenant B sends to a tenant-bound route, and what it must get back.
+
+    `kwargs(a)`: the URL arguments (A's object where the route has one); `bodies`:
+    per method, the bodies B sends (a callable gets A's world); `status`: per method,
+    the status B must get (a list: one per body)."""
+
+    status: dict
+    kwargs: object = None
+    bodies: dict = field(default_factory=dict)
+
+    def url(self, a):
+        return self.kwargs(a) if self.kwargs else {}
+
+    def requests(self, a, method):
+        """(body, expected status) of each request B sends with `method`."""
+        bodies = [body(a) if callable(body) else body for body in self.bodies.get(method, [None])]
+        expected = self.status[method]
+        return zip(bodies, expected if isinstance(expected, list) else [expected] * len(bodies), strict=True)
+
+
+TOUCHPOINT = "call.hold"
+SCENARIOS = {
+    "assistant-list": Scenario({"get": 200}),
+    "assistant-detail": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk}),
+    # A number is one tenant's at most (it routes calls): taking A's is a conflict,
+    # documented, that names nothing of A.
+    "number-list": Scenario({"get": 200, "post": [400, 409]},
+                            bodies={"post": [lambda a: {"e164": "+494055509999", "assistant": a.assistant.pk},
+                                             lambda a: {"e164": a.number.e164}]}),
+    "number-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.number.pk},
+                              bodies={"patch": [{"label": "übernommen"}]}),
+    "lead-list": Scenario({"get": 200}),
+    "lead-detail": Scenario({"get": 404, "patch": 404}, lambda a: {"pk": a.lead.pk},
+                            bodies={"patch": [{"status": "contacted"}]}),
+    "call-list": Scenario({"get": 200}),
+    "call-detail": Scenario({"get": 404}, lambda a: {"pk": a.call.pk}),
+    "usage": Scenario({"get": 200}),
+    # B's own switches: changing them leaves A's alone.
+    "audio-settings": Scenario({"get": 200, "patch": 200}, bodies={"patch": [{"transcriptionEnabled": False}]}),
+    "scripts": Scenario({"get": 200}),
+    # Touchpoints are the same catalog for all: B reads and writes its own script of
+    # the touchpoint A overrode, never A's.
+    "script": Scenario({"get": 200, "put": 200, "delete": 204}, lambda a: {"touchpoint_id": TOUCHPOINT},
+                       bodies={"put": [{"text": "Globex bittet um einen Moment Geduld."}]}),
+    "audio-render": Scenario({"post": 200}, bodies={"post": [{"touchpoint": TOUCHPOINT}]}),
+    # Reads no tenant's rows; refused before any audio is decoded.
+    "audio-transcribe": Scenario({"post": 400}, bodies={"post": [{"audio_base64": ""}]}),
+    # B's own periods: changing them leaves A's alone.
+    "privacy-settings": Scenario({"get": 200, "patch": 200}, bodies={"patch": [{"transcriptDays": 7}]}),
+    # B asks about (and erases) the number of A's lead: B holds nothing of it, and
+    # A's lead, calls and exports stay as they are (state_of).
+    "privacy-exports": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
+    "privacy-export": Scenario({"get": 404}, lambda a: {"export_id": a.export.pk}),
+    "privacy-erasures": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
+    "privacy-erasure": Scenario({"get": 404}, lambda a: {"erasure_id": a.erasure.pk}),
+    "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
+        lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
+        lambda a: {"to": "+4917698765430", "from": a.number.e164},
+    ]}),
+}
+
+
+@pytest.fixture
+def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
+    """Tenant A with one of everything, and the strings that must never reach B."""
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang")
+    number = number_create(tenant=tenant_a, e164="+493055501234", label="acme-zentrale", assistant_id=assistant.pk)
+    lead = lead_create(tenant=tenant_a, kind="callback", phone="+491701234567", page_url="https://acme.example/k")
+    sim.play_inbound(number=number, caller="+4915112345670", seconds=75)
+    call = Call.objects.for_tenant(tenant_a).get()
+    script_override_put(tenant=tenant_a, touchpoint_id=TOUCHPOINT, text="Acme-Haltetext: bitte warten Sie kurz.")
+    tenant_a.recording_enabled = True
+    tenant_a.save(update_fields=["recording_enabled"])
+    retention_settings_update(tenant=tenant_a, transcript_days=30)
+    export = export_create(tenant=tenant_a, e164=lead.phone, actor=f"user:{owner.username}")
+    erasure = erasure_create(tenant=tenant_a, e164="+4915799999990", actor=f"user:{owner.username}")
+    api_key = ApiKey.objects.get(tenant=tenant_a)
+    markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
+               call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk]
+    return SimpleNamespace(tenant=tenant_a, assistant=assistant, number=number, lead=lead, call=call,
+                           export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
+                           markers=markers)
+
+
+def state_of(tenant):
+    """Everything of `tenant` that B's requests could change."""
+    return json.dumps([
+        list(model.objects.for_tenant(tenant).order_by("pk").values())
+        for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
+                      RetentionSettings, Export, Erasure)
+    ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
+         list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
+        default=str, sort_keys=True)
+
+
+def send(client, method, url, body):
+    return client.generic(method.upper(), url, json.dumps(body) if body is not None else "",
+                          content_type="application/json")
+
+
+def assert_nothing_of_a(response, world, what, sent=""):
+    """No marker of A in the response, unless B sent it itself (an id echoed in
+    "no assistant 'as_…' in this tenant" tells B nothing)."""
+    text = response.content.decode("utf-8", "replace")
+    leaked = [marker for marker in world.markers if marker in text and marker not in sent]
+    assert not leaked, f"{what} shows tenant A's {leaked}: {text[:300]}"
+
+
+# --- The routes -----------------------------------------------------------------------
+
+def test_every_route_is_tenant_bound_or_on_the_short_list():
+    unclassified = []
+    for route, pattern in url_routes():
+        if route.startswith(ADMIN_PREFIX):
+            continue
+        view = view_of(pattern)
+        if not (isinstance(view, type) and issubclass(view, TenantBoundMixin)) and allowed_reason(view) is None:
+            unclassified.append(f"{route} ({getattr(view, '__qualname__', view)})")
+    assert not unclassified, ("Neither tenant-bound nor in NOT_TENANT_BOUND (add a TenantAPIView/TenantViewSet, "
+                              f"or the reason it holds no tenant's data): {unclassified}")
+
+
+def test_every_tenant_bound_route_has_a_scenario():
+    names = {pattern.name for _, pattern in tenant_bound_routes()}
+    assert not names - set(SCENARIOS), f"add a scenario for {sorted(names - set(SCENARIOS))}"
+    assert not set(SCENARIOS) - names, f"scenarios of routes that are gone: {sorted(set(SCENARIOS) - names)}"
+    for _, pattern in tenant_bound_routes():
+        assert set(SCENARIOS[pattern.name].status) == set(methods_of(pattern)), pattern.name
+
+
+def test_tenant_viewsets_get_their_rows_from_the_base_class():
+    for _, pattern in tenant_bound_routes():
+        view = view_of(pattern)
+        if issubclass(view, TenantViewSet):
+            assert view.model is not None and hasattr(view.model.objects, "for_tenant"), view
+            assert view.get_queryset is TenantViewSet.get_queryset, f"{view.__name__} writes its own get_queryset"
+
+
+@pytest.fixture(params=["api key", "staff session"])
+def client_b(request, world):
+    if request.param == "api key":
+        return make_client(world.key_b, "globex")
+    client = APIClient()
+    client.force_login(world.outsider)
+    client.credentials(HTTP_X_TENANT="globex")
+    return client
+
+
+def matrix_requests(world):
+    """(method, url, body, status B must get) for every tenant-bound route and method."""
+    for _, pattern in tenant_bound_routes():
+        scenario = SCENARIOS[pattern.name]
+        url = reverse(pattern.name, kwargs=scenario.url(world))
+        for method in methods_of(pattern):
+            for body, status in scenario.requests(world, method):
+                yield method, url, body, status
+
+
+def test_tenant_b_never_reaches_tenant_a_on_any_route(world, client_b):
+    before = state_of(world.tenant)
+    for method, url, body, status in matrix_requests(world):
+        response = send(client_b, method, url, body)
+        assert response.status_code == status, (method, url, body, response.content[:300])
+        assert_nothing_of_a(response, world, f"{method.upper()} {url}", sent=url + json.dumps(body))
+    assert state_of(world.tenant) == before
+
+
+def test_tenant_bs_render_of_a_touchpoint_a_changed_is_bs_own(world, client_b):
+    url = reverse("audio-render")
+    own = send(make_client(world.key, "acme"), "post", url, {"touchpoint": TOUCHPOINT})
+    untouched = tenant_create(slug="initech", name="Initech")
+    default = send(make_client(api_key_create(tenant=untouched)[1], "initech"), "post", url, {"touchpoint": TOUCHPOINT})
+
+    theirs = send(client_b, "post", url, {"touchpoint": TOUCHPOINT})
+
+    assert theirs.status_code == own.status_code == default.status_code == 200
+    assert theirs["ETag"] == default["ETag"] != own["ETag"]
+
+
+def test_a_revoked_key_stops_at_once_on_every_route(world):
+    client_a = make_client(world.key, "acme")
+    assert client_a.get("/v2/usage").status_code == 200
+    api_key_revoke(api_key=ApiKey.objects.get(tenant=world.tenant))
+    before = state_of(world.tenant)
+
+    for method, url, body, _ in matrix_requests(world):
+        response = send(client_a, method, url, body)
+        assert response.status_code == 401, (method, url, response.content[:200])
+    assert state_of(world.tenant) == before
+
+
+# --- The admin ------------------------------------------------------------------------
+
+def rows_of(model, tenant):
+    """`model`'s rows that belong to `tenant`, found without the admin's scoping."""
+    if model is Tenant:
+        return model.objects.filter(pk=tenant.pk)
+    if model is get_user_model():
+        return model.objects.filter(memberships__tenant=tenant)
+    return model._default_manager.for_tenant(tenant)
+
+
+def tenant_data_admins():
+    return sorted(((model, model_admin) for model, model_admin in admin.site._registry.items()
+                   if visible_rows(model, get_user_model()(is_superuser=True)) is not None),
+                  key=lambda item: item[0]._meta.label)
+
+
+def staff_with_every_permission(user):
+    user.user_permissions.set(Permission.objects.all())
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def admin_url(model, suffix=""):
+    return f"/admin/{model._meta.app_label}/{model._meta.model_name}/{suffix}"
+
+
+def test_the_admin_shows_a_member_of_b_nothing_of_tenant_a(world):
+    b = staff_with_every_permission(world.outsider)
+    a = staff_with_every_permission(world.owner)
+    checked = []
+    for model, _ in tenant_data_admins():
+        mine = {str(pk) for pk in rows_of(model, world.tenant).values_list("pk", flat=True)}
+        assert mine, f"tenant A has no {model._meta.label} in the matrix's data: add one to `world`"
+        # A's own member sees them: the check below is not empty.
+        assert {str(o.pk) for o in a.get(admin_url(model)).context["cl"].result_list} >= mine, model
+
+        listing = b.get(admin_url(model))
+        assert listing.status_code == 200
+        assert not {str(o.pk) for o in listing.context["cl"].result_list} & mine, model
+        assert_nothing_of_a(listing, world, f"the {model._meta.label} list")
+        add = b.get(admin_url(model, f"add/?tenant={world.tenant.pk}&touchpoint_id={TOUCHPOINT}"))
+        if add.status_code == 200:  # where adding is allowed at all
+            assert_nothing_of_a(add, world, f"the {model._meta.label} add page")
+
+        unknown = "999999999" if model._meta.pk.get_internal_type().endswith("AutoField") else "xx_unknown"
+        for page in ("change/", "history/", "delete/"):
+            expected = b.get(admin_url(model, f"{unknown}/{page}"))
+            for pk in mine:
+                response = b.get(admin_url(model, f"{pk}/{page}"))
+                assert (response.status_code, response.get("Location")) == (
+                    expected.status_code, expected.get("Location")), (model, pk, page)
+
+        b.post(admin_url(model), {"action": "delete_selected", "_selected_action": sorted(mine), "post": "yes"})
+        # Shows (and so drops) the messages that echo the ids B asked for ("… with ID
+        # 'as_…' doesn't exist"), which the next model's list would show otherwise.
+        b.get("/admin/")
+        assert {str(pk) for pk in rows_of(model, world.tenant).values_list("pk", flat=True)} == mine, model
+        checked.append(model._meta.label)
+    assert {"tenants.Tenant", "leads_app.Lead", "calls_app.Call", "auth.User"} <= set(checked)
+
+
+def test_admin_lookups_offer_a_member_of_b_nothing_of_tenant_a(world):
+    b = staff_with_every_permission(world.outsider)
+    checked = 0
+    for source, _ in admin.site._registry.items():
+        for relation in source._meta.get_fields():
+            target = getattr(relation, "related_model", None)
+            if not (relation.is_relation and relation.concrete and target in admin.site._registry):
+                continue
+            if visible_rows(target, world.owner) is None or not admin.site._registry[target].search_fields:
+                continue
+            mine = {str(pk) for pk in rows_of(target, world.tenant).values_list("pk", flat=True)}
+            response = b.get("/admin/autocomplete/", {"app_label": source._meta.app_label,
+                                                      "model_name": source._meta.model_name,
+                                                      "field_name": relation.name, "term": ""})
+            assert response.status_code == 200, (source, relation.name)
+            assert not {item["id"] for item in response.json()["results"]} & mine, (source, relation.name)
+            checked += 1
+    assert checked >= 8
+
+
+def test_the_effective_scripts_page_shows_a_member_of_b_only_bs_scripts(world):
+    page = staff_with_every_permission(world.outsider).get("/admin/scripts_app/scriptoverride/effective/?tenant=acme")
+
+    assert page.status_code == 200
+    assert_nothing_of_a(page, world, "the effective scripts page")

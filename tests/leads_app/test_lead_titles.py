@@ -1,0 +1,7 @@
+"""A lead's title (admin pages, the admin's change log) shows the number masked."""
+from leads_app.models import Lead
+
+
+def test_a_lead_title_masks_the_phone():
+    lead = Lead(kind=Lead.Kind.CALLBACK, phone="+491712345667", status=Lead.Status.NEW)
+    assert str(lead) == "Callback +49171•••••67 (new)"
