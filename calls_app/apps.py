@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CallsAppConfig(AppConfig):
     name = "calls_app"
-    verbose_name = "Calls and usage"
+    verbose_name = _("Calls and usage")
 
     def ready(self):
         from calls_app.carriers import SimCarrierAdapter

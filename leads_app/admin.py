@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from console.phone import search_digits
 from console.tenants.admin_scoping import TenantScopedAdmin
 from leads_app.models import Lead
 from leads_app.services import leads_set_status
@@ -38,20 +39,8 @@ class LeadAdmin(TenantScopedAdmin):
     def get_search_results(self, request, queryset, search_term):
         """A phone search matches however the number is typed (`0171 234…`, `+49 171…`)."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        digits = _phone_digits(search_term)
+        digits = search_digits(search_term)
         if digits:
             results |= queryset.filter(phone__contains=digits)
         return results, may_have_duplicates
 
-
-def _phone_digits(term):
-    """The digits of `term` as they appear in a stored E.164 number, or "" if `term`
-    does not look like (part of) a phone number."""
-    if not term or set(term) - set("0123456789+-/() "):
-        return ""
-    digits = "".join(ch for ch in term if ch.isdigit())
-    if digits.startswith("00"):
-        return digits[2:]  # international prefix
-    if digits.startswith("0"):
-        return "49" + digits[1:]  # a German national number
-    return digits
