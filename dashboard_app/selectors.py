@@ -13,8 +13,7 @@ from django.db.models.functions import Coalesce, TruncDate
 
 from calls_app.models import Call, UsageCounter
 from calls_app.selectors import usage_for
-from leads_app.models import Lead
-from leads_app.selectors import OPEN_STATUSES
+from leads_app.models import OPEN_STATUSES, Lead
 
 DAYS = 30
 LATEST = 5

@@ -35,6 +35,12 @@ class Lead(models.Model):
     # The version of the consent sentence the visitor saw (leads_app/consent.py); ""
     # when the form that posted did not say.
     consent_version = models.CharField(max_length=40, blank=True)
+    # The same number posting again while this lead is open, within a day of it, is
+    # folded into it (services.lead_receive): how often, and when last.
+    repeat_count = models.PositiveIntegerField(default=0)
+    repeated_at = models.DateTimeField(null=True, blank=True)
+    # The operator's notes (the console only; not part of the API's lead).
+    notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -45,11 +51,18 @@ class Lead(models.Model):
         indexes = [
             models.Index(fields=["tenant", "-created_at", "-id"], name="lead_tenant_newest"),
             models.Index(fields=["tenant", "status", "-created_at"], name="lead_tenant_status"),
+            # The duplicate check of every public post: this number's newest lead.
+            models.Index(fields=["tenant", "phone", "-created_at"], name="lead_tenant_phone"),
         ]
 
     def __str__(self):
         # Masked: this text ends up in admin titles and the admin's change log.
         return f"{self.get_kind_display()} {mask(self.phone)} ({self.status})"
+
+
+# Leads still waiting for the business: the callback inbox, the dashboard's due and
+# overdue callbacks, and the folding of duplicates count these.
+OPEN_STATUSES = (Lead.Status.NEW, Lead.Status.CONTACTED)
 
 
 class RateLimitWindow(models.Model):

@@ -3,10 +3,6 @@ from django.core.exceptions import ValidationError
 from console.tenants.models import Tenant, slug_validator
 from leads_app.models import Lead
 
-# Leads still waiting for the business: the callback inbox and the dashboard's due and
-# overdue callbacks count these.
-OPEN_STATUSES = (Lead.Status.NEW, Lead.Status.CONTACTED)
-
 
 def lead_list(*, tenant, status=None, kind=None, limit):
     leads = Lead.objects.for_tenant(tenant).select_related("tenant")
