@@ -11,3 +11,9 @@ class CallsAppConfig(AppConfig):
         from console.engines import carrier_probes
 
         carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.probe)
+
+        # The callback inbox's "Rückruf starten" (leads_app cannot import us).
+        from calls_app.services import call_start_for_lead
+        from leads_app.callbacks import register_callback_starter
+
+        register_callback_starter(call_start_for_lead)
