@@ -111,7 +111,29 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
 @admin.register(UsageCounter)
 class UsageCounterAdmin(ReadOnlyAdmin):
-    list_display = ["tenant", "period", "minutes", "seconds", "calls", "reserved_minutes", "updated_at"]
+    # Cap, used, reserved, remaining and a bar per tenant and month; the cap is the
+    # tenant's current one (inbound and outbound minutes count against it).
+    list_display = ["tenant", "period", "cap", "used", "reserved_minutes", "remaining", "bar", "calls"]
+    ordering = ["-period", "tenant__slug"]
+
+    @admin.display(description=_("minute cap"))
+    def cap(self, counter):
+        return counter.tenant.minute_cap
+
+    @admin.display(description=_("used"), ordering="minutes")
+    def used(self, counter):
+        return counter.minutes
+
+    @admin.display(description=_("remaining"))
+    def remaining(self, counter):
+        return max(0, counter.tenant.minute_cap - counter.minutes - counter.reserved_minutes)
+
+    @admin.display(description=_("used of the cap"))
+    def bar(self, counter):
+        cap = counter.tenant.minute_cap
+        return format_html('<meter min="0" max="{}" high="{}" value="{}" title="{} / {}"></meter>',
+                           max(cap, 1), max(cap * 0.9, 1), min(counter.minutes + counter.reserved_minutes, max(cap, 1)),
+                           counter.minutes + counter.reserved_minutes, cap)
     list_filter = ["period"]
     search_fields = ["tenant__slug", "period"]
     list_select_related = ["tenant"]

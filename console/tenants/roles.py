@@ -28,7 +28,7 @@ OWNER_PERMISSIONS = {
     **MEMBER_PERMISSIONS,
     "tenants.tenant": ("view", "change"),
     "tenants.membership": _ALL,
-    "credentials.apikey": ("view", "add", "change"),
+    "credentials.apikey": _ALL,  # deleting only keys never used (credentials/admin.py)
     "assistants.assistant": _ALL,
     "numbers.phonenumber": _ALL,
     "scripts_app.scriptoverride": _ALL,

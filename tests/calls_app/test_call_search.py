@@ -65,3 +65,4 @@ def test_the_csv_export_holds_the_filtered_list(owner, calls):
 def test_the_list_links_its_export(owner, calls):
     page = logged_in(owner).get("/admin/calls_app/call/", {"q": "Termin"}).content.decode()
     assert 'href="export.csv?q=Termin"' in page
+
