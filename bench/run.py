@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import (
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
+    bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_privacy,  # noqa: E402
@@ -39,6 +40,7 @@ BENCHMARKS = [
     bench_gateway.overhead, bench_gateway.failover,
     bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
+    bench_console.dashboard_and_search,
 ]
 
 

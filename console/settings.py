@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "registry_app",
     "privacy_app",
     "gateway_app",
+    "dashboard_app",
 ]
 
 MIDDLEWARE = [
@@ -82,6 +83,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "console.middleware.AuthenticationMiddleware",
+    # German pages (English by Accept-Language), English API messages, admin times in
+    # the tenant's zone (console/locale.py); after authentication, which it reads.
+    "console.locale.ConsoleLocaleMiddleware",
     "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -139,8 +143,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# API messages are English throughout (findings of the German linter are German).
-LANGUAGE_CODE = "en-us"
+# Pages for operators and callers are German by default (English by the browser's
+# Accept-Language); API messages stay English (console/locale.py).
+LANGUAGE_CODE = "de"
+LANGUAGES = [("de", "Deutsch"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

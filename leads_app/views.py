@@ -96,7 +96,7 @@ def _count_post(request, tenant):
 
 
 def _create(fields):
-    lead = services.lead_create(
+    lead = services.lead_receive(
         tenant=fields["tenant"],
         kind=fields["kind"],
         phone=fields["phone"],

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ScriptsAppConfig(AppConfig):
     name = "scripts_app"
-    verbose_name = "Scripts"
+    verbose_name = _("Scripts")
 
     def ready(self):
         from console.warmup import at_worker_start

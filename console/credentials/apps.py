@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CredentialsConfig(AppConfig):
     name = "console.credentials"
     label = "credentials"
-    verbose_name = "Credentials"
+    verbose_name = _("Credentials")
 
     def ready(self):
         from django.db.models.signals import post_delete, post_save

@@ -12,7 +12,8 @@ import pytest
 from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app"]
+PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
+            "dashboard_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
