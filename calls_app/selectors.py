@@ -1,8 +1,10 @@
 """Reads of calls and usage; every query starts from the tenant."""
+from django.db.models import Q
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, UsageCounter
 from calls_app.periods import next_period_start, period_of
+from console.pagination import page_after
 
 # The columns of a call in the Console API (calls_app.serializers.CallSerializer).
 CALL_COLUMNS = (
@@ -22,12 +24,40 @@ def calls_newest_rows(*, tenant, limit):
     of CALL_COLUMNS) and their transcript lines by call id ((role, text, ts) in order).
     Two queries whatever the limit, like the prefetch; no model instances are built."""
     calls = list(Call.objects.for_tenant(tenant).newest_first().values(*CALL_COLUMNS)[:limit])
+    return calls, transcript_lines(calls)
+
+
+def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, number=None, since=None,
+                    until=None, lead=None):
+    """A page of `GET /v2/calls` as rows (see `calls_newest_rows`), filtered, after
+    `cursor`, with the cursor of the next page: `(calls, lines, next)`. Two queries
+    whatever the depth (console/pagination.py)."""
+    calls = Call.objects.for_tenant(tenant)
+    if status:
+        calls = calls.filter(status=status)
+    if direction:
+        calls = calls.filter(direction=direction)
+    if number:
+        calls = calls.filter(Q(from_e164=number) | Q(to_e164=number))
+    if since:
+        calls = calls.filter(created_at__gte=since)
+    if until:
+        calls = calls.filter(created_at__lt=until)
+    if lead:
+        calls = calls.filter(lead_id=lead)
+    rows, next_cursor = page_after(calls.values(*CALL_COLUMNS), tenant=tenant, scope="calls", cursor=cursor,
+                                   limit=limit)
+    return rows, transcript_lines(rows), next_cursor
+
+
+def transcript_lines(calls):
+    """The transcript lines of call rows by call id, `(role, text, ts)` in order: one query."""
     lines = {}
     if calls:
         entries = TranscriptEntry.objects.filter(call_id__in=[call["id"] for call in calls]).order_by("ts", "id")
         for call_id, role, text, ts in entries.values_list("call_id", "role", "text", "ts"):
             lines.setdefault(call_id, []).append((role, text, ts))
-    return calls, lines
+    return lines
 
 
 def outbound_call_get(*, tenant, call_id):

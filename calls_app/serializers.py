@@ -3,7 +3,8 @@ import re
 from django.utils import timezone
 from rest_framework import serializers
 
-from console.api import LimitField
+from calls_app.models import Call
+from console.api import CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -84,7 +85,17 @@ def call_list_data(calls, lines):
 
 
 class CallListQuerySerializer(serializers.Serializer):
-    limit = LimitField()
+    """`GET /v2/calls`: a page (`limit`, `cursor`) and the filters, all combinable (AND)."""
+
+    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
+    cursor = CursorField()
+    status = ListedChoiceField(choices=Call.Status.choices, required=False)
+    direction = ListedChoiceField(choices=Call.Direction.choices, required=False)
+    number = PhoneQueryField(required=False, max_length=40,
+                             help_text="Calls from or to this number, in any format (`030 901820`, `+49 30 901820`).")
+    since = MomentField(required=False, help_text="Calls created at or after this ISO 8601 time.")
+    until = MomentField(required=False, help_text="Calls created before this ISO 8601 time.")
+    lead = serializers.CharField(required=False, max_length=40, help_text="Calls of this lead (`ld_…`).")
 
 
 class UsageSerializer(serializers.Serializer):

@@ -4,6 +4,8 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny
 from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
+from console.errors import ValidationFailed
+from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.selection import tenant_for_request
 
 
@@ -122,3 +124,65 @@ class ClosedSerializer(serializers.Serializer):
             *others, last = self.fields
             raise serializers.ValidationError({"non_field_errors": [f"Send {', '.join(others)} and/or {last}."]})
         return super().validate(attrs)
+
+
+class ListedChoiceField(serializers.ChoiceField):
+    """A choice whose error lists the allowed values, so the fix is in the message."""
+
+    def to_internal_value(self, data):
+        if data == "" and self.allow_blank:
+            return ""
+        if str(data) not in self.choice_strings_to_values:
+            allowed = ", ".join(self.choice_strings_to_values)
+            raise serializers.ValidationError(f"'{data}' is not a valid choice. Send one of: {allowed}.")
+        return self.choice_strings_to_values[str(data)]
+
+
+class MomentField(serializers.DateTimeField):
+    """`since`/`until` of list filters: ISO 8601, e.g. 2026-11-01T00:00:00Z or 2026-11-01."""
+
+    default_error_messages = {
+        "invalid": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00+01:00, 2026-11-01T08:00:00Z or 2026-11-01.",
+        "make_aware": "Send an ISO 8601 time with its offset, e.g. 2026-11-01T09:00:00+01:00.",
+        "overflow": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00Z.",
+    }
+
+    def to_internal_value(self, value):
+        if isinstance(value, str) and len(value) == 10:
+            value += "T00:00:00Z"  # a date alone is its start, in UTC
+        return super().to_internal_value(value)
+
+
+class PhoneQueryField(serializers.CharField):
+    """A phone number filter in any format a person types (`030 901820`, `+49 30 901820`), as E.164."""
+
+    def to_internal_value(self, data):
+        try:
+            return to_e164(super().to_internal_value(data))
+        except InvalidPhoneNumber as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class CursorField(serializers.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=500, help_text=(
+            "The `next` value of the previous page; omit it for the first page (newest first)."), **kwargs)
+
+
+def query_validated(serializer_class, query_params):
+    """The validated query parameters of a request, or a 400 naming each parameter the
+    endpoint does not know, with the accepted ones (a typo is never ignored)."""
+    accepted = list(serializer_class().fields)
+    unknown = sorted(set(query_params) - set(accepted))
+    if unknown:
+        hint = f"Unknown query parameter. Accepted: {', '.join(accepted)}."
+        raise ValidationFailed(
+            f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+            f"Accepted: {', '.join(accepted)}.",
+            details={name: [hint] for name in unknown},
+        )
+    data = validated(serializer_class, query_params.dict())
+    since, until = data.get("since"), data.get("until")
+    if since and until and since >= until:
+        raise serializers.ValidationError({"until": ["Must be later than 'since'."]})
+    return data

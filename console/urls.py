@@ -1,12 +1,15 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from console.assistants.views import AssistantViewSet
 from console.numbers.views import PhoneNumberViewSet
 from console.tenants.views import AudioSettingsView
 from console.views import HealthView
+
+# The admin's "View site" link opens the API's docs page: the console has no other site.
+admin.site.site_url = "/v2/docs"
 
 router = SimpleRouter(trailing_slash=False)
 router.register("assistants", AssistantViewSet, basename="assistant")
@@ -15,6 +18,8 @@ router.register("numbers", PhoneNumberViewSet, basename="number")
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
+    # The document to read in a browser: Swagger UI from drf-spectacular-sidecar's static files.
+    path("v2/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("v2/audio/settings", AudioSettingsView.as_view(), name="audio-settings"),
     path("v2/", include(router.urls)),
     # Each app owns the paths of its resource; see its urls.py.

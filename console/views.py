@@ -1,18 +1,18 @@
 """Open, not tenant-bound endpoints of the service itself."""
 from django.conf import settings
 from django.db import DatabaseError
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from console.api import OpenAPIView
 from console.engines import engine_probes
 from console.errors import DatabaseUnavailable
+from console.schema_types import HealthSerializer
 from console.tenants.models import Tenant
 
 
 class HealthView(OpenAPIView):
-    @extend_schema(summary="Service health and the speech engines usable now", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="Service health and the speech engines usable now", responses=HealthSerializer)
     def get(self, request):
         try:
             tenant_count = Tenant.objects.count()

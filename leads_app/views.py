@@ -1,11 +1,13 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins, status
+from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, validated
+from console.api import OpenAPIView, TenantViewSet, query_validated, validated
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
+from console.openapi import errors
+from console.pagination import NEXT_HELP
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -27,6 +29,7 @@ class PublicLeadView(OpenAPIView):
 
     @extend_schema(
         summary="Post a lead from a public page",
+        extensions=errors(403, 409, 429),
         request=PublicLeadSerializer,
         responses={201: PublicLeadCreatedSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
@@ -114,14 +117,15 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],
-        responses=inline_serializer("LeadList", {"leads": LeadSerializer(many=True)}),
+        responses=inline_serializer("LeadList", {
+            "leads": LeadSerializer(many=True),
+            "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
+        }),
     )
     def list(self, request):
-        query = validated(LeadListQuerySerializer, request.query_params.dict())
-        leads = selectors.lead_list(
-            tenant=request.tenant, status=query.get("status"), kind=query.get("kind"), limit=query["limit"]
-        )
-        return Response({"leads": LeadSerializer(leads, many=True).data})
+        query = query_validated(LeadListQuerySerializer, request.query_params)
+        leads, next_cursor = selectors.lead_page(tenant=request.tenant, **query)
+        return Response({"leads": LeadSerializer(leads, many=True).data, "next": next_cursor})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -46,7 +46,7 @@ class ExportListView(TenantAPIView):
     audit_writes = False  # the service records the export, with its size
 
     @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's exports, newest first",
-                   operation_id="v2_privacy_exports_list")
+                   operation_id="privacy_exports_list")
     def get(self, request):
         exports = selectors.export_list(tenant=request.tenant, limit=_limit(request))
         return Response({"exports": [export_json(export, with_document=False) for export in exports]})
@@ -77,7 +77,7 @@ class ErasureListView(TenantAPIView):
     audit_writes = False  # the service records the erasure, with its counts
 
     @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's erasure receipts",
-                   operation_id="v2_privacy_erasures_list")
+                   operation_id="privacy_erasures_list")
     def get(self, request):
         erasures = selectors.erasure_list(tenant=request.tenant, limit=_limit(request))
         return Response({"erasures": [erasure_json(erasure) for erasure in erasures]})

@@ -10,6 +10,7 @@ from console.numbers.serializers import (
     PhoneNumberSerializer,
     PhoneNumberUpdateSerializer,
 )
+from console.openapi import errors
 
 
 class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
@@ -21,7 +22,7 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def list(self, request):
         return Response({"numbers": PhoneNumberSerializer(self.get_queryset(), many=True).data})
 
-    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer})
+    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer}, extensions=errors(409))
     def create(self, request):
         data = validated(PhoneNumberCreateSerializer, request.data)
         number = services.number_create(
@@ -29,7 +30,7 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         )
         return Response(PhoneNumberSerializer(number).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer)
+    @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer, extensions=errors(409))
     def partial_update(self, request, pk=None):
         number = self.get_object()
         data = validated(PhoneNumberUpdateSerializer, request.data)
