@@ -4,7 +4,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from calls_app.models import Call
-from console.api import CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
+from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -109,7 +109,7 @@ class UsageSerializer(serializers.Serializer):
     resetsAt = serializers.DateTimeField()
 
 
-class OutboundCallRequestSerializer(serializers.Serializer):
+class OutboundCallRequestSerializer(ClosedSerializer):
     to = serializers.CharField()
     # `from` is a keyword, so the field is declared below under its JSON name.
     leadId = serializers.CharField(required=False, allow_null=True, max_length=40)

@@ -1,10 +1,11 @@
 """Base classes of the `/v2` views."""
+from django.http import Http404
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import SAFE_METHODS, AllowAny
 from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
-from console.errors import ValidationFailed
+from console.errors import NotFound, ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.selection import tenant_for_request
 
@@ -74,6 +75,13 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
 
+    def get_object(self):
+        # "No lead with this id." rather than DRF's bare "Not found.", like every resource.
+        try:
+            return super().get_object()
+        except Http404:
+            raise NotFound(f"No {self.model._meta.verbose_name} with this id.") from None
+
 
 class OpenAPIView(APIView):
     """Not tenant-bound and open (CONTRACT §1): no credentials are read at all."""
@@ -111,15 +119,31 @@ class LimitField(serializers.CharField):
 
 
 class ClosedSerializer(serializers.Serializer):
-    """A body of the declared fields only: an unknown field is a 400 under its name.
-    With `require_one`, an empty body is a 400 that says which fields to send."""
+    """A body of the declared fields only: an unknown field is a 400 under its name that
+    lists the accepted fields, reported with the other fields' errors (a misspelled
+    required field shows as both unknown and missing). `refused` gives fields that
+    exist but cannot be sent here their own message. With `require_one`, an empty body
+    is a 400 that says which fields to send."""
 
     require_one = False
+    refused = {}
+
+    def to_internal_value(self, data):
+        problems = {}
+        if isinstance(data, dict):
+            accepted = f"Unknown field. Accepted: {', '.join(self.fields)}."
+            problems = {name: [self.refused.get(name, accepted)] for name in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if problems and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **problems}) from None
+            raise
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
 
     def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
         if self.require_one and not attrs:
             *others, last = self.fields
             raise serializers.ValidationError({"non_field_errors": [f"Send {', '.join(others)} and/or {last}."]})

@@ -6,6 +6,7 @@ DEBUG is on), Django's 405 from plain views, CSRF failures, disallowed hosts and
 exceptions in plain views. It sits outermost so that it sees those responses last.
 """
 from django.conf import settings
+from django.urls import Resolver404, resolve
 
 from console.errors import ValidationFailed, error_response, generic_error_response, response_for_exception
 from console.parsers import escaped
@@ -37,13 +38,24 @@ class JsonErrorMiddleware:
         return None
 
 
+def _resolves(path):
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
 def _is_json(response):
     return response.get("Content-Type", "").startswith("application/json")
 
 
 def _resolver_message(request, response):
     if response.status_code == 404:
-        return f"No resource at {request.method} {request.path_info}."
+        path = request.path_info
+        if path.endswith("/") and len(path) > 1 and _resolves(path.rstrip("/")):
+            return f"No resource at {path}: paths have no trailing slash, use {path.rstrip('/')}."
+        return f"No resource at {request.method} {path}."
     if response.status_code == 405:
         return f"Method {request.method} is not allowed here."
     return None

@@ -1,7 +1,7 @@
 from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
-from console.api import CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
+from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.numbers.serializers import E164Field
 from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead
@@ -92,14 +92,8 @@ class PublicLeadSerializer(serializers.Serializer):
         return value or ""
 
 
-class LeadUpdateSerializer(serializers.Serializer):
+class LeadUpdateSerializer(ClosedSerializer):
     status = ListedChoiceField(choices=Lead.Status.choices)
-
-    def validate(self, attrs):
-        others = sorted(set(self.initial_data) - {"status"})
-        if others:
-            raise serializers.ValidationError({name: ["Only 'status' can be changed."] for name in others})
-        return attrs
 
 
 class LeadListQuerySerializer(serializers.Serializer):

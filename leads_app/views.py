@@ -60,7 +60,7 @@ class PublicLeadView(OpenAPIView):
         if origin == "":
             return Response(status=status.HTTP_204_NO_CONTENT, headers={"Allow": "POST, OPTIONS"})
         if not access.origin_allowed_by_any_tenant(request, origin):
-            raise OriginForbidden("This web origin may not post leads.")
+            raise OriginForbidden.of(origin, any_tenant=True)
         return Response(status=status.HTTP_204_NO_CONTENT, headers=access.preflight_headers(origin))
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -86,7 +86,7 @@ def _check_origin(request, tenant):
     if origin == "":
         return  # a server posting, not a browser
     if origin is None or not access.origin_allowed_for(request, origin, tenant):
-        raise OriginForbidden()
+        raise OriginForbidden.of(origin)
 
 
 def _count_post(request, tenant):

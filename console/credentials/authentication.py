@@ -1,6 +1,6 @@
 from rest_framework import authentication, exceptions
 
-from console.credentials.services import api_key_authenticate
+from console.credentials.services import KEY_SCHEME, api_key_authenticate
 
 
 class ApiKeyUser:
@@ -29,10 +29,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
+            misplaced = _misplaced_key_header(request)
+            if misplaced:
+                raise exceptions.AuthenticationFailed(
+                    f"An API key was sent in the {misplaced} header; send it as 'Authorization: Bearer <api key>'.")
             return None
         scheme, _, raw_key = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not raw_key.strip():
-            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <api key>'.")
+            sent = f"'{scheme} …'" if raw_key.strip() else "a value without a scheme"
+            raise exceptions.AuthenticationFailed(
+                f"The Authorization header must be 'Bearer <api key>'; it was {sent}.")
         api_key = api_key_authenticate(raw_key=raw_key.strip())
         if api_key is None:
             raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
@@ -40,3 +46,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return f'{self.keyword} realm="api"'
+
+
+KEY_PREFIX = f"{KEY_SCHEME}_"
+
+
+def _misplaced_key_header(request):
+    """The name of a header other than Authorization that carries an API key (X-API-Key,
+    Api-Key, X-Auth-Token …), so that the 401 can name it."""
+    for name, value in request.headers.items():
+        if name.lower() != "authorization" and isinstance(value, str) and KEY_PREFIX in value[:16]:
+            return name
+    return None
