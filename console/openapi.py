@@ -53,6 +53,7 @@ ERROR_DESCRIPTIONS = {
     404: "`not_found` or a more specific code: no such resource for this tenant.",
     406: "`not_acceptable`: the Accept header names no media type this operation answers with.",
     409: "A conflict with the current state (the code says which).",
+    410: "`export_expired` or another gone resource.",
     413: "`payload_too_large`: the body is too large.",
     415: "`unsupported_media_type`: send the body as `application/json`.",
     422: "Well-formed but unusable input (e.g. audio that cannot be decoded).",

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
@@ -29,6 +29,9 @@ class PublicLeadView(OpenAPIView):
 
     @extend_schema(
         summary="Post a lead from a public page",
+        examples=[OpenApiExample("A callback request", request_only=True, value={
+            "tenant": "acme", "kind": "callback", "phone": "0171 2345678", "preferred_at": "tomorrow-am",
+            "page_url": "https://acme.example/kontakt", "consent_version": "callback-de-1"})],
         extensions=errors(403, 409, 429),
         request=PublicLeadSerializer,
         responses={201: PublicLeadCreatedSerializer},

@@ -1,5 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
@@ -71,7 +71,9 @@ class AudioRenderView(TenantAPIView):
     audit_writes = False  # a POST that stores nothing but cached audio: not a write for the audit trail
 
     @extend_schema(request=RenderRequestSerializer, responses=MP3_RESPONSE,
-                   summary="The effective script of a touchpoint as MP3", extensions=errors(404))
+                   summary="The effective script of a touchpoint as MP3", extensions=errors(404),
+                   examples=[OpenApiExample("The greeting with a name", request_only=True, value={
+                       "touchpoint": "inbound.greeting", "variables": {"companyName": "Praxis Dr. Weber"}})])
     def post(self, request):
         data = validated(RenderRequestSerializer, request.data)
         rendered, _ = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
@@ -22,7 +22,9 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def list(self, request):
         return Response({"numbers": PhoneNumberSerializer(self.get_queryset(), many=True).data})
 
-    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer}, extensions=errors(409))
+    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer}, extensions=errors(409),
+                   examples=[OpenApiExample("A number with a label", request_only=True,
+                                            value={"e164": "+4930901820", "label": "Zentrale"})])
     def create(self, request):
         data = validated(PhoneNumberCreateSerializer, request.data)
         number = services.number_create(

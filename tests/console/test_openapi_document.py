@@ -96,3 +96,9 @@ def test_every_documented_error_status_has_a_description(document):
         for status, response in operation["responses"].items():
             if int(status) >= 400:
                 assert response["description"] in ERROR_DESCRIPTIONS.values()
+
+
+def test_the_main_requests_have_examples(document):
+    for path in ("/v2/numbers", "/v2/public/leads", "/v2/audio/render"):
+        content = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+        assert content.get("examples"), path
