@@ -23,7 +23,7 @@ run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
-	$(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
+	$(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)

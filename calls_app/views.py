@@ -6,15 +6,17 @@ from rest_framework.response import Response
 from calls_app import selectors
 from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
-from console.api import TenantAPIView, TenantViewSet, query_validated
+from console.api import TenantAPIView, TenantViewSet, validated_query
 from console.errors import NotFound
 from console.pagination import NEXT_HELP
+from console.rendering import fast_json_renderers
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Call
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a call
 
     @extend_schema(
         parameters=[CallListQuerySerializer],
@@ -24,7 +26,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         }),
     )
     def list(self, request):
-        query = query_validated(CallListQuerySerializer, request.query_params)
+        query = validated_query(CallListQuerySerializer, request)
         calls, lines, next_cursor = selectors.calls_page_rows(tenant=request.tenant, **query)
         return Response({"calls": call_list_data(calls, lines), "next": next_cursor})
 

@@ -27,6 +27,9 @@ class InvalidCursor(ApiError):
 
 
 def cursor_encode(*, tenant, scope, created_at, pk):
+    """`created_at` a datetime, or its ISO 8601 text as the API writes it."""
+    if isinstance(created_at, str):
+        created_at = datetime.datetime.fromisoformat(created_at)
     return signing.dumps([tenant.pk, scope, created_at.isoformat(), pk], salt=SALT, compress=False)
 
 
@@ -37,27 +40,28 @@ def cursor_decode(token, *, tenant, scope):
         created_at = datetime.datetime.fromisoformat(moment)
     except (signing.BadSignature, ValueError, TypeError):
         raise InvalidCursor(details={"cursor": ["Unknown, altered or malformed cursor."]}) from None
-    if tenant_pk != tenant.pk or cursor_scope != scope or not isinstance(pk, str):
+    if tenant_pk != tenant.pk or cursor_scope != scope or not isinstance(pk, str) or created_at.tzinfo is None:
         raise InvalidCursor(details={"cursor": ["This cursor belongs to another list or tenant."]})
     return created_at, pk
 
 
-def page_after(queryset, *, tenant, scope, cursor, limit):
-    """`(rows, next)`: up to `limit` rows of `queryset` (newest first) after `cursor`
-    (None: from the newest) and the cursor of the page after them (None at the end).
-
-    `queryset` may be `.values(...)`: rows are read as dicts then, as models otherwise;
-    either way they carry `created_at` and `id`."""
+def after_cursor(queryset, *, tenant, scope, cursor):
+    """`queryset` (newest first) from the row after the cursor's position on."""
     queryset = queryset.order_by("-created_at", "-id")
-    if cursor:
-        created_at, pk = cursor_decode(cursor, tenant=tenant, scope=scope)
-        # `created_at <= c` first: an index range the database seeks to (the OR alone
-        # made SQLite walk the index from the newest row, in time growing with depth).
-        queryset = queryset.filter(created_at__lte=created_at).filter(Q(created_at__lt=created_at) | Q(id__lt=pk))
-    rows = list(queryset[:limit + 1])
+    if not cursor:
+        return queryset
+    created_at, pk = cursor_decode(cursor, tenant=tenant, scope=scope)
+    # `created_at <= c` first: an index range the database seeks to (the OR alone
+    # made SQLite walk the index from the newest row, in time growing with depth).
+    return queryset.filter(created_at__lte=created_at).filter(Q(created_at__lt=created_at) | Q(id__lt=pk))
+
+
+def page_of(rows, *, tenant, scope, limit, position):
+    """`(rows, next)` of up to `limit + 1` rows read newest first: the first `limit`
+    and the cursor of the page after them (None when there was no extra row).
+    `position(row)` is the row's `(created_at, pk)`."""
     if len(rows) <= limit:
-        return rows, None
-    rows = rows[:limit]
-    last = rows[-1]
-    created_at, pk = (last["created_at"], last["id"]) if isinstance(last, dict) else (last.created_at, last.id)
+        return list(rows), None
+    rows = list(rows[:limit])
+    created_at, pk = position(rows[-1])
     return rows, cursor_encode(tenant=tenant, scope=scope, created_at=created_at, pk=pk)

@@ -77,11 +77,13 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After whitenoise: static files need no policy (docs/operations.md, CSP).
     "console.content_security.HtmlPagesCSPMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, login-user and messages middleware, left out for API requests
+    # that never use a login session (console/middleware.py: uses_no_session).
+    "console.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -119,6 +121,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # per request costs more than most of our queries.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that needs no round trip while the
+    # connection is quiet (console/db/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "console.db.postgresql"
 
 # Django's cache. The default is per process. The lead rate limit counts in the
 # database unless this names a shared cache with atomic increments (redis://…,
@@ -155,9 +161,17 @@ VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
+# Open API endpoints that read no credentials, so no login session either (a path, or a
+# prefix ending in "/"); they skip the session middleware (console/middleware.py).
+SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
 
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"
+
+# Reads may take an API key verified by this process less than this many seconds ago
+# without a query; a revoked key is refused everywhere at most this long after the
+# revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -170,6 +184,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Bounded size and depth; NUL and lone surrogates refused (console/parsers.py).
     "DEFAULT_PARSER_CLASSES": ["console.parsers.JSONParser"],
+    # DRF's, with the common Accept headers answered without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "console.rendering.ContentNegotiation",
     "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "console.openapi.ApiSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -2,12 +2,13 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, query_validated, validated
+from console.api import OpenAPIView, TenantViewSet, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
 from console.openapi import errors
 from console.pagination import NEXT_HELP
+from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -17,6 +18,7 @@ from leads_app.serializers import (
     LeadUpdateSerializer,
     PublicLeadCreatedSerializer,
     PublicLeadSerializer,
+    lead_list_data,
 )
 
 # A lead is a handful of short fields; anything bigger is not a form post.
@@ -117,6 +119,7 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Lead
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a lead
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],
@@ -126,9 +129,9 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         }),
     )
     def list(self, request):
-        query = query_validated(LeadListQuerySerializer, request.query_params)
-        leads, next_cursor = selectors.lead_page(tenant=request.tenant, **query)
-        return Response({"leads": LeadSerializer(leads, many=True).data, "next": next_cursor})
+        query = validated_query(LeadListQuerySerializer, request)
+        rows, next_cursor = selectors.lead_page_rows(tenant=request.tenant, **query)
+        return Response({"leads": lead_list_data(rows), "next": next_cursor})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -1,4 +1,5 @@
 from rest_framework import authentication, exceptions
+from rest_framework.permissions import SAFE_METHODS
 
 from console.credentials.services import KEY_SCHEME, api_key_authenticate
 
@@ -39,7 +40,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             sent = f"'{scheme} …'" if raw_key.strip() else "a value without a scheme"
             raise exceptions.AuthenticationFailed(
                 f"The Authorization header must be 'Bearer <api key>'; it was {sent}.")
-        api_key = api_key_authenticate(raw_key=raw_key.strip())
+        # A read may use a key verified a moment ago; a write is checked against the database.
+        api_key = api_key_authenticate(raw_key=raw_key.strip(), reuse_verified=request.method in SAFE_METHODS)
         if api_key is None:
             raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
         return ApiKeyUser(api_key), api_key
