@@ -21,6 +21,7 @@ from bench import (
     bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
+    bench_pages,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
@@ -33,7 +34,7 @@ BENCHMARKS = [
     bench_speed.tenant_bound,
     bench_registry.load_and_route_in_process, bench_registry.http,
     bench_leads.public_lead_posts, bench_leads.leads_no_loss_under_concurrency,
-    bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
+    bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants, bench_pages.deep_page,
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,

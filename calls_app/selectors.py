@@ -1,9 +1,12 @@
 """Reads of calls and usage; every query starts from the tenant."""
+from django.db.models import Q
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, UsageCounter
 from calls_app.periods import next_period_start, period_of
 from console.compiled import CompiledQuery
+from console.pagination import after_cursor, page_of
+from console.representation import datetime_text
 
 # The columns of a call in the Console API (calls_app.serializers.CallSerializer).
 CALL_COLUMNS = (
@@ -38,6 +41,51 @@ def calls_newest_rows(*, tenant, limit):
         for line in _transcript_rows(*(call[0] for call in calls)):
             lines.setdefault(line[0], []).append(line)
     return calls, lines
+
+
+# Columns of CALL_COLUMNS that hold timestamps (written as text in the rows).
+_CALL_MOMENTS = tuple(CALL_COLUMNS.index(name) for name in ("created_at", "started_at", "ended_at"))
+_CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
+
+
+def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, number=None, since=None,
+                    until=None, lead=None):
+    """A page of `GET /v2/calls` as rows (see `calls_newest_rows`), filtered, after
+    `cursor`, with the cursor of the next page: `(calls, lines, next)`. Two queries
+    whatever the depth (console/pagination.py). The first page without filters, the
+    common read, takes the compiled query."""
+    if not any((cursor, status, direction, number, since, until, lead)):
+        rows = _newest_call_rows(tenant.id, limit=limit + 1)
+    else:
+        calls = Call.objects.for_tenant(tenant)
+        if status:
+            calls = calls.filter(status=status)
+        if direction:
+            calls = calls.filter(direction=direction)
+        if number:
+            calls = calls.filter(Q(from_e164=number) | Q(to_e164=number))
+        if since:
+            calls = calls.filter(created_at__gte=since)
+        if until:
+            calls = calls.filter(created_at__lt=until)
+        if lead:
+            calls = calls.filter(lead_id=lead)
+        calls = after_cursor(calls, tenant=tenant, scope="calls", cursor=cursor)
+        rows = [_with_moments_as_text(row) for row in calls.values_list(*CALL_COLUMNS)[:limit + 1]]
+    calls, next_cursor = page_of(rows, tenant=tenant, scope="calls", limit=limit,
+                                 position=lambda row: (row[_CREATED], row[_ID]))
+    lines = {}
+    if calls:
+        for line in _transcript_rows(*(call[0] for call in calls)):
+            lines.setdefault(line[0], []).append(line)
+    return calls, lines, next_cursor
+
+
+def _with_moments_as_text(row):
+    row = list(row)
+    for position in _CALL_MOMENTS:
+        row[position] = datetime_text(row[position])
+    return tuple(row)
 
 
 def outbound_call_get(*, tenant, call_id):

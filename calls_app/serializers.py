@@ -2,7 +2,8 @@ import re
 
 from rest_framework import serializers
 
-from console.api import LimitField
+from calls_app.models import Call
+from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -77,7 +78,17 @@ def call_list_data(calls, lines):
 
 
 class CallListQuerySerializer(serializers.Serializer):
-    limit = LimitField()
+    """`GET /v2/calls`: a page (`limit`, `cursor`) and the filters, all combinable (AND)."""
+
+    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
+    cursor = CursorField()
+    status = ListedChoiceField(choices=Call.Status.choices, required=False)
+    direction = ListedChoiceField(choices=Call.Direction.choices, required=False)
+    number = PhoneQueryField(required=False, max_length=40,
+                             help_text="Calls from or to this number, in any format (`030 901820`, `+49 30 901820`).")
+    since = MomentField(required=False, help_text="Calls created at or after this ISO 8601 time.")
+    until = MomentField(required=False, help_text="Calls created before this ISO 8601 time.")
+    lead = serializers.CharField(required=False, max_length=40, help_text="Calls of this lead (`ld_…`).")
 
 
 class UsageSerializer(serializers.Serializer):
@@ -91,7 +102,7 @@ class UsageSerializer(serializers.Serializer):
     resetsAt = serializers.DateTimeField()
 
 
-class OutboundCallRequestSerializer(serializers.Serializer):
+class OutboundCallRequestSerializer(ClosedSerializer):
     to = serializers.CharField()
     # `from` is a keyword, so the field is declared below under its JSON name.
     leadId = serializers.CharField(required=False, allow_null=True, max_length=40)

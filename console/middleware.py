@@ -16,6 +16,7 @@ from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAut
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.messages.middleware import MessageMiddleware as DjangoMessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware as DjangoSessionMiddleware
+from django.urls import Resolver404, resolve
 
 from console.errors import ValidationFailed, error_response, generic_error_response, response_for_exception
 from console.parsers import escaped
@@ -45,6 +46,14 @@ class JsonErrorMiddleware:
         if is_api_path(request.path_info):
             return response_for_exception(exception, request)
         return None
+
+
+def _resolves(path):
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
 
 
 def uses_no_session(request):
@@ -109,7 +118,10 @@ def _is_json(response):
 
 def _resolver_message(request, response):
     if response.status_code == 404:
-        return f"No resource at {request.method} {request.path_info}."
+        path = request.path_info
+        if path.endswith("/") and len(path) > 1 and _resolves(path.rstrip("/")):
+            return f"No resource at {path}: paths have no trailing slash, use {path.rstrip('/')}."
+        return f"No resource at {request.method} {path}."
     if response.status_code == 405:
         return f"Method {request.method} is not allowed here."
     return None

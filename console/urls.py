@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from console.assistants.views import AssistantViewSet
@@ -12,8 +12,9 @@ from console.views import HealthView
 admin.site.site_header = "Stimmwerk"
 admin.site.site_title = "Stimmwerk"
 admin.site.index_title = _("Dashboard")
-# "View site" leads to the dashboard: the console has no public site of its own.
-admin.site.site_url = "/admin/"
+# "View site" opens the API's docs page: the console has no public site of its own,
+# and the dashboard is the admin's own start page.
+admin.site.site_url = "/v2/docs"
 
 router = SimpleRouter(trailing_slash=False)
 router.register("assistants", AssistantViewSet, basename="assistant")
@@ -22,6 +23,8 @@ router.register("numbers", PhoneNumberViewSet, basename="number")
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
+    # The document to read in a browser: Swagger UI from drf-spectacular-sidecar's static files.
+    path("v2/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("v2/audio/settings", AudioSettingsView.as_view(), name="audio-settings"),
     path("v2/", include(router.urls)),
     # Each app owns the paths of its resource; see its urls.py.

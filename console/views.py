@@ -5,7 +5,6 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.http import HttpResponse
 from django.utils.cache import patch_vary_headers
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -13,6 +12,7 @@ from console.api import OpenAPIView
 from console.engines import engine_probes
 from console.errors import ApiError, DatabaseUnavailable, response_for_exception
 from console.rendering import asks_for_default_json
+from console.schema_types import HealthSerializer
 from console.tenants.models import Tenant
 
 # How old an engine probe's answer /health may report; the probes themselves keep
@@ -44,7 +44,7 @@ class HealthView(OpenAPIView):
     and throttle checks, negotiation) has nothing to decide for it. Anything else (HEAD,
     OPTIONS, another Accept or a format override, other methods) goes through DRF."""
 
-    @extend_schema(summary="Service health and the speech engines usable now", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="Service health and the speech engines usable now", responses=HealthSerializer)
     def get(self, request):
         return Response(health_body())
 

@@ -59,8 +59,8 @@ def test_call_list_data_follows_the_current_time_zone_like_the_serializer(varied
 
 
 def test_list_endpoint_serves_the_serializer_bytes(varied_calls, tenant_a, api_a):
-    expected = rendered(CallSerializer(selectors.calls_newest(tenant=tenant_a, limit=200), many=True).data)
-    assert api_a.get("/v2/calls?limit=200").content == expected
+    calls = CallSerializer(selectors.calls_newest(tenant=tenant_a, limit=200), many=True).data
+    assert api_a.get("/v2/calls?limit=200").content == JSONRenderer().render({"calls": calls, "next": None})
 
 
 def test_rows_take_two_queries_and_none_without_transcript_query_when_empty(varied_calls, tenant_a, tenant_b):

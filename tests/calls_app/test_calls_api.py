@@ -38,7 +38,7 @@ def test_call_of_another_tenant_is_404_like_an_unknown_id(api_b, carrier_client,
     unknown = api_b.get("/v2/calls/cl_01jdoesnotexist0000000000")
     assert foreign.status_code == unknown.status_code == 404
     assert error_of(foreign) == error_of(unknown)
-    assert api_b.get("/v2/calls").json() == {"calls": []}
+    assert api_b.get("/v2/calls").json() == {"calls": [], "next": None}
 
 
 @pytest.mark.parametrize("query, expected", [("", 50), ("?limit=3", 3), ("?limit=200", 200), ("?limit=500", 200)])

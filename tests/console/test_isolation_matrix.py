@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.test import APIClient
 
 from calls_app import sim
@@ -55,6 +55,7 @@ NOT_TENANT_BOUND = {
     OpenAPIView: "open by the contract (CONTRACT §1): /health, public leads (tenant in the body, origin and "
                  "rate checked), the signed carrier webhook, the engines list",
     SpectacularAPIView: "the OpenAPI document",
+    SpectacularSwaggerView: "the page that renders the OpenAPI document (/v2/docs)",
     RegistryAPIView: "the model hub registry holds no tenant data (any credential, no tenant)",
     GatewayAPIView: "the hub's gateway (/v1, /agent): its own static token, no tenant's data (usage per lane)",
     SpeakView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
