@@ -39,10 +39,21 @@ def mulaw_encode(samples):
     return (~(sign | (exponent << 4) | mantissa) & 0xFF).astype(numpy.uint8).tobytes()
 
 
+def _low_pass(samples, cutoff):
+    """A windowed-sinc FIR low-pass (`cutoff` as a fraction of the sample rate): without
+    it, downsampling folds the voice's upper harmonics back into the speech band."""
+    taps = numpy.arange(-32, 33)
+    kernel = 2 * cutoff * numpy.sinc(2 * cutoff * taps) * numpy.hamming(len(taps))
+    return numpy.convolve(samples.astype(numpy.float32), kernel / kernel.sum(), mode="same")
+
+
 def resample(samples, from_rate, to_rate):
-    """Linear interpolation: enough for speech going to a recogniser or a phone line."""
+    """Linear interpolation, low-passed first when the rate goes down: enough for speech
+    going to a recogniser or a phone line."""
     if from_rate == to_rate or not len(samples):
         return samples
+    if to_rate < from_rate:
+        samples = _low_pass(samples, 0.45 * to_rate / from_rate)
     count = int(round(len(samples) * to_rate / from_rate))
     positions = numpy.arange(count) * (from_rate / to_rate)
     return numpy.interp(positions, numpy.arange(len(samples)), samples.astype(numpy.float32)).astype(numpy.int16)

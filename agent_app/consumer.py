@@ -57,6 +57,7 @@ _disclosed = _off_loop(calls.call_web_disclosed)
 _end_call = _off_loop(calls.call_web_end)
 _opening = _off_loop(conversation.opening)
 _hear = _off_loop(conversation.hear)
+_get_ready = _off_loop(conversation.get_ready)
 _think = _off_loop(conversation.think)
 _speak = _off_loop(conversation.speak)
 
@@ -154,7 +155,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
         """The opening, then each utterance in turn: hear, think, speak."""
         try:
             opening = await _opening(tenant=self.session.tenant, variables=self.session.variables)
+            ready = asyncio.create_task(_get_ready(language=self.language))
             await self._say(opening.text, disclosure=opening.disclosure)
+            await ready
             while True:
                 await self._answer(await self.utterances.get())
         except asyncio.CancelledError:

@@ -33,6 +33,13 @@ def hear(pcm, *, language):
     return engine.transcribe(pcm, language=language, deadline=Deadline.for_audio(len(pcm) / 32000)).text.strip()
 
 
+def get_ready(*, language):
+    """Loads the recognition model while the opening is spoken (the first session of a
+    process would otherwise wait for it at the caller's first words)."""
+    engine = recognizer_for(language)
+    engine.transcribe(b"\0" * 16000, language=language, deadline=Deadline(60))
+
+
 def think(text, *, language):
     """The agent's answer through the gateway (/v1/agent's service, routed by the registry)."""
     return gateway_agent_answer(prompt=text, language=language).result.text

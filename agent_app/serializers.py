@@ -5,12 +5,18 @@ from console.api import ClosedSerializer
 from speech_app.stt import LANGUAGE_PATTERN
 
 
-class AudioFormatSerializer(ClosedSerializer):
+class AudioFormatSerializer(serializers.Serializer):
+    """Nested, so unknown fields are checked here (ClosedSerializer reads the top-level body)."""
+
     encoding = serializers.ChoiceField(choices=["pcm_s16le", "mulaw"], default="pcm_s16le")
     sampleRate = serializers.IntegerField(required=False)
 
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and set(data) - set(self.fields):
+            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(set(data) - set(self.fields))})
+        return super().to_internal_value(data)
+
     def validate(self, attrs):
-        attrs = super().validate(attrs)
         rate = attrs.setdefault("sampleRate", 16000 if attrs["encoding"] == "pcm_s16le" else 8000)
         if (attrs["encoding"], rate) not in FORMATS:
             raise serializers.ValidationError({"sampleRate": ["pcm_s16le is 16000 Hz, mulaw 8000 Hz."]})

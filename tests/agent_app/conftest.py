@@ -127,3 +127,14 @@ class Caller:
 
 def dial(url):
     return connect(url, max_size=1 << 22, open_timeout=RECEIVE_TIMEOUT)
+
+
+def eventually(condition, timeout=30):
+    """Whether `condition()` holds within `timeout` seconds: for what the server does on
+    its own schedule (noticing a dropped connection). Checks every 50 ms."""
+    ends = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.05)
+    return True
