@@ -84,6 +84,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.started = self.last_frame = self.loop.time()
         self.first_audio, self.audio_sec = None, 0.0
         self.barge_in_allowed = False
+        self.busy = True  # the agent is hearing, thinking or speaking: the caller may be silent
         self.speech_task = None
         self.utterances = asyncio.Queue()
         self.tasks = [asyncio.create_task(self._turns()), asyncio.create_task(self._watchdog())]
@@ -159,7 +160,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self._say(opening.text, disclosure=opening.disclosure)
             await ready
             while True:
-                await self._answer(await self.utterances.get())
+                self.busy = False
+                utterance = await self.utterances.get()
+                self.busy = True
+                await self._answer(utterance)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the conversation cannot go on; the call is still booked
@@ -223,13 +227,16 @@ class AgentConsumer(AsyncWebsocketConsumer):
             task.cancel()
 
     async def _watchdog(self):
-        """Ends the session at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
-        without a frame from the client (a connection that hangs without closing)."""
+        """Ends the session at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC in
+        which the client sent no frame while the agent had nothing to do (a connection
+        that hangs without closing)."""
         grant_end = self.started + self.session.call.max_seconds
         while True:
             idle_end = self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC
             await asyncio.sleep(max(0.0, min(grant_end, idle_end) - self.loop.time()))
             now = self.loop.time()
+            if self.busy:
+                self.last_frame = now
             if now >= grant_end:
                 return await self._refuse("grant_ended", "The minutes granted to this session are used up.",
                                           CLOSE_GRANT)

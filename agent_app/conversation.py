@@ -2,6 +2,8 @@
 and speaking — each run in a worker thread by the consumer, never on the event loop."""
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from gateway_app.services import gateway_agent_answer
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
@@ -30,7 +32,9 @@ def opening(*, tenant, variables):
 def hear(pcm, *, language):
     """What the caller said in `pcm` (16 kHz PCM), by the engine that serves the language."""
     engine = recognizer_for(language)
-    return engine.transcribe(pcm, language=language, deadline=Deadline.for_audio(len(pcm) / 32000)).text.strip()
+    # The longest deadline the speech API allows: an utterance is at most 15 s, and no
+    # HTTP worker waits here; the caller hears stt_busy only when the engine is swamped.
+    return engine.transcribe(pcm, language=language, deadline=Deadline(settings.STT_DEADLINE_MAX_SEC)).text.strip()
 
 
 def get_ready(*, language):

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import (
+    bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
     bench_foundation,  # noqa: E402
@@ -39,6 +40,7 @@ BENCHMARKS = [
     bench_gateway.overhead, bench_gateway.failover,
     bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
+    bench_agent.reply_latency,
 ]
 
 

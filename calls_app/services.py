@@ -23,7 +23,8 @@ logger = logging.getLogger("calls_app.webhook")
 
 class MinuteCapReached(ApiError):
     status, code = 402, "minute_cap_reached"
-    message = "The tenant's monthly minute cap is reached; no outbound call can be placed until it resets."
+    message = ("The tenant's monthly minute cap is reached; no outbound call can be placed and no voice agent "
+               "session granted until it resets.")
 
 
 class UnknownCarrier(NotFound):

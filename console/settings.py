@@ -352,6 +352,9 @@ AGENT_IDLE_TIMEOUT_SEC = env.int("AGENT_IDLE_TIMEOUT_SEC", default=30)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
+# The voice demo page /widget/voice-demo (talks as the demo tenant, no key needed): on
+# only where asked for (make run sets it).
+AGENT_VOICE_DEMO = env.bool("AGENT_VOICE_DEMO", default=False)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

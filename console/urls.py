@@ -28,6 +28,7 @@ urlpatterns = [
     path("api/voice/agent/", include("agent_app.urls")),
     path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
+    path("widget/", include("agent_app.demo_urls")),
     path("v1/", include("gateway_app.urls")),
     path("agent", include("gateway_app.agent_urls")),
     path("admin/", admin.site.urls),

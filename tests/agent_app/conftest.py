@@ -106,6 +106,8 @@ class Caller:
         """Frames up to and including the next JSON frame of `kind`; returns that frame."""
         while True:
             frame = await self.next()
+            if isinstance(frame, dict) and frame["type"] == "error" and kind != "error":
+                raise AssertionError(f"error frame while waiting for {kind}: {frame}")
             if isinstance(frame, dict) and frame["type"] == kind:
                 return frame
 

@@ -8,7 +8,7 @@ from gateway_app.providers.mock import mock_answer
 from tests.agent_app.conftest import Caller, dial, grant, silence, spoken
 from tests.speech_app.wer import word_error_rate
 
-SAID = "Ich möchte gerne einen Termin für nächste Woche vereinbaren."
+SAID = "Ich hätte gerne einen Termin am Montag."
 
 
 async def _conversation(url, speech):
@@ -69,3 +69,26 @@ def test_the_call_appears_in_the_call_list(agent_server, api_a, instant_speech):
     listed = {call["id"]: call for call in api_a.get("/v2/calls").json()["calls"]}
     assert listed[session["callId"]]["carrier"] == "web"
     assert listed[session["callId"]]["disclosed"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_conversations_each_get_their_own_answer(
+        agent_server, api_a, tenant_a, instant_speech, whisper_ready):
+    """Both callers speak at the same time; each hears the answer to what it said. (How
+    their reply latency compares with a lone session's is measured in bench/agent.py.)"""
+    tenant_a.max_call_minutes = 2  # two grants within the cap of 10
+    tenant_a.save(update_fields=["max_call_minutes"])
+    said = {"montag": SAID, "woche": "Ich möchte gerne einen Termin für nächste Woche."}
+    sessions = {key: grant(api_a, agent_server.port) for key in said}
+    audio = {key: spoken(text) + silence(1.0) for key, text in said.items()}
+
+    async def both():
+        return await asyncio.gather(*(_conversation(sessions[key]["url"], audio[key]) for key in said))
+
+    results = dict(zip(said, asyncio.run(both()), strict=True))
+    for key, (_, started, _, final, reply, close_code) in results.items():
+        assert started["callId"] == sessions[key]["callId"] and close_code == 1000
+        # Its own words, not the other caller's (which would be far off for both sentences).
+        assert word_error_rate(said[key], final["text"]) <= 0.5, final["text"]
+        assert reply["text"] == mock_answer(final["text"], language="de")
+    assert Call.objects.filter(status="completed", carrier_id="web").count() == 2
