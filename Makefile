@@ -28,7 +28,7 @@ run: install .env gateway-token migrate
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
 	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
 	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
-	  --lifespan off --no-access-log & agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT; \
+	  --lifespan off --no-access-log --log-level warning & agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT; \
 	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \
 	  $(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 

@@ -58,7 +58,7 @@ async def _caller(url, speeches, turns):
                     continue
                 frame = json.loads(message)
                 if frame["type"] == "error":
-                    raise RuntimeError(frame)
+                    raise Overloaded(frame) if frame["code"] == "stt_busy" else RuntimeError(frame)
                 if frame["type"] == kind:
                     return frame
 
@@ -76,11 +76,19 @@ async def _caller(url, speeches, turns):
                 delay = began + (index + 1) * FRAME_SEC - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
-            await until("agent.speaking")
+            try:
+                await until("agent.speaking")
+            except Overloaded:  # this turn was never answered: counts as too slow
+                latencies.append(float("inf"))
+                continue
             latencies.append(await until("audio") - spoken_end)
             await until("agent.done")
         await ws.send('{"type": "end"}')
     return latencies
+
+
+class Overloaded(Exception):
+    """The agent answered stt_busy: recognition did not finish within its deadline."""
 
 
 def _grant(base, key):
@@ -99,7 +107,7 @@ def _served(project):
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "console.asgi:application", "--host", HOST, "--port", str(port),
-             "--ws", "websockets-sansio", "--lifespan", "off", "--no-access-log"],
+             "--ws", "websockets-sansio", "--lifespan", "off", "--no-access-log", "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     wait_until_up(f"http://{HOST}:{port}/health", server, log_path, 60)
     return server, f"http://{HOST}:{port}"
@@ -121,6 +129,7 @@ def reply_latency(load):
             alone = asyncio.run(_caller(_grant(base, key), speeches, TURNS))
             rows.append({"sessions": 1, "turns": len(alone), "p50 s": round(statistics.median(alone), 2),
                          "p95 s": round(_percentile(alone, 0.95), 2), "max s": round(max(alone), 2)})
+            print(rows[-1], flush=True)
             for sessions in range(2, MAX_SESSIONS + 1):
                 async def together(count=sessions):
                     urls = [_grant(base, key) for _ in range(count)]
@@ -131,6 +140,7 @@ def reply_latency(load):
                 rows.append({"sessions": sessions, "turns": len(samples),
                              "p50 s": round(statistics.median(samples), 2), "p95 s": round(p95, 2),
                              "max s": round(max(samples), 2)})
+                print(rows[-1], flush=True)
                 if p95 > P95_LIMIT:
                     break
         finally:
