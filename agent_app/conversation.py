@@ -32,9 +32,9 @@ def opening(*, tenant, variables):
 def hear(pcm, *, language):
     """What the caller said in `pcm` (16 kHz PCM), by the engine that serves the language."""
     engine = recognizer_for(language)
-    # The longest deadline the speech API allows: an utterance is at most 15 s, and no
-    # HTTP worker waits here; the caller hears stt_busy only when the engine is swamped.
-    return engine.transcribe(pcm, language=language, deadline=Deadline(settings.STT_DEADLINE_MAX_SEC)).text.strip()
+    # No HTTP worker waits here, so the deadline is the agent's own; past it the caller
+    # gets stt_busy for this utterance and the conversation goes on.
+    return engine.transcribe(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
 
 
 def get_ready(*, language):

@@ -349,6 +349,8 @@ GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if na
 AGENT_TOKEN_TTL_SEC = env.int("AGENT_TOKEN_TTL_SEC", default=60)
 # Seconds without any frame from the client after which a session is ended (4408).
 AGENT_IDLE_TIMEOUT_SEC = env.int("AGENT_IDLE_TIMEOUT_SEC", default=30)
+# Seconds one utterance's recognition may take before the caller gets stt_busy.
+AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
