@@ -30,7 +30,7 @@ run: install .env gateway-token migrate
 	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
 	  --lifespan off --no-access-log --log-level warning & agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT; \
 	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \
-	  $(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
+	  $(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)

@@ -19,18 +19,19 @@ from bench import (
     bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
-    bench_foundation,  # noqa: E402
+    bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_speed,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
 BENCHMARKS = [
-    bench_foundation.throughput,
+    bench_speed.tenant_bound,
     bench_registry.load_and_route_in_process, bench_registry.http,
     bench_leads.public_lead_posts, bench_leads.leads_no_loss_under_concurrency,
     bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
@@ -40,6 +41,7 @@ BENCHMARKS = [
     bench_gateway.overhead, bench_gateway.failover,
     bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
+    bench_console.dashboard_and_search,
     bench_agent.reply_latency,
 ]
 

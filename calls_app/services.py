@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from calls_app import event_sql, redaction
 from calls_app import events as ev
-from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
+from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, outbound_carrier
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
@@ -195,6 +195,14 @@ def call_dial(*, call):
         Call.objects.filter(pk=call.pk, carrier_call_id__isnull=True).update(carrier_call_id=carrier_call_id)
     call.carrier_call_id = carrier_call_id
     return call
+
+
+def call_start_for_lead(*, lead):
+    """The callback inbox's "Rückruf starten": an outbound call to the lead's number,
+    linked to the lead, through the same cap check and dial as POST /voice/v1/calls
+    (MinuteCapReached, CarrierUnavailable as there)."""
+    call = call_request_outbound(tenant=lead.tenant, carrier=outbound_carrier(), to_e164=lead.phone, lead_id=lead.pk)
+    return call_dial(call=call)
 
 
 @transaction.atomic

@@ -7,21 +7,23 @@ from rest_framework.response import Response
 from calls_app import selectors
 from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
-from console.api import TenantAPIView, TenantViewSet, validated
+from console.api import TenantAPIView, TenantViewSet, validated_query
 from console.errors import NotFound
+from console.rendering import fast_json_renderers
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Call
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a call
 
     @extend_schema(
         parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description="1–200 (larger values are clamped), default 50")],
         responses=inline_serializer("CallList", {"calls": CallSerializer(many=True)}),
     )
     def list(self, request):
-        limit = validated(CallListQuerySerializer, request.query_params.dict())["limit"]
+        limit = validated_query(CallListQuerySerializer, request)["limit"]
         calls, lines = selectors.calls_newest_rows(tenant=request.tenant, limit=limit)
         return Response({"calls": call_list_data(calls, lines)})
 

@@ -72,6 +72,13 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
 
+    def get_object(self):
+        row = super().get_object()
+        # Selected by the request's tenant, so that is its tenant: a serializer naming
+        # it (a lead's `tenant`) then costs no query.
+        row.tenant = self.request.tenant
+        return row
+
 
 class OpenAPIView(APIView):
     """Not tenant-bound and open (CONTRACT §1): no credentials are read at all."""
@@ -87,6 +94,29 @@ def validated(serializer_class, data):
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+# Valid query strings of list endpoints, validated once per process: the same few
+# (`?limit=200`, a status filter) come again and again, and building a serializer cost
+# more than the list's query (90 µs for the leads' filters).
+_VALID_QUERIES_KEPT = 512
+_valid_queries = {}
+
+
+def validated_query(serializer_class, request):
+    """`validated(serializer_class, request.query_params.dict())`, for query serializers
+    whose result depends on the parameters alone (no context, no database): a valid set
+    of parameters is validated once, an invalid one every time (its 400 is raised as
+    usual). Returns a dict of the caller's own."""
+    params = request.query_params.dict()
+    key = (serializer_class, tuple(sorted(params.items())))
+    data = _valid_queries.get(key)
+    if data is None:
+        data = dict(validated(serializer_class, params))
+        if len(_valid_queries) >= _VALID_QUERIES_KEPT:
+            _valid_queries.clear()
+        _valid_queries[key] = data
+    return dict(data)
 
 
 class LimitField(serializers.CharField):

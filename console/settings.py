@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "registry_app",
     "privacy_app",
     "gateway_app",
+    "dashboard_app",
     "agent_app",
 ]
 
@@ -77,11 +78,16 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After whitenoise: static files need no policy (docs/operations.md, CSP).
     "console.content_security.HtmlPagesCSPMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, login-user and messages middleware, left out for API requests
+    # that never use a login session (console/middleware.py: uses_no_session).
+    "console.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    # German pages (English by Accept-Language), English API messages, admin times in
+    # the tenant's zone (console/locale.py); after authentication, which it reads.
+    "console.locale.ConsoleLocaleMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -122,6 +128,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # per request costs more than most of our queries.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that needs no round trip while the
+    # connection is quiet (console/db/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "console.db.postgresql"
 
 # Django's cache. The default is per process. The lead rate limit counts in the
 # database unless this names a shared cache with atomic increments (redis://…,
@@ -137,8 +147,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# API messages are English throughout (findings of the German linter are German).
-LANGUAGE_CODE = "en-us"
+# Pages for operators and callers are German by default (English by the browser's
+# Accept-Language); API messages stay English (console/locale.py).
+LANGUAGE_CODE = "de"
+LANGUAGES = [("de", "Deutsch"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -158,9 +171,17 @@ VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
+# Open API endpoints that read no credentials, so no login session either (a path, or a
+# prefix ending in "/"); they skip the session middleware (console/middleware.py).
+SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
 
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"
+
+# Reads may take an API key verified by this process less than this many seconds ago
+# without a query; a revoked key is refused everywhere at most this long after the
+# revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -173,6 +194,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Bounded size and depth; NUL and lone surrogates refused (console/parsers.py).
     "DEFAULT_PARSER_CLASSES": ["console.parsers.JSONParser"],
+    # DRF's, with the common Accept headers answered without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "console.rendering.ContentNegotiation",
     "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

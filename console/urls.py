@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
@@ -7,6 +8,12 @@ from console.assistants.views import AssistantViewSet
 from console.numbers.views import PhoneNumberViewSet
 from console.tenants.views import AudioSettingsView
 from console.views import HealthView
+
+admin.site.site_header = "Stimmwerk"
+admin.site.site_title = "Stimmwerk"
+admin.site.index_title = _("Dashboard")
+# "View site" leads to the dashboard: the console has no public site of its own.
+admin.site.site_url = "/admin/"
 
 router = SimpleRouter(trailing_slash=False)
 router.register("assistants", AssistantViewSet, basename="assistant")
@@ -31,5 +38,7 @@ urlpatterns = [
     path("widget/", include("agent_app.demo_urls")),
     path("v1/", include("gateway_app.urls")),
     path("agent", include("gateway_app.agent_urls")),
+    # The dashboard is the admin's start page (dashboard_app), ahead of the admin's index.
+    path("admin/", include("dashboard_app.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -34,6 +34,21 @@ class LeadSerializer(serializers.ModelSerializer):
         return data
 
 
+def lead_list_data(rows):
+    """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows` (whose
+    timestamps are text already, as DRF writes them), built directly (CharField and
+    ChoiceField give the stored string, and empty optional values are null as in
+    `to_representation`); tests/leads_app/test_lead_list_data.py checks both agree byte
+    for byte."""
+    return [{
+        "id": str(id_), "tenant": str(tenant), "kind": str(kind), "phone": str(phone),
+        "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
+        "page_url": page_url or None, "status": str(status), "created_at": created_at,
+        "consent_version": consent_version or None,
+    } for (id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
+           consent_version) in rows]
+
+
 class PublicLeadCreatedSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.CharField()

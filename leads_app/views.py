@@ -2,10 +2,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, validated
+from console.api import OpenAPIView, TenantViewSet, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
+from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -15,6 +16,7 @@ from leads_app.serializers import (
     LeadUpdateSerializer,
     PublicLeadCreatedSerializer,
     PublicLeadSerializer,
+    lead_list_data,
 )
 
 # A lead is a handful of short fields; anything bigger is not a form post.
@@ -94,7 +96,7 @@ def _count_post(request, tenant):
 
 
 def _create(fields):
-    lead = services.lead_create(
+    lead = services.lead_receive(
         tenant=fields["tenant"],
         kind=fields["kind"],
         phone=fields["phone"],
@@ -111,17 +113,18 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Lead
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a lead
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],
         responses=inline_serializer("LeadList", {"leads": LeadSerializer(many=True)}),
     )
     def list(self, request):
-        query = validated(LeadListQuerySerializer, request.query_params.dict())
-        leads = selectors.lead_list(
+        query = validated_query(LeadListQuerySerializer, request)
+        rows = selectors.lead_rows(
             tenant=request.tenant, status=query.get("status"), kind=query.get("kind"), limit=query["limit"]
         )
-        return Response({"leads": LeadSerializer(leads, many=True).data})
+        return Response({"leads": lead_list_data(rows)})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -63,6 +63,14 @@ class ScriptSerializer(serializers.Serializer):
     opensCall = serializers.BooleanField(source="opens_call")
 
 
+def script_data(script):
+    """`ScriptSerializer(script).data`, built directly (CharField and ChoiceField give the
+    string, IntegerField int(), BooleanField bool()); tests/scripts_app/test_script_data.py
+    checks both agree byte for byte."""
+    return {"touchpoint_id": str(script.touchpoint_id), "text": str(script.text), "source": str(script.source),
+            "maxSeconds": int(script.max_seconds), "opensCall": bool(script.opens_call)}
+
+
 class ScriptWithAnalysisSerializer(ScriptSerializer):
     analysis = AnalysisSerializer(source="*", read_only=True)
 

@@ -10,8 +10,8 @@ from scripts_app.serializers import (
     RenderRequestSerializer,
     ScriptListSerializer,
     ScriptPutSerializer,
-    ScriptSerializer,
     ScriptWithAnalysisSerializer,
+    script_data,
 )
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response
 
@@ -19,7 +19,7 @@ ANALYZE_VALUES = {"1": True, "true": True, "0": False, "false": False, "": False
 
 
 def with_analysis(script):
-    return {**ScriptSerializer(script).data, "analysis": script.analysis()}
+    return {**script_data(script), "analysis": script.analysis()}
 
 
 class ScriptListView(TenantAPIView):
@@ -34,7 +34,7 @@ class ScriptListView(TenantAPIView):
         if raw not in ANALYZE_VALUES:
             raise ValidationFailed.field("analyze", "Use analyze=1 to include the analysis, or leave it out.")
         scripts = selectors.effective_scripts(request.tenant)
-        body = {"scripts": ScriptSerializer(scripts, many=True).data}
+        body = {"scripts": [script_data(script) for script in scripts]}
         if ANALYZE_VALUES[raw]:
             body["analysis"] = []
             for script in scripts:

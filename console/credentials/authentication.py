@@ -1,4 +1,5 @@
 from rest_framework import authentication, exceptions
+from rest_framework.permissions import SAFE_METHODS
 
 from console.credentials.services import api_key_authenticate
 
@@ -33,7 +34,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, raw_key = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not raw_key.strip():
             raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <api key>'.")
-        api_key = api_key_authenticate(raw_key=raw_key.strip())
+        # A read may use a key verified a moment ago; a write is checked against the database.
+        api_key = api_key_authenticate(raw_key=raw_key.strip(), reuse_verified=request.method in SAFE_METHODS)
         if api_key is None:
             raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
         return ApiKeyUser(api_key), api_key

@@ -13,7 +13,7 @@ from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
-            "agent_app"]
+            "dashboard_app", "agent_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 

@@ -4,14 +4,13 @@ import datetime as dt
 import zoneinfo
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from calls_app import selectors
 from calls_app.models import Call, TranscriptEntry
 from calls_app.serializers import CallSerializer, call_list_data
+from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
 
@@ -65,10 +64,8 @@ def test_list_endpoint_serves_the_serializer_bytes(varied_calls, tenant_a, api_a
 
 
 def test_rows_take_two_queries_and_none_without_transcript_query_when_empty(varied_calls, tenant_a, tenant_b):
-    with CaptureQueriesContext(connection) as queries:
+    with assert_query_count(2):
         selectors.calls_newest_rows(tenant=tenant_a, limit=200)
-    assert len(queries) == 2
     Call.objects.filter(tenant=tenant_b).delete()
-    with CaptureQueriesContext(connection) as queries:
+    with assert_query_count(1):
         assert selectors.calls_newest_rows(tenant=tenant_b, limit=200) == ([], {})
-    assert len(queries) == 1
