@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import (
+    bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
     bench_console,  # noqa: E402
@@ -42,6 +43,7 @@ BENCHMARKS = [
     bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
     bench_console.dashboard_and_search,
+    bench_agent.reply_latency,
 ]
 
 

@@ -36,6 +36,7 @@ TAGS = (
     ("/v2/privacy", "Privacy"),
     ("/voice/v1", "Voice runtime"),
     ("/voice/webhook", "Carrier webhooks"),
+    ("/api/voice/agent", "Voice agent"),
     ("/api/voice", "Speech module"),
     ("/v1", "Gateway"),
     ("/agent", "Gateway"),

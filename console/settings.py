@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "privacy_app",
     "gateway_app",
     "dashboard_app",
+    "agent_app",
 ]
 
 MIDDLEWARE = [
@@ -93,6 +94,9 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "console.urls"
 WSGI_APPLICATION = "console.wsgi.application"
+# The ASGI server (`make run`'s second port) serves these WebSocket routes.
+ASGI_APPLICATION = "console.asgi.application"
+ASGI_WEBSOCKET_ROUTES = ["agent_app.routing.websocket_urlpatterns"]
 
 TEMPLATES = [
     {
@@ -372,3 +376,20 @@ GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 # GATEWAY_ENDPOINT_<LANE>, GATEWAY_KEY_<LANE>, GATEWAY_CMD_<LANE>, GATEWAY_MODEL_<LANE>.
 GATEWAY_LANE_PREFIXES = ("GATEWAY_MODE_", "GATEWAY_ENDPOINT_", "GATEWAY_KEY_", "GATEWAY_CMD_", "GATEWAY_MODEL_")
 GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if name.startswith(GATEWAY_LANE_PREFIXES)}
+
+# --- The voice agent (agent_app; docs/api.md "Voice agent") ---
+# Seconds a session's token stays valid unused.
+AGENT_TOKEN_TTL_SEC = env.int("AGENT_TOKEN_TTL_SEC", default=60)
+# Seconds without any frame from the client after which a session is ended (4408).
+AGENT_IDLE_TIMEOUT_SEC = env.int("AGENT_IDLE_TIMEOUT_SEC", default=30)
+# Seconds one utterance's recognition may take before the caller gets stt_busy.
+AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
+# Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
+# client drops what it holds at agent.interrupted, so more only costs bandwidth.
+AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
+# The voice demo page /widget/voice-demo (talks as the demo tenant, no key needed): on
+# only where asked for (make run sets it).
+AGENT_VOICE_DEMO = env.bool("AGENT_VOICE_DEMO", default=False)
+# Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
+# on another port or host than the API; empty: the API's own host and scheme.
+AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

@@ -35,8 +35,10 @@ urlpatterns = [
     path("v2/", include("speech_app.urls")),
     path("v2/", include("privacy_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
+    path("api/voice/agent/", include("agent_app.urls")),
     path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
+    path("widget/", include("agent_app.demo_urls")),
     path("v1/", include("gateway_app.urls")),
     path("agent", include("gateway_app.agent_urls")),
     # The dashboard is the admin's start page (dashboard_app), ahead of the admin's index.

@@ -82,6 +82,8 @@ def templates(objects):
             "id": "evt_corpus", "type": "call.transcript", "occurredAt": "2026-01-01T10:00:00Z",
             "data": {"carrierCallId": "CA-corpus", "role": "user", "text": "Hallo", "ts": "2026-01-01T10:00:01Z"}},
         ("api/voice/speak", "post"): {"text": "Hallo", "voice": "de"},
+        ("api/voice/agent/sessions", "post"): {"language": "de", "variables": {"companyName": "Acme"},
+                                               "audio": {"encoding": "mulaw", "sampleRate": 8000}},
         ("v2/privacy/settings", "patch"): {"transcriptDays": 30, "recordingDays": None, "leadDays": 365},
         ("v2/privacy/exports", "post"): {"phone": "0171 2345678"},
         ("v2/privacy/erasures", "post"): {"phone": "0171 9876543"},

@@ -25,6 +25,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.test import APIClient
 
+from agent_app import demo_views
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
 from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
@@ -63,6 +64,9 @@ NOT_TENANT_BOUND = {
     ModuleHealthView: "the speech module's engine state",
     widget_views.callback_js: "the widget's script file",
     widget_views.demo_page: "the widget's demo page",
+    demo_views.voice_demo_page: "the voice demo page (the demo tenant's, only where AGENT_VOICE_DEMO is on)",
+    demo_views.voice_demo_session: "sessions of the demo tenant only, for its demo page",
+    demo_views.demo_script: "the voice demo page's script files",
 }
 # Walked by the admin half of this module.
 ADMIN_PREFIX = "admin/"
@@ -161,6 +165,9 @@ SCENARIOS = {
     "privacy-export": Scenario({"get": 404}, lambda a: {"export_id": a.export.pk}),
     "privacy-erasures": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
     "privacy-erasure": Scenario({"get": 404}, lambda a: {"erasure_id": a.erasure.pk}),
+    # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
+    "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
+        lambda a: {"assistant": a.assistant.pk}, {}]}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
