@@ -117,9 +117,16 @@ def create_tenant_with_key(project, slug):
 
 def free_port():
     # The port is released before gunicorn binds it; the race is harmless on a bench host.
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+    # BENCH_PORTS ("18100-18199") keeps the servers to a range on a host shared with others.
+    first, _, last = os.environ.get("BENCH_PORTS", "0-0").partition("-")
+    for port in range(int(first), int(last or first) + 1):
+        with socket.socket() as sock:
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise RuntimeError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
 @contextmanager

@@ -19,7 +19,7 @@ MOMENT = dt.datetime(2025, 3, 1, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)
 
 @pytest.fixture
 def varied_calls(tenant_a, tenant_b, carrier):
-    """Calls with every optional field set and unset, 0–3 transcript lines, and a call of
+    """Calls with every optional field set and unset (redacted or not), 0–3 transcript lines, and a call of
     another tenant that must not appear."""
     calls = []
     for n in range(24):
@@ -31,7 +31,7 @@ def varied_calls(tenant_a, tenant_b, carrier):
             ended_at=MOMENT + dt.timedelta(minutes=n) if n % 4 == 2 else None,
             recording_url="https://carrier.example/r.mp3" if n % 6 == 0 else "", lead_id="ld_x" if n % 8 == 0 else "",
             max_seconds=600 if n % 3 == 0 else None, recording_enabled=n % 6 == 0, transcription_enabled=bool(n % 9),
-            reserved_period="2025-03",
+            reserved_period="2025-03", redacted=n % 5 == 1,
         ))
         for i in range(n % 4):
             TranscriptEntry.objects.create(call=calls[-1], role=("assistant", "user", "system")[i],

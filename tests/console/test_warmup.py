@@ -1,12 +1,13 @@
 """What a server worker does once when it starts (console/warmup.py, gunicorn.conf.py)."""
 import logging
 import re
-from contextlib import ExitStack
+
+import pytest
 
 from console import warmup
 from scripts_app import selectors
 from scripts_app.catalog import catalog
-from tests.servers import ServedProject
+from tests.live_service import LiveService
 
 TASKS = ["console.warmup.import_url_configuration", "console.engines.ProbeRegistry.statuses",
          "scripts_app.selectors.analyse_catalog_defaults"]
@@ -41,11 +42,16 @@ def test_a_failing_task_is_logged_and_the_others_still_run(monkeypatch, caplog):
     assert "broken" in caplog.text and "no word list" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_gunicorn_worker_is_warm_before_it_answers_its_first_request(tmp_path):
-    project = ServedProject(tmp_path, LOG_LEVEL="INFO")
-    with ExitStack() as stack:
-        _base, log_path = project.serve(stack, "server")
-        log = log_path.read_text()
+    live = LiveService(tmp_path)
+    live.env["LOG_LEVEL"] = "INFO"
+    try:
+        live.migrate()
+        base, _master = live.start()
+        log = (tmp_path / f"gunicorn-{base.rsplit(':', 1)[1]}.log").read_text()
+    finally:
+        live.stop()
     warmed = [line for line in log.splitlines() if "Worker warmed up" in line]
     assert len(warmed) == 1 and all(task in warmed[0] for task in TASKS), log
     frozen = int(re.search(r"(\d+) objects frozen", warmed[0]).group(1))
