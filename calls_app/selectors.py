@@ -1,11 +1,11 @@
 """Reads of calls and usage; every query starts from the tenant."""
-from django.db.models import Q
+from django.db.models import Q, TextField, Value
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, UsageCounter
 from calls_app.periods import next_period_start, period_of
-from console.compiled import CompiledQuery
-from console.pagination import after_cursor, page_of
+from console.compiled import CompiledQuery, datetime_parameter
+from console.pagination import after_cursor, after_position, cursor_decode, page_of
 from console.representation import datetime_text
 
 # The columns of a call in the Console API (calls_app.serializers.CallSerializer).
@@ -23,6 +23,12 @@ def calls_newest(*, tenant, limit):
 
 _newest_call_rows = CompiledQuery(
     lambda tenant_id, *, limit: Call.objects.for_tenant(tenant_id).newest_first().values_list(*CALL_COLUMNS)[:limit],
+    datetimes_as_text=True)
+# The page after a cursor's position (created_at as datetime_parameter's text, id).
+_call_rows_after = CompiledQuery(
+    lambda tenant_id, created_at, pk, *, limit: after_position(
+        Call.objects.for_tenant(tenant_id), Value(created_at, output_field=TextField()), pk,
+    ).newest_first().values_list(*CALL_COLUMNS)[:limit],
     datetimes_as_text=True)
 # One variant per number of calls (the IN list has a parameter per call).
 _transcript_rows = CompiledQuery(
@@ -53,9 +59,14 @@ def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, 
     """A page of `GET /v2/calls` as rows (see `calls_newest_rows`), filtered, after
     `cursor`, with the cursor of the next page: `(calls, lines, next)`. Two queries
     whatever the depth (console/pagination.py). The first page without filters, the
-    common read, takes the compiled query."""
-    if not any((cursor, status, direction, number, since, until, lead)):
-        rows = _newest_call_rows(tenant.id, limit=limit + 1)
+    common reads, the pages without filters, take compiled queries (a deep page then
+    costs what the first does)."""
+    if not any((status, direction, number, since, until, lead)):
+        if cursor:
+            created_at, pk = cursor_decode(cursor, tenant=tenant, scope="calls")
+            rows = _call_rows_after(tenant.id, datetime_parameter(created_at), pk, limit=limit + 1)
+        else:
+            rows = _newest_call_rows(tenant.id, limit=limit + 1)
     else:
         calls = Call.objects.for_tenant(tenant)
         if status:

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from calls_app import selectors
 from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
-from console.api import TenantAPIView, TenantViewSet, validated_query
+from console.api import TenantAPIView, TenantViewSet, accepts_query, validated_query
 from console.errors import NotFound
 from console.pagination import NEXT_HELP
 from console.rendering import fast_json_renderers
@@ -18,8 +18,8 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a call
 
+    @accepts_query(CallListQuerySerializer)
     @extend_schema(
-        parameters=[CallListQuerySerializer],
         responses=inline_serializer("CallList", {
             "calls": CallSerializer(many=True),
             "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),

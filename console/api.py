@@ -60,11 +60,56 @@ class TenantLoggedMixin:
         return super().finalize_response(request, response, *args, **kwargs)
 
 
-class TenantAPIView(TenantLoggedMixin, TenantBoundMixin, APIView):
+def accepts_query(*parameters):
+    """Declares the query parameters a handler (`get`, `post`, a viewset's `list`, …)
+    accepts: serializer classes (each field a parameter) and drf-spectacular
+    `OpenApiParameter`s (those in the query). A handler without it accepts none.
+
+    The one declaration serves both: `QueryCheckedMixin` refuses every other query
+    parameter, and the OpenAPI document (console/openapi.py) lists exactly these."""
+    names = []
+    for parameter in parameters:
+        if isinstance(parameter, type) and issubclass(parameter, serializers.BaseSerializer):
+            names.extend(parameter().fields)  # built once: fields may come from get_fields()
+        elif getattr(parameter, "location", None) == "query":
+            names.append(parameter.name)
+
+    def declare(handler):
+        handler.query_parameters = parameters
+        handler.query_names = tuple(dict.fromkeys(names))
+        return handler
+    return declare
+
+
+def handler_of(view, method):
+    """The function that answers `method` on `view` (a viewset's action), or None."""
+    return getattr(view, getattr(view, "action", None) or method.lower(), None)
+
+
+class QueryCheckedMixin:
+    """Unknown query parameters are a 400 `validation_error` naming them with the
+    accepted ones, on every API view alike (`accepts_query` declares them): a typo
+    (`?stauts=new`) is never ignored. Checked after authentication (401 first) and
+    before anything is read; it costs no query. A method the view does not answer
+    stays a 405."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request._request.META.get("QUERY_STRING") and request.method.lower() in self.http_method_names:
+            handler = handler_of(self, request.method)
+            if handler is not None:
+                _refuse_unknown_parameters(getattr(handler, "query_names", ()), request.query_params)
+
+
+class ApiView(QueryCheckedMixin, APIView):
+    """The base of an API view that is neither tenant-bound nor open (own authentication)."""
+
+
+class TenantAPIView(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, APIView):
     pass
 
 
-class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet):
+class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, viewsets.GenericViewSet):
     """A tenant's resource: the subclass declares `model`, and every row it reads
     comes from `get_queryset()`, the request tenant's rows of that model. Subclasses
     never write their own `get_queryset` (tests/console/test_isolation_matrix.py
@@ -87,7 +132,7 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet
         return row
 
 
-class OpenAPIView(APIView):
+class OpenAPIView(QueryCheckedMixin, APIView):
     """Not tenant-bound and open (CONTRACT §1): no credentials are read at all."""
 
     authentication_classes = []
@@ -110,16 +155,15 @@ _VALID_QUERIES_KEPT = 512
 _valid_queries = {}
 
 
-def _refuse_unknown_parameters(serializer_class, params):
-    """A 400 naming each query parameter the endpoint does not know, with the accepted
+def _refuse_unknown_parameters(accepted, params):
+    """A 400 naming each query parameter not in `accepted` (names), with the accepted
     ones: a typo (`?stauts=new`) is never ignored."""
-    accepted = list(serializer_class._declared_fields)  # without building a serializer: it is cached for that
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        hint = f"Unknown query parameter. Accepted: {', '.join(accepted)}."
+        hint = f"Unknown query parameter. Accepted: {', '.join(accepted) or 'none'}."
         raise ValidationFailed(
             f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
-            f"Accepted: {', '.join(accepted)}.",
+            f"Accepted: {', '.join(accepted) or 'none'}.",
             details={name: [hint] for name in unknown},
         )
 
@@ -133,7 +177,9 @@ def validated_query(serializer_class, request):
     key = (serializer_class, tuple(sorted(params.items())))
     data = _valid_queries.get(key)
     if data is None:
-        _refuse_unknown_parameters(serializer_class, params)
+        # The view refused them already (QueryCheckedMixin); kept for callers without
+        # it. The declared fields: without building a serializer, it is cached for that.
+        _refuse_unknown_parameters(serializer_class._declared_fields, params)
         data = dict(validated(serializer_class, params))
         since, until = data.get("since"), data.get("until")
         if since and until and since >= until:

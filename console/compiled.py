@@ -191,6 +191,16 @@ class _PostgreSQLText:
 _TEXT_READERS = {"sqlite": _SQLiteText, "postgresql": _PostgreSQLText}
 
 
+def datetime_parameter(value, using=DEFAULT_DB_ALIAS):
+    """An aware datetime as a compiled query's str parameter, in the form the database
+    compares with its stored timestamps: the text the ORM itself sends (SQLite: the
+    naive UTC text it stores), else ISO 8601 with the offset (PostgreSQL casts it).
+    In the query, compare with `Value(parameter, output_field=TextField())`, which the
+    ORM passes on as it is."""
+    adapted = connections[using].ops.adapt_datetimefield_value(value)
+    return adapted if isinstance(adapted, str) else value.isoformat()
+
+
 def _selected(compiler):
     compiler.setup_query()
     return compiler.select[:compiler.col_count]

@@ -9,6 +9,7 @@ these for all views alike, so a new view is described correctly without remember
 
 Per operation, views add what only they know with `extend_schema`: a summary, the
 typed response, and `extra_errors` (see `errors`) for statuses beyond the common ones.
+Query parameters come from the handler's `accepts_query` (console/api.py) alone.
 """
 import re
 
@@ -17,7 +18,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from console.api import TenantBoundMixin
+from console.api import TenantBoundMixin, handler_of
 
 # The tag of each operation, by path prefix (the first match wins): one per resource.
 TAGS = (
@@ -134,6 +135,9 @@ class ApiSchema(AutoSchema):
 
     def get_override_parameters(self):
         parameters = list(super().get_override_parameters())
+        # The query parameters the handler declares with `accepts_query`: the same
+        # declaration by which the view refuses all others.
+        parameters.extend(getattr(handler_of(self.view, self.method), "query_parameters", ()))
         if self.is_tenant_bound():
             parameters.append(X_TENANT)
         return parameters

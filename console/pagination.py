@@ -50,7 +50,12 @@ def after_cursor(queryset, *, tenant, scope, cursor):
     queryset = queryset.order_by("-created_at", "-id")
     if not cursor:
         return queryset
-    created_at, pk = cursor_decode(cursor, tenant=tenant, scope=scope)
+    return after_position(queryset, *cursor_decode(cursor, tenant=tenant, scope=scope))
+
+
+def after_position(queryset, created_at, pk):
+    """The rows of `queryset` after `(created_at, pk)` in newest-first order.
+    `created_at` a datetime or an expression (a compiled query's text parameter)."""
     # `created_at <= c` first: an index range the database seeks to (the OR alone
     # made SQLite walk the index from the newest row, in time growing with depth).
     return queryset.filter(created_at__lte=created_at).filter(Q(created_at__lt=created_at) | Q(id__lt=pk))

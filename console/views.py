@@ -42,14 +42,16 @@ class HealthView(OpenAPIView):
     renderer, with the headers DRF adds (Allow; Vary when several renderers could
     answer), errors in the same shape; DRF's request cycle (authentication, permission
     and throttle checks, negotiation) has nothing to decide for it. Anything else (HEAD,
-    OPTIONS, another Accept or a format override, other methods) goes through DRF."""
+    OPTIONS, another Accept, a query string, other methods) goes through DRF."""
 
     @extend_schema(summary="Service health and the speech engines usable now", responses=HealthSerializer)
     def get(self, request):
         return Response(health_body())
 
     def dispatch(self, request, *args, **kwargs):
-        if request.method != "GET" or not asks_for_default_json(request, self.renderer_classes):
+        # A query string goes through DRF too: it checks the parameters (none accepted).
+        if request.method != "GET" or request.META.get("QUERY_STRING") \
+                or not asks_for_default_json(request, self.renderer_classes):
             return super().dispatch(request, *args, **kwargs)
         try:
             response = HttpResponse(self.renderer_classes[0]().render(health_body(), "application/json", {}),

@@ -4,6 +4,7 @@ import datetime
 from django.utils import timezone
 from rest_framework import serializers
 
+from console.api import ClosedSerializer
 from gateway_app.models import LaneUsage
 
 LANGUAGE_PATTERN = r"^[a-z]{2,3}$"
@@ -35,7 +36,7 @@ class BudgetField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
-class AgentRequestSerializer(serializers.Serializer):
+class AgentRequestSerializer(ClosedSerializer):
     prompt = StrictCharField(max_length=MAX_PROMPT_CHARS, trim_whitespace=False)
     capability = serializers.ChoiceField(choices=["chat", "code"], required=False, default="chat")
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)
@@ -48,13 +49,14 @@ class AgentRequestSerializer(serializers.Serializer):
         return value
 
 
-class RoleRequestSerializer(serializers.Serializer):
+class RoleRequestSerializer(ClosedSerializer):
+    role = serializers.CharField(help_text="trainee, junior, senior or experte (checked first, by the view).")
     prompt = StrictCharField(max_length=MAX_PROMPT_CHARS, trim_whitespace=False)
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)
     validate_prompt = AgentRequestSerializer.validate_prompt
 
 
-class GatewaySpeakSerializer(serializers.Serializer):
+class GatewaySpeakSerializer(ClosedSerializer):
     text = StrictCharField(max_length=5000)
     voice = StrictCharField(max_length=60, required=False)
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR)

@@ -8,9 +8,8 @@ import json
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from console.api import validated
+from console.api import ApiView, accepts_query, validated
 from console.errors import ValidationFailed
 from console.openapi import errors
 from gateway_app import selectors, services
@@ -30,7 +29,7 @@ from registry_app.probe_auth import ProbeAuthentication
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response, raw_audio_body
 
 
-class GatewayAPIView(APIView):
+class GatewayAPIView(ApiView):
     authentication_classes = [GatewayTokenAuthentication]
     parser_classes = [AnyTypeJSONParser]
 
@@ -61,7 +60,8 @@ class ReadyView(GatewayAPIView):
 
 
 class UsageView(GatewayAPIView):
-    @extend_schema(parameters=[UsageQuerySerializer], responses=OpenApiTypes.OBJECT,
+    @accepts_query(UsageQuerySerializer)
+    @extend_schema(responses=OpenApiTypes.OBJECT,
                    summary="Usage of the gateway's lanes per UTC day")
     def get(self, request):
         query = validated(UsageQuerySerializer, request.query_params.dict())
@@ -80,6 +80,7 @@ class CloudAgentView(GatewayAPIView):
         role = request.data.get("role") if isinstance(request.data, dict) else None
         role_named(role)
         data = validated(RoleRequestSerializer, request.data)
+        del data["role"]
         answer = services.gateway_role_answer(role=role, **data)
         return Response({"role": role, **chat_answer_json(answer), "fallback": answer.fallback})
 
@@ -106,7 +107,8 @@ class SpeakView(GatewayAPIView):
 class TranscribeView(GatewayAPIView):
     parser_classes = []  # the body is the audio itself, whatever its Content-Type
 
-    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[GatewayTranscribeQuerySerializer],
+    @accepts_query(GatewayTranscribeQuerySerializer)
+    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY},
                    responses=OpenApiTypes.OBJECT,
                    extensions=errors(422, 502),
                    summary="Transcribe raw audio through the registry's stt lanes, local engines first")

@@ -2,7 +2,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, validated, validated_query
+from console.api import OpenAPIView, TenantViewSet, accepts_query, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
@@ -121,8 +121,8 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a lead
 
+    @accepts_query(LeadListQuerySerializer)
     @extend_schema(
-        parameters=[LeadListQuerySerializer],
         responses=inline_serializer("LeadList", {
             "leads": LeadSerializer(many=True),
             "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),

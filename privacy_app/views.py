@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import status
 from rest_framework.response import Response
 
-from console.api import TenantAPIView, validated
+from console.api import TenantAPIView, accepts_query, validated
 from console.audit.services import actor_of, request_id_of
 from console.openapi import errors
 from privacy_app import selectors, services
@@ -49,7 +49,8 @@ class RetentionSettingsView(TenantAPIView):
 class ExportListView(TenantAPIView):
     audit_writes = False  # the service records the export, with its size
 
-    @extend_schema(parameters=[LIMIT], summary="The tenant's exports, newest first",
+    @accepts_query(LIMIT)
+    @extend_schema(summary="The tenant's exports, newest first",
                    responses=inline_serializer("ExportList", {"exports": ExportSerializer(many=True)}),
                    operation_id="privacy_exports_list")
     def get(self, request):
@@ -82,7 +83,8 @@ class ExportDetailView(TenantAPIView):
 class ErasureListView(TenantAPIView):
     audit_writes = False  # the service records the erasure, with its counts
 
-    @extend_schema(parameters=[LIMIT], summary="The tenant's erasure receipts",
+    @accepts_query(LIMIT)
+    @extend_schema(summary="The tenant's erasure receipts",
                    responses=inline_serializer("ErasureList", {"erasures": ErasureSerializer(many=True)}),
                    operation_id="privacy_erasures_list")
     def get(self, request):

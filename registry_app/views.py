@@ -5,9 +5,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from console.api import validated
+from console.api import ApiView, accepts_query, validated
 from console.openapi import errors
 from registry_app import selectors, snapshot
 from registry_app.permissions import HasCredential
@@ -26,7 +25,7 @@ def json_bytes_response(body):
     return HttpResponse(body, content_type="application/json")
 
 
-class RegistryAPIView(APIView):
+class RegistryAPIView(ApiView):
     """The project's default authentication (API key, session), any tenant's key."""
 
     permission_classes = [HasCredential]
@@ -47,9 +46,9 @@ class RegistrySchemaView(RegistryAPIView):
 
 
 class LaneListView(RegistryAPIView):
+    @accepts_query(LaneFilterSerializer)
     @extend_schema(operation_id="registry_models_list", summary="Lanes of the current registry, filtered",
                    extensions=errors(404),
-                   parameters=[LaneFilterSerializer],
                    responses=inline_serializer("RegistryModelList", {"models": serializers.ListField(
                        child=serializers.DictField())}))
     def get(self, request):
@@ -92,8 +91,9 @@ class VersionDetailView(RegistryAPIView):
 
 
 class RouteView(RegistryAPIView):
+    @accepts_query(RouteQuerySerializer)
     @extend_schema(summary="Usable lanes of a capability in routing order, with reasons, and the lanes left out",
-                   parameters=[RouteQuerySerializer], extensions=errors(404),
+                   extensions=errors(404),
                    responses=RouteSerializer)
     def get(self, request):
         query = validated(RouteQuerySerializer, request.query_params.dict())

@@ -3,7 +3,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import status
 from rest_framework.response import Response
 
-from console.api import TenantAPIView, validated
+from console.api import TenantAPIView, accepts_query, validated
 from console.errors import ValidationFailed
 from console.openapi import errors
 from scripts_app import selectors, services
@@ -24,10 +24,10 @@ def with_analysis(script):
 
 
 class ScriptListView(TenantAPIView):
+    @accepts_query(OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`"))
     @extend_schema(
         operation_id="audio_scripts_list",
         summary="The effective scripts of every touchpoint",
-        parameters=[OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`")],
         responses=ScriptListSerializer,
     )
     def get(self, request):

@@ -7,9 +7,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
-from rest_framework.views import APIView
 
-from console.api import OpenAPIView, TenantAPIView, validated
+from console.api import ApiView, OpenAPIView, TenantAPIView, accepts_query, validated
 from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
 from console.openapi import errors
@@ -36,7 +35,7 @@ class AudioTranscribeView(TenantAPIView):
         return Response(transcript.as_json())
 
 
-class SpeakView(APIView):
+class SpeakView(ApiView):
     content_negotiation_class = AnyAcceptNegotiation
 
     @extend_schema(request=SpeakRequestSerializer, responses=MP3_RESPONSE, summary="Speak a text as MP3")
@@ -46,18 +45,18 @@ class SpeakView(APIView):
         return mp3_response(rendered)
 
 
-class ModuleTranscribeView(APIView):
+class ModuleTranscribeView(ApiView):
     # The body is the audio file itself, whatever its Content-Type; the view reads it.
     parser_classes = []
 
+    @accepts_query(
+        OpenApiParameter("language", str, description="Language, ^[a-z]{2,3}$ or auto (Whisper detects it); "
+                                                       "default de."),
+        OpenApiParameter("phrase", str, many=True, description="Vosk: restrict recognition to these phrases; "
+                                                             "Whisper: hotwords, a hint."),
+    )
     @extend_schema(
         request={"application/octet-stream": OpenApiTypes.BINARY},
-        parameters=[
-            OpenApiParameter("language", str, description="Language, ^[a-z]{2,3}$ or auto (Whisper detects it); "
-                                                           "default de."),
-            OpenApiParameter("phrase", str, many=True, description="Vosk: restrict recognition to these phrases; "
-                                                                 "Whisper: hotwords, a hint."),
-        ],
         summary="Transcribe raw audio bytes",
         extensions=errors(422),
         responses=TranscriptSerializer,
@@ -72,7 +71,7 @@ class ModuleTranscribeView(APIView):
         return Response(transcript.as_json())
 
 
-class ModuleHealthView(APIView):
+class ModuleHealthView(ApiView):
     # probe_registry's credential too: the registry's speech lanes name this path as their health check.
     authentication_classes = [ProbeAuthentication, *api_settings.DEFAULT_AUTHENTICATION_CLASSES]
 

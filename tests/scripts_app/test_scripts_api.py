@@ -126,7 +126,9 @@ def test_scripts_need_credentials(tenant_a):
 
 @pytest.mark.parametrize("method", ["get", "put", "delete"])
 def test_unknown_touchpoint_is_a_404(api_a, method):
-    response = getattr(api_a, method)("/v2/audio/scripts/nope.nope", {"text": "Hallo"}, format="json")
+    # A GET sends no body (the test client would make it a query string, refused as unknown).
+    body = {"text": "Hallo"} if method != "get" else None
+    response = getattr(api_a, method)("/v2/audio/scripts/nope.nope", body, format="json")
     assert response.status_code == 404
     assert error_of(response)["code"] == "unknown_touchpoint"
 
