@@ -14,11 +14,18 @@ this renderer escapes afterwards too. It writes some floats differently (1e-05 a
 bodies hold no floats (`FAST_JSON_RENDERERS`). Anything else orjson would write
 differently from DRF (dates, decimals, lazy strings, keys that are not strings, …) and
 an indented rendering (`Accept: application/json; indent=4`) go to DRF's renderer.
+`console.representation.ReadyJSON` (JSON text the database wrote) is spliced in as it
+is (an orjson Fragment), and parsed back for DRF's renderer.
 """
+import json
+
 import orjson
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
+from rest_framework.utils.encoders import JSONEncoder
+
+from console.representation import ReadyJSON
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
@@ -47,10 +54,23 @@ class ContentNegotiation(DefaultContentNegotiation):
 
 
 def _refuse(value):
+    if type(value) is ReadyJSON:
+        return orjson.Fragment(value.text)
     raise TypeError(f"{type(value).__name__} is left to DRF")
 
 
+class _Encoder(JSONEncoder):
+    """DRF's, with ReadyJSON parsed back, for the renderings left to DRF."""
+
+    def default(self, obj):
+        if type(obj) is ReadyJSON:
+            return json.loads(obj.text)
+        return super().default(obj)
+
+
 class FastJSONRenderer(JSONRenderer):
+    encoder_class = _Encoder
+
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None or not (self.compact and not self.ensure_ascii and self.strict) or \
                 self.get_indent(accepted_media_type, renderer_context or {}) is not None:

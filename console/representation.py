@@ -35,3 +35,17 @@ def utc_datetime_text(value):
 
 _NO_OFFSET = dt.timedelta(0)
 
+
+
+class ReadyJSON:
+    """A value already written as JSON text, byte for byte as DRF's compact renderer
+    would write it (console/json_sql.py), put into a response's data as it is. Only
+    console.rendering.FastJSONRenderer takes it (spliced in; parsed again for an
+    indented rendering)."""
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return f"ReadyJSON({self.text!r})"

@@ -3,6 +3,7 @@ it everything orjson would write differently."""
 import datetime as dt
 import decimal
 import enum
+import json
 import uuid
 
 import pytest
@@ -17,6 +18,7 @@ from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 from calls_app.views import CallViewSet
 from console.assistants.views import AssistantViewSet
 from console.rendering import ContentNegotiation, FastJSONRenderer, fast_json_renderers
+from console.representation import ReadyJSON
 from leads_app.models import Lead
 from leads_app.views import LeadViewSet
 
@@ -109,3 +111,13 @@ def test_content_negotiation_answers_as_drfs(renderers, format_suffix):
 
 def test_the_project_negotiates_with_it():
     assert api_settings.DEFAULT_CONTENT_NEGOTIATION_CLASS is ContentNegotiation
+
+
+def test_ready_json_is_spliced_in_and_parsed_back_for_drfs_renderings():
+    text = '[{"role":"user","text":"a\\"b\\\\c\\n\u2028 😀","ts":"2025-03-01T10:00:00Z"}]'
+    written = {"calls": [{"id": "cl_1", "transcript": json.loads(text)}]}
+    ready = {"calls": [{"id": "cl_1", "transcript": ReadyJSON(text)}]}
+    assert FastJSONRenderer().render(ready, None, {}) == JSONRenderer().render(written, None, {})
+    indented = "application/json; indent=4"
+    assert FastJSONRenderer().render(ready, indented, {}) == JSONRenderer().render(written, indented, {})
+    assert b"\\u2028" in FastJSONRenderer().render(ready, None, {})
