@@ -22,7 +22,9 @@ TEST_SYSTEM_PACKAGES := chromium
 run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
-	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
+	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with a job worker (Ctrl-C stops both)"
+	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) $(MANAGE) qcluster & jobs=$$!; \
+	trap 'kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
 	$(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install
