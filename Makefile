@@ -23,7 +23,9 @@ run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with a job worker (Ctrl-C stops both)"
-	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) $(MANAGE) qcluster & jobs=$$!; \
+# The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
+# gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
+	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) setsid $(MANAGE) qcluster & jobs=$$!; \
 	trap 'kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
 	$(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
