@@ -187,6 +187,16 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 MEDIA_ROOT = project_path("MEDIA_ROOT", "media")
+# The render cache's storage (speech_app/cache.py): by default files under
+# MEDIA_ROOT/audio-cache; with several app servers a shared directory, or object
+# storage through django-storages, e.g. SPEECH_CACHE_STORAGE=storages.backends.s3.S3Storage
+# and SPEECH_CACHE_STORAGE_OPTIONS={"bucket_name": "…", "location": "audio-cache"}
+# (docs/operations.md).
+if env.str("SPEECH_CACHE_STORAGE", default=""):
+    STORAGES["speech_cache"] = {
+        "BACKEND": env.str("SPEECH_CACHE_STORAGE"),
+        "OPTIONS": env.json("SPEECH_CACHE_STORAGE_OPTIONS", default={}),
+    }
 MEDIA_URL = "media/"
 
 # Local, untracked state of `make run` (the demo credentials it prints).
