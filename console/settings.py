@@ -133,7 +133,9 @@ CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 # jobs queue in the database, so `make run` needs no server but itself.
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL and env.str("CACHE_URL", default="") in ("", "locmemcache://"):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          # Deployments (or test runs) that share one Redis keep their keys apart.
+                          "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="")}}
 # django-q2 (console/jobs): `manage.py qcluster` is the job worker.
 Q_CLUSTER = {
     "name": "stimmwerk",

@@ -49,7 +49,8 @@ def redis_url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory, redis_url):
     live = LiveService(tmp_path_factory.mktemp("two-servers"))
-    live.env.update({"REDIS_URL": redis_url, "RENDER_CACHE_MAX_MB": "50"})
+    # Keys of this run only: an earlier run's rate-limit windows may still be in that Redis.
+    live.env.update({"REDIS_URL": redis_url, "RENDER_CACHE_MAX_MB": "50", "CACHE_KEY_PREFIX": live.tmp.name})
     live.env.pop("CACHE_URL", None)  # Redis is the cache
     try:
         live.migrate()
