@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed
 # Not HOST/PORT: shells such as zsh set HOST to the machine name.
 RUN_HOST ?= 127.0.0.1
 RUN_PORT ?= 8000
+# The voice agent's WebSocket (/api/voice/agent) is served by uvicorn on a port of its
+# own, so gunicorn keeps serving HTTP exactly as measured (docs/architecture.md).
+RUN_WS_PORT ?= 8001
 # Debian packages the product needs at run time (the features add theirs here).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
@@ -22,12 +25,17 @@ TEST_SYSTEM_PACKAGES := chromium
 run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
-	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with a job worker (Ctrl-C stops both)"
+	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with the voice agent and a job worker (Ctrl-C stops all)"
+	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
 # The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
 # gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
+# uvicorn (the agent's WebSocket) is stopped by the same trap.
 	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) setsid $(MANAGE) qcluster & jobs=$$!; \
-	trap 'kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
-	$(BIN)/gunicorn console.wsgi --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
+	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
+	  --lifespan off --no-access-log --log-level warning & agent=$$!; \
+	trap 'kill $$agent 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
+	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \
+	  $(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)

@@ -63,7 +63,7 @@ class Load:
 class Project:
     """The environment of one benchmark: every path lives in a temporary directory."""
 
-    def __init__(self, tmp, settings=BENCH_SETTINGS):
+    def __init__(self, tmp, settings=BENCH_SETTINGS, database_url=None):
         self.tmp = tmp
         for name in ("media", "var", "static"):
             (tmp / name).mkdir()
@@ -71,7 +71,7 @@ class Project:
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": settings,
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+            "DATABASE_URL": database_url or f"sqlite:///{tmp / 'db.sqlite3'}",
             "SECRET_KEY": "bench-only-secret-key-not-for-production",
             "DEBUG": "0",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -98,10 +98,11 @@ class Project:
 
 
 @contextmanager
-def temp_project(settings=BENCH_SETTINGS):
-    """A migrated, empty project; everything is deleted on exit."""
+def temp_project(settings=BENCH_SETTINGS, database_url=None):
+    """A migrated, empty project (SQLite unless `database_url` names an empty database);
+    everything is deleted on exit."""
     with tempfile.TemporaryDirectory(prefix="stimmwerk-bench-") as tmp:
-        project = Project(Path(tmp), settings)
+        project = Project(Path(tmp), settings, database_url)
         project.manage("migrate", "--noinput", "-v0")
         yield project
 
@@ -116,9 +117,16 @@ def create_tenant_with_key(project, slug):
 
 def free_port():
     # The port is released before gunicorn binds it; the race is harmless on a bench host.
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+    # BENCH_PORTS ("18100-18199") keeps the servers to a range on a host shared with others.
+    first, _, last = os.environ.get("BENCH_PORTS", "0-0").partition("-")
+    for port in range(int(first), int(last or first) + 1):
+        with socket.socket() as sock:
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise RuntimeError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
 @contextmanager
@@ -247,18 +255,20 @@ def json_request_script(project, name, method, body):
 
 def compare(base_url, endpoints, load):
     """Measures `endpoints` [(label, path, headers[, wrk Lua script])], the first being the ceiling.
+    A path may be a whole URL (another server, e.g. a bare Django project as the ceiling).
 
     The shared machine is noisy, so the URLs are measured in interleaved rounds and
     each figure is the median over the rounds; the share of the ceiling is the median
     of the per-round ratios, each taken against the ceiling of the same round.
     """
-    endpoints = [(*endpoint, None)[:4] for endpoint in endpoints]  # the script is optional
-    for _label, path, headers, script in endpoints:
+    endpoints = [(label, path if path.startswith("http") else base_url + path, *rest, None)[:4]
+                 for label, path, *rest in endpoints]  # the script is optional
+    for _label, url, headers, script in endpoints:
         if script is None:  # a script's requests (e.g. POSTs) are checked by their benchmark
-            get_json(base_url + path, headers)
+            get_json(url, headers)
         if load.warmup:  # Both workers loaded, connections and caches warm.
-            wrk(base_url + path, load, headers, duration=load.warmup, script=script)
-    rounds = [[wrk(base_url + path, load, headers, script=script) for _label, path, headers, script in endpoints]
+            wrk(url, load, headers, duration=load.warmup, script=script)
+    rounds = [[wrk(url, load, headers, script=script) for _label, url, headers, script in endpoints]
               for _round in range(load.rounds)]
     rows = []
     for i, (label, *_request) in enumerate(endpoints):

@@ -16,24 +16,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import (
+    bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
-    bench_foundation,  # noqa: E402
+    bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
+    bench_pages,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_speed,  # noqa: E402
     bench_webhooks,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
 
 BENCHMARKS = [
-    bench_foundation.throughput,
+    bench_speed.tenant_bound,
     bench_registry.load_and_route_in_process, bench_registry.http,
     bench_leads.public_lead_posts, bench_leads.leads_no_loss_under_concurrency,
-    bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants,
+    bench_calls.webhook, bench_calls.reads_by_size, bench_calls.grants, bench_pages.deep_page,
     bench_scripts.linter, bench_scripts.put_latency,
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
@@ -42,6 +45,8 @@ BENCHMARKS = [
     bench_privacy.at_the_bounds,
     bench_webhooks.deliveries_per_second, bench_webhooks.lead_posts_with_deliveries,
     bench_webhooks.two_servers_against_one,
+    bench_console.dashboard_and_search,
+    bench_agent.reply_latency,
 ]
 
 

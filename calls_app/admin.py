@@ -2,9 +2,14 @@
 created with `manage.py create_carrier`, which shows the secret once."""
 from django import forms
 from django.contrib import admin
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext_lazy as _
 
 from calls_app.models import Call, Carrier, UsageCounter
+from calls_app.search import calls_search
+from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
+from console.admin_export import CsvExportMixin
 from console.audit.admin import AuditedAdminMixin
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.admin_scoping import ReadOnlyAdminMixin, SuperuserOnlyAdminMixin, TenantScopedAdmin
@@ -14,35 +19,83 @@ class ReadOnlyAdmin(ReadOnlyAdminMixin, TenantScopedAdmin):
     pass
 
 
+def _counterpart(call):
+    return call.from_e164 if call.direction == Call.Direction.INBOUND else call.to_e164
+
+
 @admin.register(Call)
-class CallAdmin(ReadOnlyAdmin):
+class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     class Media:
         # The transcript's looks; a file, as the admin's Content-Security-Policy runs no inline style.
         css = {"all": ["calls_app/admin.css"]}
 
-    list_display = ["id", "created_at", "tenant", "direction", "from_e164", "to_e164", "status", "disclosed",
-                    "duration", "carrier"]
-    list_filter = ["direction", "status", "disclosed", "carrier"]
-    search_fields = ["id", "from_e164", "to_e164", "carrier_call_id", "tenant__slug"]
+    # Fits 1,366 px: the counterpart in national format, no carrier or raw ids.
+    list_display = ["when", "direction_label", "counterpart", "duration", "outcome", "disclosed"]
+    list_filter = ["direction", "status", ("created_at", admin.DateFieldListFilter), "disclosed", "carrier"]
+    # Searched by calls_search: numbers in any format, else transcript words.
+    search_fields = ["id"]
+    search_help_text = _("A number in any format (030 901820, +49 30 901820) or words of the transcript.")
+    csv_name = "anrufe"
+    csv_columns = (
+        ("id", lambda call: call.id),
+        ("time", lambda call: timezone.localtime(call.started_at or call.created_at).isoformat()),
+        ("direction", lambda call: call.direction),
+        ("counterpart", _counterpart),
+        ("seconds", lambda call: call.seconds),
+        ("status", lambda call: call.status),
+        ("disclosed", lambda call: "yes" if call.disclosed else "no"),
+    )
     list_select_related = ["tenant"]
     date_hierarchy = "created_at"
     exclude = ["tenant"]
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
-                       "usage_period", "recording_enabled", "transcription_enabled", "recording_url", "lead_id",
+                       "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
                        "created_at", "started_at", "ended_at", "conversation"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("transcript_entries")
 
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        by_id = queryset.filter(pk=search_term.strip())
+        return calls_search(queryset, search_term) | by_id, False
+
+    def get_list_display(self, request):
+        shown = super().get_list_display(request)
+        # Only operators of several tenants need to tell the tenants' calls apart.
+        return [*shown, "tenant"] if request.user.is_superuser else shown
+
+    @admin.display(description=_("time"), ordering="created_at")
+    def when(self, call):
+        return local_datetime(call.started_at or call.created_at)
+
+    @admin.display(description=_("direction"), ordering="direction")
+    def direction_label(self, call):
+        return choice_label(call, "direction")
+
+    @admin.display(description=_("counterpart"))
+    def counterpart(self, call):
+        return phone_cell(_counterpart(call))
+
+    @admin.display(description=_("outcome"), ordering="status")
+    def outcome(self, call):
+        return choice_label(call, "status")
+
     @admin.display(description="tenant")
     def tenant_slug(self, call):
         return call.tenant.slug
 
-    @admin.display(description="duration")
+    @admin.display(description=_("duration"), ordering="seconds")
     def duration(self, call):
-        minutes, seconds = divmod(call.seconds, 60)
-        return f"{minutes}:{seconds:02d}"
+        return minutes_seconds(call.seconds)
+
+    @admin.display(description=_("recording"))
+    def recording(self, call):
+        if not call.recording_url:
+            return "—"
+        return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', call.recording_url)
 
     @admin.display(description="transcript")
     def conversation(self, call):
@@ -51,14 +104,36 @@ class CallAdmin(ReadOnlyAdmin):
             return "—"
         rows = format_html_join(
             "", '<div class="transcript-line transcript-{}"><strong>{}</strong> <small>{}</small><br>{}</div>',
-            ((e.role, e.get_role_display(), e.ts.strftime("%H:%M:%S"), e.text) for e in entries),
+            ((e.role, choice_label(e, "role"), timezone.localtime(e.ts).strftime("%H:%M:%S"), e.text) for e in entries),
         )
         return format_html('<div class="transcript">{}</div>', rows)
 
 
 @admin.register(UsageCounter)
 class UsageCounterAdmin(ReadOnlyAdmin):
-    list_display = ["tenant", "period", "minutes", "seconds", "calls", "reserved_minutes", "updated_at"]
+    # Cap, used, reserved, remaining and a bar per tenant and month; the cap is the
+    # tenant's current one (inbound and outbound minutes count against it).
+    list_display = ["tenant", "period", "cap", "used", "reserved_minutes", "remaining", "bar", "calls"]
+    ordering = ["-period", "tenant__slug"]
+
+    @admin.display(description=_("minute cap"))
+    def cap(self, counter):
+        return counter.tenant.minute_cap
+
+    @admin.display(description=_("used"), ordering="minutes")
+    def used(self, counter):
+        return counter.minutes
+
+    @admin.display(description=_("remaining"))
+    def remaining(self, counter):
+        return max(0, counter.tenant.minute_cap - counter.minutes - counter.reserved_minutes)
+
+    @admin.display(description=_("used of the cap"))
+    def bar(self, counter):
+        cap = counter.tenant.minute_cap
+        return format_html('<meter min="0" max="{}" high="{}" value="{}" title="{} / {}"></meter>',
+                           max(cap, 1), max(cap * 0.9, 1), min(counter.minutes + counter.reserved_minutes, max(cap, 1)),
+                           counter.minutes + counter.reserved_minutes, cap)
     list_filter = ["period"]
     search_fields = ["tenant__slug", "period"]
     list_select_related = ["tenant"]

@@ -1,12 +1,19 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CallsAppConfig(AppConfig):
     name = "calls_app"
-    verbose_name = "Calls and usage"
+    verbose_name = _("Calls and usage")
 
     def ready(self):
         from calls_app.carriers import SimCarrierAdapter
         from console.engines import carrier_probes
 
         carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.probe)
+
+        # The callback inbox's "Rückruf starten" (leads_app cannot import us).
+        from calls_app.services import call_start_for_lead
+        from leads_app.callbacks import register_callback_starter
+
+        register_callback_starter(call_start_for_lead)

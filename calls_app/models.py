@@ -3,6 +3,8 @@
 The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
 """
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.phone import mask
@@ -45,17 +47,17 @@ class CallQuerySet(TenantOwnedQuerySet):
 
 class Call(models.Model):
     class Direction(models.TextChoices):
-        INBOUND = "inbound", "Inbound"
-        OUTBOUND = "outbound", "Outbound"
+        INBOUND = "inbound", pgettext_lazy("choice", "Inbound")
+        OUTBOUND = "outbound", pgettext_lazy("choice", "Outbound")
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        ACTIVE = "active", "Active"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
-        BUSY = "busy", "Busy"
-        NO_ANSWER = "no-answer", "No answer"
-        CANCELED = "canceled", "Canceled"
+        QUEUED = "queued", pgettext_lazy("choice", "Queued")
+        ACTIVE = "active", pgettext_lazy("choice", "Active")
+        COMPLETED = "completed", pgettext_lazy("choice", "Completed")
+        FAILED = "failed", pgettext_lazy("choice", "Failed")
+        BUSY = "busy", pgettext_lazy("choice", "Busy")
+        NO_ANSWER = "no-answer", pgettext_lazy("choice", "No answer")
+        CANCELED = "canceled", pgettext_lazy("choice", "Canceled")
 
     ENDED_STATUSES = (Status.COMPLETED, Status.FAILED, Status.BUSY, Status.NO_ANSWER, Status.CANCELED)
 
@@ -100,6 +102,8 @@ class Call(models.Model):
             models.UniqueConstraint(fields=["carrier", "carrier_call_id"], name="unique_carrier_call"),
         ]
         indexes = [models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest")]
+        verbose_name = _("call")
+        verbose_name_plural = _("calls")
 
     def __str__(self):
         # Masked: this text ends up in admin titles and the admin's change log.
@@ -112,9 +116,9 @@ class Call(models.Model):
 
 class TranscriptEntry(models.Model):
     class Role(models.TextChoices):
-        ASSISTANT = "assistant", "Assistant"
-        USER = "user", "User"
-        SYSTEM = "system", "System"
+        ASSISTANT = "assistant", pgettext_lazy("choice", "Assistant")
+        USER = "user", pgettext_lazy("choice", "User")
+        SYSTEM = "system", pgettext_lazy("choice", "System")
 
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="transcript_entries")
     role = models.CharField(max_length=16, choices=Role.choices)
@@ -174,6 +178,8 @@ class UsageCounter(models.Model):
     class Meta:
         ordering = ["tenant", "-period"]
         constraints = [models.UniqueConstraint(fields=["tenant", "period"], name="unique_usage_period")]
+        verbose_name = _("usage per month")
+        verbose_name_plural = _("usage per month")
 
     def __str__(self):
         return f"{self.tenant_id} {self.period}: {self.minutes} min"

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from calls_app import event_sql, redaction
 from calls_app import events as ev
-from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
+from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, outbound_carrier
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
@@ -24,7 +24,8 @@ logger = logging.getLogger("calls_app.webhook")
 
 class MinuteCapReached(ApiError):
     status, code = 402, "minute_cap_reached"
-    message = "The tenant's monthly minute cap is reached; no outbound call can be placed until it resets."
+    message = ("The tenant's monthly minute cap is reached; no outbound call can be placed and no voice agent "
+               "session granted until it resets.")
 
 
 class UnknownCarrier(NotFound):
@@ -96,25 +97,35 @@ def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id
     One transaction holding the tenant's counter row: used + reserved minutes are
     read and the reservation written atomically, so concurrent requests can never
     be granted more than the cap together."""
-    now = now or timezone.now()
-    period = period_of(now, tenant.time_zone)
-    counter = _locked_counter(tenant, period)
-    _release_stale_reservations(tenant, counter, now)
-    details = _cap_details(tenant, counter, now)
-    if details["remaining"] == 0:
-        raise MinuteCapReached(details=details)
+    counter, minutes = _cap_checked(tenant, now or timezone.now())
+    period = counter.period
     caller_id = _caller_id(tenant, carrier, from_number)
     _check_lead(tenant, lead_id)
-    minutes = min(details["remaining"], tenant.max_call_minutes)
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, direction=Call.Direction.OUTBOUND, from_e164=caller_id, to_e164=to_e164,
         status=Call.Status.QUEUED, lead_id=lead_id or "", reserved_minutes=minutes, reserved_period=period,
         max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
     )
+    _reserve(counter, minutes)
+    return call
+
+
+def _cap_checked(tenant, now):
+    """Under the tenant's counter lock: (counter, minutes to grant), or 402 when the cap
+    leaves nothing. Used + reserved minutes are read and the reservation written in one
+    transaction, so concurrent requests can never be granted more than the cap together."""
+    counter = _locked_counter(tenant, period_of(now, tenant.time_zone))
+    _release_stale_reservations(tenant, counter, now)
+    details = _cap_details(tenant, counter, now)
+    if details["remaining"] == 0:
+        raise MinuteCapReached(details=details)
+    return counter, min(details["remaining"], tenant.max_call_minutes)
+
+
+def _reserve(counter, minutes):
     counter.reserved_minutes += minutes
     counter.save(update_fields=["reserved_minutes", "updated_at"])
-    return call
 
 
 # The carrier ends a call at its granted maxSeconds. A reservation still held this
@@ -203,11 +214,88 @@ def call_dial(*, call):
     return call
 
 
+def call_start_for_lead(*, lead):
+    """The callback inbox's "Rückruf starten": an outbound call to the lead's number,
+    linked to the lead, through the same cap check and dial as POST /voice/v1/calls
+    (MinuteCapReached, CarrierUnavailable as there)."""
+    call = call_request_outbound(tenant=lead.tenant, carrier=outbound_carrier(), to_e164=lead.phone, lead_id=lead.pk)
+    return call_dial(call=call)
+
+
 @transaction.atomic
 def call_fail_undialled(*, call):
     call = Call.objects.select_for_update().get(pk=call.pk)
     if not call.is_ended:
         _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
+
+
+# --- Web calls (the voice agent's WebSocket sessions) ------------------------------------
+
+WEB_CARRIER = "web"
+
+
+def _web_carrier():
+    """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
+    posts no webhooks: the agent writes its calls through the services below."""
+    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
+                                                                         "secret_nonce": new_nonce()})
+    return carrier
+
+
+@transaction.atomic
+def call_request_web(*, tenant, now=None):
+    """Checks the cap and reserves minutes for a voice agent session, exactly as for an
+    outbound call: a new inbound call of carrier `web` (status `queued`) holding the
+    reservation; its `max_seconds` is the grant the session cannot outlive."""
+    counter, minutes = _cap_checked(tenant, now or timezone.now())
+    call = Call.objects.create(
+        tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+        status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,
+        max_seconds=60 * minutes, recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
+    )
+    _reserve(counter, minutes)
+    return call
+
+
+@transaction.atomic
+def call_web_start(*, call_id, now=None):
+    """The session's WebSocket is open: the call is active from now on."""
+    Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
+        started_at=now or timezone.now(), status=Call.Status.ACTIVE)
+
+
+@transaction.atomic
+def call_web_line(*, call_id, role, text, ts):
+    """One transcript line or system note of a web call, at its time; kept only where the
+    call keeps transcripts, and never after the call ended."""
+    call = Call.objects.filter(pk=call_id).only("transcription_enabled", "redacted", "ended_at").first()
+    if call is not None and call.transcription_enabled and not call.redacted and not call.is_ended:
+        TranscriptEntry.objects.create(call_id=call_id, role=role, text=text, ts=ts)
+
+
+@transaction.atomic
+def call_web_disclosed(*, call_id):
+    """The disclosure was spoken to the caller in full."""
+    Call.objects.filter(pk=call_id).update(disclosed=True)
+
+
+@transaction.atomic
+def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
+    """Ends a web call, releases its reservation and books its seconds — once, whatever
+    ends it (the client, a timeout, a dropped connection, the end of the grant): a
+    second end finds the call ended and changes nothing. A call that never started
+    (its token was never used) ends `canceled` with 0 seconds. Returns the call."""
+    now = now or timezone.now()
+    call = Call.objects.select_for_update().select_related("tenant").get(pk=call_id)
+    if call.is_ended:
+        return call
+    if call.started_at is None:
+        status, seconds = Call.Status.CANCELED, 0
+    else:
+        seconds = max(0, round((now - call.started_at).total_seconds()))
+        seconds = min(seconds, call.max_seconds or seconds)
+    _finish(call, status=status, seconds=seconds, ended_at=now, recording_url="")
+    return call
 
 
 # --- Carrier events ---------------------------------------------------------------------

@@ -1,29 +1,34 @@
 """Calls and usage in the Console API: read-only (the voice runtime writes calls)."""
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
 from calls_app import selectors
 from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
-from console.api import TenantAPIView, TenantViewSet, validated
+from console.api import TenantAPIView, TenantViewSet, validated_query
 from console.errors import NotFound
+from console.pagination import NEXT_HELP
+from console.rendering import fast_json_renderers
 
 
 class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Call
     serializer_class = CallSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a call
 
     @extend_schema(
-        parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description="1–200 (larger values are clamped), default 50")],
-        responses=inline_serializer("CallList", {"calls": CallSerializer(many=True)}),
+        parameters=[CallListQuerySerializer],
+        responses=inline_serializer("CallList", {
+            "calls": CallSerializer(many=True),
+            "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
+        }),
     )
     def list(self, request):
-        limit = validated(CallListQuerySerializer, request.query_params.dict())["limit"]
-        calls, lines = selectors.calls_newest_rows(tenant=request.tenant, limit=limit)
-        return Response({"calls": call_list_data(calls, lines)})
+        query = validated_query(CallListQuerySerializer, request)
+        calls, lines, next_cursor = selectors.calls_page_rows(tenant=request.tenant, **query)
+        return Response({"calls": call_list_data(calls, lines), "next": next_cursor})
 
     def retrieve(self, request, pk=None):
         try:

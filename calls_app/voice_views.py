@@ -11,6 +11,7 @@ from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
 from console.api import OpenAPIView, TenantAPIView, validated
 from console.idempotency.services import idempotent
+from console.openapi import errors
 
 
 class OutboundCallView(TenantAPIView):
@@ -18,6 +19,7 @@ class OutboundCallView(TenantAPIView):
         request=OutboundCallRequestSerializer,
         responses={201: OutboundCallSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+        extensions=errors(402, 404, 409),
         summary="Request an outbound call: checks the minute cap, reserves minutes, dials",
     )
     def post(self, request):
@@ -69,6 +71,7 @@ class CarrierWebhookView(OpenAPIView):
         responses={200: inline_serializer("CarrierEventReceived", {
             "received": serializers.BooleanField(), "state": serializers.CharField()})},
         parameters=[OpenApiParameter("X-Signature", str, OpenApiParameter.HEADER, required=True)],
+        extensions=errors(401),
         summary="Signed carrier events (call.started, call.transcript, call.disclosed, call.ended)",
     )
     def post(self, request, carrier_id):

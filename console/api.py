@@ -1,9 +1,12 @@
 """Base classes of the `/v2` views."""
+from django.http import Http404
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import SAFE_METHODS, AllowAny
 from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
+from console.errors import NotFound, ValidationFailed
+from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.selection import tenant_for_request
 
 
@@ -72,6 +75,17 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, viewsets.GenericViewSet
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
 
+    def get_object(self):
+        # "No lead with this id." rather than DRF's bare "Not found.", like every resource.
+        try:
+            row = super().get_object()
+        except Http404:
+            raise NotFound(f"No {self.model._meta.verbose_name} with this id.") from None
+        # Selected by the request's tenant, so that is its tenant: a serializer naming
+        # it (a lead's `tenant`) then costs no query.
+        row.tenant = self.request.tenant
+        return row
+
 
 class OpenAPIView(APIView):
     """Not tenant-bound and open (CONTRACT §1): no credentials are read at all."""
@@ -87,6 +101,47 @@ def validated(serializer_class, data):
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+# Valid query strings of list endpoints, validated once per process: the same few
+# (`?limit=200`, a status filter) come again and again, and building a serializer cost
+# more than the list's query (90 µs for the leads' filters).
+_VALID_QUERIES_KEPT = 512
+_valid_queries = {}
+
+
+def _refuse_unknown_parameters(serializer_class, params):
+    """A 400 naming each query parameter the endpoint does not know, with the accepted
+    ones: a typo (`?stauts=new`) is never ignored."""
+    accepted = list(serializer_class._declared_fields)  # without building a serializer: it is cached for that
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        hint = f"Unknown query parameter. Accepted: {', '.join(accepted)}."
+        raise ValidationFailed(
+            f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}. "
+            f"Accepted: {', '.join(accepted)}.",
+            details={name: [hint] for name in unknown},
+        )
+
+
+def validated_query(serializer_class, request):
+    """`validated(serializer_class, request.query_params.dict())`, for query serializers
+    whose result depends on the parameters alone (no context, no database): a valid set
+    of parameters is validated once, an invalid one every time (its 400 is raised as
+    usual). Returns a dict of the caller's own."""
+    params = request.query_params.dict()
+    key = (serializer_class, tuple(sorted(params.items())))
+    data = _valid_queries.get(key)
+    if data is None:
+        _refuse_unknown_parameters(serializer_class, params)
+        data = dict(validated(serializer_class, params))
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            raise serializers.ValidationError({"until": ["Must be later than 'since'."]})
+        if len(_valid_queries) >= _VALID_QUERIES_KEPT:
+            _valid_queries.clear()
+        _valid_queries[key] = data
+    return dict(data)
 
 
 class LimitField(serializers.CharField):
@@ -109,16 +164,75 @@ class LimitField(serializers.CharField):
 
 
 class ClosedSerializer(serializers.Serializer):
-    """A body of the declared fields only: an unknown field is a 400 under its name.
-    With `require_one`, an empty body is a 400 that says which fields to send."""
+    """A body of the declared fields only: an unknown field is a 400 under its name that
+    lists the accepted fields, reported with the other fields' errors (a misspelled
+    required field shows as both unknown and missing). `refused` gives fields that
+    exist but cannot be sent here their own message. With `require_one`, an empty body
+    is a 400 that says which fields to send."""
 
     require_one = False
+    refused = {}
+
+    def to_internal_value(self, data):
+        problems = {}
+        if isinstance(data, dict):
+            accepted = f"Unknown field. Accepted: {', '.join(self.fields)}."
+            problems = {name: [self.refused.get(name, accepted)] for name in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if problems and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **problems}) from None
+            raise
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
 
     def validate(self, attrs):
-        unknown = set(self.initial_data) - set(self.fields)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(unknown)})
         if self.require_one and not attrs:
             *others, last = self.fields
             raise serializers.ValidationError({"non_field_errors": [f"Send {', '.join(others)} and/or {last}."]})
         return super().validate(attrs)
+
+
+class ListedChoiceField(serializers.ChoiceField):
+    """A choice whose error lists the allowed values, so the fix is in the message."""
+
+    def to_internal_value(self, data):
+        if data == "" and self.allow_blank:
+            return ""
+        if str(data) not in self.choice_strings_to_values:
+            allowed = ", ".join(self.choice_strings_to_values)
+            raise serializers.ValidationError(f"'{data}' is not a valid choice. Send one of: {allowed}.")
+        return self.choice_strings_to_values[str(data)]
+
+
+class MomentField(serializers.DateTimeField):
+    """`since`/`until` of list filters: ISO 8601, e.g. 2026-11-01T00:00:00Z or 2026-11-01."""
+
+    default_error_messages = {
+        "invalid": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00+01:00, 2026-11-01T08:00:00Z or 2026-11-01.",
+        "make_aware": "Send an ISO 8601 time with its offset, e.g. 2026-11-01T09:00:00+01:00.",
+        "overflow": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00Z.",
+    }
+
+    def to_internal_value(self, value):
+        if isinstance(value, str) and len(value) == 10:
+            value += "T00:00:00Z"  # a date alone is its start, in UTC
+        return super().to_internal_value(value)
+
+
+class PhoneQueryField(serializers.CharField):
+    """A phone number filter in any format a person types (`030 901820`, `+49 30 901820`), as E.164."""
+
+    def to_internal_value(self, data):
+        try:
+            return to_e164(super().to_internal_value(data))
+        except InvalidPhoneNumber as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class CursorField(serializers.CharField):
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=500, help_text=(
+            "The `next` value of the previous page; omit it for the first page (newest first)."), **kwargs)

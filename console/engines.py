@@ -4,7 +4,10 @@
 (speech_app registers the real synthesis and recognition engines); a probe answers
 from the running system, never from configuration alone.
 """
+import time
 from dataclasses import dataclass, field
+
+from console.warmup import at_worker_start
 
 
 @dataclass(frozen=True)
@@ -31,16 +34,34 @@ class EngineStatus:
 @dataclass
 class ProbeRegistry:
     probes: dict = field(default_factory=dict)
+    # engine id -> (the probe, when it answered on time.monotonic, its answer)
+    _answers: dict = field(default_factory=dict, repr=False)
 
     def register(self, engine_id, probe):
         """`probe()` returns an EngineStatus; registering the same id replaces it."""
         self.probes[engine_id] = probe
 
-    def statuses(self):
-        return [probe() for probe in self.probes.values()]
+    def statuses(self, max_age=0.0):
+        """Every probe's answer, asked now; with `max_age`, an answer the same probe gave
+        less than `max_age` seconds ago is reused instead (a replaced probe is asked anew)."""
+        answers = []
+        for engine_id, probe in list(self.probes.items()):
+            kept = self._answers.get(engine_id)
+            now = time.monotonic()
+            if kept is None or kept[0] is not probe or now - kept[1] >= max_age:
+                kept = (probe, now, probe())
+                self._answers[engine_id] = kept
+            answers.append(kept[2])
+        return answers
+
+    def forget_answers(self):
+        self._answers.clear()
 
 
 engine_probes = ProbeRegistry()
+# Every worker asks its probes once when it starts (the synthesis probe speaks a test
+# sentence then), so that /health finds their answers there.
+at_worker_start(engine_probes.statuses)
 # Telephony carriers register here too; their probes return a dict
 # `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
 carrier_probes = ProbeRegistry()

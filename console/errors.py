@@ -186,12 +186,25 @@ def response_for_exception(exc, request=None):
     return None
 
 
+def method_not_allowed(method, path, allowed):
+    """405 naming the methods that are allowed, in the message and in `Allow`."""
+    allowed = [name for name in allowed if name != "OPTIONS"] + (["OPTIONS"] if "OPTIONS" in allowed else [])
+    message = f"{method} is not allowed on {path}. Allowed: {', '.join(allowed)}."
+    if method == "PUT" and "PATCH" in allowed:
+        message += " To change fields, use PATCH with the fields to change."
+    return error_response(405, "method_not_allowed", message, {"allowed": allowed},
+                          headers={"Allow": ", ".join(allowed)})
+
+
 def drf_exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER: everything a view raises becomes the contract shape."""
-    response = response_for_exception(exc, context.get("request"))
+    request = context.get("request")
+    view = context.get("view")
+    if isinstance(exc, drf.MethodNotAllowed) and view is not None and request is not None:
+        return method_not_allowed(request.method, request.path, view.allowed_methods)
+    response = response_for_exception(exc, request)
     if response is not None:
         return response
-    request = context.get("request")
     logger.exception(
         "Unhandled exception in %s %s",
         getattr(request, "method", "?"),

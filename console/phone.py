@@ -48,3 +48,29 @@ def mask(e164):
     shown_tail = 2 if len(digits) > shown_head + 2 else 0
     hidden = len(digits) - shown_head - shown_tail
     return "+" + digits[:shown_head] + MASK * hidden + digits[len(digits) - shown_tail:]
+
+
+def national(e164):
+    """A stored E.164 number as a German reader writes it (`+4930901820` → `030 901820`,
+    foreign numbers in their international form); anything unparsable comes back as is."""
+    try:
+        parsed = phonenumbers.parse(e164, None)
+    except phonenumbers.NumberParseException:
+        return e164
+    if parsed.country_code == phonenumbers.country_code_for_region(DEFAULT_REGION):
+        return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.NATIONAL)
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
+
+
+def search_digits(term):
+    """The digits of `term` as they appear in a stored E.164 number (`030 901820` →
+    `4930901820`, `0049 30…` → `4930…`, `+49 30…` → `4930…`), or "" if `term` does not
+    look like (part of) a phone number."""
+    if not term or set(term) - set("0123456789+-/() ") or not any(ch.isdigit() for ch in term):
+        return ""
+    digits = "".join(ch for ch in term if ch.isdigit())
+    if digits.startswith("00"):
+        return digits[2:]  # international prefix
+    if digits.startswith("0"):
+        return "49" + digits[1:]  # a German national number
+    return digits

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "csp",
     "console.tenants",
     "console.credentials",
@@ -65,6 +66,8 @@ INSTALLED_APPS = [
     "privacy_app",
     "gateway_app",
     "webhooks_app",
+    "dashboard_app",
+    "agent_app",
 ]
 
 MIDDLEWARE = [
@@ -79,16 +82,24 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After whitenoise: static files need no policy (docs/operations.md, CSP).
     "console.content_security.HtmlPagesCSPMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, login-user and messages middleware, left out for API requests
+    # that never use a login session (console/middleware.py: uses_no_session).
+    "console.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "console.middleware.AuthenticationMiddleware",
+    # German pages (English by Accept-Language), English API messages, admin times in
+    # the tenant's zone (console/locale.py); after authentication, which it reads.
+    "console.locale.ConsoleLocaleMiddleware",
+    "console.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
 WSGI_APPLICATION = "console.wsgi.application"
+# The ASGI server (`make run`'s second port) serves these WebSocket routes.
+ASGI_APPLICATION = "console.asgi.application"
+ASGI_WEBSOCKET_ROUTES = ["agent_app.routing.websocket_urlpatterns"]
 
 TEMPLATES = [
     {
@@ -121,6 +132,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # per request costs more than most of our queries.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The same backend, with a health check that needs no round trip while the
+    # connection is quiet (console/db/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "console.db.postgresql"
 
 # Django's cache. The default is per process. The lead rate limit counts in the
 # database unless this names a shared cache with atomic increments (redis://…,
@@ -175,8 +190,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# API messages are English throughout (findings of the German linter are German).
-LANGUAGE_CODE = "en-us"
+# Pages for operators and callers are German by default (English by the browser's
+# Accept-Language); API messages stay English (console/locale.py).
+LANGUAGE_CODE = "de"
+LANGUAGES = [("de", "Deutsch"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -206,9 +224,17 @@ VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
+# Open API endpoints that read no credentials, so no login session either (a path, or a
+# prefix ending in "/"); they skip the session middleware (console/middleware.py).
+SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
 
 SERVICE_NAME = "stimmwerk-console"
 CONTRACT_VERSION = "2.0"
+
+# Reads may take an API key verified by this process less than this many seconds ago
+# without a query; a revoked key is refused everywhere at most this long after the
+# revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
+API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -221,8 +247,10 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Bounded size and depth; NUL and lone surrogates refused (console/parsers.py).
     "DEFAULT_PARSER_CLASSES": ["console.parsers.JSONParser"],
+    # DRF's, with the common Accept headers answered without parsing them.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "console.rendering.ContentNegotiation",
     "EXCEPTION_HANDLER": "console.errors.drf_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "console.openapi.ApiSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 if DEBUG:
@@ -237,6 +265,15 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    "SERVERS": [{"url": "/", "description": "This server"}],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.openapi.drop_doubled_request_suffix",
+    ],
+    # Swagger UI and Redoc from the drf-spectacular-sidecar package: /v2/docs loads nothing from elsewhere.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- HTTPS (docs/operations.md, "Production settings") ---
@@ -421,3 +458,20 @@ WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 
 # Key from which the endpoints' signing secrets are derived. Empty: derived from
 # SECRET_KEY; set it so that SECRET_KEY can rotate without new webhook secrets.
 WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
+
+# --- The voice agent (agent_app; docs/api.md "Voice agent") ---
+# Seconds a session's token stays valid unused.
+AGENT_TOKEN_TTL_SEC = env.int("AGENT_TOKEN_TTL_SEC", default=60)
+# Seconds without any frame from the client after which a session is ended (4408).
+AGENT_IDLE_TIMEOUT_SEC = env.int("AGENT_IDLE_TIMEOUT_SEC", default=30)
+# Seconds one utterance's recognition may take before the caller gets stt_busy.
+AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
+# Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
+# client drops what it holds at agent.interrupted, so more only costs bandwidth.
+AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
+# The voice demo page /widget/voice-demo (talks as the demo tenant, no key needed): on
+# only where asked for (make run sets it).
+AGENT_VOICE_DEMO = env.bool("AGENT_VOICE_DEMO", default=False)
+# Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
+# on another port or host than the API; empty: the API's own host and scheme.
+AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

@@ -1,12 +1,20 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from console.assistants.views import AssistantViewSet
 from console.numbers.views import PhoneNumberViewSet
 from console.tenants.views import AudioSettingsView
 from console.views import HealthView
+
+admin.site.site_header = "Stimmwerk"
+admin.site.site_title = "Stimmwerk"
+admin.site.index_title = _("Dashboard")
+# "View site" opens the API's docs page: the console has no public site of its own,
+# and the dashboard is the admin's own start page.
+admin.site.site_url = "/v2/docs"
 
 router = SimpleRouter(trailing_slash=False)
 router.register("assistants", AssistantViewSet, basename="assistant")
@@ -15,6 +23,8 @@ router.register("numbers", PhoneNumberViewSet, basename="number")
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
+    # The document to read in a browser: Swagger UI from drf-spectacular-sidecar's static files.
+    path("v2/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("v2/audio/settings", AudioSettingsView.as_view(), name="audio-settings"),
     path("v2/", include(router.urls)),
     # Each app owns the paths of its resource; see its urls.py.
@@ -26,9 +36,13 @@ urlpatterns = [
     path("v2/", include("privacy_app.urls")),
     path("v2/", include("webhooks_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
+    path("api/voice/agent/", include("agent_app.urls")),
     path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),
+    path("widget/", include("agent_app.demo_urls")),
     path("v1/", include("gateway_app.urls")),
     path("agent", include("gateway_app.agent_urls")),
+    # The dashboard is the admin's start page (dashboard_app), ahead of the admin's index.
+    path("admin/", include("dashboard_app.urls")),
     path("admin/", admin.site.urls),
 ]

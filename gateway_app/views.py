@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from console.api import validated
 from console.errors import ValidationFailed
+from console.openapi import errors
 from gateway_app import selectors, services
 from gateway_app.auth import GatewayTokenAuthentication
 from gateway_app.errors import NotReady
@@ -40,6 +41,7 @@ def chat_answer_json(answer):
 
 class AgentView(GatewayAPIView):
     @extend_schema(request=AgentRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   extensions=errors(502),
                    summary="Answer a prompt through the registry's chat lanes, with failover")
     def post(self, request):
         data = validated(AgentRequestSerializer, request.data)
@@ -71,6 +73,7 @@ class UsageView(GatewayAPIView):
 
 class CloudAgentView(GatewayAPIView):
     @extend_schema(request=RoleRequestSerializer, responses=OpenApiTypes.OBJECT,
+                   extensions=errors(502),
                    summary="Answer a prompt in a role (trainee, junior, senior, experte)")
     def post(self, request):
         # The role first: an unknown role answers with the list of roles, whatever else is wrong.
@@ -84,7 +87,8 @@ class CloudAgentView(GatewayAPIView):
 class SpeakView(GatewayAPIView):
     content_negotiation_class = AnyAcceptNegotiation
 
-    @extend_schema(request=GatewaySpeakSerializer, responses={200: MP3_RESPONSE},
+    @extend_schema(request=GatewaySpeakSerializer, responses=MP3_RESPONSE,
+                   extensions=errors(502),
                    summary="Speak a text as MP3 through the registry's tts lanes, local engines first")
     def post(self, request):
         data = validated(GatewaySpeakSerializer, request.data)
@@ -104,6 +108,7 @@ class TranscribeView(GatewayAPIView):
 
     @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[GatewayTranscribeQuerySerializer],
                    responses=OpenApiTypes.OBJECT,
+                   extensions=errors(422, 502),
                    summary="Transcribe raw audio through the registry's stt lanes, local engines first")
     def post(self, request):
         query = validated(GatewayTranscribeQuerySerializer, request.query_params.dict())

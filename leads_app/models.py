@@ -1,4 +1,6 @@
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.phone import mask
@@ -9,17 +11,17 @@ class Lead(models.Model):
     """A contact request posted from a public page (CONTRACT §6)."""
 
     class Kind(models.TextChoices):
-        CALLBACK = "callback", "Callback"
-        CONTACT = "contact", "Contact"
-        VOICEMAIL = "voicemail", "Voicemail"
+        CALLBACK = "callback", pgettext_lazy("choice", "Callback")
+        CONTACT = "contact", pgettext_lazy("choice", "Contact")
+        VOICEMAIL = "voicemail", pgettext_lazy("choice", "Voicemail")
 
     class Status(models.TextChoices):
-        NEW = "new", "New"
-        CONTACTED = "contacted", "Contacted"
-        QUALIFIED = "qualified", "Qualified"
-        CONVERTED = "converted", "Converted"
-        LOST = "lost", "Lost"
-        SPAM = "spam", "Spam"
+        NEW = "new", pgettext_lazy("choice", "New")
+        CONTACTED = "contacted", pgettext_lazy("choice", "Contacted")
+        QUALIFIED = "qualified", pgettext_lazy("choice", "Qualified")
+        CONVERTED = "converted", pgettext_lazy("choice", "Converted")
+        LOST = "lost", pgettext_lazy("choice", "Lost")
+        SPAM = "spam", pgettext_lazy("choice", "Spam")
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("ld"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="leads")
@@ -35,6 +37,12 @@ class Lead(models.Model):
     # The version of the consent sentence the visitor saw (leads_app/consent.py); ""
     # when the form that posted did not say.
     consent_version = models.CharField(max_length=40, blank=True)
+    # The same number posting again while this lead is open, within a day of it, is
+    # folded into it (services.lead_receive): how often, and when last.
+    repeat_count = models.PositiveIntegerField(default=0)
+    repeated_at = models.DateTimeField(null=True, blank=True)
+    # The operator's notes (the console only; not part of the API's lead).
+    notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -42,14 +50,23 @@ class Lead(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = _("lead")
+        verbose_name_plural = _("leads")
         indexes = [
             models.Index(fields=["tenant", "-created_at", "-id"], name="lead_tenant_newest"),
             models.Index(fields=["tenant", "status", "-created_at"], name="lead_tenant_status"),
+            # The duplicate check of every public post: this number's newest lead.
+            models.Index(fields=["tenant", "phone", "-created_at"], name="lead_tenant_phone"),
         ]
 
     def __str__(self):
         # Masked: this text ends up in admin titles and the admin's change log.
         return f"{self.get_kind_display()} {mask(self.phone)} ({self.status})"
+
+
+# Leads still waiting for the business: the callback inbox, the dashboard's due and
+# overdue callbacks, and the folding of duplicates count these.
+OPEN_STATUSES = (Lead.Status.NEW, Lead.Status.CONTACTED)
 
 
 class RateLimitWindow(models.Model):

@@ -1,7 +1,7 @@
 from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
-from console.api import LimitField
+from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.numbers.serializers import E164Field
 from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead
@@ -32,6 +32,21 @@ class LeadSerializer(serializers.ModelSerializer):
         for name in ("preferred_at", "page_url", "consent_version"):
             data[name] = data[name] or None
         return data
+
+
+def lead_list_data(rows):
+    """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows` (whose
+    timestamps are text already, as DRF writes them), built directly (CharField and
+    ChoiceField give the stored string, and empty optional values are null as in
+    `to_representation`); tests/leads_app/test_lead_list_data.py checks both agree byte
+    for byte."""
+    return [{
+        "id": str(id_), "tenant": str(tenant), "kind": str(kind), "phone": str(phone),
+        "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
+        "page_url": page_url or None, "status": str(status), "created_at": created_at,
+        "consent_version": consent_version or None,
+    } for (id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
+           consent_version) in rows]
 
 
 class PublicLeadCreatedSerializer(serializers.Serializer):
@@ -92,19 +107,19 @@ class PublicLeadSerializer(serializers.Serializer):
         return value or ""
 
 
-class LeadUpdateSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=Lead.Status.choices)
-
-    def validate(self, attrs):
-        others = sorted(set(self.initial_data) - {"status"})
-        if others:
-            raise serializers.ValidationError({name: ["Only 'status' can be changed."] for name in others})
-        return attrs
+class LeadUpdateSerializer(ClosedSerializer):
+    status = ListedChoiceField(choices=Lead.Status.choices)
 
 
 class LeadListQuerySerializer(serializers.Serializer):
-    """`GET /v2/leads` filters; `limit` as for calls: default 50, over 200 is 200."""
+    """`GET /v2/leads`: a page (`limit` as for calls: default 50, over 200 is 200; `cursor`)
+    and the filters, all combinable (AND)."""
 
-    status = serializers.ChoiceField(choices=Lead.Status.choices, required=False)
-    kind = serializers.ChoiceField(choices=Lead.Kind.choices, required=False)
-    limit = LimitField()
+    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
+    cursor = CursorField()
+    status = ListedChoiceField(choices=Lead.Status.choices, required=False)
+    kind = ListedChoiceField(choices=Lead.Kind.choices, required=False)
+    phone = PhoneQueryField(required=False, max_length=40,
+                            help_text="Leads of this number, in any format (`030 901820`, `+49 30 901820`).")
+    since = MomentField(required=False, help_text="Leads created at or after this ISO 8601 time.")
+    until = MomentField(required=False, help_text="Leads created before this ISO 8601 time.")

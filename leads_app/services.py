@@ -1,9 +1,12 @@
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from console.jobs.services import job_enqueue_on_commit
-from leads_app.models import Lead
+from leads_app.models import OPEN_STATUSES, Lead
 from leads_app.serializers import LeadSerializer
 from webhooks_app.services import event_publish
 
@@ -30,6 +33,41 @@ def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consen
     _announce(lead, "lead.created")
     if settings.LEADS_NOTIFY_BY_EMAIL:
         job_enqueue_on_commit("leads_app.notifications.lead_notify", kwargs={"lead_id": lead.pk})
+    return lead
+
+
+# A number that posts again within this time while its lead is still open is folded
+# into that lead (its counter goes up) instead of a new row (docs/api.md).
+DUPLICATE_WINDOW = timedelta(hours=24)
+
+
+@transaction.atomic
+def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
+    """A public post: the open lead of the same number from the last 24 hours with its
+    repeat counter raised (and the newer preferred time), or a new lead.
+
+    Two posts of one number in the same instant may both be kept: no lock is taken
+    for the check (the public post is rate-limited and must stay cheap)."""
+    now = timezone.now()
+    first = (Lead.objects.for_tenant(tenant).filter(phone=phone, status__in=OPEN_STATUSES,
+                                                   created_at__gte=now - DUPLICATE_WINDOW)
+             .order_by("created_at", "id").first())
+    if first is None:
+        return lead_create(tenant=tenant, kind=kind, phone=phone, preferred_time=preferred_time, page_url=page_url,
+                           consent_version=consent_version)
+    changes = {"repeat_count": F("repeat_count") + 1, "repeated_at": now, "updated_at": now}
+    if preferred_time:
+        changes["preferred_at"] = preferred_time.token
+        changes["preferred_at_resolved"] = preferred_time.resolve(now=now, time_zone=tenant.time_zone)
+    Lead.objects.filter(pk=first.pk).update(**changes)
+    first.refresh_from_db()
+    return first
+
+
+@transaction.atomic
+def lead_note(*, lead, notes):
+    lead.notes = notes
+    lead.save(update_fields=["notes", "updated_at"])
     return lead
 
 

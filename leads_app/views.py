@@ -1,11 +1,14 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, validated
+from console.api import OpenAPIView, TenantViewSet, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
+from console.openapi import errors
+from console.pagination import NEXT_HELP
+from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -15,6 +18,7 @@ from leads_app.serializers import (
     LeadUpdateSerializer,
     PublicLeadCreatedSerializer,
     PublicLeadSerializer,
+    lead_list_data,
 )
 
 # A lead is a handful of short fields; anything bigger is not a form post.
@@ -27,6 +31,10 @@ class PublicLeadView(OpenAPIView):
 
     @extend_schema(
         summary="Post a lead from a public page",
+        examples=[OpenApiExample("A callback request", request_only=True, value={
+            "tenant": "acme", "kind": "callback", "phone": "0171 2345678", "preferred_at": "tomorrow-am",
+            "page_url": "https://acme.example/kontakt", "consent_version": "callback-de-1"})],
+        extensions=errors(403, 409, 429),
         request=PublicLeadSerializer,
         responses={201: PublicLeadCreatedSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
@@ -57,7 +65,7 @@ class PublicLeadView(OpenAPIView):
         if origin == "":
             return Response(status=status.HTTP_204_NO_CONTENT, headers={"Allow": "POST, OPTIONS"})
         if not access.origin_allowed_by_any_tenant(request, origin):
-            raise OriginForbidden("This web origin may not post leads.")
+            raise OriginForbidden.of(origin, any_tenant=True)
         return Response(status=status.HTTP_204_NO_CONTENT, headers=access.preflight_headers(origin))
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -83,7 +91,7 @@ def _check_origin(request, tenant):
     if origin == "":
         return  # a server posting, not a browser
     if origin is None or not access.origin_allowed_for(request, origin, tenant):
-        raise OriginForbidden()
+        raise OriginForbidden.of(origin)
 
 
 def _count_post(request, tenant):
@@ -94,7 +102,7 @@ def _count_post(request, tenant):
 
 
 def _create(fields):
-    lead = services.lead_create(
+    lead = services.lead_receive(
         tenant=fields["tenant"],
         kind=fields["kind"],
         phone=fields["phone"],
@@ -111,17 +119,19 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Lead
     serializer_class = LeadSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in a lead
 
     @extend_schema(
         parameters=[LeadListQuerySerializer],
-        responses=inline_serializer("LeadList", {"leads": LeadSerializer(many=True)}),
+        responses=inline_serializer("LeadList", {
+            "leads": LeadSerializer(many=True),
+            "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
+        }),
     )
     def list(self, request):
-        query = validated(LeadListQuerySerializer, request.query_params.dict())
-        leads = selectors.lead_list(
-            tenant=request.tenant, status=query.get("status"), kind=query.get("kind"), limit=query["limit"]
-        )
-        return Response({"leads": LeadSerializer(leads, many=True).data})
+        query = validated_query(LeadListQuerySerializer, request)
+        rows, next_cursor = selectors.lead_page_rows(tenant=request.tenant, **query)
+        return Response({"leads": lead_list_data(rows), "next": next_cursor})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

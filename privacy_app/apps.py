@@ -1,11 +1,12 @@
 """Privacy by design: retention per tenant, access by caller (exports) and erasure by
 caller (docs/privacy.md). A feature app above calls_app and leads_app."""
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class PrivacyConfig(AppConfig):
     name = "privacy_app"
-    verbose_name = "Privacy"
+    verbose_name = _("Privacy")
 
     def ready(self):
         # calls_app may not import us: it asks through its hook whether a late

@@ -69,3 +69,40 @@ def export_json(export, *, with_document=True):
 
 def erasure_json(erasure):
     return {"id": erasure.id, "erasedAt": _iso(erasure.erased_at), "counts": erasure.counts}
+
+
+class ExportSerializer(serializers.Serializer):
+    """The body of an export (`export_json`), for the schema."""
+
+    id = serializers.CharField()
+    status = serializers.CharField()
+    phone = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+    readyAt = serializers.DateTimeField(allow_null=True)
+    expiresAt = serializers.DateTimeField(allow_null=True)
+    document = serializers.DictField(required=False, allow_null=True,
+                                     help_text="The export's JSON document (single export, while not expired).")
+
+    class Meta:
+        ref_name = "Export"
+
+
+class ErasureSerializer(serializers.Serializer):
+    """The body of an erasure receipt (`erasure_json`), for the schema."""
+
+    id = serializers.CharField()
+    erasedAt = serializers.DateTimeField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="What was erased, by kind.")
+
+    class Meta:
+        ref_name = "Erasure"
+
+
+class RetentionSettingsSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    transcriptDays = serializers.IntegerField(allow_null=True)
+    recordingDays = serializers.IntegerField(allow_null=True)
+    leadDays = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        ref_name = "RetentionSettings"

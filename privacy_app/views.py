@@ -1,20 +1,24 @@
 """`/v2/privacy/…`: retention settings, exports (access by caller), erasures."""
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import status
 from rest_framework.response import Response
 
 from console.api import TenantAPIView, validated
 from console.audit.services import actor_of, request_id_of
+from console.openapi import errors
 from privacy_app import selectors, services
 from privacy_app.errors import ErasureNotFound, ExportExpired, ExportNotFound
 from privacy_app.models import Erasure, Export
 from privacy_app.serializers import (
     SETTINGS_FIELDS,
+    ErasureSerializer,
+    ExportSerializer,
     PhoneRequestSerializer,
     PrivacyListQuerySerializer,
     RetentionSettingsPatchSerializer,
+    RetentionSettingsSerializer,
     erasure_json,
     export_json,
     retention_settings_json,
@@ -29,11 +33,11 @@ def _limit(request):
 
 class RetentionSettingsView(TenantAPIView):
     @extend_schema(summary="How long the tenant keeps transcripts, recording links and leads",
-                   responses=OpenApiTypes.OBJECT)
+                   responses=RetentionSettingsSerializer)
     def get(self, request):
         return Response(retention_settings_json(selectors.retention_settings_for(tenant=request.tenant)))
 
-    @extend_schema(request=RetentionSettingsPatchSerializer, responses=OpenApiTypes.OBJECT,
+    @extend_schema(request=RetentionSettingsPatchSerializer, responses=RetentionSettingsSerializer,
                    summary="Change the tenant's retention periods (days, or null for no limit)")
     def patch(self, request):
         data = validated(RetentionSettingsPatchSerializer, request.data)
@@ -45,13 +49,14 @@ class RetentionSettingsView(TenantAPIView):
 class ExportListView(TenantAPIView):
     audit_writes = False  # the service records the export, with its size
 
-    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's exports, newest first",
-                   operation_id="v2_privacy_exports_list")
+    @extend_schema(parameters=[LIMIT], summary="The tenant's exports, newest first",
+                   responses=inline_serializer("ExportList", {"exports": ExportSerializer(many=True)}),
+                   operation_id="privacy_exports_list")
     def get(self, request):
         exports = selectors.export_list(tenant=request.tenant, limit=_limit(request))
         return Response({"exports": [export_json(export, with_document=False) for export in exports]})
 
-    @extend_schema(request=PhoneRequestSerializer, responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+    @extend_schema(request=PhoneRequestSerializer, responses={201: ExportSerializer, 202: ExportSerializer},
                    summary="Everything the tenant holds about a phone number (Art. 15), as one JSON document")
     def post(self, request):
         phone = validated(PhoneRequestSerializer, request.data)["phone"]
@@ -62,7 +67,8 @@ class ExportListView(TenantAPIView):
 
 
 class ExportDetailView(TenantAPIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="One export with its document (while not expired)")
+    @extend_schema(responses=ExportSerializer, summary="One export with its document (while not expired)",
+                   extensions=errors(410))
     def get(self, request, export_id):
         try:
             export = selectors.export_get(tenant=request.tenant, export_id=export_id)
@@ -76,13 +82,14 @@ class ExportDetailView(TenantAPIView):
 class ErasureListView(TenantAPIView):
     audit_writes = False  # the service records the erasure, with its counts
 
-    @extend_schema(parameters=[LIMIT], responses=OpenApiTypes.OBJECT, summary="The tenant's erasure receipts",
-                   operation_id="v2_privacy_erasures_list")
+    @extend_schema(parameters=[LIMIT], summary="The tenant's erasure receipts",
+                   responses=inline_serializer("ErasureList", {"erasures": ErasureSerializer(many=True)}),
+                   operation_id="privacy_erasures_list")
     def get(self, request):
         erasures = selectors.erasure_list(tenant=request.tenant, limit=_limit(request))
         return Response({"erasures": [erasure_json(erasure) for erasure in erasures]})
 
-    @extend_schema(request=PhoneRequestSerializer, responses={201: OpenApiTypes.OBJECT},
+    @extend_schema(request=PhoneRequestSerializer, responses={201: ErasureSerializer},
                    summary="Erase a phone number from everything of the tenant (Art. 17); returns a receipt")
     def post(self, request):
         phone = validated(PhoneRequestSerializer, request.data)["phone"]
@@ -92,7 +99,7 @@ class ErasureListView(TenantAPIView):
 
 
 class ErasureDetailView(TenantAPIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="One erasure receipt")
+    @extend_schema(responses=ErasureSerializer, summary="One erasure receipt")
     def get(self, request, erasure_id):
         try:
             return Response(erasure_json(selectors.erasure_get(tenant=request.tenant, erasure_id=erasure_id)))

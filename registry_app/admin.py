@@ -4,6 +4,7 @@ import json
 
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import ReadOnlyAdminMixin
 from registry_app import selectors
@@ -67,8 +68,13 @@ class IntegrationLayerAdmin(ReadOnlyAdmin):
 class RegistryVersionAdmin(ReadOnlyAdmin):
     list_display = ["number", "version", "updated", "lane_count", "loaded_at", "loaded_by", "short_sha"]
     search_fields = ["version", "sha256", "loaded_by"]
-    fields = ["number", "version", "updated", "lane_count", "loaded_at", "loaded_by", "sha256", "changes",
-              "document_pretty"]
+    # The summary and the field-by-field diff first; the whole document (thousands of
+    # pixels) folded away until asked for.
+    fieldsets = [
+        (None, {"fields": ["number", "version", "updated", "lane_count", "loaded_at", "loaded_by", "sha256"]}),
+        (_("Changes against the version before"), {"fields": ["changes"]}),
+        (_("Whole document"), {"classes": ["collapse"], "fields": ["document_pretty"]}),
+    ]
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)

@@ -37,3 +37,28 @@ class RegistryVersionSerializer(serializers.ModelSerializer):
 
     def get_current(self, version) -> bool:
         return version.number == self.context["current_number"]
+
+
+class RouteCandidateSerializer(serializers.Serializer):
+    lane = serializers.CharField()
+    rank = serializers.IntegerField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    model = serializers.DictField(help_text="The lane's entry in the registry document.")
+
+
+class RouteExclusionSerializer(serializers.Serializer):
+    lane = serializers.CharField()
+    code = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class RouteSerializer(serializers.Serializer):
+    """The body of GET /v2/registry/route (registry_app.routing.Route.as_json), for the schema."""
+
+    capability = serializers.CharField()
+    registryVersion = serializers.IntegerField(allow_null=True)
+    candidates = RouteCandidateSerializer(many=True)
+    excluded = RouteExclusionSerializer(many=True)
+
+    class Meta:
+        ref_name = "Route"

@@ -2,16 +2,22 @@
 no tenant (CONTRACT §1)."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api import validated
+from console.openapi import errors
 from registry_app import selectors, snapshot
 from registry_app.permissions import HasCredential
 from registry_app.routing import render_json, route
-from registry_app.serializers import LaneFilterSerializer, RegistryVersionSerializer, RouteQuerySerializer
+from registry_app.serializers import (
+    LaneFilterSerializer,
+    RegistryVersionSerializer,
+    RouteQuerySerializer,
+    RouteSerializer,
+)
 from registry_app.validation import registry_schema
 
 
@@ -27,7 +33,7 @@ class RegistryAPIView(APIView):
 
 
 class RegistryDocumentView(RegistryAPIView):
-    @extend_schema(summary="The current registry document, as loaded", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="The current registry document, as loaded", extensions=errors(404), responses=OpenApiTypes.OBJECT)
     def get(self, request):
         current = selectors.current_snapshot()
         return Response(current.document, headers={"ETag": f'"{current.sha256}"',
@@ -41,7 +47,8 @@ class RegistrySchemaView(RegistryAPIView):
 
 
 class LaneListView(RegistryAPIView):
-    @extend_schema(operation_id="v2_registry_models_list", summary="Lanes of the current registry, filtered",
+    @extend_schema(operation_id="registry_models_list", summary="Lanes of the current registry, filtered",
+                   extensions=errors(404),
                    parameters=[LaneFilterSerializer],
                    responses=inline_serializer("RegistryModelList", {"models": serializers.ListField(
                        child=serializers.DictField())}))
@@ -62,7 +69,8 @@ class LaneDetailView(RegistryAPIView):
 
 
 class VersionListView(RegistryAPIView):
-    @extend_schema(operation_id="v2_registry_versions_list", summary="Every load of the registry, newest first",
+    @extend_schema(operation_id="registry_versions_list", summary="Every load of the registry, newest first",
+                   extensions=errors(404),
                    responses=inline_serializer("RegistryVersionList",
                                                {"versions": RegistryVersionSerializer(many=True)}))
     def get(self, request):
@@ -85,8 +93,8 @@ class VersionDetailView(RegistryAPIView):
 
 class RouteView(RegistryAPIView):
     @extend_schema(summary="Usable lanes of a capability in routing order, with reasons, and the lanes left out",
-                   parameters=[RouteQuerySerializer],
-                   responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
+                   parameters=[RouteQuerySerializer], extensions=errors(404),
+                   responses=RouteSerializer)
     def get(self, request):
         query = validated(RouteQuerySerializer, request.query_params.dict())
         return json_bytes_response(route(query.pop("capability"), **query).rendered)

@@ -1,11 +1,16 @@
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 
+from console.errors import ApiError
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
-from scripts_app import selectors
+from scripts_app import selectors, services
+from scripts_app.analysis import analyze
 from scripts_app.catalog import touchpoint
 from scripts_app.forms import ScriptOverrideAdminForm
 from scripts_app.highlighting import analysis_html
@@ -38,9 +43,55 @@ class ScriptOverrideAdmin(TenantScopedAdmin):
         return initial
 
     def get_urls(self):
+        wrap = self.admin_site.admin_view
         return [
-            path("effective/", self.admin_site.admin_view(self.effective_view), name="scripts_app_effective"),
+            path("effective/", wrap(self.effective_view), name="scripts_app_effective"),
+            path("preview.mp3", wrap(self.preview_view), name="scripts_app_preview"),
+            path("analyse/", wrap(self.analyse_view), name="scripts_app_analyse"),
         ] + super().get_urls()
+
+    def _tenant(self, request, params):
+        """One of the member's tenants by `tenant_id` or `tenant` (slug); 404 for any
+        other; else their first."""
+        tenants = Tenant.objects.visible_to(request.user)
+        if params.get("tenant_id", "").isdigit():
+            return get_object_or_404(tenants, pk=params["tenant_id"])
+        if params.get("tenant"):
+            return get_object_or_404(tenants, slug=params["tenant"])
+        tenant = tenants.order_by("slug").first()
+        if tenant is None:
+            raise Http404
+        return tenant
+
+    def preview_view(self, request):
+        """The play button: the effective script (GET, `tenant` and `touchpoint`), or the
+        text being edited (POST `text`), rendered as MP3 with sample values."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        params = request.POST if request.method == "POST" else request.GET
+        tenant = self._tenant(request, params)
+        try:
+            rendered, _cached = services.script_preview(
+                tenant=tenant, touchpoint_id=params.get("touchpoint", ""),
+                text=params.get("text") if request.method == "POST" else None)
+        except ApiError as exc:
+            return JsonResponse({"error": {"code": exc.code, "message": exc.message, "details": exc.details}},
+                                status=exc.status)
+        return HttpResponse(rendered.mp3, content_type="audio/mpeg")
+
+    def analyse_view(self, request):
+        """Findings of a text as it is typed, stored nowhere (POST `text`, `touchpoint`)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        text = request.POST.get("text", "")
+        tp = touchpoint(request.POST.get("touchpoint", ""))
+        problem = services.check_script_text(text)
+        if problem:
+            return JsonResponse({"findings": 0, "html": format_html('<p class="errornote">{}</p>', problem)})
+        analysis = analyze(text, tp.max_seconds if tp else None)
+        return JsonResponse({"findings": len(analysis["findings"]), "html": str(analysis_html(text, analysis))})
 
     def effective_view(self, request):
         """Every touchpoint as a tenant hears it, with source and findings."""

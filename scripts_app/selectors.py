@@ -5,13 +5,18 @@ Used by the API, the admin and the audio render (which speaks `text`, prepends t
 disclosure when `opens_call` and caches by the effective text).
 """
 from dataclasses import dataclass
+from functools import lru_cache
 
+from console.compiled import CompiledQuery
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
 from scripts_app.errors import UnknownTouchpoint
 from scripts_app.models import ScriptOverride
 
 DEFAULT, TENANT = "default", "tenant"
+# Distinct (text, maxSeconds) analyses kept per process: the catalog's defaults are the
+# same for every tenant, and an override is analysed again only when it changes.
+ANALYSES_KEPT = 2048
 
 
 @dataclass(frozen=True)
@@ -23,8 +28,23 @@ class EffectiveScript:
     opens_call: bool
 
     def analysis(self):
-        """{words, durationSec, variables, findings} of the text (CONTRACT §3)."""
-        return analyze(self.text, self.max_seconds)
+        """{words, durationSec, variables, findings} of the text (CONTRACT §3). Shared by
+        every request that analyses the same text: read it, never change it."""
+        return _analysis(self.text, self.max_seconds)
+
+
+@lru_cache(maxsize=ANALYSES_KEPT)
+def _analysis(text, max_seconds):
+    # The analysis is a function of the text and maxSeconds alone (and of the lexicon,
+    # fixed for the life of the process).
+    return analyze(text, max_seconds)
+
+
+def analyse_catalog_defaults():
+    """Analyses every default script of the catalog (and so reads the lexicon); run
+    when a server worker starts (console/warmup.py)."""
+    for tp in catalog().values():
+        _analysis(tp.text, tp.max_seconds)
 
 
 def _effective(tp, override_text):
@@ -41,9 +61,13 @@ def known_touchpoint(touchpoint_id):
     return tp
 
 
+_override_texts = CompiledQuery(
+    lambda tenant_id: ScriptOverride.objects.for_tenant(tenant_id).order_by().values_list("touchpoint_id", "text"))
+
+
 def effective_scripts(tenant):
     """Every touchpoint of the catalog, in catalog order, as the tenant hears it (one query)."""
-    overrides = dict(ScriptOverride.objects.for_tenant(tenant).values_list("touchpoint_id", "text"))
+    overrides = dict(_override_texts(tenant.id))
     return [_effective(tp, overrides.get(tp.id)) for tp in catalog().values()]
 
 

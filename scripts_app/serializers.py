@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from console.api import ClosedSerializer
 from scripts_app.analysis import RULE_IDS
 from scripts_app.models import MAX_TEXT_LENGTH
 from scripts_app.services import check_script_text
@@ -24,7 +25,7 @@ class ScriptTextField(serializers.Field):
         return value
 
 
-class ScriptPutSerializer(serializers.Serializer):
+class ScriptPutSerializer(ClosedSerializer):
     text = ScriptTextField()
 
 
@@ -63,6 +64,14 @@ class ScriptSerializer(serializers.Serializer):
     opensCall = serializers.BooleanField(source="opens_call")
 
 
+def script_data(script):
+    """`ScriptSerializer(script).data`, built directly (CharField and ChoiceField give the
+    string, IntegerField int(), BooleanField bool()); tests/scripts_app/test_script_data.py
+    checks both agree byte for byte."""
+    return {"touchpoint_id": str(script.touchpoint_id), "text": str(script.text), "source": str(script.source),
+            "maxSeconds": int(script.max_seconds), "opensCall": bool(script.opens_call)}
+
+
 class ScriptWithAnalysisSerializer(ScriptSerializer):
     analysis = AnalysisSerializer(source="*", read_only=True)
 
@@ -72,7 +81,7 @@ class ScriptListSerializer(serializers.Serializer):
     analysis = ListAnalysisSerializer(many=True, required=False, help_text="only with analyze=1")
 
 
-class RenderRequestSerializer(serializers.Serializer):
+class RenderRequestSerializer(ClosedSerializer):
     touchpoint = serializers.CharField(max_length=200)
     variables = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
     voice = VoiceField()

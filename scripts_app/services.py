@@ -50,6 +50,30 @@ def effective_text(script, *, variables, disclosure):
     return text
 
 
+# What the console's play button fills in for a script's variables.
+SAMPLE_VALUES = {"companyName": "Muster GmbH", "firstName": "Anna", "date": "Montag, 24. November",
+                 "time": "10 Uhr", "preferredTime": "morgen Vormittag", "phone": "030 901820"}
+
+
+def sample_variables(text):
+    """A value for every variable of `text`: the samples above, else "Beispiel"."""
+    return {name: SAMPLE_VALUES.get(name, "Beispiel") for name in variables_of(text)}
+
+
+def script_preview(*, tenant, touchpoint_id, text=None):
+    """The console's play button: `text` (the text being edited; else the effective
+    script) as the caller would hear it — disclosure first where the touchpoint opens
+    a call, sample values for the variables — as MP3: (rendered, from_cache)."""
+    script = effective_script(tenant, touchpoint_id)
+    if text is not None:
+        problem = check_script_text(text)
+        if problem:
+            raise ValidationFailed.field("text", problem)
+        script = EffectiveScript(script.touchpoint_id, text, TENANT, script.max_seconds, script.opens_call)
+    spoken = effective_text(script, variables=sample_variables(script.text), disclosure=tenant.disclosure_text)
+    return speech_render(text=spoken)
+
+
 def script_render(*, tenant, touchpoint, variables, voice=None):
     """The effective script of `touchpoint` for `tenant` as MP3: (rendered, from_cache)."""
     script = effective_script(tenant, touchpoint)

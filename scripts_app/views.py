@@ -1,17 +1,18 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from console.api import TenantAPIView, validated
 from console.errors import ValidationFailed
+from console.openapi import errors
 from scripts_app import selectors, services
 from scripts_app.serializers import (
     RenderRequestSerializer,
     ScriptListSerializer,
     ScriptPutSerializer,
-    ScriptSerializer,
     ScriptWithAnalysisSerializer,
+    script_data,
 )
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response
 
@@ -19,12 +20,12 @@ ANALYZE_VALUES = {"1": True, "true": True, "0": False, "false": False, "": False
 
 
 def with_analysis(script):
-    return {**ScriptSerializer(script).data, "analysis": script.analysis()}
+    return {**script_data(script), "analysis": script.analysis()}
 
 
 class ScriptListView(TenantAPIView):
     @extend_schema(
-        operation_id="v2_audio_scripts_list",
+        operation_id="audio_scripts_list",
         summary="The effective scripts of every touchpoint",
         parameters=[OpenApiParameter("analyze", OpenApiTypes.STR, enum=["0", "1"], description="1 adds `analysis`")],
         responses=ScriptListSerializer,
@@ -34,7 +35,7 @@ class ScriptListView(TenantAPIView):
         if raw not in ANALYZE_VALUES:
             raise ValidationFailed.field("analyze", "Use analyze=1 to include the analysis, or leave it out.")
         scripts = selectors.effective_scripts(request.tenant)
-        body = {"scripts": ScriptSerializer(scripts, many=True).data}
+        body = {"scripts": [script_data(script) for script in scripts]}
         if ANALYZE_VALUES[raw]:
             body["analysis"] = []
             for script in scripts:
@@ -69,8 +70,10 @@ class AudioRenderView(TenantAPIView):
     content_negotiation_class = AnyAcceptNegotiation
     audit_writes = False  # a POST that stores nothing but cached audio: not a write for the audit trail
 
-    @extend_schema(request=RenderRequestSerializer, responses={200: MP3_RESPONSE},
-                   summary="The effective script of a touchpoint as MP3")
+    @extend_schema(request=RenderRequestSerializer, responses=MP3_RESPONSE,
+                   summary="The effective script of a touchpoint as MP3", extensions=errors(404),
+                   examples=[OpenApiExample("The greeting with a name", request_only=True, value={
+                       "touchpoint": "inbound.greeting", "variables": {"companyName": "Praxis Dr. Weber"}})])
     def post(self, request):
         data = validated(RenderRequestSerializer, request.data)
         rendered, from_cache = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],

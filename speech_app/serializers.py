@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from console.api import ClosedSerializer
 from speech_app.decode import MAX_AUDIO_BYTES
 
 MAX_PHRASES = 500
@@ -17,7 +18,7 @@ class VoiceField(serializers.CharField):
         super().__init__(required=False, max_length=60, **kwargs)
 
 
-class TranscribeRequestSerializer(serializers.Serializer):
+class TranscribeRequestSerializer(ClosedSerializer):
     audio_base64 = serializers.CharField(
         allow_blank=True, trim_whitespace=False,
         help_text=f"Base64 of MP3, WAV, OGG/Opus, WebM or M4A audio, at most {MAX_AUDIO_BYTES} bytes and 10 minutes.")
@@ -30,6 +31,6 @@ class TranscribeRequestSerializer(serializers.Serializer):
                                      "hint that favours them without excluding other words.")
 
 
-class SpeakRequestSerializer(serializers.Serializer):
+class SpeakRequestSerializer(ClosedSerializer):
     text = serializers.CharField(max_length=5000)
     voice = VoiceField()

@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 from console.api import OpenAPIView, TenantAPIView, validated
 from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
+from console.openapi import errors
+from console.schema_types import EnginesSerializer, ModuleHealthSerializer, TranscriptSerializer
 from registry_app import snapshot
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app import services
@@ -23,7 +25,8 @@ class AudioTranscribeView(TenantAPIView):
     parser_classes = [BoundedJSONParser]
     audit_writes = False  # a POST that stores nothing: not a write for the audit trail
 
-    @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio", responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=TranscribeRequestSerializer, summary="Transcribe base64 audio", extensions=errors(422),
+                   responses=TranscriptSerializer)
     def post(self, request):
         data = validated(TranscribeRequestSerializer, request.data)
         audio = services.audio_from_base64(data["audio_base64"])
@@ -36,7 +39,7 @@ class AudioTranscribeView(TenantAPIView):
 class SpeakView(APIView):
     content_negotiation_class = AnyAcceptNegotiation
 
-    @extend_schema(request=SpeakRequestSerializer, responses={200: MP3_RESPONSE}, summary="Speak a text as MP3")
+    @extend_schema(request=SpeakRequestSerializer, responses=MP3_RESPONSE, summary="Speak a text as MP3")
     def post(self, request):
         data = validated(SpeakRequestSerializer, request.data)
         rendered, _ = services.speech_render(text=data["text"], voice=data.get("voice"))
@@ -56,7 +59,8 @@ class ModuleTranscribeView(APIView):
                                                                  "Whisper: hotwords, a hint."),
         ],
         summary="Transcribe raw audio bytes",
-        responses=OpenApiTypes.OBJECT,
+        extensions=errors(422),
+        responses=TranscriptSerializer,
     )
     def post(self, request):
         phrases = request.query_params.getlist("phrase")
@@ -72,7 +76,7 @@ class ModuleHealthView(APIView):
     # probe_registry's credential too: the registry's speech lanes name this path as their health check.
     authentication_classes = [ProbeAuthentication, *api_settings.DEFAULT_AUTHENTICATION_CLASSES]
 
-    @extend_schema(summary="State of the speech module's engines", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="State of the speech module's engines", responses=ModuleHealthSerializer)
     def get(self, request):
         statuses = [status for status in engine_probes.statuses() if status.kind in ("tts", "stt")]
         # Vosk without models is optional equipment, not a fault: ok needs synthesis
@@ -85,7 +89,7 @@ class ModuleHealthView(APIView):
 
 
 class EnginesView(OpenAPIView):
-    @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=OpenApiTypes.OBJECT)
+    @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=EnginesSerializer)
     def get(self, request):
         """This process's engines (they serve with or without a registry), then the
         registry's tts and stt lanes with `usableNow` from those engines."""

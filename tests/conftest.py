@@ -5,8 +5,21 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from console.credentials.services import api_key_create
+from console.credentials.verified import verified_keys
+from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
+
+
+@pytest.fixture(autouse=True)
+def _nothing_cached_between_tests():
+    """Each test starts with this process's cache of verified API keys empty, and asks
+    the engine probes anew (/health reuses their answers for a few seconds)."""
+    verified_keys.clear()
+    engine_probes.forget_answers()
+    yield
+    verified_keys.clear()
+    engine_probes.forget_answers()
 
 
 @pytest.fixture

@@ -66,7 +66,9 @@ class Delivery(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["endpoint", "event_key"], name="webhook_event_once")]
-        indexes = [models.Index(fields=["state", "next_attempt_at"], name="webhook_due")]
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="webhook_due"),
+                   # An endpoint's deliveries newest first: the cursor pages of its list.
+                   models.Index(fields=["endpoint", "-created_at", "-id"], name="webhook_endpoint_newest")]
 
     def __str__(self):
         return f"{self.event_type} → {self.endpoint_id} ({self.state})"

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, LimitField
+from console.api import ClosedSerializer, CursorField, LimitField
 from webhooks_app.models import EVENT_TYPES, Attempt, Delivery, Endpoint
 
 
@@ -70,7 +70,9 @@ class DeliverySerializer(serializers.ModelSerializer):
 
 
 class DeliveryListQuerySerializer(ClosedSerializer):
-    """`GET /v2/webhooks/{id}/deliveries` filters: state, and limit (default 50, at most 200)."""
+    """`GET /v2/webhooks/{id}/deliveries`: a page (`limit`, default 50, over 200 is 200;
+    `cursor`) and the state filter."""
 
     state = serializers.ChoiceField(choices=Delivery.State.choices, required=False)
-    limit = LimitField()
+    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
+    cursor = CursorField()

@@ -1,9 +1,10 @@
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import mixins, status
+from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from console.api import TenantViewSet, validated
+from console.api import TenantViewSet, validated, validated_query
+from console.pagination import NEXT_HELP
 from webhooks_app import selectors, services
 from webhooks_app.models import Endpoint
 from webhooks_app.serializers import (
@@ -28,7 +29,8 @@ class WebhookEndpointViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def list(self, request):
         return Response({"webhooks": EndpointSerializer(self.get_queryset(), many=True).data})
 
-    @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointWithSecretSerializer})
+    @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointWithSecretSerializer},
+                   summary="Register a webhook endpoint (its secret is shown this once)")
     def create(self, request):
         data = validated(EndpointCreateSerializer, request.data)
         endpoint, secret = services.endpoint_create(tenant=request.tenant, **data)
@@ -46,7 +48,8 @@ class WebhookEndpointViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         services.endpoint_delete(endpoint=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=EndpointRotateSerializer, responses=EndpointWithSecretSerializer)
+    @extend_schema(request=EndpointRotateSerializer, responses=EndpointWithSecretSerializer,
+                   summary="Rotate a webhook endpoint's signing secret")
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request, pk=None):
         endpoint = self.get_object()
@@ -55,11 +58,14 @@ class WebhookEndpointViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         endpoint.refresh_from_db()
         return Response(EndpointWithSecretSerializer(endpoint, context={"secret": secret}).data)
 
-    @extend_schema(parameters=[DeliveryListQuerySerializer],
-                   responses=inline_serializer("WebhookDeliveryList", {"deliveries": DeliverySerializer(many=True)}))
+    @extend_schema(parameters=[DeliveryListQuerySerializer], summary="List a webhook endpoint's deliveries",
+                   responses=inline_serializer("WebhookDeliveryList", {
+                       "deliveries": DeliverySerializer(many=True),
+                       "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
+                   }))
     @action(detail=True, methods=["get"])
     def deliveries(self, request, pk=None):
         endpoint = self.get_object()
-        query = validated(DeliveryListQuerySerializer, request.query_params.dict())
-        deliveries = selectors.delivery_list(endpoint=endpoint, state=query.get("state"), limit=query["limit"])
-        return Response({"deliveries": DeliverySerializer(deliveries, many=True).data})
+        query = validated_query(DeliveryListQuerySerializer, request)
+        deliveries, next_cursor = selectors.delivery_page(endpoint=endpoint, **query)
+        return Response({"deliveries": DeliverySerializer(deliveries, many=True).data, "next": next_cursor})

@@ -11,3 +11,14 @@ class AssistantSerializer(serializers.ModelSerializer):
         model = Assistant
         fields = ["id", "name", "description", "language", "voice", "createdAt", "updatedAt"]
         read_only_fields = fields
+
+
+def assistant_list_data(rows):
+    """`AssistantSerializer(assistants, many=True).data` for the rows of
+    `selectors.assistant_rows` (whose timestamps are text already, as DRF writes them),
+    built directly (DRF's CharField is str()); tests/assistants/test_assistant_list_data.py
+    checks both agree byte for byte."""
+    return [{
+        "id": str(id_), "name": str(name), "description": str(description), "language": str(language),
+        "voice": str(voice), "createdAt": created_at, "updatedAt": updated_at,
+    } for id_, name, description, language, voice, created_at, updated_at in rows]

@@ -4,14 +4,17 @@ from rest_framework.response import Response
 
 from console.api import TenantViewSet
 from console.assistants.models import Assistant
-from console.assistants.serializers import AssistantSerializer
+from console.assistants.selectors import assistant_rows
+from console.assistants.serializers import AssistantSerializer, assistant_list_data
+from console.rendering import fast_json_renderers
 
 
 class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Assistant
     serializer_class = AssistantSerializer
     lookup_value_regex = "[^/]+"
+    renderer_classes = fast_json_renderers()  # no floats in an assistant
 
     @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
     def list(self, request):
-        return Response({"assistants": AssistantSerializer(self.get_queryset(), many=True).data})
+        return Response({"assistants": assistant_list_data(assistant_rows(tenant=request.tenant))})

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext_lazy as _
 
 from console.credentials.models import ApiKey
 from console.credentials.services import api_key_create, api_key_revoke
@@ -45,10 +46,29 @@ class ApiKeyAdmin(TenantScopedAdmin):
             )
         return TemplateResponse(request, "admin/credentials/apikey/create.html", {**context, "form": form})
 
-    @admin.action(description="Revoke selected API keys")
+    def get_actions(self, request):
+        # No bulk delete: a key that was used stays (revoked) so the audit trail and
+        # the request log keep naming it; an unused key can still be deleted alone.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.last_used_at is not None:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "_revoke" in request.POST and obj.revoked_at is None:
+            api_key_revoke(api_key=obj)
+            self.message_user(request, _("The key is revoked; requests with it are refused from now on."),
+                              messages.SUCCESS)
+
+    @admin.action(description=_("Revoke selected API keys"))
     def revoke(self, request, queryset):
         count = 0
         for api_key in queryset.filter(revoked_at__isnull=True):
             api_key_revoke(api_key=api_key)
             count += 1
-        self.message_user(request, f"{count} key(s) revoked.", messages.SUCCESS)
+        self.message_user(request, _("%(count)s key(s) revoked.") % {"count": count}, messages.SUCCESS)

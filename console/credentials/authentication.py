@@ -1,6 +1,7 @@
 from rest_framework import authentication, exceptions
+from rest_framework.permissions import SAFE_METHODS
 
-from console.credentials.services import api_key_authenticate
+from console.credentials.services import KEY_SCHEME, api_key_authenticate
 
 
 class ApiKeyUser:
@@ -29,14 +30,33 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
+            misplaced = _misplaced_key_header(request)
+            if misplaced:
+                raise exceptions.AuthenticationFailed(
+                    f"An API key was sent in the {misplaced} header; send it as 'Authorization: Bearer <api key>'.")
             return None
         scheme, _, raw_key = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not raw_key.strip():
-            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <api key>'.")
-        api_key = api_key_authenticate(raw_key=raw_key.strip())
+            sent = f"'{scheme} …'" if raw_key.strip() else "a value without a scheme"
+            raise exceptions.AuthenticationFailed(
+                f"The Authorization header must be 'Bearer <api key>'; it was {sent}.")
+        # A read may use a key verified a moment ago; a write is checked against the database.
+        api_key = api_key_authenticate(raw_key=raw_key.strip(), reuse_verified=request.method in SAFE_METHODS)
         if api_key is None:
             raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
         return ApiKeyUser(api_key), api_key
 
     def authenticate_header(self, request):
         return f'{self.keyword} realm="api"'
+
+
+KEY_PREFIX = f"{KEY_SCHEME}_"
+
+
+def _misplaced_key_header(request):
+    """The name of a header other than Authorization that carries an API key (X-API-Key,
+    Api-Key, X-Auth-Token …), so that the 401 can name it."""
+    for name, value in request.headers.items():
+        if name.lower() != "authorization" and isinstance(value, str) and KEY_PREFIX in value[:16]:
+            return name
+    return None

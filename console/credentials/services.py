@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.credentials.models import ApiKey
+from console.credentials.verified import verified_keys
 
 KEY_SCHEME = "swk"
 # last_used_at is informative; writing it on every request would serialise
@@ -41,18 +42,36 @@ def api_key_revoke(*, api_key):
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
+    verified_keys.forget(key_id=api_key.pk)
     return api_key
 
 
-def api_key_authenticate(*, raw_key):
-    """The active key matching `raw_key`, or None. Compares hashes in constant time."""
+def api_key_authenticate(*, raw_key, reuse_verified=False):
+    """The active key matching `raw_key` with its tenant, or None: one query (the
+    prefix is unique, so no ordering), the hashes compared in constant time. The tenant
+    comes with the key, so that selecting the key's own tenant needs no query.
+
+    `reuse_verified` (reads only): a key this process verified less than
+    API_KEY_CACHE_SECONDS ago needs no query; console/credentials/verified.py states
+    the bound on a revoked key."""
     prefix = split_key(raw_key)
     if prefix is None:
         return None
-    api_key = ApiKey.objects.active().select_related("tenant").filter(prefix=prefix).first()
-    if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(raw_key)):
+    digest = hash_key(raw_key)
+    if reuse_verified:
+        api_key = verified_keys.get(digest)
+        if api_key is not None:
+            return api_key
+    verified_at = verified_keys.clock()
+    try:
+        api_key = ApiKey.objects.active().select_related("tenant").get(prefix=prefix)
+    except ApiKey.DoesNotExist:
+        return None
+    if not hmac.compare_digest(api_key.key_hash, digest):
         return None
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    verified_keys.remember(digest, api_key, verified_at=verified_at)
     return api_key

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from console.api import ClosedSerializer
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164
 
@@ -23,21 +24,20 @@ class E164Field(serializers.CharField):
             raise serializers.ValidationError(str(exc)) from None
 
 
-class PhoneNumberCreateSerializer(serializers.Serializer):
+class PhoneNumberCreateSerializer(ClosedSerializer):
     e164 = E164Field(max_length=40)
     label = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     assistant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
 
 
-class PhoneNumberUpdateSerializer(serializers.Serializer):
+class PhoneNumberUpdateSerializer(ClosedSerializer):
     label = serializers.CharField(max_length=100, required=False, allow_blank=True)
     assistant = serializers.CharField(max_length=40, required=False, allow_null=True)
+    # The number itself is the routing key of inbound calls; it is replaced by
+    # deleting and adding a number, never edited in place.
+    refused = {"e164": "The number cannot be changed; delete it and add the new one."}
 
     def validate(self, attrs):
-        # The number itself is the routing key of inbound calls; it is replaced by
-        # deleting and adding a number, never edited in place.
-        if "e164" in self.initial_data:
-            raise serializers.ValidationError({"e164": ["The number cannot be changed; delete it and add the new one."]})
         if not attrs:
             raise serializers.ValidationError({"non_field_errors": ["Send 'label' and/or 'assistant'."]})
         return attrs

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
@@ -10,6 +10,7 @@ from console.numbers.serializers import (
     PhoneNumberSerializer,
     PhoneNumberUpdateSerializer,
 )
+from console.openapi import errors
 
 
 class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
@@ -21,7 +22,9 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def list(self, request):
         return Response({"numbers": PhoneNumberSerializer(self.get_queryset(), many=True).data})
 
-    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer})
+    @extend_schema(request=PhoneNumberCreateSerializer, responses={201: PhoneNumberSerializer}, extensions=errors(409),
+                   examples=[OpenApiExample("A number with a label", request_only=True,
+                                            value={"e164": "+4930901820", "label": "Zentrale"})])
     def create(self, request):
         data = validated(PhoneNumberCreateSerializer, request.data)
         number = services.number_create(
@@ -29,7 +32,7 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         )
         return Response(PhoneNumberSerializer(number).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer)
+    @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer, extensions=errors(409))
     def partial_update(self, request, pk=None):
         number = self.get_object()
         data = validated(PhoneNumberUpdateSerializer, request.data)

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from console.tenants.querysets import TenantOwnedQuerySet
 
@@ -24,6 +25,12 @@ host_validator = RegexValidator(
 language_validator = RegexValidator(r"^[a-z]{2,3}$", "A two- or three-letter lowercase language code such as 'de'.")
 
 
+def time_zone_choices():
+    """Every IANA zone, as a list to pick from (a callable, so migrations do not hold
+    some 600 names and a new tzdata needs none)."""
+    return [(name, name.replace("_", " ")) for name in sorted(zoneinfo.available_timezones())]
+
+
 def validate_time_zone(value):
     if value not in zoneinfo.available_timezones():
         raise ValidationError(f"'{value}' is not a known IANA time zone (e.g. Europe/Berlin).")
@@ -40,9 +47,14 @@ class TenantQuerySet(models.QuerySet):
 class Tenant(models.Model):
     slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
-    time_zone = models.CharField(max_length=64, default="Europe/Berlin", validators=[validate_time_zone])
+    time_zone = models.CharField(
+        _("time zone"), max_length=64, default="Europe/Berlin", choices=time_zone_choices,
+        validators=[validate_time_zone], help_text=_("Times in the console, months of the minute cap and "
+                                                     "callback times are counted in this zone."))
     minute_cap = models.PositiveIntegerField(
-        default=1000, help_text="Outbound minutes per calendar month; 0 allows no outbound call."
+        _("minute cap"), default=1000,
+        help_text=_("Minutes per calendar month, inbound and outbound calls together (inbound minutes count "
+                    "against the cap too); when it is used up no outbound call starts. 0 allows no outbound call."),
     )
     max_call_minutes = models.PositiveIntegerField(
         default=10, validators=[MinValueValidator(1)], help_text="Longest outbound call, in whole minutes."
@@ -68,6 +80,8 @@ class Tenant(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        verbose_name = _("tenant")
+        verbose_name_plural = _("tenants")
 
     def __str__(self):
         return f"{self.name} ({self.slug})"
@@ -100,8 +114,8 @@ class TenantOrigin(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        OWNER = "owner", "Owner"
-        MEMBER = "member", "Member"
+        OWNER = "owner", _("Owner")
+        MEMBER = "member", _("Staff")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
@@ -112,6 +126,8 @@ class Membership(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="unique_membership")]
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
 
     def __str__(self):
         return f"{self.user} in {self.tenant.slug} ({self.role})"

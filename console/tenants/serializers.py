@@ -20,6 +20,14 @@ class AudioSettingsPatchSerializer(ClosedSerializer):
     transcriptionEnabled = StrictBooleanField(required=False)
 
 
+class AudioSettingsSerializer(serializers.Serializer):
+    """The body of GET/PATCH /v2/audio/settings (CONTRACT §4), for the schema."""
+
+    tenant = serializers.CharField()
+    recordingEnabled = serializers.BooleanField()
+    transcriptionEnabled = serializers.BooleanField()
+
+
 def audio_settings_json(tenant):
     return {
         "tenant": tenant.slug,

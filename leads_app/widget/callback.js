@@ -86,16 +86,44 @@
     return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
   }
 
-  // The server's own words: the field messages if there are any, else the message.
+  // German words for every error the server can answer with: its `message` is English
+  // for developers, so the widget reads the code (and which field was refused).
+  var SORRY = "Das hat leider nicht geklappt. Bitte versuchen Sie es später erneut.";
+  var FIELD_MESSAGES = {
+    phone: "Bitte geben Sie eine gültige Telefonnummer ein, z. B. 0171 2345678 oder +49 30 1234567.",
+    preferred_at: "Bitte wählen Sie eine Zeit aus der Liste.",
+    page_url: "Diese Seite kann keine Anfrage senden. Bitte rufen Sie uns direkt an.",
+    tenant: "Dieses Formular ist nicht richtig eingerichtet. Bitte rufen Sie uns direkt an."
+  };
+  var CODE_MESSAGES = {
+    validation_error: "Bitte prüfen Sie Ihre Angaben.",
+    bad_request: "Die Anfrage war ungültig. Bitte laden Sie die Seite neu und versuchen Sie es erneut.",
+    malformed_json: "Die Anfrage war ungültig. Bitte laden Sie die Seite neu und versuchen Sie es erneut.",
+    payload_too_large: "Die Anfrage ist zu groß. Bitte kürzen Sie Ihre Angaben.",
+    unsupported_media_type: "Die Anfrage war ungültig. Bitte laden Sie die Seite neu und versuchen Sie es erneut.",
+    invalid_idempotency_key: "Die Anfrage war ungültig. Bitte laden Sie die Seite neu und versuchen Sie es erneut.",
+    idempotency_key_mismatch: "Bitte senden Sie das Formular noch einmal.",
+    conflict: "Ihre Anfrage wird gerade bearbeitet. Bitte warten Sie einen Moment.",
+    origin_forbidden: "Diese Seite darf keine Rückrufwünsche senden. Bitte rufen Sie uns direkt an.",
+    tenant_forbidden: "Dieses Formular ist nicht richtig eingerichtet. Bitte rufen Sie uns direkt an.",
+    tenant_required: "Dieses Formular ist nicht richtig eingerichtet. Bitte rufen Sie uns direkt an.",
+    forbidden: "Diese Seite darf keine Rückrufwünsche senden. Bitte rufen Sie uns direkt an.",
+    not_found: "Der Rückrufdienst ist nicht erreichbar. Bitte versuchen Sie es später erneut.",
+    method_not_allowed: "Der Rückrufdienst ist nicht erreichbar. Bitte versuchen Sie es später erneut.",
+    rate_limited: "Sie haben gerade viele Anfragen gesendet. Bitte versuchen Sie es in einigen Minuten erneut.",
+    database_unavailable: "Der Dienst ist gerade überlastet. Bitte versuchen Sie es gleich noch einmal.",
+    service_unavailable: "Der Dienst ist gerade überlastet. Bitte versuchen Sie es gleich noch einmal.",
+    internal_error: SORRY
+  };
+
   function messageOf(body) {
     var error = body && body.error;
-    if (!error) { return "Das hat leider nicht geklappt. Bitte versuchen Sie es später erneut."; }
-    var details = error.details || {};
-    var lines = [];
-    Object.keys(details).forEach(function (field) {
-      [].concat(details[field]).forEach(function (text) { lines.push(String(text)); });
-    });
-    return lines.length ? lines.join(" ") : error.message;
+    if (!error) { return SORRY; }
+    var fields = Object.keys(error.details || {}).filter(function (field) { return FIELD_MESSAGES[field]; });
+    if (error.code === "validation_error" && fields.length) {
+      return fields.map(function (field) { return FIELD_MESSAGES[field]; }).join(" ");
+    }
+    return CODE_MESSAGES[error.code] || SORRY;
   }
 
   // A constructed style sheet is no inline style, so a page whose Content-Security-

@@ -1,15 +1,14 @@
 """The webhook's hot path (call.transcript of a started call, in hand-written SQL) stores
 exactly what the ORM path stores, answers like it, and honours secret rotation at once."""
 import pytest
-from django.db import connection
 from django.test import override_settings
-from django.test.utils import CaptureQueriesContext
 
 from calls_app import services
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
 from calls_app.signing import carrier_secret, signature_header
 from tests.calls_app.conftest import CALLER, NUMBER_A
 from tests.conftest import error_of
+from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
 
@@ -52,10 +51,9 @@ def test_transcript_of_a_started_call_is_stored_as_the_orm_path_stores_a_pending
 def test_hot_path_is_four_statements_and_a_transaction(carrier_client, number_a):
     carrier_client.post("call.started", started("CA3"))
     event = carrier_client.event("call.transcript", line("CA3"))
-    with CaptureQueriesContext(connection) as queries:
+    with assert_query_count(4) as statements:
         assert carrier_client.send(event).status_code == 200
-    statements = [q["sql"].split()[0] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
-    assert statements == ["SELECT", "SELECT", "INSERT", "INSERT"], [q["sql"] for q in queries]
+    assert [sql.split()[0] for sql in statements] == ["SELECT", "SELECT", "INSERT", "INSERT"], statements
 
 
 def test_replay_on_the_hot_path_answers_duplicate_and_stores_nothing(carrier_client, number_a):

@@ -1,7 +1,12 @@
 import pytest
+from django.db import DatabaseError
 from django.test import Client
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.views import APIView
 
+from console import views
 from console.engines import EngineStatus, engine_probes
+from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +39,27 @@ def test_health_reports_the_engines_probes(db, monkeypatch):
     assert body["usableVoiceProfile"] == "none"
 
 
+def test_health_reports_a_probe_answer_of_the_last_few_seconds_without_asking_again(db, monkeypatch):
+    asked = []
+
+    def probe():
+        asked.append(1)
+        return EngineStatus(id="espeak", kind="tts", name="eSpeak NG", engine="espeak-ng", mode="offline",
+                            languages=("de",), usable_now=len(asked) == 1)
+
+    monkeypatch.setitem(engine_probes.probes, "espeak", probe)
+    assert [Client().get("/health").json()["espeak"]["usableNow"] for _ in range(3)] == [True] * 3
+    assert len(asked) == 1
+    # Asked without a maximum age (as /v2/meta/engines does), the probe answers anew.
+    assert [s.usable_now for s in engine_probes.statuses() if s.id == "espeak"] == [False]
+
+
+def test_health_counts_tenants_in_one_statement(tenant_a, tenant_b):
+    with assert_query_count(1) as statements:
+        assert Client().get("/health").json()["tenants"] == 2
+    assert statements[0].upper().startswith("SELECT COUNT(*)")
+
+
 def test_health_needs_no_credentials_and_ignores_bad_ones(db):
     response = Client().get("/health", HTTP_AUTHORIZATION="Bearer nonsense")
     assert response.status_code == 200
@@ -56,3 +82,49 @@ def test_openapi_schema_is_open_and_describes_the_api(db):
             "/v2/registry/route", "/voice/v1/calls", "/voice/webhook/{carrier_id}", "/api/voice/speak",
             "/v2/meta/engines"} <= set(document["paths"])
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+
+
+def answer(response):
+    headers = dict(response.items())
+    assert headers.pop("X-Request-Id")  # every request has its own (console/request_log.py)
+    return response.status_code, headers, response.content
+
+
+@pytest.fixture
+def drf_cycles(monkeypatch):
+    """Counts the requests that went through DRF's request cycle."""
+    calls = []
+    original = APIView.initial
+
+    def counting(self, request, *args, **kwargs):
+        calls.append(request.path)
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", counting)
+    return calls
+
+
+@pytest.mark.parametrize("database", ["up", "down"])
+@pytest.mark.parametrize("renderers", [[JSONRenderer], [JSONRenderer, BrowsableAPIRenderer]])
+def test_a_plain_get_is_answered_without_drf_exactly_as_drf_answers(tenant_a, monkeypatch, drf_cycles, database,
+                                                                   renderers):
+    monkeypatch.setattr(views.HealthView, "renderer_classes", renderers)
+    if database == "down":
+        def unreachable():
+            raise DatabaseError("connection refused")
+        monkeypatch.setattr(views, "tenant_count", unreachable)
+    # An Accept value the shortcut leaves to DRF, for which DRF chooses the same renderer.
+    through_drf = answer(Client().get("/health", HTTP_ACCEPT="application/json; q=1"))
+    assert drf_cycles == ["/health"]
+    assert through_drf[0] == (200 if database == "up" else 503)
+    for accept in ({}, {"HTTP_ACCEPT": "*/*"}, {"HTTP_ACCEPT": "application/json"}):
+        assert answer(Client().get("/health", **accept)) == through_drf
+    assert drf_cycles == ["/health"]
+
+
+def test_other_requests_take_drfs_path(db, drf_cycles):
+    Client().head("/health")
+    Client().get("/health?format=json")
+    Client().get("/health", HTTP_ACCEPT="text/html")
+    assert Client().post("/health").status_code == 405
+    assert drf_cycles == ["/health"] * 4

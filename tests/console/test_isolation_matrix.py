@@ -22,9 +22,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.test import APIClient
 
+from agent_app import demo_views
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
 from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
@@ -57,6 +58,7 @@ NOT_TENANT_BOUND = {
     OpenAPIView: "open by the contract (CONTRACT §1): /health, public leads (tenant in the body, origin and "
                  "rate checked), the signed carrier webhook, the engines list",
     SpectacularAPIView: "the OpenAPI document",
+    SpectacularSwaggerView: "the page that renders the OpenAPI document (/v2/docs)",
     RegistryAPIView: "the model hub registry holds no tenant data (any credential, no tenant)",
     GatewayAPIView: "the hub's gateway (/v1, /agent): its own static token, no tenant's data (usage per lane)",
     SpeakView: "the speech module needs a credential, no tenant; it reads no tenant's rows",
@@ -64,6 +66,9 @@ NOT_TENANT_BOUND = {
     ModuleHealthView: "the speech module's engine state",
     widget_views.callback_js: "the widget's script file",
     widget_views.demo_page: "the widget's demo page",
+    demo_views.voice_demo_page: "the voice demo page (the demo tenant's, only where AGENT_VOICE_DEMO is on)",
+    demo_views.voice_demo_session: "sessions of the demo tenant only, for its demo page",
+    demo_views.demo_script: "the voice demo page's script files",
 }
 # Walked by the admin half of this module.
 ADMIN_PREFIX = "admin/"
@@ -169,6 +174,9 @@ SCENARIOS = {
                                bodies={"patch": [{"active": False}]}),
     "webhook-rotate-secret": Scenario({"post": 404}, lambda a: {"pk": a.endpoint.pk}),
     "webhook-deliveries": Scenario({"get": 404}, lambda a: {"pk": a.endpoint.pk}),
+    # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
+    "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
+        lambda a: {"assistant": a.assistant.pk}, {}]}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},

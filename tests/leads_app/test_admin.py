@@ -68,7 +68,7 @@ def test_bulk_action_changes_the_status_of_the_selected_leads(owner, leads):
     }, follow=True)
 
     assert response.status_code == 200
-    assert "2 lead(s) marked as contacted." in response.content.decode()
+    assert "2 Lead(s) als „Kontaktiert“ markiert." in response.content.decode()
     assert set(Lead.objects.filter(status="contacted").values_list("pk", flat=True)) == {
         leads["mobile"].pk, leads["landline"].pk}
 

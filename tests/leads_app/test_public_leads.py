@@ -234,7 +234,7 @@ def test_empty_honeypot_is_a_real_lead(public, tenant_a):
 def test_lead_belongs_only_to_the_tenant_named_in_the_body(public, api_a, api_b, tenant_a, tenant_b):
     post_lead(public, lead_with(tenant="globex"))
 
-    assert api_a.get("/v2/leads").json() == {"leads": []}
+    assert api_a.get("/v2/leads").json() == {"leads": [], "next": None}
     assert len(api_b.get("/v2/leads").json()["leads"]) == 1
 
 

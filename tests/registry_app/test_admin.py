@@ -64,7 +64,10 @@ def test_versions_show_their_diff(loaded, admin_client):
     assert admin_client.get("/admin/registry_app/registryversion/").status_code == 200
     page = admin_client.get(f"/admin/registry_app/registryversion/{number}/change/")
     assert page.status_code == 200
-    assert "status: &#x27;key-ready&#x27; → &#x27;key-gated&#x27;" in page.content.decode()
+    html = page.content.decode()
+    assert "status: &#x27;key-ready&#x27; → &#x27;key-gated&#x27;" in html
+    # The diff comes before the whole document, which is folded away.
+    assert html.index("key-gated") < html.index('<details><summary>')
 
 
 def test_layers_and_probe_results_are_listed(loaded, admin_client):

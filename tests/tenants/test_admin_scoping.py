@@ -85,7 +85,7 @@ def test_member_cannot_create_a_key_for_a_foreign_tenant(owner, tenant_b):
     response = admin_client(owner).post("/admin/credentials/apikey/add/", {"tenant": tenant_b.pk, "name": "sneaky"})
     assert response.status_code == 200
     assert not ApiKey.objects.filter(name="sneaky").exists()
-    assert "Select a valid choice" in response.content.decode()
+    assert "Bitte eine gültige Auswahl treffen" in response.content.decode()
 
 
 def test_admin_revokes_keys(owner, data):
@@ -214,7 +214,7 @@ def test_adding_a_member_twice_is_refused(owner, teammate, tenant_a):
 def test_member_cannot_add_people_to_a_foreign_tenant(owner, tenant_b, django_user_model):
     response = add_member(admin_client(owner), tenant_b, "spy@example.com")
 
-    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert response.status_code == 200 and "Bitte eine gültige Auswahl treffen" in response.content.decode()
     assert not django_user_model.objects.filter(email="spy@example.com").exists()
 
 

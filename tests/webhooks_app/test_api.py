@@ -2,6 +2,7 @@ import pytest
 
 from tests.conftest import error_of
 from webhooks_app.models import Endpoint
+from webhooks_app.services import event_publish
 
 pytestmark = pytest.mark.django_db
 URL = "https://hooks.acme.example/stimmwerk"
@@ -75,7 +76,39 @@ def test_development_allows_plain_http_on_loopback_only(api_a):
 
 def test_deliveries_list_refuses_a_bad_state_and_limit(api_a):
     endpoint_id = create(api_a).json()["id"]
-    assert api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries").json() == {"deliveries": []}
-    for query in ("state=lost", "limit=0", "limit=x"):
+    assert api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries").json() == {"deliveries": [], "next": None}
+    for query in ("state=lost", "limit=0", "limit=x", "stat=dead"):
         response = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?{query}")
         assert response.status_code == 400, query
+
+
+def test_deliveries_come_in_cursor_pages_newest_first_bound_to_their_endpoint(api_a, tenant_a):
+    endpoint_id, other_id = create(api_a).json()["id"], create(api_a, url=URL + "/other").json()["id"]
+    for n in range(5):
+        event_publish(tenant=tenant_a, event_type="lead.created", data={"n": n}, key=f"lead.created:{n}")
+    pages, cursor = [], None
+    while True:
+        body = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?limit=2" + (f"&cursor={cursor}" if cursor else "")).json()
+        pages.append([delivery["id"] for delivery in body["deliveries"]])
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert [len(page) for page in pages] == [2, 2, 1]
+    everything = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries").json()["deliveries"]
+    assert sum(pages, []) == [delivery["id"] for delivery in everything]
+    first_cursor = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?limit=2").json()["next"]
+    response = api_a.get(f"/v2/webhooks/{other_id}/deliveries?cursor={first_cursor}")
+    assert response.status_code == 400 and error_of(response)["code"] == "invalid_cursor"
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("post", "/v2/webhooks", {"url": URL, "event_types": ["lead.created"], "secret": "mine"}),
+    ("patch", "/v2/webhooks/{id}", {"active": False, "enabled": True}),
+    ("post", "/v2/webhooks/{id}/rotate-secret", {"keep_old": False}),
+])
+def test_unknown_body_fields_are_refused_by_name(api_a, method, path, body):
+    endpoint_id = create(api_a).json()["id"]
+    response = getattr(api_a, method)(path.format(id=endpoint_id), body, format="json")
+    unknown = (set(body) - {"url", "event_types", "active"}).pop()
+    assert response.status_code == 400 and unknown in error_of(response)["details"]
+    assert Endpoint.objects.count() == 1 and Endpoint.objects.get().active

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AgentAppConfig(AppConfig):
+    name = "agent_app"
+    verbose_name = "Voice agent"

@@ -1,0 +1,266 @@
+"""The voice agent's WebSocket (`/api/voice/agent?token=…`): one conversation per
+connection, in the frame protocol of docs/api.md.
+
+Everything that blocks — recognition, the gateway, synthesis, the database — runs in
+worker threads (`_off_loop`), so the event loop only moves frames and one slow
+conversation never holds up another. Per connection there are three tasks besides
+the receive loop: the turn worker (hear → think → speak, one utterance after the
+other), the agent's speech being streamed (cancelled by barge-in), and the watchdog
+that ends the session at the end of its grant or after a silent connection."""
+import asyncio
+import json
+import logging
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from agent_app import conversation
+from agent_app.audio import Endpointer, WireFormat
+from agent_app.services import agent_session_claim
+from calls_app import services as calls
+from calls_app.models import TranscriptEntry
+from console.errors import ApiError
+
+logger = logging.getLogger("agent_app")
+
+# Close codes (docs/api.md): 4xxx are the agent's, after an error frame.
+CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_GRANT = 1000, 4400, 4401, 4402
+CLOSE_IDLE, CLOSE_TOO_LARGE, CLOSE_TOO_FAST, CLOSE_FAILED = 4408, 4413, 4429, 4500
+DTMF_DIGITS = frozenset("0123456789*#ABCD")
+# The agent's audio goes out in frames of this length, paced to real time (ahead of it
+# by AGENT_SPEECH_LEAD_SEC), so that barge-in can stop what was not sent yet.
+SPEECH_CHUNK_SEC = 0.1
+# The caller's audio may run ahead of the wall clock by this much (a burst after a
+# network hiccup) before the 2x real-time limit applies.
+AUDIO_BURST_SEC = 1.0
+
+
+def _off_loop(function):
+    """`function` as a coroutine run in a worker thread that closes its database
+    connections afterwards (worker threads are not Django request threads)."""
+    def run(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+_claim = _off_loop(agent_session_claim)
+_line = _off_loop(calls.call_web_line)
+_disclosed = _off_loop(calls.call_web_disclosed)
+_end_call = _off_loop(calls.call_web_end)
+_opening = _off_loop(conversation.opening)
+_hear = _off_loop(conversation.hear)
+_get_ready = _off_loop(conversation.get_ready)
+_think = _off_loop(conversation.think)
+_speak = _off_loop(conversation.speak)
+
+
+class AgentConsumer(AsyncWebsocketConsumer):
+    session = None
+    closing = False
+
+    # --- connection -----------------------------------------------------------------
+    async def connect(self):
+        token = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
+        self.session = await _claim(token=token)
+        # Accepted first in any case: a close code reaches the client only on an open socket.
+        await self.accept()
+        if self.session is None:
+            await self._refuse("invalid_token", "The token is unknown, expired or already used; create a new "
+                               "session.", CLOSE_TOKEN, end=False)
+            return
+        self.loop = asyncio.get_running_loop()
+        self.wire = WireFormat(self.session.encoding, self.session.sample_rate)
+        self.call_id = self.session.call_id
+        self.language = self.session.language
+        self.endpointer = Endpointer()
+        self.started = self.last_frame = self.loop.time()
+        self.first_audio, self.audio_sec = None, 0.0
+        self.barge_in_allowed = False
+        self.busy = True  # the agent is hearing, thinking or speaking: the caller may be silent
+        self.speech_task = None
+        self.utterances = asyncio.Queue()
+        self.tasks = [asyncio.create_task(self._turns()), asyncio.create_task(self._watchdog())]
+        await self._send({"type": "session.started", "sessionId": self.session.id, "callId": self.call_id})
+
+    async def disconnect(self, code):
+        """However the connection ends (the client, a timeout, a drop): the call is booked
+        (call_web_end books once) and the session's tasks stop."""
+        self.closing = True
+        if self.session is None:
+            return
+        for task in [*self.tasks, self.speech_task]:
+            if task is not None:
+                task.cancel()
+        await _end_call(call_id=self.call_id)
+
+    # --- frames from the client -----------------------------------------------------
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.closing or self.session is None:
+            return
+        self.last_frame = self.loop.time()
+        if bytes_data is not None:
+            await self._audio(bytes_data)
+        else:
+            await self._command(text_data)
+
+    async def _audio(self, data):
+        if len(data) > self.wire.max_frame_bytes:
+            return await self._refuse("frame_too_large", f"Audio frames carry 20–200 ms; at most "
+                                      f"{self.wire.max_frame_bytes} bytes.", CLOSE_TOO_LARGE)
+        if not self.wire.whole(data):
+            return await self._refuse("invalid_audio", "pcm_s16le frames carry whole 16-bit samples.",
+                                      CLOSE_PROTOCOL)
+        seconds = self.wire.seconds_of(data)
+        if self.first_audio is None:
+            self.first_audio = self.loop.time()
+        else:
+            self.audio_sec += seconds
+            if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
+                return await self._refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
+                                          "as it is captured.", CLOSE_TOO_FAST)
+        for kind, value in self.endpointer.feed(self.wire.to_pcm16k(data)):
+            if kind == "start":
+                self._barge_in()
+            else:
+                self.utterances.put_nowait(value)
+
+    async def _command(self, text):
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            frame = None
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            return await self._refuse("invalid_frame", 'Text frames are JSON objects with a "type".', CLOSE_PROTOCOL)
+        if frame["type"] == "end":
+            await self._end(CLOSE_NORMAL)
+        elif frame["type"] == "dtmf":
+            digit = frame.get("digit")
+            if not isinstance(digit, str) or digit not in DTMF_DIGITS:
+                return await self._refuse("invalid_frame", "A dtmf frame carries one digit of 0-9, *, #, A-D.",
+                                          CLOSE_PROTOCOL)
+            await self._note(TranscriptEntry.Role.SYSTEM, f"DTMF {digit}")
+        else:
+            await self._refuse("unknown_frame_type", f"Unknown frame type '{frame['type'][:40]}'; send audio, "
+                               '"end" or "dtmf".', CLOSE_PROTOCOL)
+
+    # --- the conversation -----------------------------------------------------------
+    async def _turns(self):
+        """The opening, then each utterance in turn: hear, think, speak."""
+        try:
+            opening = await _opening(tenant=self.session.tenant, variables=self.session.variables)
+            ready = asyncio.create_task(_get_ready(language=self.language))
+            await self._say(opening.text, disclosure=opening.disclosure)
+            await ready
+            while True:
+                self.busy = False
+                utterance = await self.utterances.get()
+                self.busy = True
+                await self._answer(utterance)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the conversation cannot go on; the call is still booked
+            logger.exception("Voice agent session %s failed", self.session.id)
+            code = exc.code if isinstance(exc, ApiError) else "agent_failed"
+            await self._refuse(code, "The agent could not go on with the conversation.", CLOSE_FAILED)
+
+    async def _answer(self, utterance):
+        try:
+            text = await _hear(utterance.pcm, language=self.language)
+        except ApiError as exc:  # e.g. stt_busy: this utterance is lost, the call goes on
+            return await self._send({"type": "error", "code": exc.code, "message": exc.message})
+        if not text:
+            return  # noise, a cough: nothing was said
+        await self._send({"type": "transcript.final", "text": text, "start": utterance.start, "end": utterance.end})
+        await self._note(TranscriptEntry.Role.USER, text)
+        reply = await _think(text, language=self.language)
+        await self._say(reply)
+
+    async def _say(self, text, *, disclosure=""):
+        """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
+        opening) is spoken in full before barge-in can stop the agent."""
+        # The disclosure is synthesised on its own, so that where its audio ends is exact.
+        parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
+        audio = [await _speak(part, language=self.language, voice=self.session.voice, wire=self.wire)
+                 for part in parts if part]
+        disclosure_bytes = len(audio[0]) if len(parts) == 2 else 0
+        audio = b"".join(audio)
+        self.barge_in_allowed = not disclosure
+        self.speech_task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
+        await asyncio.wait([self.speech_task])  # a barge-in cancels it, the turns go on
+
+    async def _stream(self, text, audio, disclosure_bytes):
+        await self._send({"type": "agent.speaking", "text": text})
+        await self._note(TranscriptEntry.Role.ASSISTANT, text)
+        chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
+        began, lead = self.loop.time(), settings.AGENT_SPEECH_LEAD_SEC
+        try:
+            for offset in range(0, len(audio), chunk):
+                await self.send(bytes_data=audio[offset:offset + chunk])
+                sent = offset + chunk
+                if disclosure_bytes and sent >= disclosure_bytes and not self.barge_in_allowed:
+                    await _disclosed(call_id=self.call_id)
+                    self.barge_in_allowed = True
+                ahead = began + min(sent, len(audio)) / self.wire.bytes_per_second - lead - self.loop.time()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
+            if disclosure_bytes and not self.barge_in_allowed:
+                await _disclosed(call_id=self.call_id)
+                self.barge_in_allowed = True
+        except asyncio.CancelledError:
+            if not self.closing:
+                await self._send({"type": "agent.interrupted"})
+                await self._note(TranscriptEntry.Role.SYSTEM, "The caller interrupted the agent.")
+            raise
+        await self._send({"type": "agent.done"})
+
+    def _barge_in(self):
+        task = self.speech_task
+        if task is not None and not task.done() and self.barge_in_allowed:
+            task.cancel()
+
+    async def _watchdog(self):
+        """Ends the session at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC in
+        which the client sent no frame while the agent had nothing to do (a connection
+        that hangs without closing)."""
+        grant_end = self.started + self.session.call.max_seconds
+        while True:
+            idle_end = self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC
+            await asyncio.sleep(max(0.0, min(grant_end, idle_end) - self.loop.time()))
+            now = self.loop.time()
+            if self.busy:
+                self.last_frame = now
+            if now >= grant_end:
+                return await self._refuse("grant_ended", "The minutes granted to this session are used up.",
+                                          CLOSE_GRANT)
+            if now >= self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC:
+                return await self._refuse("idle_timeout", "No frame arrived for "
+                                          f"{settings.AGENT_IDLE_TIMEOUT_SEC} s.", CLOSE_IDLE)
+
+    # --- helpers --------------------------------------------------------------------
+    async def _note(self, role, text):
+        await _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+
+    async def _send(self, frame):
+        if not self.closing:
+            await self.send(text_data=json.dumps(frame, ensure_ascii=False))
+
+    async def _refuse(self, code, message, close_code, *, end=True):
+        await self._send({"type": "error", "code": code, "message": message})
+        await self._end(close_code, book=end)
+
+    async def _end(self, close_code, *, book=True):
+        """Books the call at once (the client may never confirm the close) and closes."""
+        if self.closing:
+            return
+        self.closing = True
+        if book:
+            await _end_call(call_id=self.call_id)
+        await self.close(code=close_code)

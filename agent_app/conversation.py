@@ -1,0 +1,55 @@
+"""The blocking steps of a conversation — what the agent says first, hearing, thinking
+and speaking — each run in a worker thread by the consumer, never on the event loop."""
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from gateway_app.services import gateway_agent_answer
+from scripts_app.selectors import effective_script
+from scripts_app.services import effective_text
+from speech_app.services import recognizer_for, synthesizer_for
+from speech_app.stt import Deadline
+
+OPENING_TOUCHPOINT = "inbound.greeting"
+
+
+@dataclass(frozen=True)
+class Opening:
+    disclosure: str  # spoken first and in full: barge-in waits until it was heard
+    text: str  # the whole opening, the disclosure first
+
+
+def opening(*, tenant, variables):
+    """The assistant's opening script as the tenant has it, the disclosure prepended
+    (scripts_app, as for every call opener). MissingVariables (400) if the script names
+    a variable without a value; the tenant's name is `companyName` unless given."""
+    script = effective_script(tenant, OPENING_TOUCHPOINT)
+    text = effective_text(script, variables={"companyName": tenant.name, **variables},
+                          disclosure=tenant.disclosure_text)
+    return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
+
+
+def hear(pcm, *, language):
+    """What the caller said in `pcm` (16 kHz PCM), by the engine that serves the language."""
+    engine = recognizer_for(language)
+    # No HTTP worker waits here, so the deadline is the agent's own; past it the caller
+    # gets stt_busy for this utterance and the conversation goes on.
+    return engine.transcribe(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
+
+
+def get_ready(*, language):
+    """Loads the recognition model while the opening is spoken (the first session of a
+    process would otherwise wait for it at the caller's first words)."""
+    engine = recognizer_for(language)
+    engine.transcribe(b"\0" * 16000, language=language, deadline=Deadline(60))
+
+
+def think(text, *, language):
+    """The agent's answer through the gateway (/v1/agent's service, routed by the registry)."""
+    return gateway_agent_answer(prompt=text, language=language).result.text
+
+
+def speak(text, *, language, voice, wire):
+    """`text` spoken, in the session's wire format."""
+    speech = synthesizer_for(language).synthesize(text, voice=voice or language)
+    return wire.from_pcm(speech.pcm, speech.sample_rate)

@@ -1,0 +1,89 @@
+// The voice demo page: a session from the page's server, the microphone through an
+// AudioWorklet as 16 kHz PCM over the WebSocket, and the agent's PCM played back.
+(function () {
+  "use strict";
+  const script = document.currentScript;
+  const startButton = document.getElementById("start");
+  const stopButton = document.getElementById("stop");
+  const statusLine = document.getElementById("status");
+  const log = document.getElementById("log");
+  let socket = null, context = null, stream = null, playingUntil = 0, sources = [];
+
+  function say(kind, text) {
+    const line = document.createElement("p");
+    line.className = kind;
+    line.textContent = text;
+    log.appendChild(line);
+  }
+
+  function play(buffer) {
+    const samples = new Int16Array(buffer);
+    const audio = context.createBuffer(1, samples.length, 16000);
+    const channel = audio.getChannelData(0);
+    for (let i = 0; i < samples.length; i++) channel[i] = samples[i] / 32768;
+    const source = context.createBufferSource();
+    source.buffer = audio;
+    source.connect(context.destination);
+    playingUntil = Math.max(playingUntil, context.currentTime);
+    source.start(playingUntil);
+    playingUntil += audio.duration;
+    sources.push(source);
+    source.onended = function () { sources = sources.filter(function (s) { return s !== source; }); };
+  }
+
+  function silence() {  // barge-in: drop what is still queued
+    sources.forEach(function (source) { try { source.stop(); } catch (e) { /* already ended */ } });
+    sources = [];
+    playingUntil = 0;
+  }
+
+  function onFrame(event) {
+    if (typeof event.data !== "string") { play(event.data); return; }
+    const frame = JSON.parse(event.data);
+    if (frame.type === "session.started") statusLine.textContent = "Verbunden (" + frame.callId + ").";
+    else if (frame.type === "agent.speaking") say("agent", frame.text);
+    else if (frame.type === "agent.interrupted") { silence(); say("system", "(unterbrochen)"); }
+    else if (frame.type === "transcript.final") say("caller transcript-final", frame.text);
+    else if (frame.type === "error") say("system", "Fehler: " + frame.code + " – " + frame.message);
+  }
+
+  async function start() {
+    startButton.disabled = true;
+    statusLine.textContent = "Verbinde …";
+    try {
+      const token = document.querySelector('meta[name="csrf-token"]').content;
+      const answer = await fetch("voice-demo/session", {method: "POST", headers: {"X-CSRFToken": token}});
+      const grant = await answer.json();
+      if (!answer.ok) throw new Error(grant.error ? grant.error.message : answer.status);
+      stream = await navigator.mediaDevices.getUserMedia({
+        audio: {channelCount: 1, echoCancellation: true, noiseSuppression: true}});
+      context = new AudioContext();
+      await context.audioWorklet.addModule(script.dataset.worklet);
+      const worklet = new AudioWorkletNode(context, "pcm-resampler");
+      context.createMediaStreamSource(stream).connect(worklet);
+      socket = new WebSocket(grant.url);
+      socket.binaryType = "arraybuffer";
+      socket.onmessage = onFrame;
+      socket.onclose = function (event) { statusLine.textContent = "Beendet (" + event.code + ")."; stop(); };
+      worklet.port.onmessage = function (event) {
+        if (socket && socket.readyState === WebSocket.OPEN) socket.send(event.data);
+      };
+      stopButton.disabled = false;
+    } catch (error) {
+      statusLine.textContent = "Fehler: " + error.message;
+      startButton.disabled = false;
+    }
+  }
+
+  function stop() {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({type: "end"}));
+    if (stream) stream.getTracks().forEach(function (track) { track.stop(); });
+    if (context) context.close();
+    socket = null; stream = null; context = null;
+    stopButton.disabled = true;
+    startButton.disabled = false;
+  }
+
+  startButton.addEventListener("click", start);
+  stopButton.addEventListener("click", stop);
+}());

@@ -1,0 +1,93 @@
+"""The dashboard's figures, in a constant number of queries whatever the data size:
+each figure is one aggregate (grouped in the database), the lists are sliced.
+
+Days and months are the tenant's (its `time_zone`), as for the minute cap.
+"""
+import calendar
+import datetime as dt
+import math
+import zoneinfo
+
+from django.db.models import Count, F, IntegerField, Q, Sum
+from django.db.models.functions import Coalesce, TruncDate
+
+from calls_app.models import Call, UsageCounter
+from calls_app.selectors import usage_for
+from leads_app.models import OPEN_STATUSES, Lead
+
+DAYS = 30
+LATEST = 5
+
+
+def month_projection(*, used, local_today, days_in_month):
+    """Minutes at month end if the rest of the month runs at this month's daily rate
+    so far (today counted as a whole day): ceil(used × days in month / day of month)."""
+    return math.ceil(used * days_in_month / local_today.day)
+
+
+def dashboard_figures(*, tenant, now):
+    """Everything the dashboard of `tenant` shows at `now` (aware): 6 queries."""
+    zone = zoneinfo.ZoneInfo(tenant.time_zone)
+    local_now = now.astimezone(zone)
+    today = local_now.date()
+    days_in_month = calendar.monthrange(today.year, today.month)[1]
+    first_day = today - dt.timedelta(days=DAYS - 1)
+    since = dt.datetime.combine(first_day, dt.time(), tzinfo=zone)
+
+    usage = usage_for(tenant=tenant, now=now)  # 1 query: the same figures as GET /v2/usage
+    calls = Call.objects.for_tenant(tenant)
+    day = TruncDate(Coalesce("started_at", "created_at"), tzinfo=zone)
+    rows = (calls.filter(created_at__gte=since - dt.timedelta(days=1))  # started_at may lag created_at
+            .annotate(day=day).filter(day__gte=first_day)
+            .values("day", "direction", "status")
+            .annotate(calls=Count("id"), minutes=Sum((F("seconds") + 59) / 60, output_field=IntegerField()))
+            .order_by())  # 1 query
+    per_day = {first_day + dt.timedelta(days=n): {"minutes": 0, "inbound": 0, "outbound": 0, "outcomes": {}}
+               for n in range(DAYS)}
+    for row in rows:
+        entry = per_day[row["day"]]
+        entry["minutes"] += row["minutes"] or 0
+        entry[row["direction"]] += row["calls"]
+        entry["outcomes"][row["status"]] = entry["outcomes"].get(row["status"], 0) + row["calls"]
+
+    leads = Lead.objects.for_tenant(tenant)
+    by_status = dict(leads.values_list("status").annotate(n=Count("id")).order_by())  # 1 query
+    start_of_today = dt.datetime.combine(today, dt.time(), tzinfo=zone)
+    start_of_tomorrow = dt.datetime.combine(today + dt.timedelta(days=1), dt.time(), tzinfo=zone)
+    due = leads.filter(status__in=OPEN_STATUSES, kind=Lead.Kind.CALLBACK).aggregate(  # 1 query
+        overdue=Count("id", filter=Q(preferred_at_resolved__lt=now)),
+        due_today=Count("id", filter=Q(preferred_at_resolved__gte=now, preferred_at_resolved__lt=start_of_tomorrow)),
+        open_today=Count("id", filter=Q(preferred_at_resolved__gte=start_of_today,
+                                         preferred_at_resolved__lt=start_of_tomorrow)),
+    )
+    return {
+        "tenant": tenant,
+        "today": today,
+        "usage": usage,
+        "cap": tenant.minute_cap,
+        "days_in_month": days_in_month,
+        "projection": month_projection(used=usage["minutesThisMonth"], local_today=today,
+                                       days_in_month=days_in_month),
+        "daily_share": tenant.minute_cap / days_in_month,
+        "per_day": per_day,
+        "leads_by_status": {status: by_status.get(status, 0) for status in Lead.Status.values},
+        "overdue": due["overdue"],
+        "due_today": due["due_today"],
+        "latest_calls": list(calls.order_by("-created_at", "-id")[:LATEST]),  # 1 query
+        "latest_leads": list(leads.order_by("-created_at", "-id")[:LATEST]),  # 1 query
+    }
+
+
+def platform_totals(*, now):
+    """For superusers: tenants, calls, leads and this month's minutes of all tenants
+    (months of each tenant's zone are alike to a day; the UTC month is used). 3 queries."""
+    period = now.strftime("%Y-%m")
+    usage = UsageCounter.objects.filter(period=period).aggregate(minutes=Coalesce(Sum("minutes"), 0),
+                                                                  tenants=Count("tenant_id", distinct=True))
+    return {
+        "period": period,
+        "minutes": usage["minutes"],
+        "active_tenants": usage["tenants"],
+        "calls": Call.objects.count(),
+        "open_leads": Lead.objects.filter(status__in=OPEN_STATUSES).count(),
+    }

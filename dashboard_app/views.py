@@ -1,0 +1,81 @@
+"""The admin's start page: the dashboard of the tenant the operator works on."""
+from django.contrib import admin
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
+
+from calls_app.models import Call
+from console.locale import SELECTED_TENANT
+from console.tenants.models import Tenant
+from dashboard_app import charts
+from dashboard_app.selectors import dashboard_figures, platform_totals
+from leads_app.models import Lead
+
+
+def selected_tenant(request, tenants):
+    """The tenant of the switcher (`?tenant=<slug>`, kept in the session), else the
+    member's first; None is the platform view (superusers only)."""
+    by_slug = {tenant.slug: tenant for tenant in tenants}
+    if "tenant" in request.GET:
+        chosen = by_slug.get(request.GET["tenant"])
+        request.session[SELECTED_TENANT] = chosen.pk if chosen else None
+    pk = request.session.get(SELECTED_TENANT)
+    for tenant in tenants:
+        if tenant.pk == pk:
+            return tenant
+    if request.user.is_superuser:
+        return None
+    return tenants[0] if tenants else None
+
+
+def dashboard(request):
+    tenants = list(Tenant.objects.visible_to(request.user).order_by("slug"))
+    if "tenant" in request.GET:
+        selected_tenant(request, tenants)
+        return redirect(request.path)  # the switch is kept; the address stays clean
+    tenant = selected_tenant(request, tenants)
+    now = timezone.now()
+    context = {
+        **admin.site.each_context(request),
+        "title": _("Dashboard"),
+        "tenants": tenants,
+        "tenant": tenant,
+        "app_list": admin.site.get_app_list(request),
+    }
+    if tenant is not None:
+        context.update(dashboard_context(dashboard_figures(tenant=tenant, now=now)))
+    elif request.user.is_superuser:
+        context["platform"] = platform_totals(now=now)
+    return TemplateResponse(request, "dashboard_app/dashboard.html", context)
+
+
+def dashboard_context(figures):
+    usage = figures["usage"]
+    days = list(figures["per_day"])
+    per_day = list(figures["per_day"].values())
+    outcomes = [Call.Status.COMPLETED, Call.Status.NO_ANSWER, Call.Status.BUSY, Call.Status.FAILED]
+    other = [sum(n for status, n in day["outcomes"].items() if status not in outcomes) for day in per_day]
+    return {
+        "figures": figures,
+        "usage": usage,
+        "usage_bar": charts.usage_bar(used=usage["minutesThisMonth"], reserved=usage["reservedMinutes"],
+                                      cap=figures["cap"], projection=figures["projection"],
+                                      label=_("Minutes this month against the cap")),
+        "minutes_chart": charts.day_columns(days=days, series=[[day["minutes"] for day in per_day]],
+                                            line=figures["daily_share"], css_classes=["minutes"],
+                                            label=_("Minutes per day, last 30 days")),
+        "direction_chart": charts.day_columns(
+            days=days, series=[[day["inbound"] for day in per_day], [day["outbound"] for day in per_day]],
+            css_classes=["inbound", "outbound"], label=_("Calls per day by direction")),
+        "outcome_chart": charts.day_columns(
+            days=days, series=[*([day["outcomes"].get(status, 0) for day in per_day] for status in outcomes), other],
+            css_classes=[*(f"outcome-{status}" for status in outcomes), "outcome-other"],
+            label=_("Calls per day by outcome")),
+        "outcome_legend": [(f"outcome-{status}", pgettext("choice", status.label)) for status in outcomes]
+                          + [("outcome-other", _("other"))],
+        "leads_chart": charts.horizontal_bars(
+            rows=[(pgettext("choice", label), figures["leads_by_status"][value]) for value, label in Lead.Status.choices],
+            label=_("Leads by status")),
+    }

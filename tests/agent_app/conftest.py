@@ -1,0 +1,145 @@
+"""The voice agent served for real: uvicorn in a thread of the test process (so the
+test's settings apply), on a loopback port of the agent's range, talking to the test
+database; and a WebSocket client (PyPI websockets) that streams like a caller."""
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import numpy
+import pytest
+import uvicorn
+from websockets.asyncio.client import connect
+
+from agent_app.audio import WireFormat
+from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
+
+PORTS = range(18500, 18600)
+FRAME_SEC = 0.1
+RECEIVE_TIMEOUT = 150  # every wait for the server ends (beyond the recognition deadline)
+PCM = WireFormat("pcm_s16le", 16000)
+
+
+def _listening_socket():
+    for port in PORTS:
+        sock = socket.socket()
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            sock.close()
+            continue
+        sock.listen(64)
+        return sock
+    raise RuntimeError("No free port in 18500-18599")
+
+
+class AgentServer:
+    """Listening before the thread starts (the socket is bound and listens here), so a
+    client may connect at once: the kernel queues it until uvicorn accepts."""
+
+    def __init__(self):
+        from console.asgi import application
+
+        self.sock = _listening_socket()
+        self.port = self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(application, lifespan="off", log_level="warning",
+                                                    ws="websockets-sansio", ws_max_size=1 << 20))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+
+@pytest.fixture
+def agent_server(transactional_db, settings):
+    settings.AGENT_WS_URL = ""
+    # Behaviour is under test, not speed: on a machine busy with other work one
+    # recognition took 11 s, and concurrent ones queue on the one Whisper engine.
+    settings.AGENT_STT_DEADLINE_SEC = 120
+    server = AgentServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def instant_speech(settings):
+    """The agent's speech sent at once instead of in real time (where pacing is not under test)."""
+    settings.AGENT_SPEECH_LEAD_SEC = 600
+
+
+def grant(api, port, **body):
+    """POST /api/voice/agent/sessions; the session's JSON with the URL on the test server."""
+    response = api.post("/api/voice/agent/sessions", body, format="json")
+    assert response.status_code == 201, response.content
+    data = response.json()
+    data["url"] = f"ws://127.0.0.1:{port}/api/voice/agent?token={data['token']}"
+    return data
+
+
+def spoken(text, wire=PCM):
+    """German speech of the product's own synthesis, in the wire format."""
+    from speech_app.services import synthesizer_for
+
+    speech = synthesizer_for("de").synthesize(text, voice="de")
+    return wire.from_pcm(speech.pcm, speech.sample_rate)
+
+
+def silence(seconds, wire=PCM):
+    return wire.from_pcm(numpy.zeros(int(seconds * 16000), dtype="<i2").tobytes(), 16000)
+
+
+class Caller:
+    """One side of a conversation: frames received are kept in order with their time."""
+
+    def __init__(self, ws, wire=PCM):
+        self.ws, self.wire = ws, wire
+        self.frames = []  # (monotonic time, dict or bytes)
+
+    async def next(self):
+        message = await asyncio.wait_for(self.ws.recv(), RECEIVE_TIMEOUT)
+        frame = json.loads(message) if isinstance(message, str) else message
+        self.frames.append((time.monotonic(), frame))
+        return frame
+
+    async def until(self, kind):
+        """Frames up to and including the next JSON frame of `kind`; returns that frame."""
+        while True:
+            frame = await self.next()
+            if isinstance(frame, dict) and frame["type"] == "error" and kind != "error":
+                raise AssertionError(f"error frame while waiting for {kind}: {frame}")
+            if isinstance(frame, dict) and frame["type"] == kind:
+                return frame
+
+    async def stream(self, audio):
+        """Sends `audio` as a microphone would: 100 ms frames at real-time pace. Returns
+        the time the last frame was sent."""
+        size = int(self.wire.bytes_per_second * FRAME_SEC)
+        began = time.monotonic()
+        for index, offset in enumerate(range(0, len(audio), size)):
+            await self.ws.send(audio[offset:offset + size])
+            delay = began + (index + 1) * FRAME_SEC - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)  # pacing of the caller's voice, not a wait for the server
+        return time.monotonic()
+
+    def texts(self, kind):
+        return [frame for _, frame in self.frames if isinstance(frame, dict) and frame["type"] == kind]
+
+
+def dial(url):
+    return connect(url, max_size=1 << 22, open_timeout=RECEIVE_TIMEOUT)
+
+
+def eventually(condition, timeout=30):
+    """Whether `condition()` holds within `timeout` seconds: for what the server does on
+    its own schedule (noticing a dropped connection). Checks every 50 ms."""
+    ends = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,52 @@
+"""The voice demo page in Debian's Chromium with a fake microphone that plays German
+speech of the product's own synthesis: the page's AudioWorklet resamples it to 16 kHz
+PCM, the agent hears it, and the page shows the transcript."""
+import wave
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from calls_app.models import Call
+from console.tenants.services import tenant_create
+from tests.agent_app.conftest import eventually, silence, spoken
+from tests.agent_app.test_conversation import SAID
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, needs_chromium
+
+pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def microphone(tmp_path):
+    """A WAV file Chromium plays as the microphone (in a loop): the sentence, then a pause."""
+    path = tmp_path / "caller.wav"
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(16000)
+        wav.writeframes(spoken(SAID) + silence(2.0))
+    return path
+
+
+def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, instant_speech, whisper_ready):
+    settings.AGENT_VOICE_DEMO = True
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    tenant_create(slug="demo", name="Demo Praxis GmbH")
+    args = [*CHROMIUM_ARGS, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={microphone}", "--autoplay-policy=no-user-gesture-required"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        page = browser.new_page(locale="de-DE")
+        problems = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"http://127.0.0.1:{agent_server.port}/widget/voice-demo")
+        page.click("#start")
+        page.wait_for_selector("#log .agent", timeout=60_000)
+        heard = page.wait_for_selector("#log .transcript-final", timeout=90_000).text_content()
+        call_id = page.text_content("#status").split("(")[1].split(")")[0]
+        browser.close()
+    assert not problems
+    assert "montag" in heard.lower(), heard
+    # The closed browser dropped the connection: the call is booked with what was heard.
+    assert eventually(lambda: Call.objects.filter(pk=call_id, ended_at__isnull=False).exists())
+    lines = list(Call.objects.get(pk=call_id).transcript_entries.values_list("role", "text"))
+    assert ("user", heard) in lines

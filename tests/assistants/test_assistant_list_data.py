@@ -1,0 +1,50 @@
+"""The list endpoint's direct representation (serializers.assistant_list_data) is byte for
+byte what AssistantSerializer renders, and so is the endpoint's body."""
+import datetime as dt
+import zoneinfo
+
+import pytest
+from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
+
+from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_rows
+from console.assistants.serializers import AssistantSerializer, assistant_list_data
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def varied_assistants(tenant_a, tenant_b):
+    """Names and descriptions with quotes, umlauts, line breaks and separators JSON
+    escapes, set and empty voices, timestamps with and without microseconds; and an
+    assistant of another tenant, which must not appear."""
+    moment = dt.datetime(2025, 3, 30, 0, 59, 59, tzinfo=dt.timezone.utc)  # the night Berlin changes its offset
+    for n in range(12):
+        assistant = Assistant.objects.create(
+            tenant=tenant_a, name=f'Empfang "{n}" Ärzte\u2028', description="Zeile 1\nZeile 2\t\\ " * (n % 3),
+            language=("de", "en", "de-AT")[n % 3], voice="de+f3" if n % 2 else "")
+        stamps = {"created_at": moment + dt.timedelta(hours=n), "updated_at": moment + dt.timedelta(microseconds=n)}
+        Assistant.objects.filter(pk=assistant.pk).update(**stamps)
+    Assistant.objects.create(tenant=tenant_b, name="Fremd")
+
+
+def rendered(data):
+    return JSONRenderer().render({"assistants": data})
+
+
+def expected(tenant):
+    return rendered(AssistantSerializer(Assistant.objects.for_tenant(tenant), many=True).data)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
+def test_list_data_renders_exactly_as_the_serializer(varied_assistants, tenant_a, zone):
+    with timezone.override(zoneinfo.ZoneInfo(zone)):
+        body = expected(tenant_a)
+        assert rendered(assistant_list_data(assistant_rows(tenant=tenant_a))) == body
+    offsets = [b'Z"' in body, b'+01:00"' in body, b'+02:00"' in body]
+    assert offsets == ([True, False, False] if zone == "UTC" else [False, True, True])
+
+
+def test_list_endpoint_serves_the_serializer_bytes(varied_assistants, tenant_a, api_a):
+    assert api_a.get("/v2/assistants").content == expected(tenant_a)
