@@ -25,10 +25,15 @@ TEST_SYSTEM_PACKAGES := chromium
 run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
-	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ (Ctrl-C stops)"
+	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with the voice agent and a job worker (Ctrl-C stops all)"
 	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
+# The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
+# gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
+# uvicorn (the agent's WebSocket) is stopped by the same trap.
+	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) setsid $(MANAGE) qcluster & jobs=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
-	  --lifespan off --no-access-log --log-level warning & agent=$$!; trap 'kill $$agent 2>/dev/null' EXIT; \
+	  --lifespan off --no-access-log --log-level warning & agent=$$!; \
+	trap 'kill $$agent 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
 	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \
 	  $(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 

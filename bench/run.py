@@ -27,6 +27,7 @@ from bench import (
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
     bench_speed,  # noqa: E402
+    bench_webhooks,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
 from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
@@ -42,6 +43,8 @@ BENCHMARKS = [
     bench_gateway.overhead, bench_gateway.failover,
     bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
     bench_privacy.at_the_bounds,
+    bench_webhooks.deliveries_per_second, bench_webhooks.lead_posts_with_deliveries,
+    bench_webhooks.two_servers_against_one,
     bench_console.dashboard_and_search,
     bench_agent.reply_latency,
 ]

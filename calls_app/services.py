@@ -17,6 +17,7 @@ from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
 from leads_app.models import Lead
+from webhooks_app.services import event_publish
 
 logger = logging.getLogger("calls_app.webhook")
 
@@ -152,6 +153,22 @@ def _release_stale_reservations(tenant, counter, now):
     Call.objects.filter(pk__in=[call.pk for call in stale]).update(reserved_minutes=0)
     counter.reserved_minutes = max(0, counter.reserved_minutes - released)
     counter.save(update_fields=["reserved_minutes", "updated_at"])
+
+
+def reservations_release_expired(*, now=None):
+    """The periodic job: releases the stale reservations of every tenant that holds any
+    this period (a tenant that books no new call would otherwise keep them all month).
+    Returns how many counters it looked at."""
+    now = now or timezone.now()
+    counters = UsageCounter.objects.filter(reserved_minutes__gt=0).select_related("tenant")
+    looked_at = 0
+    for counter in counters:
+        if counter.period != period_of(now, counter.tenant.time_zone):
+            continue  # a past month's counter: its calls ended or were released then
+        with transaction.atomic():
+            _release_stale_reservations(counter.tenant, _locked_counter(counter.tenant, counter.period), now)
+        looked_at += 1
+    return looked_at
 
 
 def _caller_id(tenant, carrier, from_number):
@@ -437,6 +454,7 @@ def _call_start(carrier, event):
         call.started_at = event.occurred_at
         call.status = Call.Status.ACTIVE
         call.save(update_fields=["carrier_call_id", "started_at", "status"])
+        _announce(call, "call.started")
     return call
 
 
@@ -456,12 +474,14 @@ def _inbound_start(carrier, event):
     # A call that took place before its caller's data was erased, reported late: it is
     # stored as the erasure left the caller's other calls.
     pseudonym = redaction.erased_caller_pseudonym(tenant=tenant, e164=data["from"], occurred_at=event.occurred_at)
-    return Call.objects.create(
+    call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=event.carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=pseudonym or data["from"], to_e164=data["to"], status=Call.Status.ACTIVE,
         started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled, redacted=pseudonym is not None,
     )
+    _announce(call, "call.started")
+    return call
 
 
 def _apply_pending(carrier, call):
@@ -513,6 +533,7 @@ def _finish(call, *, status, seconds, ended_at, recording_url):
         reserved = counters[call.reserved_period]
         reserved.reserved_minutes = max(0, reserved.reserved_minutes - call.reserved_minutes)
     booked = counters[period]
+    minutes_before = booked.minutes
     booked.minutes += billable_minutes(seconds)
     booked.seconds += seconds
     booked.calls += 1
@@ -521,6 +542,30 @@ def _finish(call, *, status, seconds, ended_at, recording_url):
     call.status, call.seconds, call.ended_at, call.recording_url = status, seconds, ended_at, recording_url
     call.usage_period = period
     call.save(update_fields=["status", "seconds", "ended_at", "recording_url", "usage_period"])
+    _announce(call, "call.ended")
+    _announce_thresholds(tenant, period, minutes_before, booked.minutes)
+
+
+# Shares of the monthly minute cap at which `usage.threshold` is announced (once each).
+USAGE_THRESHOLDS = (80, 100)
+
+
+def _announce(call, event_type):
+    """The call's webhook event, in this transaction (sent after the commit); keyed by
+    the call, so a carrier that reports the same start or end twice announces it once."""
+    event_publish(tenant=call.tenant, event_type=event_type, key=f"{event_type}:{call.pk}", data={
+        "id": call.pk, "direction": call.direction, "status": call.status, "from": call.from_e164,
+        "to": call.to_e164, "leadId": call.lead_id or None, "startedAt": call.started_at,
+        "endedAt": call.ended_at, "seconds": call.seconds,
+    })
+
+
+def _announce_thresholds(tenant, period, before, after):
+    for percent in USAGE_THRESHOLDS:
+        threshold = tenant.minute_cap * percent / 100
+        if tenant.minute_cap and before < threshold <= after:
+            event_publish(tenant=tenant, event_type="usage.threshold", key=f"usage.threshold:{period}:{percent}",
+                          data={"period": period, "percent": percent, "usedMinutes": after, "cap": tenant.minute_cap})
 
 
 # --- Usage recomputation ----------------------------------------------------------------

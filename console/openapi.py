@@ -35,6 +35,7 @@ TAGS = (
     ("/v2/meta", "Engines"),
     ("/v2/registry", "Registry"),
     ("/v2/privacy", "Privacy"),
+    ("/v2/webhooks", "Webhooks"),
     ("/voice/v1", "Voice runtime"),
     ("/voice/webhook", "Carrier webhooks"),
     ("/api/voice/agent", "Voice agent"),

@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "console.numbers",
     "console.idempotency",
     "console.audit",
+    "console.jobs",
+    "django_q",
     "speech_app",
     "scripts_app",
     "leads_app",
@@ -63,6 +65,7 @@ INSTALLED_APPS = [
     "registry_app",
     "privacy_app",
     "gateway_app",
+    "webhooks_app",
     "dashboard_app",
     "agent_app",
 ]
@@ -139,6 +142,45 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # pymemcache://…), which then takes those counts off the database.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
+# --- Shared state and background jobs (docs/operations.md) ---
+# Redis shared by every app server and job worker. Set, it is the cache (unless
+# CACHE_URL names another than the per-process default) and the job queue; unset, the cache stays per process and
+# jobs queue in the database, so `make run` needs no server but itself.
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL and env.str("CACHE_URL", default="") in ("", "locmemcache://"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          # Deployments (or test runs) that share one Redis keep their keys apart.
+                          "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="")}}
+# django-q2 (console/jobs): `manage.py qcluster` is the job worker.
+Q_CLUSTER = {
+    "name": "stimmwerk",
+    "workers": env.int("JOB_WORKERS", default=1),
+    # Seconds one job may run; a job whose worker died is handed out again after
+    # `retry` seconds (the database broker; Redis loses the job with its worker, which
+    # is why deliveries keep their own state and are swept up, see webhooks).
+    "timeout": env.int("JOB_TIMEOUT_SEC", default=60),
+    "retry": env.int("JOB_TIMEOUT_SEC", default=60) + 30,
+    "max_attempts": 3,
+    # Failures are acknowledged and kept as failed tasks (the admin's dead letters).
+    "ack_failures": True,
+    "save_limit": 500,
+    "catch_up": False,
+    "poll": 0.5,
+    "label": "Background jobs",
+    "sync": env.bool("JOBS_SYNC", default=False),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+# Retries of a failed job: after BASE, 2 x BASE, 4 x BASE … seconds, at most MAX, in all
+# JOBS_MAX_ATTEMPTS attempts; then it is a failed task in the admin.
+JOBS_RETRY_BASE_SEC = env.int("JOBS_RETRY_BASE_SEC", default=30)
+JOBS_RETRY_MAX_SEC = env.int("JOBS_RETRY_MAX_SEC", default=3600)
+JOBS_MAX_ATTEMPTS = env.int("JOBS_MAX_ATTEMPTS", default=5)
+# Where the periodic registry probe reaches this deployment's own health paths.
+REGISTRY_PROBE_BASE_URL = env.str("REGISTRY_PROBE_BASE_URL", default="http://127.0.0.1:8000")
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -165,6 +207,16 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 MEDIA_ROOT = project_path("MEDIA_ROOT", "media")
+# The render cache's storage (speech_app/cache.py): by default files under
+# MEDIA_ROOT/audio-cache; with several app servers a shared directory, or object
+# storage through django-storages, e.g. SPEECH_CACHE_STORAGE=storages.backends.s3.S3Storage
+# and SPEECH_CACHE_STORAGE_OPTIONS={"bucket_name": "…", "location": "audio-cache"}
+# (docs/operations.md).
+if env.str("SPEECH_CACHE_STORAGE", default=""):
+    STORAGES["speech_cache"] = {
+        "BACKEND": env.str("SPEECH_CACHE_STORAGE"),
+        "OPTIONS": env.json("SPEECH_CACHE_STORAGE_OPTIONS", default={}),
+    }
 MEDIA_URL = "media/"
 
 # Local, untracked state of `make run` (the demo credentials it prints).
@@ -295,6 +347,17 @@ CONTENT_SECURITY_POLICY = {
 # the public lead rate limit counts the n-th X-Forwarded-For entry from the right
 # (the client as our outermost proxy saw it); 0 counts REMOTE_ADDR.
 LEADS_TRUSTED_PROXIES = env.int("LEADS_TRUSTED_PROXIES", default=0)
+# A new lead is announced by e-mail to the tenant's active members (a background job).
+LEADS_NOTIFY_BY_EMAIL = env.bool("LEADS_NOTIFY_BY_EMAIL", default=True)
+
+# --- E-mail (lead notifications) ---
+# EMAIL_URL, e.g. smtp+tls://user:password@mail.example.com:587; unset, mails are
+# printed by the console backend (development, `make run`).
+if env.str("EMAIL_URL", default=""):
+    globals().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Stimmwerk <noreply@localhost>")
 
 # --- Speech (speech_app) ---
 # Vosk models per language, comma-separated `lang=path` pairs (CONTRACT §4), e.g.
@@ -376,6 +439,25 @@ GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 # GATEWAY_ENDPOINT_<LANE>, GATEWAY_KEY_<LANE>, GATEWAY_CMD_<LANE>, GATEWAY_MODEL_<LANE>.
 GATEWAY_LANE_PREFIXES = ("GATEWAY_MODE_", "GATEWAY_ENDPOINT_", "GATEWAY_KEY_", "GATEWAY_CMD_", "GATEWAY_MODEL_")
 GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if name.startswith(GATEWAY_LANE_PREFIXES)}
+
+# --- Outbound webhooks (webhooks_app; docs/api.md, "Outbound webhooks") ---
+# Off: no event is recorded or sent (the switch of the benchmark's baseline).
+WEBHOOKS_ENABLED = env.bool("WEBHOOKS_ENABLED", default=True)
+# Development only: lets endpoints be plain http on loopback and deliveries reach
+# loopback and private addresses. Off (production), such URLs and addresses are refused.
+WEBHOOKS_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", default=DEBUG)
+# Seconds one attempt may take (connect, send, answer).
+WEBHOOK_TIMEOUT_SEC = env.float("WEBHOOK_TIMEOUT_SEC", default=10.0)
+# An attempt's lease lasts the timeout plus this; a worker that died mid-attempt
+# leaves the delivery to the sweep after it.
+WEBHOOK_LEASE_EXTRA_SEC = env.float("WEBHOOK_LEASE_EXTRA_SEC", default=20.0)
+# Failed deliveries are retried with backoff until they are this old, then dead.
+WEBHOOK_RETRY_WINDOW_SEC = env.int("WEBHOOK_RETRY_WINDOW_SEC", default=24 * 3600)
+# After a rotation the previous secret still signs (beside the new one) this long.
+WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 3600)
+# Key from which the endpoints' signing secrets are derived. Empty: derived from
+# SECRET_KEY; set it so that SECRET_KEY can rotate without new webhook secrets.
+WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.

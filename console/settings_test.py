@@ -24,3 +24,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.mkdtemp(prefix="stimmwerk-test-db-"), "test.sqlite3")
     }
+
+# Jobs run inline in tests (django-q2's sync mode); tests of the real worker start
+# `manage.py qcluster` themselves (tests/live_service.py).
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
+# The test receivers listen on loopback.
+WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
+# With REDIS_URL (CI's PostgreSQL run) the cache is Redis: each run counts under keys
+# of its own, as with the per-process cache.
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405
+    CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405

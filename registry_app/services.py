@@ -89,6 +89,25 @@ def _cooldown_changed(lane_id, cooldown):
     routing.note_cooldown(lane_id, cooldown)
 
 
+def lanes_probe_all(*, base_url=None, timeout=None, allow_remote=False):
+    """Probes every lane of the current registry and records each result (the periodic
+    job; `manage.py probe_registry` does the same by hand). Returns the results."""
+    from django.conf import settings
+
+    # probes imports the API's authentication, which imports more than a service needs at load
+    from registry_app.probes import DEFAULT_TIMEOUT, plan_probe, run_probes
+
+    current = snapshot.current()
+    if current is None:
+        return []
+    base_url = base_url or settings.REGISTRY_PROBE_BASE_URL
+    plans = [plan_probe(lane.entry, base_url=base_url, allow_remote=allow_remote) for lane in current.lanes]
+    results = run_probes(plans, timeout=timeout or DEFAULT_TIMEOUT)
+    for result in results:
+        lane_health_record(lane_id=result.lane_id, target=result.url, ok=result.ok, detail=result.detail)
+    return results
+
+
 def lane_health_record(*, lane_id, target, ok, detail="", checked_at=None):
     """The latest probe result of a lane, counting failures in a row (a success resets)."""
     with transaction.atomic():

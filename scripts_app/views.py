@@ -76,6 +76,9 @@ class AudioRenderView(TenantAPIView):
                        "touchpoint": "inbound.greeting", "variables": {"companyName": "Praxis Dr. Weber"}})])
     def post(self, request):
         data = validated(RenderRequestSerializer, request.data)
-        rendered, _ = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],
-                                             variables=data["variables"], voice=data.get("voice"))
-        return mp3_response(rendered)
+        rendered, from_cache = services.script_render(tenant=request.tenant, touchpoint=data["touchpoint"],
+                                                      variables=data["variables"], voice=data.get("voice"))
+        response = mp3_response(rendered)
+        # Whether the render cache (shared by every app server) answered: for operators.
+        response["X-Render-Cache"] = "hit" if from_cache else "miss"
+        return response

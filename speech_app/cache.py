@@ -180,6 +180,14 @@ class RenderCache:
             return cls._key_locks.setdefault(key, threading.Lock())
 
 
+def render_cache_evict():
+    """The periodic job: evicts the least recently used entries down to the bound (a
+    lowered RENDER_CACHE_MAX_MB, entries left by a crash); writes do this themselves."""
+    cache = render_cache()
+    with cache._usage() as usage:
+        usage.make_room(0)
+
+
 class _Usage:
     """The bytes in use, as recorded in the lock file; held only under its lock."""
 

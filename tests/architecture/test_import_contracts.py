@@ -13,7 +13,7 @@ from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
-            "dashboard_app", "agent_app"]
+            "webhooks_app", "dashboard_app", "agent_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -54,6 +54,9 @@ def test_the_contracts_hold_on_the_project():
     ("calls_app/_probe.py", "import privacy_app.services\n", "Layers"),
     ("leads_app/_probe.py", "from privacy_app.models import Export\n", "Layers"),
     ("console/_probe.py", "import privacy_app.selectors\n", "Layers"),
+    ("webhooks_app/_probe.py", "from leads_app.models import Lead\n", "Layers"),
+    ("console/_probe.py", "import webhooks_app.services\n", "Layers"),
+    ("webhooks_app/_probe.py", "import speech_app.cache\n", "Webhooks know no feature"),
     ("calls_app/_probe.py", "import agent_app.services\n", "Layers"),
     ("console/_probe.py", "import agent_app.routing\n", "Layers"),
     ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),

@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, TranscriptEntry
-from calls_app.services import carrier_create
+from calls_app.services import _web_carrier, carrier_create
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
@@ -22,6 +22,7 @@ from privacy_app.services import erasure_create, export_create
 from scripts_app.models import ScriptOverride
 from tests.queries import assert_query_count
 from tests.speech_app.audio_samples import silence, wav_file
+from webhooks_app.services import endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
@@ -43,7 +44,8 @@ ENDPOINTS = [
     ("GET", "/v2/usage", None, 1, "the counter row of the month"),
     ("GET", "/v2/leads", None, 1, "the leads"),
     ("GET", "/v2/leads/{lead}", None, 1, "the lead"),
-    ("PATCH", "/v2/leads/{lead}", {"status": "contacted"}, 2 + AUDIT, "the lead, update"),
+    ("PATCH", "/v2/leads/{lead}", {"status": "contacted"}, 3 + AUDIT,
+     "the lead, update, the tenant's webhook endpoints (lead.updated)"),
     ("GET", "/v2/audio/scripts?analyze=1", None, 1, "the tenant's overrides"),
     ("GET", f"/v2/audio/scripts/{TOUCHPOINT}", None, 1, "the override of the touchpoint"),
     ("PUT", f"/v2/audio/scripts/{TOUCHPOINT}", {"text": "Guten Tag."}, 2 + AUDIT, "upsert"),
@@ -74,6 +76,19 @@ ENDPOINTS = [
     ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 10 + AUDIT,
      "is it an own number; the calls (locked) and leads naming it; delete the leads, the exports; blank the"
      " idempotency records, the admin log; the erased caller (get or create); the receipt (the service audits it)"),
+    ("POST", "/api/voice/agent/sessions", {}, 10 + AUDIT,
+     "the tenant's open sessions; the greeting's override; the month's counter (get or create, then locked);"
+     " stale reservations; the web carrier; insert the call, update the counter; insert the session"),
+    ("GET", "/v2/webhooks", None, 1, "the endpoints"),
+    ("GET", "/v2/webhooks/{webhook}", None, 1, "the endpoint"),
+    ("POST", "/v2/webhooks", {"url": "https://hooks.example/new", "event_types": ["lead.created"]}, 1 + AUDIT,
+     "insert"),
+    ("PATCH", "/v2/webhooks/{webhook}", {"active": False}, 2 + AUDIT, "the endpoint, update"),
+    ("DELETE", "/v2/webhooks/{webhook}", None, 5 + AUDIT,
+     "the endpoint; the deliveries and their attempts (collected, deleted), delete it"),
+    ("POST", "/v2/webhooks/{webhook}/rotate-secret", {}, 4 + AUDIT, "the endpoint, locked, update, read again"),
+    ("GET", "/v2/webhooks/{webhook}/deliveries?limit=200", None, 3,
+     "the endpoint, the page of deliveries, their attempts"),
 ]
 
 
@@ -82,10 +97,12 @@ def seeded(tenant_a, tenant_b, korean_model):
     """Tenant A with two of everything (and tenant B with the same, which must not count)."""
     carrier_create(carrier_id="testcarrier")
     sim_carrier()
+    _web_carrier()  # made by the first voice agent session, as in a server that ran a while
     moment = dt.datetime(2025, 3, 1, 10, 0, tzinfo=dt.timezone.utc)
     ids = {}
     for tenant, prefix in ((tenant_a, "+49305550"), (tenant_b, "+49305551")):
         for n in range(2):
+            webhook, _ = endpoint_create(tenant=tenant, url=f"https://hooks.example/{n}", event_types=["lead.created"])
             assistant = Assistant.objects.create(tenant=tenant, name=f"Assistent {n}")
             number = number_create(tenant=tenant, e164=f"{prefix}{n:04d}", label=assistant.name)
             call = Call.objects.create(tenant=tenant, carrier_id="testcarrier", direction="inbound",
@@ -95,7 +112,7 @@ def seeded(tenant_a, tenant_b, korean_model):
             lead = lead_create(tenant=tenant, kind="callback", phone="+491711234567", preferred_time=None,
                                page_url="")
             if tenant == tenant_a:
-                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id)
+                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
         export = export_create(tenant=tenant, e164="+491719999999", actor="tests")
         erasure = erasure_create(tenant=tenant, e164="+491719999998", actor="tests")
@@ -155,6 +172,7 @@ def tenant_bound_routes():
 
 def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
-                  assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x")).route)
+                  assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
+                  webhook="wh_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

@@ -17,6 +17,7 @@ from tests.conftest import make_client
 LISTS = {
     "/v2/calls": "calls", "/v2/leads": "leads", "/v2/assistants": "assistants", "/v2/numbers": "numbers",
     "/v2/audio/scripts": "scripts", "/v2/privacy/exports": "exports", "/v2/privacy/erasures": "erasures",
+    "/v2/webhooks": "webhooks",
 }
 
 

@@ -25,6 +25,7 @@ from privacy_app import services as privacy
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
 from tests.speech_app.audio_samples import encode, silence
+from webhooks_app.services import endpoint_create
 
 PREFIXES = ("v2/", "voice/", "api/voice/")
 BODY_METHODS = ("post", "put", "patch")
@@ -87,6 +88,12 @@ def templates(objects):
         ("v2/privacy/settings", "patch"): {"transcriptDays": 30, "recordingDays": None, "leadDays": 365},
         ("v2/privacy/exports", "post"): {"phone": "0171 2345678"},
         ("v2/privacy/erasures", "post"): {"phone": "0171 9876543"},
+        ("v2/^webhooks$", "post"): {"url": "https://hooks.acme.example/x", "event_types": ["lead.created"],
+                                    "description": "CRM"},
+        ("v2/^webhooks/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keep_previous": False},
+        ("v2/^webhooks/(?P<pk>[^/]+)$", "patch"): {"url": "https://hooks.acme.example/y",
+                                                   "event_types": ["call.ended"], "description": "CRM",
+                                                   "active": True},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
     }
@@ -105,6 +112,9 @@ def path_values(objects):
         "voice/webhook/<str:carrier_id>": {"carrier_id": CARRIER},
         "v2/privacy/exports/<str:export_id>": {"export_id": objects["export"]},
         "v2/privacy/erasures/<str:erasure_id>": {"erasure_id": objects["erasure"]},
+        "v2/^webhooks/(?P<pk>[^/]+)$": {"pk": objects["webhook"]},
+        "v2/^webhooks/(?P<pk>[^/]+)/deliveries$": {"pk": objects["webhook"]},
+        "v2/^webhooks/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["webhook"]},
     }
 
 
@@ -230,6 +240,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "lane": document["models"][0]["id"] if "models" in document else "",
         "export": privacy.export_create(tenant=tenant_a, e164="+491712345678", actor="corpus").pk,
         "erasure": privacy.erasure_create(tenant=tenant_a, e164="+491719999999", actor="corpus").pk,
+        "webhook": endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/z",
+                                   event_types=["lead.created"])[0].pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -48,6 +48,8 @@ from scripts_app.models import ScriptOverride
 from scripts_app.services import script_override_put
 from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
 from tests.conftest import make_client
+from webhooks_app.models import Attempt, Delivery, Endpoint
+from webhooks_app.services import delivery_attempt, endpoint_create
 
 pytestmark = pytest.mark.django_db
 
@@ -165,6 +167,13 @@ SCENARIOS = {
     "privacy-export": Scenario({"get": 404}, lambda a: {"export_id": a.export.pk}),
     "privacy-erasures": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.lead.phone}]}),
     "privacy-erasure": Scenario({"get": 404}, lambda a: {"erasure_id": a.erasure.pk}),
+    # B lists and adds its own endpoints only.
+    "webhook-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        {"url": "https://globex.example/hook", "event_types": ["lead.created"]}]}),
+    "webhook-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.endpoint.pk},
+                               bodies={"patch": [{"active": False}]}),
+    "webhook-rotate-secret": Scenario({"post": 404}, lambda a: {"pk": a.endpoint.pk}),
+    "webhook-deliveries": Scenario({"get": 404}, lambda a: {"pk": a.endpoint.pk}),
     # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
     "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
         lambda a: {"assistant": a.assistant.pk}, {}]}),
@@ -189,10 +198,15 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     retention_settings_update(tenant=tenant_a, transcript_days=30)
     export = export_create(tenant=tenant_a, e164=lead.phone, actor=f"user:{owner.username}")
     erasure = erasure_create(tenant=tenant_a, e164="+4915799999990", actor=f"user:{owner.username}")
+    # Sent to a port where nothing listens: one failed attempt is recorded.
+    endpoint, _ = endpoint_create(tenant=tenant_a, url="http://127.0.0.1:9/acme-hook", event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone="+491701234568")
+    delivery_attempt(delivery_id=Delivery.objects.for_tenant(tenant_a).get().pk)
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
-               call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk]
-    return SimpleNamespace(tenant=tenant_a, assistant=assistant, number=number, lead=lead, call=call,
+               call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
+               endpoint.pk, "acme-hook"]
+    return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
                            markers=markers)
 
@@ -202,7 +216,7 @@ def state_of(tenant):
     return json.dumps([
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
-                      RetentionSettings, Export, Erasure)
+                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

@@ -90,3 +90,13 @@ def test_https_behind_the_proxy_is_served_with_hsts(db, https_only):
 
     assert response.status_code == 200
     assert response["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
+
+
+def test_the_render_cache_storage_is_named_by_the_environment():
+    code = ("from speech_app.cache import cache_storage, render_cache; s = cache_storage(); "
+            "print(type(s).__name__, s.base_url, render_cache().bounded)")
+    result = manage("shell", "--no-imports", "-c", code, SPEECH_CACHE_STORAGE="django.core.files.storage.InMemoryStorage",
+                    SPEECH_CACHE_STORAGE_OPTIONS='{"base_url": "/cache/"}', SECRET_KEY="x" * 50)
+    assert result.returncode == 0, result.stderr
+    # Not local files: the application does not bound it (the store's expiry does).
+    assert result.stdout.strip().splitlines()[-1] == "InMemoryStorage /cache/ False"

@@ -11,6 +11,13 @@ from leads_app.models import RateLimitWindow
 WINDOW = 600
 
 
+@pytest.fixture(autouse=True)
+def _database_counting(settings):
+    """The database path, also in a run whose cache is Redis (REDIS_URL; CI's
+    PostgreSQL run, where tests/console/test_two_servers.py counts in Redis)."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
 @pytest.fixture
 def clock(monkeypatch):
     """time.time() of the rate limit, set by the test."""

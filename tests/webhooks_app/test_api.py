@@ -1,0 +1,114 @@
+import pytest
+
+from tests.conftest import error_of
+from webhooks_app.models import Endpoint
+from webhooks_app.services import event_publish
+
+pytestmark = pytest.mark.django_db
+URL = "https://hooks.acme.example/stimmwerk"
+
+
+def create(api, **body):
+    return api.post("/v2/webhooks", {"url": URL, "event_types": ["lead.created"], **body}, format="json")
+
+
+def test_create_shows_the_secret_once_and_list_and_detail_never(api_a):
+    created = create(api_a, description="CRM")
+    assert created.status_code == 201
+    body = created.json()
+    assert body["secret"].startswith("whsec_") and body["url"] == URL and body["event_types"] == ["lead.created"]
+    listed = api_a.get("/v2/webhooks").json()["webhooks"]
+    assert [w["id"] for w in listed] == [body["id"]] and "secret" not in listed[0]
+    assert "secret" not in api_a.get(f"/v2/webhooks/{body['id']}").json()
+    assert body["secret"] not in str(Endpoint.objects.values().get())  # derived, never stored
+
+
+def test_patch_changes_events_and_switches_off_and_delete_removes(api_a):
+    endpoint_id = create(api_a).json()["id"]
+    patched = api_a.patch(f"/v2/webhooks/{endpoint_id}", {"event_types": ["call.ended", "call.ended"],
+                                                          "active": False}, format="json")
+    assert patched.status_code == 200 and (patched.json()["event_types"], patched.json()["active"]) == (
+        ["call.ended"], False)
+    assert api_a.delete(f"/v2/webhooks/{endpoint_id}").status_code == 204
+    assert api_a.get(f"/v2/webhooks/{endpoint_id}").status_code == 404
+
+
+def test_rotation_answers_a_new_secret_and_keeps_the_old_one_unless_told(api_a):
+    created = create(api_a).json()
+    rotated = api_a.post(f"/v2/webhooks/{created['id']}/rotate-secret")
+    assert rotated.status_code == 200 and rotated.json()["secret"] not in ("", created["secret"])
+    assert Endpoint.objects.get().previous_secret_expires_at is not None
+    leaked = api_a.post(f"/v2/webhooks/{created['id']}/rotate-secret", {"keep_previous": False}, format="json")
+    assert leaked.status_code == 200
+    assert (Endpoint.objects.get().previous_secret_nonce, Endpoint.objects.get().previous_secret_expires_at) == (
+        "", None)
+    bad = api_a.post(f"/v2/webhooks/{created['id']}/rotate-secret", {"keep": 1}, format="json")
+    assert bad.status_code == 400 and "keep" in error_of(bad)["details"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"url": "http://hooks.acme.example/x"}, "url"),
+    ({"url": "ftp://hooks.acme.example/x"}, "url"),
+    ({"url": "https://user:pw@hooks.acme.example/x"}, "url"),
+    ({"event_types": ["lead.deleted"]}, "event_types"),
+    ({"event_types": []}, "event_types"),
+    ({"secret": "mine"}, "secret"),
+])
+def test_bad_endpoints_are_400_naming_the_field(api_a, body, field):
+    response = create(api_a, **body)
+    assert response.status_code == 400 and field in error_of(response)["details"]
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "https://127.0.0.1/hook", "https://10.0.0.5/hook",
+                                 "https://[::1]/hook", "https://169.254.169.254/latest", "http://localhost/hook"])
+def test_production_settings_refuse_loopback_and_private_urls(api_a, settings, url):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    response = create(api_a, url=url)
+    assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
+
+
+def test_development_allows_plain_http_on_loopback_only(api_a):
+    assert create(api_a, url="http://127.0.0.1:8000/hook").status_code == 201
+    response = create(api_a, url="http://192.168.1.5/hook")
+    assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
+
+
+def test_deliveries_list_refuses_a_bad_state_and_limit(api_a):
+    endpoint_id = create(api_a).json()["id"]
+    assert api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries").json() == {"deliveries": [], "next": None}
+    for query in ("state=lost", "limit=0", "limit=x", "stat=dead"):
+        response = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?{query}")
+        assert response.status_code == 400, query
+
+
+def test_deliveries_come_in_cursor_pages_newest_first_bound_to_their_endpoint(api_a, tenant_a):
+    endpoint_id, other_id = create(api_a).json()["id"], create(api_a, url=URL + "/other").json()["id"]
+    for n in range(5):
+        event_publish(tenant=tenant_a, event_type="lead.created", data={"n": n}, key=f"lead.created:{n}")
+    pages, cursor = [], None
+    while True:
+        body = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?limit=2" + (f"&cursor={cursor}" if cursor else "")).json()
+        pages.append([delivery["id"] for delivery in body["deliveries"]])
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert [len(page) for page in pages] == [2, 2, 1]
+    everything = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries").json()["deliveries"]
+    assert sum(pages, []) == [delivery["id"] for delivery in everything]
+    first_cursor = api_a.get(f"/v2/webhooks/{endpoint_id}/deliveries?limit=2").json()["next"]
+    response = api_a.get(f"/v2/webhooks/{other_id}/deliveries?cursor={first_cursor}")
+    assert response.status_code == 400 and error_of(response)["code"] == "invalid_cursor"
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("post", "/v2/webhooks", {"url": URL, "event_types": ["lead.created"], "secret": "mine"}),
+    ("patch", "/v2/webhooks/{id}", {"active": False, "enabled": True}),
+    ("post", "/v2/webhooks/{id}/rotate-secret", {"keep_old": False}),
+])
+def test_unknown_body_fields_are_refused_by_name(api_a, method, path, body):
+    endpoint_id = create(api_a).json()["id"]
+    response = getattr(api_a, method)(path.format(id=endpoint_id), body, format="json")
+    unknown = (set(body) - {"url", "event_types", "active"}).pop()
+    assert response.status_code == 400 and unknown in error_of(response)["details"]
+    assert Endpoint.objects.count() == 1 and Endpoint.objects.get().active

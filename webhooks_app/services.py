@@ -1,0 +1,203 @@
+"""Outbound webhooks: endpoints, publishing events, and delivering them (a job).
+
+A feature publishes inside its own transaction (`event_publish`); the deliveries are
+rows of that transaction, and the first attempt is queued only after the commit, so
+a rolled-back lead is never announced. `delivery_attempt` (the job) sends one
+attempt; a failure waits RETRY_DELAYS and is tried again until the delivery is
+WEBHOOK_RETRY_WINDOW_SEC old, then it is dead. `deliveries_sweep` (every minute)
+queues every due delivery, which is how an attempt whose worker died is taken up
+again once its lease has run out.
+"""
+import ipaddress
+import json
+import logging
+import time
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from console.jobs.services import job_enqueue, job_enqueue_on_commit
+from webhooks_app import signing, transport
+from webhooks_app.errors import EndpointUrlRefused
+from webhooks_app.models import Attempt, Delivery, Endpoint
+
+logger = logging.getLogger(__name__)
+
+JOB = "webhooks_app.services.delivery_attempt"
+# Seconds before attempt n+1 after n failed ones; the last repeats until the window ends.
+RETRY_DELAYS = (5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800)
+LOOPBACK_NAMES = ("localhost", "localhost.")
+
+
+def retry_delay(failed_attempts: int) -> int:
+    return RETRY_DELAYS[min(failed_attempts, len(RETRY_DELAYS)) - 1]
+
+
+def endpoint_url_check(url: str) -> str:
+    """`url` if deliveries may go there, else EndpointUrlRefused (400)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.username or parts.password or not host:
+        raise EndpointUrlRefused(details={"url": ["A URL with a host and without user or password is needed."]})
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
+    dev = settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS
+    if parts.scheme == "https":
+        pass
+    elif not (parts.scheme == "http" and loopback and dev):
+        raise EndpointUrlRefused(details={"url": ["Must be an https URL."]})
+    if not dev and (loopback or (literal is not None and not transport.address_allowed(host, allow_private=False))):
+        raise EndpointUrlRefused(details={"url": ["Private and loopback addresses do not receive webhooks."]})
+    return url
+
+
+@transaction.atomic
+def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
+    """A new endpoint and its signing secret (shown once)."""
+    endpoint = Endpoint.objects.create(
+        tenant=tenant, url=endpoint_url_check(url), event_types=sorted(set(event_types)), description=description,
+        secret_nonce=signing.new_nonce(),
+    )
+    return endpoint, signing.secret_for(endpoint.pk, endpoint.secret_nonce)
+
+
+@transaction.atomic
+def endpoint_update(*, endpoint: Endpoint, **fields) -> Endpoint:
+    if "url" in fields:
+        endpoint_url_check(fields["url"])
+    if "event_types" in fields:
+        fields["event_types"] = sorted(set(fields["event_types"]))
+    for name, value in fields.items():
+        setattr(endpoint, name, value)
+    endpoint.save(update_fields=[*fields, "updated_at"])
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_delete(*, endpoint: Endpoint) -> None:
+    endpoint.delete()
+
+
+@transaction.atomic
+def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now=None) -> str:
+    """A new secret; the one it replaces still signs (beside it) for the overlap, or
+    not at all without `keep_previous` (a leaked secret)."""
+    now = now or timezone.now()
+    endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if keep_previous:
+        endpoint.previous_secret_nonce = endpoint.secret_nonce
+        endpoint.previous_secret_expires_at = now + timedelta(seconds=settings.WEBHOOK_SECRET_OVERLAP_SEC)
+    else:
+        endpoint.previous_secret_nonce, endpoint.previous_secret_expires_at = "", None
+    endpoint.secret_nonce = signing.new_nonce()
+    endpoint.save(update_fields=["previous_secret_nonce", "previous_secret_expires_at", "secret_nonce", "updated_at"])
+    return signing.secret_for(endpoint.pk, endpoint.secret_nonce)
+
+
+def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) -> list[Delivery]:
+    """Records a delivery of the event for each of the tenant's active endpoints that
+    subscribed to it, in the caller's transaction; each is queued after the commit.
+    `key` names the event: a second publish of the same key delivers nothing again."""
+    if not settings.WEBHOOKS_ENABLED:
+        return []
+    endpoints = [e for e in Endpoint.objects.for_tenant(tenant).filter(active=True) if event_type in e.event_types]
+    if not endpoints:
+        return []
+    now = now or timezone.now()
+    payload = json.dumps({"type": event_type, "timestamp": now.isoformat().replace("+00:00", "Z"), "data": data},
+                         separators=(",", ":"), ensure_ascii=False, cls=DjangoJSONEncoder)
+    created = []
+    for endpoint in endpoints:
+        try:
+            with transaction.atomic():
+                created.append(Delivery.objects.create(
+                    tenant=tenant, endpoint=endpoint, event_type=event_type, event_key=key[:200],
+                    payload=payload, next_attempt_at=now,
+                ))
+        except IntegrityError:
+            continue  # this event was published before (a carrier's repeated event)
+    for delivery in created:
+        # A queue that is down is logged, not raised (robust): the sweep sends it later.
+        job_enqueue_on_commit(JOB, kwargs={"delivery_id": delivery.pk})
+    return created
+
+
+def _lease(delivery_id, now):
+    """Takes the delivery for one attempt (committed at once, so that it shows while
+    the request is under way); None when it is not due or someone else has it."""
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update().select_related("endpoint").filter(pk=delivery_id).first()
+        if (delivery is None or delivery.state != Delivery.State.PENDING or delivery.next_attempt_at > now
+                or (delivery.leased_until is not None and delivery.leased_until > now)):
+            return None, None
+        # An attempt still "sending" lost its worker (the lease ran out).
+        Attempt.objects.filter(delivery=delivery, outcome=Attempt.Outcome.SENDING).update(
+            outcome=Attempt.Outcome.INTERRUPTED, error="the job worker stopped during the attempt")
+        delivery.attempts += 1
+        delivery.leased_until = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT_SEC + settings.WEBHOOK_LEASE_EXTRA_SEC)
+        delivery.save(update_fields=["attempts", "leased_until"])
+        attempt = Attempt.objects.create(tenant_id=delivery.tenant_id, delivery=delivery, number=delivery.attempts,
+                                         started_at=now)
+    return delivery, attempt
+
+
+def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
+    """The job: one attempt of one delivery, recorded. Returns the delivery, or None
+    when there was nothing to do (already sent, not yet due, taken by another worker)."""
+    fixed_now = now
+    now = now or timezone.now()
+    delivery, attempt = _lease(delivery_id, now)
+    if delivery is None:
+        return None
+    endpoint = delivery.endpoint
+    started = time.monotonic()
+    headers = signing.headers_for(endpoint, msg_id=delivery.pk, payload=delivery.payload, now=now,
+                                  timestamp=time.time())
+    result = transport.post(endpoint.url, body=delivery.payload.encode(), headers=headers,
+                            timeout=settings.WEBHOOK_TIMEOUT_SEC, allow_private=settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    done_at = fixed_now or timezone.now()
+    with transaction.atomic():
+        delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
+        attempt.outcome = Attempt.Outcome.SUCCEEDED if result.ok else Attempt.Outcome.FAILED
+        attempt.duration_ms, attempt.response_status, attempt.error = duration_ms, result.status, result.error
+        attempt.save(update_fields=["outcome", "duration_ms", "response_status", "error"])
+        delay = None
+        if result.ok:
+            delivery.state, delivery.finished_at = Delivery.State.SUCCEEDED, done_at
+        else:
+            delay = retry_delay(delivery.attempts)
+            next_at = done_at + timedelta(seconds=delay)
+            if next_at > delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC):
+                delivery.state, delivery.finished_at, delay = Delivery.State.DEAD, done_at, None
+                logger.warning("Webhook delivery %s to endpoint %s is dead after %s attempts: %s",
+                               delivery.pk, endpoint.pk, delivery.attempts, result.error)
+            else:
+                delivery.next_attempt_at = next_at
+        delivery.leased_until = None
+        delivery.save(update_fields=["state", "finished_at", "next_attempt_at", "leased_until"])
+    if delay is not None and fixed_now is None:
+        job_enqueue(JOB, kwargs={"delivery_id": delivery.pk}, delay=delay)
+    return delivery
+
+
+def deliveries_sweep(*, now=None) -> int:
+    """The periodic job: queues every due delivery that no worker holds (first
+    attempts whose job was lost, retries, attempts whose worker died)."""
+    now = now or timezone.now()
+    due = list(
+        Delivery.objects.filter(state=Delivery.State.PENDING, next_attempt_at__lte=now)
+        .filter(Q(leased_until__isnull=True) | Q(leased_until__lte=now))
+        .order_by("next_attempt_at").values_list("pk", flat=True)[:1000]
+    )
+    for pk in due:
+        job_enqueue(JOB, kwargs={"delivery_id": pk})
+    return len(due)
