@@ -3,7 +3,7 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from console.api import TenantViewSet, validated, validated_query
+from console.api import TenantViewSet, accepts_query, validated, validated_query
 from console.pagination import NEXT_HELP
 from webhooks_app import selectors, services
 from webhooks_app.models import Endpoint
@@ -58,7 +58,8 @@ class WebhookEndpointViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         endpoint.refresh_from_db()
         return Response(EndpointWithSecretSerializer(endpoint, context={"secret": secret}).data)
 
-    @extend_schema(parameters=[DeliveryListQuerySerializer], summary="List a webhook endpoint's deliveries",
+    @accepts_query(DeliveryListQuerySerializer)
+    @extend_schema(summary="List a webhook endpoint's deliveries",
                    responses=inline_serializer("WebhookDeliveryList", {
                        "deliveries": DeliverySerializer(many=True),
                        "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),

@@ -60,9 +60,6 @@ ENDPOINTS = [
      "the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
      " insert the call, update the counter; after the reservation committed, the call read again to dial it,"
      " the sim carrier's dial record and the call's carrier id"),
-    ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
-     "expired unused sessions; the opening script's override; the month's counter (get or create, locked);"
-     " stale reservations; the web carrier; insert the call, update the counter, insert the session"),
     ("GET", "/v2/privacy/settings", None, 1, "the tenant's retention settings"),
     ("PATCH", "/v2/privacy/settings", {"transcriptDays": 30}, 4 + AUDIT,
      "the settings, created with the defaults (the tenant never chose), locked, update"),
