@@ -53,12 +53,28 @@ def test_words_and_segments_carry_timings_within_the_audio(api_a, whisper_ready)
     assert all(0 <= word["conf"] <= 1 for word in body["words"])
 
 
-@pytest.mark.parametrize("kind", ["wav", "ogg", "flac", "webm"])
-def test_the_same_clip_in_every_container_stays_within_the_bound(api_a, whisper_ready, kind):
-    pcm = decode_to_pcm(mp3_of(PHONE_NUMBER)).pcm
-    response = transcribe(api_a, encode(pcm, 16000, kind), filename=f"voicemail.{kind}")
-    assert response.status_code == 200, response.content
-    assert word_error_rate(PHONE_NUMBER, response.json()["text"]) <= MAX_WER, response.json()["text"]
+@pytest.fixture(scope="module")
+def phone_number_pcm(django_db_blocker):
+    # One synthesis for every container: eSpeak's samples differ slightly from one
+    # synthesis to the next, which moves a single sentence's word error rate by ±0.2
+    # (docs/performance.md); the sentence's own bound is checked by the voicemail test.
+    with django_db_blocker.unblock():
+        return decode_to_pcm(mp3_of(PHONE_NUMBER)).pcm
+
+
+@pytest.mark.parametrize("kind", ["flac", "ogg", "webm"])
+def test_the_same_clip_in_every_container_is_heard_as_from_wav(api_a, whisper_ready, phone_number_pcm, kind):
+    def heard(container):
+        response = transcribe(api_a, encode(phone_number_pcm, 16000, container), filename=f"voicemail.{container}")
+        assert response.status_code == 200, response.content
+        return response.json()["text"]
+
+    reference = heard("wav")
+    text = heard(kind)
+    if kind == "flac":  # lossless: the same samples reach Whisper, so the same words come back
+        assert text == reference
+    else:  # lossy codecs change the samples a little, not what is said
+        assert word_error_rate(reference, text) <= 0.2, (reference, text)
 
 
 def test_without_a_language_the_tenants_language_applies(api_a, tenant_a, whisper_ready):
