@@ -37,13 +37,12 @@ def redis_url(tmp_path_factory):
         yield os.environ["REDIS_URL"]
         return
     folder = tmp_path_factory.mktemp("redis")
-    env = {**os.environ, "REDISPORT_CI": os.environ.get("REDISPORT_CI", "56440")}
-    started = subprocess.run(["bash", ".ci/redis", "start", str(folder)], cwd=PROJECT, env=env, capture_output=True,
+    started = subprocess.run(["bash", ".ci/redis", "start", str(folder)], cwd=PROJECT, capture_output=True,
                              text=True, timeout=300, check=True)
     try:
         yield started.stdout.strip().split("=", 1)[1]
     finally:
-        subprocess.run(["bash", ".ci/redis", "stop", str(folder)], cwd=PROJECT, env=env, timeout=60)
+        subprocess.run(["bash", ".ci/redis", "stop", str(folder)], cwd=PROJECT, timeout=60)
 
 
 @pytest.fixture(scope="module")
