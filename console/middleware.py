@@ -11,6 +11,9 @@ last.
 for API requests that can never use a login session (see `uses_no_session`); the
 admin and session logins on the API keep them.
 """
+import functools
+import re
+
 from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthenticationMiddleware
 from django.contrib.auth.models import AnonymousUser
@@ -23,7 +26,13 @@ from console.parsers import escaped
 
 
 def is_api_path(path):
-    return any(path == prefix or path.startswith(prefix + "/") for prefix in settings.API_PATH_PREFIXES)
+    # Asked by several middleware on every request: one regular expression match.
+    return _api_path_pattern(settings.API_PATH_PREFIXES).match(path) is not None
+
+
+@functools.cache
+def _api_path_pattern(prefixes):
+    return re.compile(f"(?:{'|'.join(map(re.escape, prefixes))})(?:/|$)")
 
 
 class JsonErrorMiddleware:
@@ -63,13 +72,16 @@ def uses_no_session(request):
     reads no credentials (settings.SESSIONLESS_API_PATHS). Skipping the session for
     these changes nothing in their responses: the session is never read for them, so
     it sets no cookie and adds no `Vary: Cookie`."""
+    try:  # asked by three middleware per request
+        return request.uses_no_session
+    except AttributeError:
+        pass
     path = request.path_info
-    if not is_api_path(path):
-        return False
-    return "HTTP_AUTHORIZATION" in request.META or any(
+    request.uses_no_session = is_api_path(path) and ("HTTP_AUTHORIZATION" in request.META or any(
         path == open_path or (open_path.endswith("/") and path.startswith(open_path))
         for open_path in settings.SESSIONLESS_API_PATHS
-    )
+    ))
+    return request.uses_no_session
 
 
 class _SkippedWithoutSession:

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from console import views
 from console.engines import EngineStatus, engine_probes
+from console.tenants.services import tenant_create
 from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
@@ -54,10 +55,43 @@ def test_health_reports_a_probe_answer_of_the_last_few_seconds_without_asking_ag
     assert [s.usable_now for s in engine_probes.statuses() if s.id == "espeak"] == [False]
 
 
-def test_health_counts_tenants_in_one_statement(tenant_a, tenant_b):
+def test_health_counts_tenants_in_one_statement_at_most_once_a_second(tenant_a, tenant_b):
     with assert_query_count(1) as statements:
         assert Client().get("/health").json()["tenants"] == 2
     assert statements[0].upper().startswith("SELECT COUNT(*)")
+    with assert_query_count(0):  # within the second: the count just taken
+        assert Client().get("/health").json()["tenants"] == 2
+    views.recent_tenant_count.forget()  # as when the second has passed
+    tenant_create(slug="initech", name="Initech")
+    with assert_query_count(1):
+        assert Client().get("/health").json()["tenants"] == 3
+
+
+def test_the_tenant_count_is_taken_again_once_it_is_older_than_its_maximum_age(tenant_a, monkeypatch):
+    counts = iter([1, 2])
+    monkeypatch.setattr(views, "tenant_count", lambda: next(counts))
+    clock = [100.0]
+    monkeypatch.setattr(views.time, "monotonic", lambda: clock[0])
+    recent = views.RecentTenantCount(max_age=1.0)
+    assert recent() == 1
+    clock[0] += 1.0
+    assert recent() == 1
+    clock[0] += 0.01
+    assert recent() == 2
+
+
+def test_an_unreachable_database_is_asked_again_on_every_request(tenant_a, monkeypatch):
+    answers = [DatabaseError("connection refused"), DatabaseError("connection refused"), 1]
+
+    def tenant_count():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(views, "tenant_count", tenant_count)
+    assert [Client().get("/health").status_code for _ in range(3)] == [503, 503, 200]
+    assert Client().get("/health").json()["tenants"] == 1  # kept now
 
 
 def test_health_needs_no_credentials_and_ignores_bad_ones(db):
