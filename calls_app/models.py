@@ -114,7 +114,24 @@ class Call(models.Model):
         return self.ended_at is not None
 
 
+def _refuse_changing_lines():
+    raise TypeError("Transcript lines are never changed once written (calls_app/call_texts.py relies on it); "
+                    "delete a call's transcript instead.")
+
+
+class TranscriptEntryQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        _refuse_changing_lines()
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        _refuse_changing_lines()
+
+
 class TranscriptEntry(models.Model):
+    """A line of a call's transcript: written once, then only read or deleted with the
+    rest of the transcript (retention, erasure). The call list's text cache relies on
+    that (calls_app/call_texts.py), so changing a line is refused."""
+
     class Role(models.TextChoices):
         ASSISTANT = "assistant", pgettext_lazy("choice", "Assistant")
         USER = "user", pgettext_lazy("choice", "User")
@@ -125,9 +142,16 @@ class TranscriptEntry(models.Model):
     text = models.TextField()
     ts = models.DateTimeField()
 
+    objects = TranscriptEntryQuerySet.as_manager()
+
     class Meta:
         ordering = ["ts", "id"]
         verbose_name_plural = "transcript entries"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            _refuse_changing_lines()
+        super().save(*args, **kwargs)
 
     def __str__(self):
         return f"{self.role}: {self.text[:60]}"

@@ -1,14 +1,12 @@
 """Reads of calls and usage; every query starts from the tenant."""
-from django.db import connection
-from django.db.models import F, Q, TextField, Value
+from django.db.models import Aggregate, OuterRef, Q, Subquery, TextField, Value
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, UsageCounter
 from calls_app.periods import next_period_start, period_of
-from console import json_sql
 from console.compiled import CompiledQuery, datetime_parameter
-from console.pagination import after_cursor, after_position, cursor_decode, page_of
-from console.representation import datetime_text
+from console.pagination import after_cursor, after_position, cursor_decode, given, page_of
+from console.representation import with_datetimes_as_text
 
 # The columns of a call in the Console API (calls_app.serializers.CallSerializer).
 CALL_COLUMNS = (
@@ -18,107 +16,95 @@ CALL_COLUMNS = (
 )
 
 
+class LineIds(Aggregate):
+    """The ids of transcript lines, comma-separated: which lines a call's transcript is
+    made of, exactly (calls_app/transcript_cache.py). The order is the database's;
+    another order only means the text is read again."""
+    function = "GROUP_CONCAT"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="STRING_AGG",
+                           template="%(function)s(CAST(%(expressions)s AS text), ',' ORDER BY %(expressions)s)",
+                           **extra_context)
+
+
+# The rows of a page: CALL_COLUMNS, then the call's line ids (None: no lines).
+_LINE_IDS = Subquery(TranscriptEntry.objects.filter(call_id=OuterRef("id")).order_by().values("call_id")
+                     .annotate(ids=LineIds("id")).values("ids"))
+
+
+def _page_rows(calls):
+    return calls.annotate(line_ids=_LINE_IDS).values_list(*CALL_COLUMNS, "line_ids")
+
+
 def calls_newest(*, tenant, limit):
     """The tenant's newest calls with their transcripts: two queries whatever the limit."""
     return list(Call.objects.for_tenant(tenant).newest_first().with_transcript()[:limit])
 
 
 _newest_call_rows = CompiledQuery(
-    lambda tenant_id, *, limit: Call.objects.for_tenant(tenant_id).newest_first().values_list(*CALL_COLUMNS)[:limit],
+    lambda tenant_id, *, limit: _page_rows(Call.objects.for_tenant(tenant_id).newest_first())[:limit],
     datetimes_as_text=True)
 # The page after a cursor's position (created_at as datetime_parameter's text, id).
 _call_rows_after = CompiledQuery(
-    lambda tenant_id, created_at, pk, *, limit: after_position(
+    lambda tenant_id, created_at, pk, *, limit: _page_rows(after_position(
         Call.objects.for_tenant(tenant_id), Value(created_at, output_field=TextField()), pk,
-    ).newest_first().values_list(*CALL_COLUMNS)[:limit],
+    ).newest_first())[:limit],
     datetimes_as_text=True)
 # One variant per number of calls (the IN list has a parameter per call).
 _transcript_rows = CompiledQuery(
     lambda *call_ids: TranscriptEntry.objects.filter(call_id__in=call_ids).order_by("ts", "id").values_list(
-        "call_id", "role", "text", "ts"), datetimes_as_text=True)
-# The same lines, each as the JSON the API writes for it (console/json_sql.py).
-_transcript_json_rows = CompiledQuery(
-    lambda *call_ids: TranscriptEntry.objects.filter(call_id__in=call_ids).order_by("ts", "id").values_list(
-        "call_id", json_sql.JSONObjectText(role=F("role"), text=F("text"), ts=F("ts"))))
+        "call_id", "id", "role", "text", "ts"), datetimes_as_text=True)
 
 
-def calls_newest_rows(*, tenant, limit):
-    """The same as `calls_newest` as plain rows, for the list endpoint: the calls (tuples
-    of CALL_COLUMNS) and their transcript lines by call id ((call_id, role, text, ts) in
-    order), timestamps as the API writes them, or each call's transcript as the JSON text
-    of its list where the database writes it (`_transcripts`). Two queries whatever the
-    limit, like the prefetch; no model instances are built."""
-    calls = _newest_call_rows(tenant.id, limit=limit)
-    return calls, _transcripts(calls)
-
-
-def _transcripts(calls):
-    """The transcript lines of `calls` by call id, in order: written by the database as
-    one JSON text per call ('[{"role":…},…]', console/json_sql.py) where it can, which
-    spares Python a tuple, four conversions and a dict per line; else the rows
-    (call_id, role, text, ts). One query; a second only for a line the database could
-    not write as the API does (a timestamp stored in another form)."""
-    if not calls:
-        return {}
-    call_ids = [call[0] for call in calls]
-    if json_sql.supports(connection):
-        texts = {}
-        for call_id, text in _transcript_json_rows(*call_ids):
-            if text is None:
-                break
-            texts.setdefault(call_id, []).append(text)
-        else:
-            return {call_id: f"[{','.join(lines)}]" for call_id, lines in texts.items()}
-    lines = {}
-    for line in _transcript_rows(*call_ids):
-        lines.setdefault(line[0], []).append(line)
-    return lines
-
-
-# Columns of CALL_COLUMNS that hold timestamps (written as text in the rows).
+# Positions in the rows of a page.
+LINE_IDS_AT = len(CALL_COLUMNS)
 _CALL_MOMENTS = tuple(CALL_COLUMNS.index(name) for name in ("created_at", "started_at", "ended_at"))
 _CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
 
 
 def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, number=None, since=None,
                     until=None, lead=None):
-    """A page of `GET /v2/calls` as rows (see `calls_newest_rows`), filtered, after
-    `cursor`, with the cursor of the next page: `(calls, lines, next)`. Two queries
-    whatever the depth (console/pagination.py). The first page without filters, the
-    common reads, the pages without filters, take compiled queries (a deep page then
-    costs what the first does)."""
+    """A page of `GET /v2/calls` as rows, filtered, after `cursor`: `(rows, convert,
+    next)`. Rows hold CALL_COLUMNS and the call's line ids (`LineIds`; None: no lines),
+    as the database returned them; `convert(rows)` turns a list of them into the values
+    the API writes (timestamps as its text). One query whatever the depth
+    (console/pagination.py); the pages without filters, the common reads, take compiled
+    queries (a deep page then costs what the first does)."""
     if not any((status, direction, number, since, until, lead)):
         if cursor:
             created_at, pk = cursor_decode(cursor, tenant=tenant, scope="calls")
-            rows = _call_rows_after(tenant.id, datetime_parameter(created_at), pk, limit=limit + 1)
+            rows, convert = _call_rows_after.fetch(tenant.id, datetime_parameter(created_at), pk, limit=limit + 1)
         else:
-            rows = _newest_call_rows(tenant.id, limit=limit + 1)
+            rows, convert = _newest_call_rows.fetch(tenant.id, limit=limit + 1)
     else:
-        calls = Call.objects.for_tenant(tenant)
-        if status:
-            calls = calls.filter(status=status)
-        if direction:
-            calls = calls.filter(direction=direction)
+        calls = Call.objects.for_tenant(tenant).filter(**given(
+            status=status, direction=direction, created_at__gte=since, created_at__lt=until, lead_id=lead))
         if number:
             calls = calls.filter(Q(from_e164=number) | Q(to_e164=number))
-        if since:
-            calls = calls.filter(created_at__gte=since)
-        if until:
-            calls = calls.filter(created_at__lt=until)
-        if lead:
-            calls = calls.filter(lead_id=lead)
         calls = after_cursor(calls, tenant=tenant, scope="calls", cursor=cursor)
-        rows = [_with_moments_as_text(row) for row in calls.values_list(*CALL_COLUMNS)[:limit + 1]]
-    calls, next_cursor = page_of(rows, tenant=tenant, scope="calls", limit=limit,
-                                 position=lambda row: (row[_CREATED], row[_ID]))
-    return calls, _transcripts(calls), next_cursor
+        rows = [with_datetimes_as_text(row, _CALL_MOMENTS) for row in _page_rows(calls)[:limit + 1]]
+        convert = list
+    rows, next_cursor = page_of(rows, tenant=tenant, scope="calls", limit=limit,
+                                position=lambda row: _position(convert([row])[0]))
+    return rows, convert, next_cursor
 
 
-def _with_moments_as_text(row):
-    row = list(row)
-    for position in _CALL_MOMENTS:
-        row[position] = datetime_text(row[position])
-    return tuple(row)
+def _position(row):
+    return row[_CREATED], row[_ID]
+
+
+def transcript_lines(*, call_ids):
+    """The transcript lines of these calls (whose rows the caller read from its tenant),
+    by call id, in order: (line id, {"role", "text", "ts"}) with the timestamp as the
+    API writes it. One query (none for no calls)."""
+    lines = {}
+    if not call_ids:
+        return lines
+    for call_id, line_id, role, text, ts in _transcript_rows(*call_ids):
+        lines.setdefault(call_id, []).append((line_id, {"role": role, "text": text, "ts": ts}))
+    return lines
 
 
 def outbound_call_get(*, tenant, call_id):

@@ -3,9 +3,8 @@ import re
 from rest_framework import serializers
 
 from calls_app.models import Call
-from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
+from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
-from console.representation import ReadyJSON
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 
@@ -46,22 +45,17 @@ class CallSerializer(serializers.Serializer):
         return call.lead_id or None
 
 
-def call_list_data(calls, lines):
-    """`CallSerializer(calls, many=True).data` for the rows of `selectors.calls_newest_rows`
-    (whose timestamps are text already, as DRF writes them), built directly: the same
-    keys in the same order, the same values (DRF's field conversions spelled out; its
-    CharField's str() is left out, the columns are strings that cannot be null), at a
-    fraction of the cost of 18 serializer fields per call and 3 per transcript line.
-    CallSerializer stays the schema and the single-call representation;
-    tests/calls_app/test_call_list_data.py checks both agree. A transcript the database
-    wrote as JSON text (a str in `lines`) goes into the data as ReadyJSON."""
-    no_lines = ()
-
-    def transcript(lines):
-        if type(lines) is str:
-            return ReadyJSON(lines)
-        return [{"role": role, "text": text, "ts": ts} for _call, role, text, ts in lines]
-    return [{
+def call_list_item(row, transcript):
+    """`CallSerializer(call).data` for a converted row of `selectors.calls_page_rows`
+    (whose timestamps are text already, as DRF writes them) and its transcript lines,
+    built directly: the same keys in the same order, the same values (DRF's field
+    conversions spelled out; its CharField's str() is left out, the columns are strings
+    that cannot be null), at a fraction of the cost of 18 serializer fields per call
+    and 3 per transcript line. CallSerializer stays the schema and the single-call
+    representation; tests/calls_app/test_call_list.py checks both agree."""
+    (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
+     transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at, redacted, _line_ids) = row
+    return {
         "id": id_,
         "direction": direction,
         "from_e164": from_e164,
@@ -78,17 +72,14 @@ def call_list_data(calls, lines):
         "created_at": created_at,
         "started_at": started_at,
         "ended_at": ended_at,
-        "transcript": transcript(lines.get(id_, no_lines)),
+        "transcript": transcript,
         "redacted": bool(redacted),
-    } for (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
-           transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at, redacted) in calls]
+    }
 
 
-class CallListQuerySerializer(serializers.Serializer):
+class CallListQuerySerializer(PageQuerySerializer):
     """`GET /v2/calls`: a page (`limit`, `cursor`) and the filters, all combinable (AND)."""
 
-    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
-    cursor = CursorField()
     status = ListedChoiceField(choices=Call.Status.choices, required=False)
     direction = ListedChoiceField(choices=Call.Direction.choices, required=False)
     number = PhoneQueryField(required=False, max_length=40,

@@ -4,8 +4,9 @@ from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
 from calls_app import selectors
+from calls_app.call_list import calls_page
 from calls_app.models import Call
-from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer, call_list_data
+from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer
 from console.api import TenantAPIView, TenantViewSet, accepts_query, validated_query
 from console.errors import NotFound
 from console.pagination import NEXT_HELP
@@ -27,8 +28,8 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     )
     def list(self, request):
         query = validated_query(CallListQuerySerializer, request)
-        calls, lines, next_cursor = selectors.calls_page_rows(tenant=request.tenant, **query)
-        return Response({"calls": call_list_data(calls, lines), "next": next_cursor})
+        calls, next_cursor = calls_page(tenant=request.tenant, **query)
+        return Response({"calls": calls, "next": next_cursor})
 
     def retrieve(self, request, pk=None):
         try:
@@ -39,6 +40,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
 
 class UsageView(TenantAPIView):
+    renderer_classes = fast_json_renderers()  # no floats in the usage record
     @extend_schema(responses=UsageSerializer, summary="Minutes used this month against the minute cap")
     def get(self, request):
         return Response(selectors.usage_for(tenant=request.tenant))

@@ -282,3 +282,11 @@ class CursorField(serializers.CharField):
     def __init__(self, **kwargs):
         super().__init__(required=False, max_length=500, help_text=(
             "The `next` value of the previous page; omit it for the first page (newest first)."), **kwargs)
+
+
+class PageQuerySerializer(serializers.Serializer):
+    """The page of a cursor-paginated list (`limit`, `cursor`), first among its query
+    parameters; the list's serializer adds its filters."""
+
+    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
+    cursor = CursorField()

@@ -47,12 +47,25 @@ class CompiledQuery:
     def __call__(self, *values, **variant):
         """The rows of the query built with `values` and `variant`, as list(queryset)."""
         connection = connections[self._using]
+        compiled = self._compiled_for(connection, values, variant)
+        return compiled.convert(connection, compiled.fetch(connection, values))
+
+    def fetch(self, *values, **variant):
+        """`(rows, convert)`: the rows as the database driver returns them (not yet
+        converted like the ORM would: hashable values that say everything the converted
+        row would), and the function that converts a list of them as `__call__` does.
+        For callers that do their own work on a row only when they have to."""
+        connection = connections[self._using]
+        compiled = self._compiled_for(connection, values, variant)
+        return compiled.fetch(connection, values), lambda rows: compiled.convert(connection, rows)
+
+    def _compiled_for(self, connection, values, variant):
         key = (connection.vendor, tuple(map(type, values)), tuple(sorted(variant.items())))
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compiled[key] = _Compiled(self._build, values, variant, connection,
                                                        self._datetimes_as_text)
-        return compiled.rows(connection, values)
+        return compiled
 
 
 class _Compiled:
@@ -81,7 +94,7 @@ class _Compiled:
             if self.text_reader is not None and not self.text_reader.applies(connection, self.converters, self.as_text):
                 self.text_reader = None
         if self.text_reader is not None:
-            names = queryset.query.values_select
+            names = _selected_names(queryset)
             queryset = queryset.values_list(*(Cast(name, output_field=TextField()) if position in self.as_text
                                               else F(name) for position, name in enumerate(names)))
             compiler = queryset.query.get_compiler(connection=connection)
@@ -94,13 +107,17 @@ class _Compiled:
         if missing:
             raise ValueError(f"values {sorted(missing)} are not plain SQL parameters of {self.sql!r}")
 
-    def rows(self, connection, values):
+    def fetch(self, connection, values):
         params = list(self.params)
         for index, slot in self.slots:
             params[index] = values[slot]
-        with connection.cursor() as cursor:
+        # PostgreSQL: parameters bound by the server (console/db/postgresql/base.py).
+        bound_cursor = getattr(connection, "bound_cursor", connection.cursor)
+        with bound_cursor() as cursor:
             cursor.execute(self.sql, params)
-            rows = cursor.fetchall()
+            return cursor.fetchall()
+
+    def convert(self, connection, rows):
         if not rows or not self.converters and len(rows[0]) == self.width:
             return rows
         # Column by column: the transposition and the loop over a column's values run in C,
@@ -206,10 +223,17 @@ def _selected(compiler):
     return compiler.select[:compiler.col_count]
 
 
+def _selected_names(queryset):
+    """The names a values_list() queryset selects, in the order of its columns: its model
+    fields, then its annotations."""
+    return (*queryset.query.values_select, *queryset.query.annotation_select)
+
+
 def _plain_columns(queryset, columns):
-    """Whether the queryset selects its model fields by name and nothing else, in order."""
+    """Whether the queryset selects model fields and annotations by name and nothing else,
+    the fields first (as the ORM orders them)."""
     query = queryset.query
-    return not query.annotation_select and not query.extra_select and len(query.values_select) == len(columns)
+    return not query.extra_select and len(_selected_names(queryset)) == len(columns)
 
 
 def _is_datetime(expression):

@@ -14,7 +14,7 @@ this renderer escapes afterwards too. It writes some floats differently (1e-05 a
 bodies hold no floats (`FAST_JSON_RENDERERS`). Anything else orjson would write
 differently from DRF (dates, decimals, lazy strings, keys that are not strings, …) and
 an indented rendering (`Accept: application/json; indent=4`) go to DRF's renderer.
-`console.representation.ReadyJSON` (JSON text the database wrote) is spliced in as it
+`console.representation.ReadyJSON` (JSON text written beforehand) is spliced in as it
 is (an orjson Fragment), and parsed back for DRF's renderer.
 """
 import json

@@ -18,6 +18,14 @@ def datetime_text(value, zone=None):
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
+def with_datetimes_as_text(row, positions):
+    """`row` (a tuple) with the values at `positions` written by `datetime_text`."""
+    row = list(row)
+    for position in positions:
+        row[position] = datetime_text(row[position])
+    return tuple(row)
+
+
 def is_utc(zone):
     return zone is dt.timezone.utc or getattr(zone, "key", None) in ("UTC", "Etc/UTC")
 
@@ -38,10 +46,10 @@ _NO_OFFSET = dt.timedelta(0)
 
 
 class ReadyJSON:
-    """A value already written as JSON text, byte for byte as DRF's compact renderer
-    would write it (console/json_sql.py), put into a response's data as it is. Only
-    console.rendering.FastJSONRenderer takes it (spliced in; parsed again for an
-    indented rendering)."""
+    """A value already written as JSON text (str or UTF-8 bytes), byte for byte as DRF's
+    compact renderer would write it (calls_app/call_list.py), put into a response's data
+    as it is. Only console.rendering.FastJSONRenderer takes it (spliced in; parsed again
+    for an indented rendering)."""
     __slots__ = ("text",)
 
     def __init__(self, text):

@@ -141,6 +141,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # database unless this names a shared cache with atomic increments (redis://…,
 # pymemcache://…), which then takes those counts off the database.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# Bytes of call list text (calls with transcripts) each process keeps (calls_app/call_texts.py);
+# 0 switches that off.
+CALL_TEXT_CACHE_BYTES = env.int("CALL_TEXT_CACHE_BYTES", default=32 * 1024 * 1024)
 
 # --- Shared state and background jobs (docs/operations.md) ---
 # Redis shared by every app server and job worker. Set, it is the cache (unless

@@ -1,14 +1,15 @@
 from django.core.exceptions import ValidationError
 
 from console.compiled import CompiledQuery
-from console.pagination import after_cursor, page_of
-from console.representation import datetime_text
+from console.pagination import after_cursor, given, page_of
+from console.representation import with_datetimes_as_text
 from console.tenants.models import Tenant, slug_validator
 from leads_app.models import Lead
 
-# The columns of a lead in the Console API (serializers.LeadSerializer), in its order.
-LEAD_COLUMNS = ("id", "tenant__slug", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
-                "status", "created_at", "consent_version")
+# The columns of a lead in the Console API (serializers.LeadSerializer), in its order, but
+# for its tenant's slug: the tenant the rows were selected by (no join for it).
+LEAD_COLUMNS = ("id", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url", "status", "created_at",
+                "consent_version")
 
 
 def _lead_rows_query(tenant_id, *values, filters, limit):
@@ -38,27 +39,11 @@ def lead_page_rows(*, tenant, limit, cursor=None, status=None, kind=None, phone=
     if not any((cursor, phone, since, until)):
         rows = lead_rows(tenant=tenant, status=status, kind=kind, limit=limit + 1)
     else:
-        leads = Lead.objects.for_tenant(tenant)
-        if status:
-            leads = leads.filter(status=status)
-        if kind:
-            leads = leads.filter(kind=kind)
-        if phone:
-            leads = leads.filter(phone=phone)
-        if since:
-            leads = leads.filter(created_at__gte=since)
-        if until:
-            leads = leads.filter(created_at__lt=until)
+        leads = Lead.objects.for_tenant(tenant).filter(**given(
+            status=status, kind=kind, phone=phone, created_at__gte=since, created_at__lt=until))
         leads = after_cursor(leads, tenant=tenant, scope="leads", cursor=cursor)
-        rows = [_with_moments_as_text(row) for row in leads.values_list(*LEAD_COLUMNS)[:limit + 1]]
+        rows = [with_datetimes_as_text(row, _LEAD_MOMENTS) for row in leads.values_list(*LEAD_COLUMNS)[:limit + 1]]
     return page_of(rows, tenant=tenant, scope="leads", limit=limit, position=lambda row: (row[_CREATED], row[_ID]))
-
-
-def _with_moments_as_text(row):
-    row = list(row)
-    for position in _LEAD_MOMENTS:
-        row[position] = datetime_text(row[position])
-    return tuple(row)
 
 
 def public_tenant(slug):

@@ -1,7 +1,7 @@
 from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
+from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
 from console.numbers.serializers import E164Field
 from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead
@@ -34,18 +34,18 @@ class LeadSerializer(serializers.ModelSerializer):
         return data
 
 
-def lead_list_data(rows):
+def lead_list_data(rows, *, tenant_slug):
     """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows` (whose
-    timestamps are text already, as DRF writes them), built directly (CharField and
-    ChoiceField give the stored string, and empty optional values are null as in
-    `to_representation`); tests/leads_app/test_lead_list_data.py checks both agree byte
-    for byte."""
+    timestamps are text already, as DRF writes them) of the tenant `tenant_slug`, built
+    directly (CharField and ChoiceField give the stored string, and empty optional
+    values are null as in `to_representation`); tests/leads_app/test_lead_list_data.py
+    checks both agree byte for byte."""
     return [{
-        "id": str(id_), "tenant": str(tenant), "kind": str(kind), "phone": str(phone),
+        "id": str(id_), "tenant": tenant_slug, "kind": str(kind), "phone": str(phone),
         "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
         "page_url": page_url or None, "status": str(status), "created_at": created_at,
         "consent_version": consent_version or None,
-    } for (id_, tenant, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
+    } for (id_, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
            consent_version) in rows]
 
 
@@ -111,12 +111,10 @@ class LeadUpdateSerializer(ClosedSerializer):
     status = ListedChoiceField(choices=Lead.Status.choices)
 
 
-class LeadListQuerySerializer(serializers.Serializer):
+class LeadListQuerySerializer(PageQuerySerializer):
     """`GET /v2/leads`: a page (`limit` as for calls: default 50, over 200 is 200; `cursor`)
     and the filters, all combinable (AND)."""
 
-    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
-    cursor = CursorField()
     status = ListedChoiceField(choices=Lead.Status.choices, required=False)
     kind = ListedChoiceField(choices=Lead.Kind.choices, required=False)
     phone = PhoneQueryField(required=False, max_length=40,

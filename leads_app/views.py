@@ -131,7 +131,7 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def list(self, request):
         query = validated_query(LeadListQuerySerializer, request)
         rows, next_cursor = selectors.lead_page_rows(tenant=request.tenant, **query)
-        return Response({"leads": lead_list_data(rows), "next": next_cursor})
+        return Response({"leads": lead_list_data(rows, tenant_slug=request.tenant.slug), "next": next_cursor})
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -4,22 +4,29 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
+from calls_app.call_texts import call_texts
 from console.credentials.services import api_key_create
 from console.credentials.verified import verified_keys
 from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
+from console.views import recent_tenant_count
 
 
 @pytest.fixture(autouse=True)
 def _nothing_cached_between_tests():
-    """Each test starts with this process's cache of verified API keys empty, and asks
-    the engine probes anew (/health reuses their answers for a few seconds)."""
+    """Each test starts with this process's caches empty (verified API keys, the call
+    list's texts), and asks the engine probes and the tenant count anew (/health reuses
+    their answers for a few seconds)."""
     verified_keys.clear()
+    call_texts.clear()
     engine_probes.forget_answers()
+    recent_tenant_count.forget()
     yield
     verified_keys.clear()
+    call_texts.clear()
     engine_probes.forget_answers()
+    recent_tenant_count.forget()
 
 
 @pytest.fixture

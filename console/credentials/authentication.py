@@ -28,7 +28,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
-        header = authentication.get_authorization_header(request).decode("latin-1")
+        # The WSGI environ's text as it is (DRF's helper encodes it to latin-1 bytes, which
+        # would only be decoded back here).
+        header = request._request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             misplaced = _misplaced_key_header(request)
             if misplaced:

@@ -30,7 +30,8 @@ AUTH = 1  # the API key with its tenant
 AUDIT = 1  # a write's entry in the audit trail (console.audit), made in the request
 TOUCHPOINT = "inbound.greeting"
 
-# method, path (with the ids of `seeded`), JSON body, the endpoint's own queries: what they are
+# method, path (with the ids of `seeded`), JSON body, the endpoint's own queries (first, repeated: where they
+# differ): what they are
 ENDPOINTS = [
     ("GET", "/v2/assistants", None, 1, "the assistants"),
     ("GET", "/v2/assistants/{assistant}", None, 1, "the assistant"),
@@ -39,7 +40,8 @@ ENDPOINTS = [
     ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2 + AUDIT, "is the number taken, insert"),
     ("PATCH", "/v2/numbers/{number}", {"label": "Zentrale"}, 2 + AUDIT, "the number, update"),
     ("DELETE", "/v2/numbers/{number}", None, 2 + AUDIT, "the number, delete"),
-    ("GET", "/v2/calls?limit=200", None, 2, "the calls, their transcript lines"),
+    ("GET", "/v2/calls?limit=200", None, (2, 1),
+     "the calls with their line ids, the lines of calls this process has not written yet (none the second time)"),
     ("GET", "/v2/calls/{call}", None, 2, "the call, its transcript lines"),
     ("GET", "/v2/usage", None, 1, "the counter row of the month"),
     ("GET", "/v2/leads", None, 1, "the leads"),
@@ -134,13 +136,15 @@ def with_ids(value, ids):
 @pytest.mark.parametrize("method, path, body, queries, what", ENDPOINTS, ids=[f"{m} {p}" for m, p, *_ in ENDPOINTS])
 def test_endpoint_queries_are_pinned(api_a, seeded, method, path, body, queries, what):
     path, body = with_ids(path, seeded), with_ids(body, seeded)
+    # The first and a repeated request's queries, where a process cache spares the second some.
+    first, repeated = queries if isinstance(queries, tuple) else (queries, queries)
     api_a.get("/v2/usage")  # the key's first use records last_used_at, once
     if method == "GET":
-        with assert_query_count(AUTH + queries):
+        with assert_query_count(AUTH + first):
             assert request(api_a, method, path, body).status_code == 200
     # The key was verified a moment ago: a read takes it from the process's cache, a
     # write still checks it against the database.
-    with assert_query_count((0 if method == "GET" else AUTH) + queries, cached_keys=True):
+    with assert_query_count((0 if method == "GET" else AUTH) + repeated, cached_keys=True):
         response = request(api_a, method, path, body)
     assert response.status_code < 300, response.content[:500]
 

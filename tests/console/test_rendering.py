@@ -15,10 +15,11 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from calls_app.views import CallViewSet
+from calls_app.views import CallViewSet, UsageView
 from console.assistants.views import AssistantViewSet
 from console.rendering import ContentNegotiation, FastJSONRenderer, fast_json_renderers
 from console.representation import ReadyJSON
+from console.views import HealthView
 from leads_app.models import Lead
 from leads_app.views import LeadViewSet
 
@@ -75,9 +76,9 @@ def test_indented_rendering_and_no_body_are_drfs():
     assert both(None) == (b"", b"")
 
 
-def test_the_list_views_use_it():
+def test_the_hot_read_views_use_it():
     assert FastJSONRenderer in fast_json_renderers() and JSONRenderer not in fast_json_renderers()
-    for view in (CallViewSet, AssistantViewSet, LeadViewSet):
+    for view in (CallViewSet, AssistantViewSet, LeadViewSet, UsageView, HealthView):
         assert view.renderer_classes == fast_json_renderers()
 
 

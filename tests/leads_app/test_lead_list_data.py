@@ -49,7 +49,8 @@ def render(data):
 def test_list_data_renders_exactly_as_the_serializer(varied_leads, tenant_a, status, kind, limit, zone):
     with timezone.override(zoneinfo.ZoneInfo(zone)):
         body = expected(tenant_a, status=status, kind=kind, limit=limit)
-        assert render(lead_list_data(lead_rows(tenant=tenant_a, status=status, kind=kind, limit=limit))) == body
+        rows = lead_rows(tenant=tenant_a, status=status, kind=kind, limit=limit)
+        assert render(lead_list_data(rows, tenant_slug=tenant_a.slug)) == body
     assert body.count(b'"id"') == min(limit, Lead.objects.filter(
         tenant=tenant_a, **({"status": status} if status else {}), **({"kind": kind} if kind else {})).count())
 
