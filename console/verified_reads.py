@@ -1,0 +1,133 @@
+"""Reads by an API key verified a moment ago, without the decisions DRF would make
+the same way every time.
+
+Nearly every request to a tenant-bound endpoint is a GET with a key that this process
+verified less than API_KEY_CACHE_SECONDS ago (console/credentials/verified.py), naming
+that key's tenant in X-Tenant and asking for JSON. For such a request every step of
+DRF's `initial()` has a known answer: the first renderer, no version, the key's user,
+the key's tenant, permission granted (IsAuthenticated), no throttle. Asking them cost a
+third of a usage read (authenticators, permissions and renderers built per request,
+the headers parsed into a dict to read one). `verified_read` sets those answers and
+runs the rest of DRF's cycle as DRF does: the query parameters checked, the handler,
+`handle_exception` for what it raises, `finalize_response`. The answer is DRF's.
+
+Anything else takes DRF's whole path, which decides as it always did: another method,
+another or no credential, a key not verified a moment ago (its query runs there), no
+X-Tenant (host names) or another tenant, another Accept or a format override, a view
+with its own authentication, permissions, throttles or versioning. Nothing has
+happened by then: looking a key up in the cache changes nothing.
+"""
+from django.http import HttpResponse
+from django.utils.cache import patch_vary_headers
+from rest_framework.compat import split_header_value
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.credentials.authentication import ApiKeyAuthentication, ApiKeyUser
+from console.credentials.services import hash_key, split_key
+from console.credentials.verified import verified_keys
+from console.rendering import asks_for_default_json
+
+
+def verified_read(view, request, args, kwargs):
+    """DRF's response to `request` (Django's) for `view`, or None when the request is
+    not a read by a verified key of the tenant it names (then DRF's path answers it)."""
+    if request.method != "GET" or "format" in kwargs or not _default_policies(type(view)) \
+            or not asks_for_default_json(request, view.renderer_classes):
+        return None
+    api_key = _verified_key(request.META.get("HTTP_AUTHORIZATION"))
+    # Host-name detection and other tenants' slugs stay with tenant_for_request.
+    if api_key is None or request.META.get("HTTP_X_TENANT", "").strip() != api_key.tenant.slug:
+        return None
+
+    view.args, view.kwargs = args, kwargs
+    drf_request = view.initialize_request(request, *args, **kwargs)
+    view.request = drf_request
+    view.headers = view.default_response_headers
+    # What APIView.initial() would decide (see the module's docstring).
+    view.format_kwarg = None
+    drf_request.accepted_renderer, drf_request.accepted_media_type = view.renderer_classes[0](), "application/json"
+    drf_request.version, drf_request.versioning_scheme = None, None
+    drf_request._authenticator = drf_request.authenticators[0]
+    drf_request.user, drf_request.auth = ApiKeyUser(api_key), api_key
+    drf_request.tenant = api_key.tenant
+    try:
+        view.check_query_parameters(drf_request)
+        # A viewset's view has its GET action set as `get` when the route maps GET.
+        handler = getattr(view, "get", view.http_method_not_allowed)
+        response = handler(drf_request, *args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - as APIView.dispatch: answered by the exception handler, or raised
+        response = view.handle_exception(exc)
+    if _is_plain_success(response):
+        view.response = _rendered(view, request, response)
+    else:
+        view.response = view.finalize_response(drf_request, response, *args, **kwargs)
+    return view.response
+
+
+def _is_plain_success(response):
+    return type(response) is Response and 200 <= response.status_code < 300 and not response.exception \
+        and response.template_name is None and response.content_type is None and not response.cookies
+
+
+def _rendered(view, request, response):
+    """A successful read's Response as the HttpResponse DRF would make of it: what
+    `finalize_response` (a GET is not audited; the tenant named for the request log)
+    and `rendered_content` do, without the template response's machinery. The
+    Response's own headers are kept."""
+    renderer = view.request.accepted_renderer
+    body = renderer.render(response.data, view.request.accepted_media_type, view.get_renderer_context())
+    if isinstance(body, str):
+        body = body.encode(renderer.charset)
+    rendered = HttpResponse(body, status=response.status_code)
+    for name, value in response.items():
+        rendered[name] = value
+    if body:
+        rendered["Content-Type"] = f"{renderer.media_type}; charset={renderer.charset}" if renderer.charset \
+            else renderer.media_type
+    else:
+        del rendered["Content-Type"]
+    headers = dict(view.headers)
+    vary = headers.pop("Vary", None)
+    if vary is not None:
+        patch_vary_headers(rendered, list(split_header_value(vary)))
+    for name, value in headers.items():
+        rendered[name] = value
+    request.tenant = view.request.tenant
+    return rendered
+
+
+def _verified_key(header):
+    """The key of `Authorization: Bearer <key>` if this process verified it a moment
+    ago, else None (ApiKeyAuthentication reads the header the same way)."""
+    scheme, _, raw_key = (header or "").partition(" ")
+    raw_key = raw_key.strip()
+    if scheme.lower() != ApiKeyAuthentication.keyword.lower() or split_key(raw_key) is None:
+        return None
+    return verified_keys.get(hash_key(raw_key))
+
+
+_policies_checked = {}  # view class -> whether it has the policies verified_read assumes
+# The methods whose answers verified_read gives on DRF's behalf: a view class that
+# overrides any of them (beyond console.api's own `initial`) takes DRF's path.
+_DECIDED_BY_DRF = ("perform_content_negotiation", "get_renderers", "determine_version", "perform_authentication",
+                   "get_authenticators", "check_permissions", "get_permissions", "check_throttles", "get_throttles")
+
+
+def _default_policies(view_class):
+    """Whether `view_class` authenticates API keys first, requires nothing more than an
+    authenticated user, neither throttles nor versions, and leaves DRF's decisions to
+    DRF (console.api's `initial` only adds the tenant and the query check)."""
+    plain = _policies_checked.get(view_class)
+    if plain is None:
+        from console.api import TenantBoundMixin  # console.api dispatches here
+
+        plain = _policies_checked[view_class] = (
+            bool(view_class.authentication_classes) and view_class.authentication_classes[0] is ApiKeyAuthentication
+            and list(view_class.permission_classes) == [IsAuthenticated]
+            and not view_class.throttle_classes and view_class.versioning_class is None
+            and view_class.initial is TenantBoundMixin.initial
+            and all(getattr(view_class, name) is getattr(APIView, name) for name in _DECIDED_BY_DRF)
+        )
+    return plain
