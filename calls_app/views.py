@@ -41,6 +41,10 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
 class UsageView(TenantAPIView):
     renderer_classes = fast_json_renderers()  # no floats in the usage record
+
     @extend_schema(responses=UsageSerializer, summary="Minutes used this month against the minute cap")
     def get(self, request):
-        return Response(selectors.usage_for(tenant=request.tenant))
+        return Response(self.get_body(request.tenant))
+
+    def get_body(self, tenant):
+        return selectors.usage_for(tenant=tenant)

@@ -17,4 +17,7 @@ class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
     def list(self, request):
-        return Response({"assistants": assistant_list_data(assistant_rows(tenant=request.tenant))})
+        return Response(self.list_body(request.tenant))
+
+    def list_body(self, tenant):
+        return {"assistants": assistant_list_data(assistant_rows(tenant=tenant))}

@@ -7,8 +7,9 @@ from rest_framework.views import APIView
 
 import console.api
 from calls_app.views import UsageView
+from console.errors import ValidationFailed
 from console.verified_reads import _default_policies
-from tests.conftest import make_client
+from tests.conftest import error_of, make_client
 from tests.console.test_api_query_counts import ENDPOINTS, seeded, with_ids  # noqa: F401 - seeded is a fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
@@ -96,3 +97,14 @@ def test_views_with_policies_of_their_own_take_drfs_path():
     assert _default_policies(UsageView)
     assert not _default_policies(throttled)
     assert not _default_policies(own_initial)
+
+
+def test_a_direct_body_that_fails_is_answered_by_drfs_exception_handler(api_a, drf_decisions, monkeypatch):
+    def refused(view, tenant):
+        raise ValidationFailed("Not now.")
+
+    api_a.get("/v2/usage")
+    monkeypatch.setattr(UsageView, "get_body", refused)
+    response = api_a.get("/v2/usage")
+    assert (response.status_code, error_of(response)["code"]) == (400, "validation_error")
+    assert error_of(response)["message"] == "Not now."
