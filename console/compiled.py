@@ -111,9 +111,11 @@ class _Compiled:
         params = list(self.params)
         for index, slot in self.slots:
             params[index] = values[slot]
-        # PostgreSQL: parameters bound by the server (console/db/postgresql/base.py).
-        bound_cursor = getattr(connection, "bound_cursor", connection.cursor)
-        with bound_cursor() as cursor:
+        # PostgreSQL: parameters bound by the server, one kept cursor (console/db/postgresql/base.py).
+        fetch_rows = getattr(connection, "fetch_rows", None)
+        if fetch_rows is not None:
+            return fetch_rows(self.sql, params)
+        with connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             return cursor.fetchall()
 

@@ -1,8 +1,9 @@
 """The PostgreSQL backend's health check (console/db/postgresql/base.py): no round trip
 while the connection is quiet, Django's `SELECT 1` (and a new connection) once the
-server has ended it. PostgreSQL only (CI's second run)."""
+server has ended it; the hot reads' kept cursor. PostgreSQL only (CI's second run)."""
 import pytest
-from django.db import connection, connections
+from django.db import DatabaseError, connection, connections
+from django.db.transaction import TransactionManagementError
 
 pytestmark = [pytest.mark.django_db,
               pytest.mark.skipif(connection.vendor != "postgresql", reason="the PostgreSQL backend")]
@@ -51,3 +52,29 @@ def test_a_connection_the_server_ended_is_replaced_before_the_query(persistent):
         assert cursor.fetchone()[0] is True
     new_request(persistent)
     assert backend_pid(persistent) != pid  # no error: the check saw the end and reconnected
+
+
+def rows_pid(database):
+    return database.fetch_rows("SELECT pg_backend_pid(), %s::int", [7])
+
+
+def test_hot_reads_keep_one_cursor_and_a_new_one_with_a_new_connection(persistent):
+    pid = rows_pid(persistent)[0][0]
+    kept = persistent._kept_cursor
+    assert rows_pid(persistent) == [(pid, 7)] and persistent._kept_cursor is kept
+    persistent.close()
+    assert rows_pid(persistent)[0][0] != pid  # reconnected, and the old cursor is not used
+    assert persistent._kept_cursor is not kept
+
+
+def test_hot_reads_raise_djangos_errors_and_refuse_a_broken_transaction(persistent):
+    with pytest.raises(DatabaseError):
+        persistent.fetch_rows("SELECT 1/0", [])
+    assert rows_pid(persistent)[0][1] == 7  # the connection goes on
+    # What Atomic leaves behind when a statement failed inside it.
+    persistent.in_atomic_block, persistent.needs_rollback = True, True
+    try:
+        with pytest.raises(TransactionManagementError):
+            rows_pid(persistent)
+    finally:
+        persistent.in_atomic_block, persistent.needs_rollback = False, False
