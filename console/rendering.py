@@ -20,6 +20,8 @@ is (an orjson Fragment), and parsed back for DRF's renderer.
 import json
 
 import orjson
+from django.utils.cache import patch_vary_headers
+from rest_framework.compat import split_header_value
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
@@ -88,3 +90,14 @@ def fast_json_renderers():
     the `renderer_classes` of a view whose bodies hold no floats."""
     return [FastJSONRenderer if renderer is JSONRenderer else renderer
             for renderer in api_settings.DEFAULT_RENDERER_CLASSES]
+
+
+def add_view_headers(view, response):
+    """The headers APIView.finalize_response adds to `response`: Allow, and Vary when
+    several renderers could answer; for views that answer without DRF's cycle."""
+    headers = dict(view.default_response_headers)
+    vary = headers.pop("Vary", None)
+    if vary is not None:
+        patch_vary_headers(response, list(split_header_value(vary)))
+    for name, value in headers.items():
+        response[name] = value

@@ -23,8 +23,6 @@ with its own authentication, permissions, throttles or versioning. Nothing has
 happened by then: looking a key up in the cache changes nothing.
 """
 from django.http import HttpResponse
-from django.utils.cache import patch_vary_headers
-from rest_framework.compat import split_header_value
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,7 +30,7 @@ from rest_framework.views import APIView
 from console.credentials.authentication import ApiKeyAuthentication, ApiKeyUser
 from console.credentials.services import hash_key, split_key
 from console.credentials.verified import verified_keys
-from console.rendering import asks_for_default_json
+from console.rendering import add_view_headers, asks_for_default_json
 
 
 def verified_read(view, request, args, kwargs):
@@ -89,21 +87,10 @@ def _direct_answer(view, request, api_key):
         body = body_for(api_key.tenant)
     except Exception:  # noqa: BLE001 - a read changed nothing: the handler runs it again, errors answered as DRF does
         return None
-    renderer = view.renderer_classes[0]()
-    response = HttpResponse(renderer.render(body, "application/json", {}), content_type=renderer.media_type)
-    _add_view_headers(view, response)
+    response = _http_response(view.renderer_classes[0](), "application/json", body, {})
+    add_view_headers(view, response)
     request.tenant, request.user, request.auth = api_key.tenant, ApiKeyUser(api_key), api_key
     return response
-
-
-def _add_view_headers(view, response):
-    """The headers APIView.finalize_response adds: Allow, and Vary when several renderers could answer."""
-    headers = dict(view.default_response_headers)
-    vary = headers.pop("Vary", None)
-    if vary is not None:
-        patch_vary_headers(response, list(split_header_value(vary)))
-    for name, value in headers.items():
-        response[name] = value
 
 
 def _is_plain_success(response):
@@ -116,21 +103,29 @@ def _rendered(view, request, response):
     `finalize_response` (a GET is not audited; the tenant named for the request log)
     and `rendered_content` do, without the template response's machinery. The
     Response's own headers are kept."""
-    renderer = view.request.accepted_renderer
-    body = renderer.render(response.data, view.request.accepted_media_type, view.get_renderer_context())
+    drf_request = view.request
+    rendered = _http_response(drf_request.accepted_renderer, drf_request.accepted_media_type, response.data,
+                              view.get_renderer_context(), status=response.status_code, headers=response.items())
+    add_view_headers(view, rendered)
+    request.tenant = drf_request.tenant
+    return rendered
+
+
+def _http_response(renderer, media_type, data, context, *, status=200, headers=()):
+    """`data` rendered as DRF's Response.rendered_content would: an HttpResponse with
+    `headers` (a Response's own), its Content-Type the renderer's (none for no body)."""
+    body = renderer.render(data, media_type, context)
     if isinstance(body, str):
         body = body.encode(renderer.charset)
-    rendered = HttpResponse(body, status=response.status_code)
-    for name, value in response.items():
-        rendered[name] = value
+    response = HttpResponse(body, status=status)
+    for name, value in headers:
+        response[name] = value
     if body:
-        rendered["Content-Type"] = f"{renderer.media_type}; charset={renderer.charset}" if renderer.charset \
+        response["Content-Type"] = f"{renderer.media_type}; charset={renderer.charset}" if renderer.charset \
             else renderer.media_type
     else:
-        del rendered["Content-Type"]
-    _add_view_headers(view, rendered)
-    request.tenant = view.request.tenant
-    return rendered
+        del response["Content-Type"]
+    return response
 
 
 def _verified_key(header):

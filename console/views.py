@@ -1,19 +1,17 @@
 """Open, not tenant-bound endpoints of the service itself."""
 import math
-import re
 import time
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.http import HttpResponse
-from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from console.api import OpenAPIView
 from console.engines import engine_probes
 from console.errors import ApiError, DatabaseUnavailable, response_for_exception
-from console.rendering import asks_for_default_json, fast_json_renderers
+from console.rendering import add_view_headers, asks_for_default_json, fast_json_renderers
 from console.schema_types import HealthSerializer
 from console.tenants.models import Tenant
 
@@ -91,17 +89,8 @@ class HealthView(OpenAPIView):
             response = response_for_exception(error, request)
         except Exception:  # noqa: BLE001 - unexpected: DRF's path logs and answers it as it always did
             return super().dispatch(request, *args, **kwargs)
-        headers = dict(self.default_response_headers)
-        vary = headers.pop("Vary", None)
-        if vary is not None:
-            patch_vary_headers(response, _vary_separator.split(vary))
-        for name, value in headers.items():
-            response[name] = value
+        add_view_headers(self, response)
         return response
-
-
-# DRF splits the Vary value it patches in like this (rest_framework.views).
-_vary_separator = re.compile(r"\s*,\s*")
 
 
 def health_body():

@@ -2,11 +2,11 @@ import pytest
 from django.db import DatabaseError
 from django.test import Client
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
-from rest_framework.views import APIView
 
 from console import views
 from console.engines import EngineStatus, engine_probes
 from console.tenants.services import tenant_create
+from tests.console.conftest import answer
 from tests.queries import assert_query_count
 
 pytestmark = pytest.mark.django_db
@@ -116,26 +116,6 @@ def test_openapi_schema_is_open_and_describes_the_api(db):
             "/v2/registry/route", "/voice/v1/calls", "/voice/webhook/{carrier_id}", "/api/voice/speak",
             "/v2/meta/engines"} <= set(document["paths"])
     assert document["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
-
-
-def answer(response):
-    headers = dict(response.items())
-    assert headers.pop("X-Request-Id")  # every request has its own (console/request_log.py)
-    return response.status_code, headers, response.content
-
-
-@pytest.fixture
-def drf_cycles(monkeypatch):
-    """Counts the requests that went through DRF's request cycle."""
-    calls = []
-    original = APIView.initial
-
-    def counting(self, request, *args, **kwargs):
-        calls.append(request.path)
-        return original(self, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "initial", counting)
-    return calls
 
 
 @pytest.mark.parametrize("database", ["up", "down"])

@@ -3,13 +3,13 @@ and answer byte for byte what DRF's whole path answers: status, body and headers
 every tenant-bound GET route and for their errors. Every other request takes DRF's path."""
 import pytest
 from rest_framework.throttling import AnonRateThrottle
-from rest_framework.views import APIView
 
 import console.api
 from calls_app.views import UsageView
 from console.errors import ValidationFailed
 from console.verified_reads import _default_policies
 from tests.conftest import error_of, make_client
+from tests.console.conftest import answer
 from tests.console.test_api_query_counts import ENDPOINTS, seeded, with_ids  # noqa: F401 - seeded is a fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
@@ -24,38 +24,18 @@ ERRORS = [
     "/v2/audio/scripts/nope.nope",
     "/v2/calls?limit=1",  # a page with a cursor to the next
 ]
-PER_REQUEST = {"X-Request-Id"}
-
-
-@pytest.fixture
-def drf_decisions(monkeypatch):
-    """Counts the requests that went through DRF's `initial()`."""
-    seen = []
-    initial = APIView.initial
-
-    def counted(view, request, *args, **kwargs):
-        seen.append(request.path)
-        return initial(view, request, *args, **kwargs)
-
-    monkeypatch.setattr(APIView, "initial", counted)
-    return seen
-
-
-def answer(response):
-    return response.status_code, response.content, {
-        name: value for name, value in response.headers.items() if name not in PER_REQUEST}
 
 
 @pytest.mark.parametrize("path", READS + ERRORS)
-def test_a_verified_read_answers_what_drfs_path_answers(api_a, seeded, drf_decisions, monkeypatch, path):  # noqa: F811
+def test_a_verified_read_answers_what_drfs_path_answers(api_a, seeded, drf_cycles, monkeypatch, path):  # noqa: F811
     path = with_ids(path, seeded)
     api_a.get("/v2/usage")  # verifies the key
     verified = api_a.get(path)
-    assert drf_decisions == ["/v2/usage"]  # the read itself took no decision of DRF's
+    assert drf_cycles == ["/v2/usage"]  # the read itself took no decision of DRF's
 
     monkeypatch.setattr(console.api, "verified_read", lambda *args: None)
     through_drf = api_a.get(path)
-    assert drf_decisions == ["/v2/usage", path.split("?")[0]]
+    assert drf_cycles == ["/v2/usage", path.split("?")[0]]
     assert answer(verified) == answer(through_drf)
     assert verified.status_code in (200, 400, 404)
 
@@ -70,25 +50,25 @@ NOBODYS_KEY = "swk_000000000000_" + "x" * 43
     ("a", None, "/v2/usage", None, 400),  # the host name chooses: none here (tenant_required)
     (NOBODYS_KEY, "acme", "/v2/usage", None, 401),
 ])
-def test_other_reads_take_drfs_path(api_a, key_a, tenant_b, drf_decisions, key, tenant, path, accept, status):
+def test_other_reads_take_drfs_path(api_a, key_a, tenant_b, drf_cycles, key, tenant, path, accept, status):
     api_a.get("/v2/usage")  # the key is verified
     headers = {"HTTP_ACCEPT": accept} if accept else {}
     response = make_client(key_a if key == "a" else key, tenant).get(path, **headers)
     assert response.status_code == status, response.content[:300]
-    assert drf_decisions == ["/v2/usage", "/v2/usage"]
+    assert drf_cycles == ["/v2/usage", "/v2/usage"]
 
 
-def test_a_key_not_verified_a_moment_ago_is_checked_by_drfs_path(tenant_a, key_a, drf_decisions):
+def test_a_key_not_verified_a_moment_ago_is_checked_by_drfs_path(tenant_a, key_a, drf_cycles):
     client = make_client(key_a, "acme")
     assert client.get("/v2/usage").status_code == 200
     assert client.get("/v2/usage").status_code == 200
-    assert drf_decisions == ["/v2/usage"]  # the first read verified the key
+    assert drf_cycles == ["/v2/usage"]  # the first read verified the key
 
 
-def test_writes_take_drfs_path(api_a, drf_decisions):
+def test_writes_take_drfs_path(api_a, drf_cycles):
     api_a.get("/v2/usage")
     assert api_a.patch("/v2/audio/settings", {"recordingEnabled": True}, format="json").status_code == 200
-    assert drf_decisions == ["/v2/usage", "/v2/audio/settings"]
+    assert drf_cycles == ["/v2/usage", "/v2/audio/settings"]
 
 
 def test_views_with_policies_of_their_own_take_drfs_path():
@@ -99,7 +79,7 @@ def test_views_with_policies_of_their_own_take_drfs_path():
     assert not _default_policies(own_initial)
 
 
-def test_a_direct_body_that_fails_is_answered_by_drfs_exception_handler(api_a, drf_decisions, monkeypatch):
+def test_a_direct_body_that_fails_is_answered_by_drfs_exception_handler(api_a, drf_cycles, monkeypatch):
     def refused(view, tenant):
         raise ValidationFailed("Not now.")
 

@@ -1,0 +1,23 @@
+"""What the tests of answers given without DRF's cycle (/health, verified reads) share."""
+import pytest
+from rest_framework.views import APIView
+
+
+def answer(response):
+    headers = dict(response.items())
+    assert headers.pop("X-Request-Id")  # every request has its own (console/request_log.py)
+    return response.status_code, headers, response.content
+
+
+@pytest.fixture
+def drf_cycles(monkeypatch):
+    """Counts the requests that went through DRF's request cycle."""
+    calls = []
+    original = APIView.initial
+
+    def counting(self, request, *args, **kwargs):
+        calls.append(request.path)
+        return original(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", counting)
+    return calls
