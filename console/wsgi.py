@@ -1,7 +1,12 @@
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
+
+from console.handlers import ResolveKeepingWSGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
-application = get_wsgi_application()
+# What django.core.wsgi.get_wsgi_application does, with the handler that keeps the
+# URL resolver's answers (console/handlers.py).
+django.setup(set_prefix=False)
+application = ResolveKeepingWSGIHandler()
