@@ -16,6 +16,8 @@ import uuid
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
+import orjson
+
 logger = logging.getLogger("console.requests")
 # The id of the request being served, so that every line logged while serving it
 # (an exception's traceback, a carrier's refusal) carries it too.
@@ -109,4 +111,9 @@ class JsonFormatter(logging.Formatter):
             line["requestId"] = current_request_id.get()
         if record.exc_info:
             line["exc"] = "".join(traceback.format_exception(*record.exc_info)).rstrip()
-        return json.dumps(line, ensure_ascii=False, default=str)
+        # orjson: a third of json.dumps's time, for a line written on every request.
+        # json.dumps still writes what orjson refuses (an integer beyond 64 bits).
+        try:
+            return orjson.dumps(line, default=str).decode()
+        except TypeError:
+            return json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))

@@ -172,3 +172,15 @@ def test_no_secret_reaches_the_log_in_a_full_run(log, tenant_a, tenant_b, owner,
     request_ids = [line["requestId"] for line in log.requests()]
     assert len(request_ids) == len(set(request_ids)) >= len(requests)
     assert {response["X-Request-Id"] for response in requests} <= set(request_ids)
+
+
+def test_a_line_holds_any_value_on_one_readable_line(log):
+    # orjson writes the lines; what it refuses (an integer beyond 64 bits) is written too.
+    logging.getLogger("console.test").warning("Anruf von %s", "Jürgen", extra={"fields": {
+        "big": 2**70, "when": uuid.UUID(int=7), "text": "Grüße\nzweite Zeile"}})
+    logging.getLogger("console.test").warning("klein", extra={"fields": {"small": 2**63 - 1}})
+    assert log.text.count("\n") == 2 and "Jürgen" in log.text
+    big, small = log.lines
+    assert big["message"] == "Anruf von Jürgen" and big["big"] == 2**70
+    assert big["when"] == str(uuid.UUID(int=7)) and big["text"] == "Grüße\nzweite Zeile"
+    assert small["small"] == 2**63 - 1
