@@ -78,7 +78,7 @@ def test_two_concurrent_conversations_each_get_their_own_answer(
     their reply latency compares with a lone session's is measured in bench/agent.py.)"""
     tenant_a.max_call_minutes = 2  # two grants within the cap of 10
     tenant_a.save(update_fields=["max_call_minutes"])
-    said = {"montag": SAID, "woche": "Ich möchte gerne einen Termin für nächste Woche."}
+    said = {"montag": SAID, "freitag": "Ich komme am Freitag um zehn Uhr zu Ihnen in die Praxis."}
     sessions = {key: grant(api_a, agent_server.port) for key in said}
     audio = {key: spoken(text) + silence(1.0) for key, text in said.items()}
 

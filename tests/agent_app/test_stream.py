@@ -12,9 +12,12 @@ from agent_app.audio import WireFormat
 from agent_app.models import AgentSession
 from calls_app.models import Call, UsageCounter
 from tests.agent_app.conftest import Caller, dial, eventually, grant, silence, spoken
-from tests.speech_app.wer import normalised
+from tests.speech_app.wer import word_error_rate
 
-ASKED = "Ich hätte gerne einen Termin am Montag."
+# Heard through 8 kHz μ-law at word error rates of 0.00-0.17 in 21 syntheses (de+m3).
+# Not the Montag sentence of the other tests: over μ-law, 4 syntheses in 15 of it were
+# heard as "Ist das ein Genremming am Montag?".
+ASKED = "Ich komme am Freitag um zehn Uhr zu Ihnen in die Praxis."
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -155,7 +158,7 @@ def test_barge_in_stops_the_agents_audio_and_is_noted(agent_server, api_a, setti
     assert not any(isinstance(frame, bytes) for frame in following[:following.index(
         next(f for f in following if isinstance(f, dict) and f["type"] == "transcript.final"))])
     sent = sum(len(frame) for frame in kinds[:kinds.index("agent.interrupted")] if isinstance(frame, bytes))
-    full = len(spoken(reply["text"]))
+    full = len(spoken(reply["text"], voice="de"))  # the agent's own voice
     assert sent < full / 2  # the reply was cut off early, not played out
     lines = list(Call.objects.get(pk=session["callId"]).transcript_entries.values_list("role", "text"))
     assert ("system", "The caller interrupted the agent.") in lines
@@ -177,9 +180,6 @@ def test_a_mulaw_session_hears_and_answers_in_mulaw(agent_server, api_a, instant
             return caller, final
 
     caller, final = asyncio.run(talk())
-    # Telephone quality (8 kHz μ-law) of synthetic speech is heard less well than 16 kHz
-    # PCM: runs heard "… Termin am Montag", "… nicht mehr mehr mehr montat"; the start of
-    # the sentence comes through.
-    assert normalised(final["text"]).startswith("ich hätte gerne"), final["text"]
+    assert word_error_rate(ASKED, final["text"]) <= 0.35, final["text"]
     audio = [frame for _, frame in caller.frames if isinstance(frame, bytes)]
     assert audio and all(len(frame) <= 800 for frame in audio)  # 100 ms of 8 kHz μ-law
