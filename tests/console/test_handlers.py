@@ -13,11 +13,17 @@ from console.handlers import RESOLVED_PATHS_KEPT, ResolveKeepingWSGIHandler
 from console.wsgi import application
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_answers():
+    """Each test starts and ends with no answer kept (they are kept per process)."""
+    handlers._resolved.cache_clear()
+    yield
+    handlers._resolved.cache_clear()
+
+
 @pytest.fixture
 def handler():
-    handlers._resolved.cache_clear()
-    yield ResolveKeepingWSGIHandler()
-    handlers._resolved.cache_clear()
+    return ResolveKeepingWSGIHandler()
 
 
 def resolve(handler, path, **extra):
@@ -96,7 +102,7 @@ def test_the_handler_differs_from_djangos_only_in_resolving():
 
 
 @pytest.mark.django_db
-def test_the_served_application_answers_with_kept_answers(handler, api_a, key_a):
+def test_the_served_application_answers_with_kept_answers(api_a, key_a):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {key_a}", "HTTP_X_TENANT": "acme"}
     answers = [served("/v2/usage", **headers) for _request in range(3)]
     assert handlers._resolved.cache_info().hits == 2
