@@ -6,17 +6,15 @@ page into JSON costs several times the rest of the request, while most pages are
 again and again (dashboards, exports, agents polling) and their calls no longer
 change. So the text of each call is kept here, under everything it is written from:
 the call's row as the database returned it (every column the API shows, before any
-conversion), the ids of its transcript lines (the calls query brings them along,
-`selectors.LineIds`), and the time zone its timestamps are written in. A text is used
-only for exactly that row and those lines.
+conversion, and `Call.transcript_version`, which the database changes with every line
+written or deleted: migration 0006's triggers), and the time zone its timestamps are
+written in. A text is used only for exactly that row.
 
-That is exact because a transcript line never changes once written: it is appended, or
-deleted (with its call's transcript, by retention and erasure), never updated
-(`TranscriptEntry.save` and the queryset's `update` refuse to), and ids are never
-reused. Any change to a call or its lines changes the key, and the call is written
-afresh: an erased transcript or a redacted call is never served from here. A text is
-stored only when the lines read for it are exactly the ids the calls query saw (a
-line that arrived or left in between serves that response but is not kept).
+That is exact because any change to a call or its lines changes the key, and the call
+is written afresh: an erased transcript or a redacted call is never served from here.
+The lines are read after the row; a line that arrives in between is in the text kept
+under the row's older version, which no read that starts after that line's commit sees
+again (every statement sees at least what the previous one saw).
 
 Bounded: the least recently used texts leave once the texts together (with a fixed
 allowance per entry for its key) pass `CALL_TEXT_CACHE_BYTES` (settings; 0 switches

@@ -89,15 +89,18 @@ def _statements(vendor):
 def _insert_entry_unless_redacted():
     """INSERT … SELECT: the line is stored only if its call is not redacted at that
     moment (the call was read before the transaction; an erasure may have come since).
-    On PostgreSQL the SELECT takes a share lock on the call row: an erasure locks the
-    call before it deletes lines, so the two wait for each other and the one that comes
-    second sees the other's work. SQLite's IMMEDIATE transactions run one at a time."""
+    On PostgreSQL the SELECT locks the call row: an erasure locks the call before it
+    deletes lines, so the two wait for each other and the one that comes second sees
+    the other's work. The lock is the one the line's trigger takes to change the call's
+    transcript_version (migration 0006), not a share lock that two writers of the same
+    call would each hold while waiting for the other's. SQLite's IMMEDIATE transactions
+    run one at a time."""
     ops = connection.ops
     fields = [TranscriptEntry._meta.get_field(name) for name in _ENTRY_FIELDS]
     sql = "INSERT INTO {table} ({columns}) SELECT {values} FROM {call} WHERE {pk} = %s AND {redacted} = %s{lock}".format(
         table=_table(TranscriptEntry), columns=", ".join(ops.quote_name(f.column) for f in fields),
         values=", ".join(["%s"] * len(fields)), call=_table(Call), pk=_column(Call, "id"),
-        redacted=_column(Call, "redacted"), lock=" FOR SHARE" if connection.features.has_select_for_update else "",
+        redacted=_column(Call, "redacted"), lock=" FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else "",
     )
     return sql, [_adapter(field) for field in fields] + [None, None]
 

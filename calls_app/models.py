@@ -93,6 +93,10 @@ class Call(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Kept by the database, never by this code: triggers change it whenever a line of
+    # the call's transcript is written, changed or deleted (migration 0006). 0: the call
+    # never had a line. The call list's text cache reads it instead of the lines.
+    transcript_version = models.PositiveIntegerField(default=0, db_default=0, editable=False)
 
     objects = CallQuerySet.as_manager()
 
@@ -109,13 +113,24 @@ class Call(models.Model):
         # Masked: this text ends up in admin titles and the admin's change log.
         return f"{self.direction} {mask(self.from_e164) or '?'} → {mask(self.to_e164)} ({self.status})"
 
+    def save(self, **kwargs):
+        # A full save of a call read before a line was written would put its old
+        # transcript_version back, and the call list would serve the old transcript.
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = _CALL_FIELDS_SAVED
+        super().save(**kwargs)
+
     @property
     def is_ended(self):
         return self.ended_at is not None
 
 
+_CALL_FIELDS_SAVED = [field.name for field in Call._meta.concrete_fields
+                      if not field.primary_key and field.name != "transcript_version"]
+
+
 def _refuse_changing_lines():
-    raise TypeError("Transcript lines are never changed once written (calls_app/call_texts.py relies on it); "
+    raise TypeError("Transcript lines are a record of what was said: never changed once written; "
                     "delete a call's transcript instead.")
 
 
@@ -129,8 +144,8 @@ class TranscriptEntryQuerySet(models.QuerySet):
 
 class TranscriptEntry(models.Model):
     """A line of a call's transcript: written once, then only read or deleted with the
-    rest of the transcript (retention, erasure). The call list's text cache relies on
-    that (calls_app/call_texts.py), so changing a line is refused."""
+    rest of the transcript (retention, erasure); changing a line is refused. Every
+    write or delete changes its call's `transcript_version` (by trigger)."""
 
     class Role(models.TextChoices):
         ASSISTANT = "assistant", pgettext_lazy("choice", "Assistant")

@@ -1,5 +1,5 @@
 """Reads of calls and usage; every query starts from the tenant."""
-from django.db.models import Aggregate, OuterRef, Q, Subquery, TextField, Value
+from django.db.models import Q, TextField, Value
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, UsageCounter
@@ -16,26 +16,8 @@ CALL_COLUMNS = (
 )
 
 
-class LineIds(Aggregate):
-    """The ids of transcript lines, comma-separated: which lines a call's transcript is
-    made of, exactly (calls_app/transcript_cache.py). The order is the database's;
-    another order only means the text is read again."""
-    function = "GROUP_CONCAT"
-    output_field = TextField()
-
-    def as_postgresql(self, compiler, connection, **extra_context):
-        return self.as_sql(compiler, connection, function="STRING_AGG",
-                           template="%(function)s(CAST(%(expressions)s AS text), ',' ORDER BY %(expressions)s)",
-                           **extra_context)
-
-
-# The rows of a page: CALL_COLUMNS, then the call's line ids (None: no lines).
-_LINE_IDS = Subquery(TranscriptEntry.objects.filter(call_id=OuterRef("id")).order_by().values("call_id")
-                     .annotate(ids=LineIds("id")).values("ids"))
-
-
 def _page_rows(calls):
-    return calls.annotate(line_ids=_LINE_IDS).values_list(*CALL_COLUMNS, "line_ids")
+    return calls.values_list(*CALL_COLUMNS, "transcript_version")
 
 
 def calls_newest(*, tenant, limit):
@@ -55,11 +37,11 @@ _call_rows_after = CompiledQuery(
 # One variant per number of calls (the IN list has a parameter per call).
 _transcript_rows = CompiledQuery(
     lambda *call_ids: TranscriptEntry.objects.filter(call_id__in=call_ids).order_by("ts", "id").values_list(
-        "call_id", "id", "role", "text", "ts"), datetimes_as_text=True)
+        "call_id", "role", "text", "ts"), datetimes_as_text=True)
 
 
 # Positions in the rows of a page.
-LINE_IDS_AT = len(CALL_COLUMNS)
+TRANSCRIPT_VERSION_AT = len(CALL_COLUMNS)
 _CALL_MOMENTS = tuple(CALL_COLUMNS.index(name) for name in ("created_at", "started_at", "ended_at"))
 _CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
 
@@ -67,7 +49,7 @@ _CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
 def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, number=None, since=None,
                     until=None, lead=None):
     """A page of `GET /v2/calls` as rows, filtered, after `cursor`: `(rows, convert,
-    next)`. Rows hold CALL_COLUMNS and the call's line ids (`LineIds`; None: no lines),
+    next)`. Rows hold CALL_COLUMNS and the call's `transcript_version` (0: no lines ever),
     as the database returned them; `convert(rows)` turns a list of them into the values
     the API writes (timestamps as its text). One query whatever the depth
     (console/pagination.py); the pages without filters, the common reads, take compiled
@@ -97,13 +79,13 @@ def _position(row):
 
 def transcript_lines(*, call_ids):
     """The transcript lines of these calls (whose rows the caller read from its tenant),
-    by call id, in order: (line id, {"role", "text", "ts"}) with the timestamp as the
-    API writes it. One query (none for no calls)."""
+    by call id, in order: {"role", "text", "ts"} with the timestamp as the API writes
+    it. One query (none for no calls)."""
     lines = {}
     if not call_ids:
         return lines
-    for call_id, line_id, role, text, ts in _transcript_rows(*call_ids):
-        lines.setdefault(call_id, []).append((line_id, {"role": role, "text": text, "ts": ts}))
+    for call_id, role, text, ts in _transcript_rows(*call_ids):
+        lines.setdefault(call_id, []).append({"role": role, "text": text, "ts": ts})
     return lines
 
 

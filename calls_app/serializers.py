@@ -54,7 +54,7 @@ def call_list_item(row, transcript):
     and 3 per transcript line. CallSerializer stays the schema and the single-call
     representation; tests/calls_app/test_call_list.py checks both agree."""
     (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
-     transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at, redacted, _line_ids) = row
+     transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at, redacted, _transcript_version) = row
     return {
         "id": id_,
         "direction": direction,
