@@ -6,7 +6,9 @@ loopback). Every row of the issue's table is measured beside it in interleaved r
 of the same run, and each share is taken against the ceiling of its round: first with
 SQLite, then with a throwaway PostgreSQL server (.ci/postgres; persistent connections,
 CONN_MAX_AGE as configured). The load is the issue's, `wrk -t1 -c8` (BENCH_THREADS and
-BENCH_CONNECTIONS override it).
+BENCH_CONNECTIONS override it), 5 seconds per run (BENCH_DURATION overrides it). The
+ceiling is measured right before every URL and once more at the end; each share is
+against the mean of the ceilings just before and just after it (harness.compare).
 
 Data: the demo tenant of `seed_demo` (2 assistants, 4 calls, 4 leads, an API key) and
 a tenant `bulk` with 50 assistants, 50 leads and 200 calls of 6 transcript lines each.
@@ -69,6 +71,10 @@ def tenant_bound(load):
     """Tenant-bound endpoints as shares of a bare Django view, SQLite and PostgreSQL (issue 14)."""
     if "BENCH_THREADS" not in os.environ and "BENCH_CONNECTIONS" not in os.environ:
         load = dataclasses.replace(load, threads=1, connections=8)
+    if "BENCH_DURATION" not in os.environ:
+        # The ceiling runs before every URL (bracketed): shorter runs keep the whole
+        # table at about ten minutes.
+        load = dataclasses.replace(load, duration=5)
     print(f"tenant_bound: wrk -t{load.threads} -c{load.connections} -d{load.duration}s, load average "
           f"{os.getloadavg()[0]:.1f} at the start", file=sys.stderr)
     # PostgreSQL starts first: after thousands of wrk connections its port could be one
@@ -93,7 +99,7 @@ def _measure(database_url, load):
             assert counts == {"assistants": 50, "leads": 50, "calls": 200}, counts
             endpoints = [(CEILING, f"{bare_url}/bare", None)]
             endpoints += [(label, path, headers.get(tenant)) for label, path, tenant, *_targets in ROWS]
-            return compare(base_url, endpoints, load)
+            return compare(base_url, endpoints, load, bracketed=True)
 
 
 @contextmanager

@@ -253,13 +253,19 @@ def json_request_script(project, name, method, body):
     return path
 
 
-def compare(base_url, endpoints, load):
+def compare(base_url, endpoints, load, *, bracketed=False):
     """Measures `endpoints` [(label, path, headers[, wrk Lua script])], the first being the ceiling.
     A path may be a whole URL (another server, e.g. a bare Django project as the ceiling).
 
     The shared machine is noisy, so the URLs are measured in interleaved rounds and
     each figure is the median over the rounds; the share of the ceiling is the median
     of the per-round ratios, each taken against the ceiling of the same round.
+
+    `bracketed`: the ceiling is measured again right before every other URL and once
+    more at the end, and each share is taken against the mean of the two ceilings
+    measured just before and just after it. A round of many URLs lasts minutes, in
+    which a shared machine's speed drifts; the URL and its two ceilings, seconds
+    apart, drift alike. The ceiling's own figures are then the medians of all its runs.
     """
     endpoints = [(label, path if path.startswith("http") else base_url + path, *rest, None)[:4]
                  for label, path, *rest in endpoints]  # the script is optional
@@ -268,19 +274,36 @@ def compare(base_url, endpoints, load):
             get_json(url, headers)
         if load.warmup:  # Both workers loaded, connections and caches warm.
             wrk(url, load, headers, duration=load.warmup, script=script)
-    rounds = [[wrk(url, load, headers, script=script) for _label, url, headers, script in endpoints]
-              for _round in range(load.rounds)]
+    others = range(1, len(endpoints))
+    # Which endpoint is measured when: (index, round); the ceiling is index 0.
+    if bracketed:
+        schedule = [(index, round_) for round_ in range(load.rounds) for other in others for index in (0, other)]
+        schedule.append((0, load.rounds - 1))
+    else:
+        schedule = [(index, round_) for round_ in range(load.rounds) for index in (0, *others)]
+    measured = [wrk(endpoints[index][1], load, endpoints[index][2], script=endpoints[index][3])
+                for index, _round in schedule]
+    results = {index: [] for index in range(len(endpoints))}
+    shares = {index: [] for index in range(len(endpoints))}
+    for position, ((index, round_), result) in enumerate(zip(schedule, measured, strict=True)):
+        results[index].append(result)
+        if index == 0:
+            shares[0].append(1.0)
+            continue
+        if bracketed:
+            ceiling = (measured[position - 1].requests_per_second + measured[position + 1].requests_per_second) / 2
+        else:
+            ceiling = measured[schedule.index((0, round_))].requests_per_second
+        shares[index].append(result.requests_per_second / ceiling)
     rows = []
-    for i, (label, *_request) in enumerate(endpoints):
-        results = [round_[i] for round_ in rounds]
-        shares = [round_[i].requests_per_second / round_[0].requests_per_second for round_ in rounds]
+    for index, (label, *_request) in enumerate(endpoints):
         rows.append({
             "endpoint": label,
-            "req/s": f"{median(r.requests_per_second for r in results):.0f}",
-            "p50 ms": f"{median(r.p50_ms for r in results):.2f}",
-            "p99 ms": f"{median(r.p99_ms for r in results):.2f}",
-            "share of ceiling": f"{median(shares):.1%}",
-            "_rounds": [asdict(r) for r in results],
+            "req/s": f"{median(r.requests_per_second for r in results[index]):.0f}",
+            "p50 ms": f"{median(r.p50_ms for r in results[index]):.2f}",
+            "p99 ms": f"{median(r.p99_ms for r in results[index]):.2f}",
+            "share of ceiling": f"{median(shares[index]):.1%}",
+            "_rounds": [asdict(r) for r in results[index]],
         })
     return rows
 
