@@ -7,7 +7,7 @@ from calls_app import selectors
 from calls_app.call_list import calls_page
 from calls_app.models import Call
 from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer
-from console.api import TenantAPIView, TenantViewSet, accepts_query, validated_query
+from console.api import TenantAPIView, TenantViewSet, accepts_query, default_query, validated_query
 from console.errors import NotFound
 from console.pagination import NEXT_HELP
 from console.rendering import fast_json_renderers
@@ -27,9 +27,15 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         }),
     )
     def list(self, request):
-        query = validated_query(CallListQuerySerializer, request)
-        calls, next_cursor = calls_page(tenant=request.tenant, **query)
-        return Response({"calls": calls, "next": next_cursor})
+        return Response(self._page(request.tenant, validated_query(CallListQuerySerializer, request)))
+
+    def list_body(self, tenant):
+        return self._page(tenant, default_query(CallListQuerySerializer))
+
+    @staticmethod
+    def _page(tenant, query):
+        calls, next_cursor = calls_page(tenant=tenant, **query)
+        return {"calls": calls, "next": next_cursor}
 
     def retrieve(self, request, pk=None):
         try:

@@ -182,7 +182,16 @@ def validated_query(serializer_class, request):
     whose result depends on the parameters alone (no context, no database): a valid set
     of parameters is validated once, an invalid one every time (its 400 is raised as
     usual). Returns a dict of the caller's own."""
-    params = request.query_params.dict()
+    return _validated_parameters(serializer_class, request.query_params.dict())
+
+
+def default_query(serializer_class):
+    """What `validated_query` gives for a request without query parameters (a list's
+    defaults), for a view's `list_body` (console/verified_reads.py)."""
+    return _validated_parameters(serializer_class, {})
+
+
+def _validated_parameters(serializer_class, params):
     key = (serializer_class, tuple(sorted(params.items())))
     data = _valid_queries.get(key)
     if data is None:

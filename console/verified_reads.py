@@ -13,8 +13,9 @@ runs the rest of DRF's cycle as DRF does: the query parameters checked, the hand
 `handle_exception` for what it raises, `finalize_response`; a plain successful
 Response is rendered without the template response's machinery. The answer is DRF's
 (tests/console/test_verified_reads.py compares both paths byte for byte). A GET whose
-body depends on the tenant alone (`get_body`, a viewset's `list_body`) is answered
-from that body without building DRF's request and response at all.
+body depends on the tenant alone (`get_body`, a viewset's `list_body`; a paged list
+without query parameters is its first page at the default limit) is answered from
+that body without building DRF's request and response at all.
 
 Anything else takes DRF's whole path, which decides as it always did: another method,
 another or no credential, a key not verified a moment ago (its query runs there), no

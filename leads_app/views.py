@@ -2,7 +2,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, accepts_query, validated, validated_query
+from console.api import OpenAPIView, TenantViewSet, accepts_query, default_query, validated, validated_query
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
@@ -129,9 +129,15 @@ class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         }),
     )
     def list(self, request):
-        query = validated_query(LeadListQuerySerializer, request)
-        rows, next_cursor = selectors.lead_page_rows(tenant=request.tenant, **query)
-        return Response({"leads": lead_list_data(rows, tenant_slug=request.tenant.slug), "next": next_cursor})
+        return Response(self._page(request.tenant, validated_query(LeadListQuerySerializer, request)))
+
+    def list_body(self, tenant):
+        return self._page(tenant, default_query(LeadListQuerySerializer))
+
+    @staticmethod
+    def _page(tenant, query):
+        rows, next_cursor = selectors.lead_page_rows(tenant=tenant, **query)
+        return {"leads": lead_list_data(rows, tenant_slug=tenant.slug), "next": next_cursor}
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -23,6 +23,7 @@ ERRORS = [
     "/v2/assistants/as_none",
     "/v2/audio/scripts/nope.nope",
     "/v2/calls?limit=1",  # a page with a cursor to the next
+    "/v2/calls",  # the first page at the default limit: a body of the tenant alone (`list_body`)
 ]
 
 
