@@ -24,12 +24,13 @@ parameter (a LIKE pattern, say) is refused when the query is compiled.
 that is most of the work of the rows: in the UTC zone, a timestamp the database
 returns in UTC is written as it is, without the ORM's conversion to an aware datetime
 and DRF's conversion to the current zone; on SQLite and PostgreSQL, the timestamp is
-read as text and rewritten without being parsed at all.
+read as text and rewritten without being parsed at all, and PostgreSQL writes the API's
+text itself (cheaper in its C than the rewriting in Python).
 """
 import datetime as dt
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models import F, TextField
+from django.db.models import F, Func, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -60,16 +61,18 @@ class CompiledQuery:
         return compiled.fetch(connection, values), lambda rows: compiled.convert(connection, rows)
 
     def _compiled_for(self, connection, values, variant):
-        key = (connection.vendor, tuple(map(type, values)), tuple(sorted(variant.items())))
+        # In the UTC zone (the API's), a database may write the API's text itself.
+        utc = self._datetimes_as_text and is_utc(timezone.get_current_timezone())
+        key = (connection.vendor, utc, tuple(map(type, values)), tuple(sorted(variant.items())))
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compiled[key] = _Compiled(self._build, values, variant, connection,
-                                                       self._datetimes_as_text)
+                                                       self._datetimes_as_text, utc)
         return compiled
 
 
 class _Compiled:
-    def __init__(self, build, values, variant, connection, datetimes_as_text):
+    def __init__(self, build, values, variant, connection, datetimes_as_text, utc):
         stand_ins = [_stand_in(slot, value) for slot, value in enumerate(values)]
         queryset = build(*stand_ins, **variant)
         compiler = queryset.query.get_compiler(connection=connection)
@@ -94,11 +97,18 @@ class _Compiled:
             if self.text_reader is not None and not self.text_reader.applies(connection, self.converters, self.as_text):
                 self.text_reader = None
         if self.text_reader is not None:
+            # The API's text written by the database, where it can (PostgreSQL in UTC):
+            # nothing left to convert in Python.
+            in_sql = self.text_reader.api_text if utc else None
+            as_text = in_sql or (lambda name: Cast(name, output_field=TextField()))
             names = _selected_names(queryset)
-            queryset = queryset.values_list(*(Cast(name, output_field=TextField()) if position in self.as_text
-                                              else F(name) for position, name in enumerate(names)))
+            queryset = queryset.values_list(*(as_text(name) if position in self.as_text else F(name)
+                                              for position, name in enumerate(names)))
             compiler = queryset.query.get_compiler(connection=connection)
             assert len(_selected(compiler)) == self.width
+            if in_sql is not None:
+                self.converters = [converter for converter in self.converters if converter[0] not in self.as_text]
+                self.as_text = set()
         self.sql, params = compiler.as_sql()
         self.params = list(params)
         self.slots = [(index, stand_ins.index(param)) for index, param in enumerate(self.params)
@@ -167,6 +177,8 @@ class _SQLiteText:
     """Timestamps as SQLite stores them: `str(datetime)` of the naive datetime in the
     connection's zone ("2025-03-01 10:00:00" or "2025-03-01 10:00:00.123456")."""
 
+    api_text = None  # other forms of stored text are possible: Python reads each
+
     @staticmethod
     def applies(connection, converters, positions):
         # The ORM's converters of these columns parse any other form of text.
@@ -195,6 +207,10 @@ class _PostgreSQLText:
             and connection.timezone_name == "UTC"
 
     @staticmethod
+    def api_text(name):
+        return _PostgreSQLAPIText(F(name))
+
+    @staticmethod
     def converter(orm, zone, utc):
         def convert(value):
             # Runs for every timestamp of a long list: the checks are written out.
@@ -205,6 +221,13 @@ class _PostgreSQLText:
                     return f"{value[:10]}T{value[11:19]}.{value[20:-3]:0<6}Z"
             return None if value is None else datetime_text(parse_datetime(value), zone)
         return convert
+
+
+class _PostgreSQLAPIText(Func):
+    """A timestamptz as `datetime_text` writes it in the UTC zone: "2025-03-01T10:00:00Z",
+    or with all six digits of a fraction ("2025-03-01T10:00:00.100000Z"); NULL stays NULL."""
+    template = "REPLACE(TO_CHAR(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), '.000000Z', 'Z')"
+    output_field = TextField()
 
 
 _TEXT_READERS = {"sqlite": _SQLiteText, "postgresql": _PostgreSQLText}

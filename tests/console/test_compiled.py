@@ -111,3 +111,14 @@ def test_every_fraction_of_a_second_is_written_as_the_api_writes_it(calls, tenan
     assert (zone != "UTC") or expected == ["2025-03-01T10:00:00Z", "2025-03-01T10:00:00.100000Z",
                                            "2025-03-01T10:00:00.056700Z", "2025-03-01T10:00:00.123456Z",
                                            "2025-03-01T10:00:00.000005Z"]
+
+
+def test_the_first_and_the_last_year_are_written_as_the_api_writes_them(calls, tenant_a):
+    first, last = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9999, 12, 31, 23, 59, 59, 999999,
+                                                                             tzinfo=dt.timezone.utc)
+    calls_of_a = list(Call.objects.filter(tenant=tenant_a).order_by("-created_at", "-id"))
+    Call.objects.filter(pk=calls_of_a[0].pk).update(started_at=first)
+    Call.objects.filter(pk=calls_of_a[1].pk).update(started_at=last)
+    rows = CompiledQuery(newest, datetimes_as_text=True)(tenant_a.id, limit=2)
+    assert [row[7] for row in rows] == [datetime_text(first), datetime_text(last)] == [
+        "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"]
