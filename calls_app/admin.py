@@ -49,7 +49,8 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     # No date hierarchy and no count of all rows: both read every call of the tenant
     # on each page (the date filter covers the ranges).
     show_full_result_count = False
-    exclude = ["tenant"]
+    # The recording's address is shown by `recording`, as a player and a link.
+    exclude = ["tenant", "recording_url"]
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
                        "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from datamodel_code_generator import DataModelType, InputFileType, generate
+from datamodel_code_generator.format import Formatter
 from django.core.management import call_command
 
 from tests.conftest import make_client
@@ -35,7 +36,7 @@ def generated_models(tmp_path, db, monkeypatch):
     target = tmp_path / "stimmwerk_models.py"
     generate(json.dumps(document), input_file_type=InputFileType.OpenAPI, output=target,
              output_model_type=DataModelType.PydanticV2BaseModel, extra_fields="forbid",
-             strict_nullable=True)
+             strict_nullable=True, formatters=[Formatter.BUILTIN])
     spec = importlib.util.spec_from_file_location("stimmwerk_models", target)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "stimmwerk_models", module)  # pydantic resolves its references there
