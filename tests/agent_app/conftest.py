@@ -142,12 +142,37 @@ def dial(url):
     return connect(url, max_size=1 << 22, open_timeout=RECEIVE_TIMEOUT)
 
 
-def eventually(condition, timeout=30):
-    """Whether `condition()` holds within `timeout` seconds: for what the server does on
-    its own schedule (noticing a dropped connection). Checks every 50 ms."""
-    ends = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > ends:
-            return False
-        time.sleep(0.05)
-    return True
+class BookedCalls:
+    """The ids of the calls the agent has booked as ended, told as each booking returns."""
+
+    def __init__(self):
+        self._ids = set()
+        self._changed = threading.Condition()
+
+    def add(self, call_id):
+        with self._changed:
+            self._ids.add(call_id)
+            self._changed.notify_all()
+
+    def wait_for(self, call_id, timeout=RECEIVE_TIMEOUT):
+        """Whether the call `call_id` was booked within `timeout` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: call_id in self._ids, timeout)
+
+
+@pytest.fixture
+def booked_calls(monkeypatch):
+    """For what the server does at a moment of its own choosing (noticing a dropped
+    connection): the test waits for the agent's booking of the call to return, told by
+    the consumer's own call of it, instead of looking at the database until it shows."""
+    from agent_app import consumer
+
+    booked, book = BookedCalls(), consumer._end_call
+
+    async def book_and_tell(*, call_id):
+        try:
+            return await book(call_id=call_id)
+        finally:
+            booked.add(call_id)
+    monkeypatch.setattr(consumer, "_end_call", book_and_tell)
+    return booked

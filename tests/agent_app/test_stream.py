@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 from agent_app.audio import WireFormat
 from agent_app.models import AgentSession
 from calls_app.models import Call, UsageCounter
-from tests.agent_app.conftest import Caller, dial, eventually, grant, silence, spoken
+from tests.agent_app.conftest import Caller, dial, grant, silence, spoken
 from tests.speech_app.wer import word_error_rate
 
 # Heard through 8 kHz μ-law at word error rates of 0.00-0.17 in 21 syntheses (de+m3).
@@ -95,7 +95,7 @@ def test_dtmf_is_recorded_as_a_system_note_in_order(agent_server, api_a, instant
     assert lines[1:] == [("system", "DTMF 1"), ("system", "DTMF #")]
 
 
-def test_a_dropped_connection_books_the_call_once(agent_server, api_a, tenant_a, instant_speech):
+def test_a_dropped_connection_books_the_call_once(agent_server, api_a, tenant_a, instant_speech, booked_calls):
     session = grant(api_a, agent_server.port)
 
     async def drop():
@@ -105,7 +105,8 @@ def test_a_dropped_connection_books_the_call_once(agent_server, api_a, tenant_a,
 
     asyncio.run(drop())
     # The server learns of the drop on its own, at a moment of its choosing.
-    assert eventually(lambda: Call.objects.filter(pk=session["callId"], ended_at__isnull=False).exists())
+    assert booked_calls.wait_for(session["callId"])
+    assert Call.objects.filter(pk=session["callId"], ended_at__isnull=False).exists()
     call = _booked_once(tenant_a, session["callId"])
     assert call.status == "completed" and call.disclosed
 

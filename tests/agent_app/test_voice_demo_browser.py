@@ -8,7 +8,7 @@ from playwright.sync_api import sync_playwright
 
 from calls_app.models import Call
 from console.tenants.services import tenant_create
-from tests.agent_app.conftest import eventually, silence, spoken
+from tests.agent_app.conftest import silence, spoken
 from tests.agent_app.test_conversation import SAID
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 
@@ -27,7 +27,8 @@ def microphone(tmp_path):
     return path
 
 
-def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, instant_speech, whisper_ready):
+def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, instant_speech, whisper_ready,
+                                           booked_calls):
     settings.AGENT_VOICE_DEMO = True
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
     tenant_create(slug="demo", name="Demo Praxis GmbH")
@@ -47,6 +48,7 @@ def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, 
     assert not problems
     assert "montag" in heard.lower(), heard
     # The closed browser dropped the connection: the call is booked with what was heard.
-    assert eventually(lambda: Call.objects.filter(pk=call_id, ended_at__isnull=False).exists())
+    assert booked_calls.wait_for(call_id)
+    assert Call.objects.filter(pk=call_id, ended_at__isnull=False).exists()
     lines = list(Call.objects.get(pk=call_id).transcript_entries.values_list("role", "text"))
     assert ("user", heard) in lines

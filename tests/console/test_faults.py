@@ -172,9 +172,9 @@ def kill_a_worker(service, master, base, at):
         assert burst.wait_for(at)
         for _ in range(200):
             busy = service.busy_workers(master, base)
-            if busy:
+            # Looked again once another request was answered: requests are in flight then.
+            if busy or not burst.wait_for(burst.done + 1):
                 break
-            time.sleep(0.01)  # between looks at /proc, not a synchronisation
         victim = busy[0] if busy else service.workers_of(master)[0]
         os.kill(victim, signal.SIGKILL)
         killed_at = time.monotonic()
