@@ -60,7 +60,8 @@ def main():
     machine = machine_info()
     print(f"Date: {machine['date']}")
     print(f"Machine: {machine['nproc']} CPUs ({machine['cpu']}), Python {machine['python']}, {machine['wrk']}")
-    print(f"Default load (a benchmark that sets its own prints it): wrk -t{load.threads} -c{load.connections} -d{load.duration}s --latency, "
+    print(f"Default load (a benchmark that sets its own prints it): "
+          f"wrk -t{load.threads} -c{load.connections} -d{load.duration}s --latency, "
           f"{load.rounds} interleaved rounds (medians), {load.warmup}s warm-up per URL; "
           f"gunicorn 2 sync workers, SQLite, all on {HOST}")
 

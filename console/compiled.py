@@ -212,13 +212,8 @@ class _PostgreSQLText:
 
     @staticmethod
     def converter(orm, zone, utc):
+        # Other zones only: in the UTC zone the database writes the API's text (api_text).
         def convert(value):
-            # Runs for every timestamp of a long list: the checks are written out.
-            if utc and value is not None and value[-3:] == "+00" and value[10] == " " and value[4] == "-":
-                if len(value) == 22:
-                    return f"{value[:10]}T{value[11:19]}Z"
-                if value[19] == "." and len(value) <= 29:
-                    return f"{value[:10]}T{value[11:19]}.{value[20:-3]:0<6}Z"
             return None if value is None else datetime_text(parse_datetime(value), zone)
         return convert
 
