@@ -35,11 +35,14 @@ def findings_list(findings):
 
 
 def analysis_html(text, analysis):
-    """The highlighted text, its duration and the list of findings."""
+    """The highlighted text, its duration, what the voice will say where that differs
+    from the text, and the list of findings."""
+    spoken = analysis.get("spoken", text)
     return format_html(
-        '{}<p class="script-meta">{} Wörter, etwa {} s gesprochen{}</p>{}',
+        '{}<p class="script-meta">{} Wörter, etwa {} s gesprochen{}</p>{}{}',
         highlighted(text, analysis["findings"]),
         analysis["words"], analysis["durationSec"],
         format_html(", Variablen: {}", ", ".join(analysis["variables"])) if analysis["variables"] else "",
+        format_html('<p class="script-spoken">Gesprochen: „{}“</p>', spoken) if spoken != text else "",
         findings_list(analysis["findings"]),
     )

@@ -46,6 +46,9 @@ class AnalysisSerializer(serializers.Serializer):
     durationSec = serializers.FloatField(help_text="words / 110 × 60, one decimal")
     variables = serializers.ListField(child=serializers.CharField())
     findings = FindingSerializer(many=True)
+    spoken = serializers.CharField(
+        allow_blank=True, help_text="the text as the voice will say it: numbers, times, dates, prices and "
+                                    "abbreviations in German words; variables and links as written")
 
 
 class ListAnalysisSerializer(serializers.Serializer):

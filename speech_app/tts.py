@@ -33,6 +33,8 @@ from pathlib import Path
 from django.conf import settings
 
 from speech_app.errors import SpeechTooLong, TtsUnavailable, UnknownVoice
+from speech_app.spoken import VERSION as SPOKEN_VERSION
+from speech_app.spoken import spoken_form
 
 # A voice is an eSpeak NG voice name, optionally with a variant: `de`, `en-us`, `ko+f3`.
 VOICE_PATTERN = re.compile(r"^[A-Za-z0-9_/-]{1,40}(\+[A-Za-z0-9_]{1,20})?$")
@@ -96,6 +98,15 @@ class Synthesizer(ABC):
                                details={"voice": voice[:60]})
 
 
+def spoken_text(text, voice):
+    """What a voice says for `text`: a German voice (`de`, `de+m3`, `de-DE-…`) hears the
+    German normaliser's spoken form (numbers, dates, prices and abbreviations in
+    words); other languages the text as it is."""
+    if re.match(r"de(?:$|[+_-])", voice, re.IGNORECASE):
+        return spoken_form(text)
+    return text
+
+
 def speech_pieces(text):
     """`text` as the pieces the engine is called with: line breaks become pauses
     (a comma where the line has no punctuation of its own), sentences are packed into
@@ -149,7 +160,7 @@ class EspeakSynthesizer(Synthesizer):
     def version(self):
         # How a text is cut into pieces changes how it sounds (pauses between calls).
         return (f"espeak-ng-{self._library_version()}/pyttsx3-{importlib.metadata.version('pyttsx3')}"
-                f"/pieces-{MAX_PIECE_CHARS}")
+                f"/pieces-{MAX_PIECE_CHARS}/{SPOKEN_VERSION}")
 
     def _library_version(self):
         if self._espeak_version is None:
@@ -185,7 +196,7 @@ class EspeakSynthesizer(Synthesizer):
 
     def synthesize(self, text, *, voice):
         self.check_voice(voice)
-        pieces = speech_pieces(text)
+        pieces = speech_pieces(spoken_text(text, voice))
         with self._lock:
             engine = self._ensure_engine()
             self._errors.clear()

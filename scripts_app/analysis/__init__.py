@@ -17,6 +17,7 @@ from itertools import compress, count
 from scripts_app.analysis.lexicon import GermanLexicon, LexiconUnavailable, default_lexicon
 from scripts_app.analysis.rules import RULES, WORDS_PER_MINUTE
 from scripts_app.analysis.text import line_starts, read, variables_of
+from speech_app.spoken import spoken_form
 
 __all__ = ["analyze", "GermanLexicon", "LexiconUnavailable", "default_lexicon", "RULE_IDS"]
 
@@ -66,8 +67,9 @@ class Script:
 
 
 def analyze(text, max_seconds=None, *, lexicon=None):
-    """`{"words", "durationSec", "variables", "findings"}` of `text`; findings in
-    text order. Without `max_seconds` the duration rule is not applied."""
+    """`{"words", "durationSec", "variables", "findings", "spoken"}` of `text`;
+    findings in text order, `spoken` the text as the voice will say it
+    (speech_app.spoken). Without `max_seconds` the duration rule is not applied."""
     script = Script(text, max_seconds, lexicon or default_lexicon())
     findings = [finding for rule in RULES for finding in rule(script)]
     findings.sort(key=lambda finding: (finding["offset"], _RULE_RANK[finding["rule"]]))
@@ -76,4 +78,5 @@ def analyze(text, max_seconds=None, *, lexicon=None):
         "durationSec": script.duration_sec,
         "variables": variables_of(text),
         "findings": findings,
+        "spoken": spoken_form(text),
     }

@@ -61,8 +61,15 @@ def test_bad_analyze_value_is_a_400(api_a):
 def test_get_one_has_the_entry_and_its_full_analysis(api_a):
     body = api_a.get(URL).json()
     assert body["touchpoint_id"] == GREETING and body["source"] == "default"
-    assert set(body["analysis"]) == {"words", "durationSec", "variables", "findings"}
+    assert set(body["analysis"]) == {"words", "durationSec", "variables", "findings", "spoken"}
     assert body["analysis"]["variables"] == ["companyName"]
+
+
+def test_the_analysis_says_how_the_text_will_be_spoken(api_a):
+    body = put(api_a, "Rufen Sie {{name}} unter 030 901820 an, Mo–Fr ab 8:30 Uhr.").json()
+    assert body["analysis"]["spoken"] == (
+        "Rufen Sie {{name}} unter null drei null, neun null eins, acht zwei null an, "
+        "Montag bis Freitag ab acht Uhr dreißig.")
 
 
 def test_put_returns_the_analysis_of_the_new_text(api_a):
