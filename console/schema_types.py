@@ -79,6 +79,20 @@ class SegmentSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+class EntitySerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["phone", "date", "time", "datetime", "amount", "reference"])
+    text = serializers.CharField(help_text="the words of the transcript it was read from")
+    value = serializers.CharField(
+        help_text="phone: E.164; date: YYYY-MM-DD; time: HH:MM; datetime: ISO 8601 with the tenant's offset; "
+                  "amount: decimal with two places; reference: its digits (and a letter prefix)")
+    currency = serializers.CharField(required=False, help_text="amount only: ISO 4217 code")
+    kind = serializers.ChoiceField(choices=["customer", "order", "invoice", "contract", "case", "number"],
+                                   required=False, help_text="reference only: what the number names")
+
+    class Meta:
+        ref_name = "Entity"
+
+
 class TranscriptSerializer(serializers.Serializer):
     text = serializers.CharField(allow_blank=True)
     words = WordSerializer(many=True)
@@ -87,6 +101,8 @@ class TranscriptSerializer(serializers.Serializer):
     engine = serializers.CharField()
     model = serializers.CharField()
     language = serializers.CharField()
+    entities = EntitySerializer(many=True, help_text="numbers heard in a German transcript: phone numbers, "
+                                                     "dates, times, amounts, reference numbers (empty otherwise)")
 
     class Meta:
         ref_name = "Transcript"

@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from speech_app.decode import SAMPLE_RATE
+from speech_app.entities import entities
 from speech_app.errors import InvalidLanguage, SttBusy, SttUnavailable
 
 DEFAULT_LANGUAGE = "de"
@@ -75,7 +76,9 @@ class Transcript:
     words: list = field(default_factory=list)
     segments: list = field(default_factory=list)
 
-    def as_json(self):
+    def as_json(self, *, now=None):
+        """The transcript's JSON; `now` (an aware datetime on the tenant's clock) resolves
+        the relative dates and times among the entities ("morgen um halb drei")."""
         return {
             "text": self.text,
             "words": [word.as_json() for word in self.words],
@@ -84,7 +87,14 @@ class Transcript:
             "engine": self.engine,
             "model": self.model,
             "language": self.language,
+            "entities": self.entities(now=now),
         }
+
+    def entities(self, *, now=None):
+        """Phone numbers, dates, times, amounts and reference numbers in a German text
+        (speech_app.entities); none in other languages, whose number words it does not
+        read."""
+        return entities(self.text, now=now) if self.language == "de" else []
 
 
 def checked_language(language, default=DEFAULT_LANGUAGE):

@@ -3,6 +3,9 @@
 Both reuse the same engines and services; the speech module needs a credential but
 no tenant (CONTRACT §1).
 """
+import zoneinfo
+
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -20,6 +23,11 @@ from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParse
 from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer
 
 
+def tenant_now(tenant):
+    """Now on the tenant's clock: "morgen um halb drei" means the tenant's tomorrow."""
+    return timezone.now().astimezone(zoneinfo.ZoneInfo(tenant.time_zone))
+
+
 class AudioTranscribeView(TenantAPIView):
     parser_classes = [BoundedJSONParser]
     audit_writes = False  # a POST that stores nothing: not a write for the audit trail
@@ -32,7 +40,7 @@ class AudioTranscribeView(TenantAPIView):
         # Without a language, the tenant's (German unless the tenant says otherwise).
         transcript = services.audio_transcribe(audio=audio, language=data.get("language"),
                                                default_language=request.tenant.language, phrases=data.get("phrases"))
-        return Response(transcript.as_json())
+        return Response(transcript.as_json(now=tenant_now(request.tenant)))
 
 
 class SpeakView(ApiView):

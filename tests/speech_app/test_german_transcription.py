@@ -56,7 +56,7 @@ def test_german_voicemails_come_back_as_german_text(api_a, whisper_ready):
 
 def test_words_and_segments_carry_timings_within_the_audio(api_a, whisper_ready):
     body = transcribe(api_a, mp3_of(VOICEMAILS[0])).json()
-    assert set(body) == {"text", "words", "segments", "durationSec", "engine", "model", "language"}
+    assert set(body) == {"text", "words", "segments", "durationSec", "engine", "model", "language", "entities"}
     assert body["segments"] and " ".join(segment["text"] for segment in body["segments"]) == body["text"]
     assert [word["word"] for word in body["words"]] == body["text"].split()
     for item in body["words"] + body["segments"]:
@@ -141,3 +141,12 @@ def test_vosk_checks_the_deadline_too(api_a, korean_model, settings):
     response = transcribe(api_a, korean_mp3("안녕하세요"), language="ko")
     assert response.status_code == 503 and error_of(response)["code"] == "stt_busy"
     assert response["Retry-After"]
+
+
+def test_the_transcript_carries_the_numbers_heard_on_the_tenants_clock(api_a, tenant_a, whisper_ready):
+    response = transcribe(api_a, mp3_of("Bitte rufen Sie mich morgen um vierzehn Uhr zurück."), filename="e.mp3")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    kinds = {entity["type"]: entity["value"] for entity in body["entities"]}
+    assert "datetime" in kinds, body
+    assert kinds["datetime"].split("T")[1].startswith("14:00:00"), body

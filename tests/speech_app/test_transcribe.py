@@ -26,7 +26,7 @@ def test_spoken_korean_comes_back_word_for_word_with_phrases(api_a, korean_model
 
 def test_words_carry_timings_within_the_audio_and_confidences(api_a, korean_model):
     body = transcribe(api_a, korean_mp3("안녕하세요 감사합니다"), language="ko").json()
-    assert set(body) == {"text", "words", "segments", "durationSec", "engine", "model", "language"}
+    assert set(body) == {"text", "words", "segments", "durationSec", "engine", "model", "language", "entities"}
     assert body["durationSec"] > 1
     assert body["words"]
     for word in body["words"]:
