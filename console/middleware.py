@@ -139,6 +139,58 @@ def _resolver_message(request, response):
     return None
 
 
+class RequestLineLimitMiddleware:
+    """A URL too long, or with too many query parameters, for an API request is refused
+    in the contract's shape before anything reads it (docs/api.md, *Errors*):
+
+    - the path (percent-decoded, as Django receives it) and the query string (as sent)
+      together longer than `API_MAX_URI_BYTES` (8,000 bytes) → 414 `uri_too_long`;
+    - more query parameters than Django's `DATA_UPLOAD_MAX_NUMBER_FIELDS` (1,000) →
+      400 `too_many_query_parameters`. Django would raise `TooManyFieldsSent` when a
+      view first reads `request.GET`; counted here as Django's parser counts them
+      (one more than the `&`s), so no request gets that far.
+
+    gunicorn admits request lines up to 8,190 bytes (gunicorn.conf.py), so every URL up
+    to that length gets this answer from Django; a longer one gets the same 414 from
+    gunicorn itself (console/serving.py). Both lengths are counted in bytes (WSGI gives
+    both strings as one character per byte)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        meta = request.META
+        path, query = meta.get("PATH_INFO", ""), meta.get("QUERY_STRING", "")
+        if query or len(path) > settings.API_MAX_URI_BYTES:
+            refusal = _request_line_refusal(path, query)
+            # Other paths (the admin) keep Django's own handling of their URLs.
+            if refusal is not None and is_api_path(request.path_info):
+                return refusal
+        return self.get_response(request)
+
+
+def _request_line_refusal(path, query):
+    length, limit = len(path) + (len(query) + 1 if query else 0), settings.API_MAX_URI_BYTES
+    if length > limit:
+        return error_response(414, "uri_too_long", uri_too_long_message(length), {"maxBytes": limit})
+    max_fields = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    # Each parameter but the first needs its "&": a shorter string cannot have too many.
+    if max_fields is not None and len(query) >= max_fields and query.count("&") + 1 > max_fields:
+        return error_response(
+            400, "too_many_query_parameters",
+            f"The URL has {query.count('&') + 1:,} query parameters; at most {max_fields:,} are accepted.",
+            {"maxParameters": max_fields})
+    return None
+
+
+def uri_too_long_message(length=None):
+    """The message of a 414, from Django (which knows the length) or from gunicorn."""
+    limit = settings.API_MAX_URI_BYTES
+    told = f"The URL is {length:,} bytes long" if length is not None else "The URL is too long"
+    return (f"{told}; at most {limit:,} bytes of path and query string are accepted. "
+            "Send fewer or shorter query parameters.")
+
+
 class RefuseNulMiddleware:
     """A NUL character in the path, a query parameter or a header of an API request
     is refused before any view runs: PostgreSQL refuses NUL in text, so an id, a

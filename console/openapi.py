@@ -49,7 +49,7 @@ TAGS = (
 # What each error status means, as the description of its response.
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `validation_error` (details name each field or query parameter), `malformed_json`, "
-         "`tenant_required`, or a more specific code.",
+         "`tenant_required`, `too_many_query_parameters` (over 1,000), or a more specific code.",
     401: "`unauthenticated`: no or bad credentials; send `Authorization: Bearer <api key>`.",
     402: "`minute_cap_reached`: the tenant's monthly minutes are used up.",
     403: "`tenant_forbidden` (the credential does not cover the tenant) or `forbidden`.",
@@ -58,6 +58,7 @@ ERROR_DESCRIPTIONS = {
     409: "A conflict with the current state (the code says which).",
     410: "`export_expired` or another gone resource.",
     413: "`payload_too_large`: the body is too large.",
+    414: "`uri_too_long`: path and query string over 8,000 bytes (`details.maxBytes`).",
     415: "`unsupported_media_type`: send the body as `application/json`.",
     422: "Well-formed but unusable input (e.g. audio that cannot be decoded).",
     502: "Every lane tried failed upstream (the gateway's failover found no answer).",
@@ -150,7 +151,8 @@ class ApiSchema(AutoSchema):
         return isinstance(self.view, TenantBoundMixin)
 
     def error_statuses(self):
-        statuses = {400, 406, 503}
+        # Any URL can be too long (console/middleware.py, RequestLineLimitMiddleware).
+        statuses = {400, 406, 414, 503}
         if not self.is_open():
             statuses.add(401)
         if self.is_tenant_bound():

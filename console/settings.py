@@ -77,6 +77,9 @@ MIDDLEWARE = [
     # Outermost but for the log, so that it sees every error response of the API paths, including
     # those produced by the middleware below (CSRF, disallowed host, 404 of the resolver).
     "console.middleware.JsonErrorMiddleware",
+    # Before anything reads the query string: a URL too long or with too many
+    # parameters is a JSON 414/400 on the API paths (docs/api.md, Errors).
+    "console.middleware.RequestLineLimitMiddleware",
     "console.middleware.RefuseNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -227,6 +230,11 @@ VAR_DIR = project_path("VAR_DIR", "var")
 
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
+# The longest URL (path and query string, in bytes) an API request may have: longer →
+# 414 `uri_too_long` (console/middleware.py). Below gunicorn's limit_request_line
+# (8,190, gunicorn.conf.py), so that Django, not gunicorn, answers every such URL up to
+# that length. Query parameters are bounded by Django's DATA_UPLOAD_MAX_NUMBER_FIELDS.
+API_MAX_URI_BYTES = 8000
 # Open API endpoints that read no credentials, so no login session either (a path, or a
 # prefix ending in "/"); they skip the session middleware (console/middleware.py).
 SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")

@@ -62,6 +62,8 @@ def test_the_contracts_hold_on_the_project():
     ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),
     ("gateway_app/_probe.py", "from console.tenants.models import Tenant\n", "The gateway holds no tenant data"),
     ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
+    ("leads_app/_probe.py", "import csv\n", "Every CSV is written by console.csv_export"),
+    ("console/_probe.py", "from csv import writer\n", "Every CSV is written by console.csv_export"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
     probe = with_module(tree_copy, module, source)

@@ -59,7 +59,7 @@ def test_the_csv_export_holds_the_filtered_list(owner, calls):
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode().lstrip("\ufeff"))))
     assert rows[0][:4] == ["id", "time", "direction", "counterpart"]
     assert [row[0] for row in rows[1:]] == [calls["termin"].pk]
-    assert rows[1][3] == "+4930901820"
+    assert rows[1][3] == "'+4930901820"  # behind an apostrophe: never a formula (console/csv_export.py)
 
 
 def test_the_list_links_its_export(owner, calls):
