@@ -13,7 +13,7 @@ from console.api import ApiView, accepts_query, validated
 from console.errors import ValidationFailed
 from console.openapi import errors
 from gateway_app import selectors, services
-from gateway_app.auth import GatewayTokenAuthentication
+from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import NotReady
 from gateway_app.parsers import AnyTypeJSONParser
 from gateway_app.roles import role_named
@@ -32,6 +32,15 @@ from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response, ra
 class GatewayAPIView(ApiView):
     authentication_classes = [GatewayTokenAuthentication]
     parser_classes = [AnyTypeJSONParser]
+
+    def handle_exception(self, exc):
+        # The project's exception handler writes the API's realm on every 401; the
+        # gateway's token is no API key, and its 401s name the gateway's realm, also on
+        # /v1/ready, whose first authentication is the probe credential's.
+        response = super().handle_exception(exc)
+        if response.status_code == 401:
+            response["WWW-Authenticate"] = WWW_AUTHENTICATE
+        return response
 
 
 def chat_answer_json(answer):
