@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from console.api import ApiView, accepts_query, validated
 from console.errors import ValidationFailed
 from console.openapi import errors
+from console.parsers import JSONParser
 from gateway_app import selectors, services
 from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import NotReady
-from gateway_app.parsers import AnyTypeJSONParser
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
@@ -27,6 +27,19 @@ from gateway_app.serializers import (
 )
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, mp3_response, raw_audio_body
+
+# The bodies of the JSON paths (a prompt of 20,000 characters is at most 80 KB of UTF-8).
+MAX_BODY_BYTES = 256 * 1024
+
+
+class AnyTypeJSONParser(JSONParser):
+    """The project's JSON reader (console.parsers: bounded size and depth, no NaN or
+    Infinity, NUL and lone surrogates refused by path) for a body of any Content-Type:
+    the hub's integration paths are called by scripts, often as `curl -d '{…}'`, which
+    labels the body as a form (model-hub-registry §4). At most 256 KB, refused unread."""
+
+    media_type = "*/*"
+    limit = MAX_BODY_BYTES
 
 
 class GatewayAPIView(ApiView):
