@@ -18,3 +18,9 @@ class UnknownRole(ApiError):
 
 class AudioTooLong(ApiError):
     status, code = 413, "audio_too_long"
+
+
+class LengthRequired(ApiError):
+    status, code = 411, "length_required"
+    message = ("This server cannot read a body sent with 'Transfer-Encoding: chunked': send it with a "
+               "Content-Length.")
