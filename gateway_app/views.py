@@ -95,7 +95,7 @@ def chat_answer_json(answer):
 
 class AgentView(GatewayAPIView):
     @extend_schema(request=AgentRequestSerializer, responses=OpenApiTypes.OBJECT,
-                   extensions=errors(502),
+                   extensions=errors(422, 502),
                    summary="Answer a prompt through the registry's chat lanes, with failover")
     def post(self, request):
         data = validated(AgentRequestSerializer, request.data)
@@ -128,7 +128,7 @@ class UsageView(GatewayAPIView):
 
 class CloudAgentView(GatewayAPIView):
     @extend_schema(request=RoleRequestSerializer, responses=OpenApiTypes.OBJECT,
-                   extensions=errors(502),
+                   extensions=errors(422, 502),
                    summary="Answer a prompt in a role (trainee, junior, senior, experte)")
     def post(self, request):
         # The role first: an unknown role answers with the list of roles, whatever else is wrong.
@@ -144,7 +144,7 @@ class SpeakView(GatewayAPIView):
     content_negotiation_class = AnyAcceptNegotiation
 
     @extend_schema(request=GatewaySpeakSerializer, responses=MP3_RESPONSE,
-                   extensions=errors(502),
+                   extensions=errors(422, 502),
                    summary="Speak a text as MP3 through the registry's tts lanes, local engines first")
     def post(self, request):
         data = validated(GatewaySpeakSerializer, request.data)
