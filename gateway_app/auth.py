@@ -22,6 +22,10 @@ def token_matches(candidate):
                                hashlib.sha256(expected.encode("utf-8")).digest())
 
 
+# Every 401 of the gateway paths says so (docs/api.md), whichever credential was refused.
+WWW_AUTHENTICATE = 'Bearer realm="gateway"'
+
+
 class GatewayTokenAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
@@ -35,4 +39,4 @@ class GatewayTokenAuthentication(authentication.BaseAuthentication):
         return ServicePrincipal("gateway-client"), None
 
     def authenticate_header(self, request):
-        return 'Bearer realm="gateway"'
+        return WWW_AUTHENTICATE

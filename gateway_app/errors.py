@@ -7,6 +7,12 @@ class NoLaneAnswered(ApiError):
     message = "No lane could answer the request."
 
 
+class OverBudget(ApiError):
+    # Not worth retrying as it is: the request needs a larger budget or a shorter prompt.
+    status, code = 422, "over_budget"
+    message = "No lane can answer the request within its budget."
+
+
 class NotReady(ApiError):
     status, code = 503, "not_ready"
     message = "No chat lane is usable now."
@@ -18,3 +24,9 @@ class UnknownRole(ApiError):
 
 class AudioTooLong(ApiError):
     status, code = 413, "audio_too_long"
+
+
+class LengthRequired(ApiError):
+    status, code = 411, "length_required"
+    message = ("This server cannot read a body sent with 'Transfer-Encoding: chunked': send it with a "
+               "Content-Length.")

@@ -72,7 +72,7 @@ class Answer:
 def _why_paid(attempts, step, max_eur):
     tried = "; ".join(f"{attempt.lane} {attempt.outcome}" for attempt in attempts) or "no zero-euro lane to try"
     simulated = " (mock mode: simulated, nothing spent)" if step.mode == "mock" else ""
-    return (f"no zero-euro lane answered ({tried}); estimated {step.estimate_eur:.6f} EUR within max_eur "
+    return (f"no zero-euro lane answered ({tried}); worst case {step.estimate_eur:.6f} EUR within max_eur "
             f"{max_eur:g}{simulated}")
 
 

@@ -14,6 +14,13 @@ whose estimated cost fits the request's budget. A lane is called in its mode:
    endpoint when that is an HTTP URL (else it is unavailable).
 
 Without a registry there is nothing to route: the gateway's own mock lane answers.
+
+A paid lane is used only when its worst case fits the budget: every UTF-8 byte of
+the prompt (and system text) a token, plus the template's tokens, plus every token
+the answer may have, which is what the lane is told (`max_tokens`, Ollama's
+`num_predict`: GATEWAY_MAX_TOKENS; a command cannot be told, so its output cap,
+GATEWAY_CLI_MAX_OUTPUT_BYTES, counts as tokens). Whatever the script of the prompt,
+the bill cannot pass the budget.
 """
 from dataclasses import dataclass, replace
 from functools import partial
@@ -23,7 +30,7 @@ from django.conf import settings
 from gateway_app.config import LANE_MODES, gateway_mode, lane_setting, lane_variable
 from gateway_app.cost import Measures, lane_cost
 from gateway_app.failover import Step
-from gateway_app.providers.chat_api import ChatResult, chat_completion, estimate_tokens
+from gateway_app.providers.chat_api import ChatResult, chat_completion, prompt_token_bound, token_bound
 from gateway_app.providers.cli import run_command
 from gateway_app.providers.mock import mock_answer
 from registry_app.routing import price_group, route, sort_key
@@ -83,27 +90,35 @@ def ordered_lanes(route_):
     return sorted(lanes, key=lambda item: (price_group(item[0].eur), sort_key(item[0])))
 
 
-def budget_skip(lane, estimate, max_eur):
-    """(outcome, detail) when a lane's price rules it out, else ()."""
+def budget_skip(lane, estimate, max_eur, worst_case=""):
+    """(outcome, detail) when a lane's price rules it out, else (). `worst_case` says
+    what the estimate counts."""
     group = price_group(lane.eur)
     if group == 2:
         return ("price_unknown", "price unknown (eur null): the gateway cannot keep a budget with it")
     if group == 1 and estimate > max_eur:
-        return ("over_budget", f"estimated {estimate:.6f} EUR exceeds max_eur {max_eur:g}")
+        return ("over_budget", f"worst case {estimate:.6f} EUR{worst_case} exceeds max_eur {max_eur:g}")
     return ()
+
+
+def answer_token_cap(mode):
+    """The most tokens a lane's answer may have in `mode`: what an api lane is told, or
+    the bytes a command may print. A simulated lane counts as the api lane it stands for."""
+    return settings.GATEWAY_CLI_MAX_OUTPUT_BYTES if mode == "cli" else settings.GATEWAY_MAX_TOKENS
 
 
 def _mock_call(query, timeout):
     text = mock_answer(query.prompt, language=query.language)
-    return ChatResult(text=text, input_tokens=estimate_tokens(query.system + query.prompt),
-                      output_tokens=estimate_tokens(text))
+    return ChatResult(text=text, input_tokens=prompt_token_bound(query.prompt, query.system),
+                      output_tokens=min(token_bound(text), settings.GATEWAY_MAX_TOKENS))
 
 
 def _cli_call(command, query, timeout):
     stdin_text = f"{query.system}\n\n{query.prompt}" if query.system else query.prompt
     text = run_command(command, stdin_text=stdin_text, timeout=timeout,
                        max_bytes=settings.GATEWAY_CLI_MAX_OUTPUT_BYTES)
-    return ChatResult(text=text, input_tokens=estimate_tokens(stdin_text), output_tokens=estimate_tokens(text))
+    return ChatResult(text=text, input_tokens=prompt_token_bound(query.prompt, query.system),
+                      output_tokens=token_bound(text))
 
 
 def lane_model(lane):
@@ -119,9 +134,10 @@ def chat_step(lane, cooldown, query, max_eur):
     if mode is None:
         return Step(lane, "", skip=("unavailable", "the gateway cannot reach it: its endpoint is no HTTP URL; set "
                                     f"{lane_variable(lane.id, 'ENDPOINT')} or {lane_variable(lane.id, 'CMD')}"))
-    tokens = estimate_tokens(query.system + query.prompt) + settings.GATEWAY_MAX_TOKENS
-    estimate = lane_cost(lane, Measures(tokens=tokens))
-    skip = budget_skip(lane, estimate, max_eur)
+    prompt_tokens, answer_tokens = prompt_token_bound(query.prompt, query.system), answer_token_cap(mode)
+    estimate = lane_cost(lane, Measures(tokens=prompt_tokens + answer_tokens))
+    skip = budget_skip(lane, estimate, max_eur, f" ({prompt_tokens} prompt tokens, counted as its UTF-8 bytes, + "
+                                                f"{answer_tokens} answer tokens)")
     if skip:
         return Step(lane, mode, skip=skip, estimate_eur=estimate)
     if mode == "mock":
@@ -140,7 +156,7 @@ def chat_step(lane, cooldown, query, max_eur):
 
     def call(timeout):
         return chat_completion(endpoint=endpoint, key=key, model=lane_model(lane), prompt=query.prompt,
-                               system=query.system, max_tokens=settings.GATEWAY_MAX_TOKENS, timeout=timeout)
+                               system=query.system, max_tokens=answer_tokens, timeout=timeout)
     return Step(lane, mode, call=call, estimate_eur=estimate)
 
 

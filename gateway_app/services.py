@@ -9,7 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gateway_app.cost import Measures, lane_cost
-from gateway_app.errors import AudioTooLong, NoLaneAnswered
+from gateway_app.errors import AudioTooLong, NoLaneAnswered, OverBudget
 from gateway_app.failover import run_steps
 from gateway_app.models import LaneUsage
 from gateway_app.planning import ChatQuery, chat_steps
@@ -96,12 +96,36 @@ def _record_success(step, cost, **counts):
         lane_cooldown_clear(lane_id=step.lane.id)
 
 
+# Why a lane is not used that stays so for this request, however often it is sent.
+LASTING_OUTCOMES = frozenset({"over_budget", "price_unknown", "no_key", "unavailable"})
+
+
+def _over_budget(steps, attempts, *, max_eur, what):
+    """OverBudget when the budget is what stands between the request and an answer: a
+    lane was refused for it and every other one is out of reach for lasting reasons
+    (none failed or cooled down, so a retry would end the same way). Else None."""
+    refused = [step for step in steps if step.skip and step.skip[0] == "over_budget"]
+    if not refused or any(attempt.outcome not in LASTING_OUTCOMES for attempt in attempts):
+        return None
+    cheapest = min(refused, key=lambda step: step.estimate_eur)
+    return OverBudget(
+        f"No lane can answer this {what} request within its budget of {max_eur:g} EUR: the cheapest, "
+        f"{cheapest.lane.id}, could cost up to {cheapest.estimate_eur:.6f} EUR. Raise max_eur or shorten the "
+        "request.",
+        details={"maxEur": max_eur, "worstCaseEur": round(cheapest.estimate_eur, 6), "lane": cheapest.lane.id,
+                 "attempts": [attempt.as_json() for attempt in attempts]})
+
+
 def answer_through(steps, *, max_eur, what):
-    """The first answer of `steps` (failover.run_steps), or NoLaneAnswered with every attempt."""
+    """The first answer of `steps` (failover.run_steps); OverBudget when only the budget
+    stood in the way, else NoLaneAnswered, with every attempt."""
     deadline = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
     answer = run_steps(steps, deadline=deadline, attempt_timeout=settings.GATEWAY_TIMEOUT_SEC, max_eur=max_eur,
                        on_failure=_record_failure)
     if answer.step is None:
+        refusal = _over_budget(steps, answer.attempts, max_eur=max_eur, what=what)
+        if refusal is not None:
+            raise refusal
         attempts = [attempt.as_json() for attempt in answer.attempts]
         if attempts:
             last = answer.attempts[-1]

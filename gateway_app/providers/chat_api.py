@@ -22,9 +22,27 @@ class ChatResult:
     output_tokens: int
 
 
-def estimate_tokens(text):
-    """About four characters per token, never zero for a non-empty text."""
-    return -(-len(text) // 4)
+# Tokens a chat template adds around each message (role markers, separators, a
+# SentencePiece tokenizer's leading space) and before the answer: more than any
+# common template (OpenAI's 3 + 3, Llama 3's 4 + 5, Mistral's 2 or 3).
+TEMPLATE_TOKENS = 8
+
+
+def token_bound(text):
+    """The most tokens `text` can be: one per byte of UTF-8. Every token of the common
+    tokenizers (byte-level BPE as GPT's, Llama 3's and Mistral's tekken; SentencePiece
+    with byte fallback) stands for at least one byte, so this is never too low. It
+    is four to six times the usual count of English or German text (about four
+    characters a token) and close to the real count of CJK text and emoji, which a
+    count of characters undercounts by up to seven times."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def prompt_token_bound(prompt, system=""):
+    """The most tokens a chat request of `prompt` (and `system`) can be billed for
+    before its answer: every byte a token, plus the template's tokens."""
+    texts = [text for text in (system, prompt) if text]
+    return sum(token_bound(text) for text in texts) + TEMPLATE_TOKENS * (len(texts) + 1)
 
 
 def is_ollama(endpoint):
@@ -59,8 +77,9 @@ def chat_completion(*, endpoint, key, model, prompt, system, max_tokens, timeout
     if not isinstance(text, str) or not text.strip():
         raise LaneFailure("bad_response", "the answer has no text")
     counted = isinstance(usage_in, int) and isinstance(usage_out, int)
+    # Without the provider's count, the bounds: its bill is never more than these.
     return ChatResult(
         text=text.strip(),
-        input_tokens=usage_in if counted else estimate_tokens((system or "") + prompt),
-        output_tokens=usage_out if counted else estimate_tokens(text),
+        input_tokens=usage_in if counted else prompt_token_bound(prompt, system or ""),
+        output_tokens=usage_out if counted else min(token_bound(text), max_tokens),
     )

@@ -111,7 +111,7 @@ def test_max_eur_0_never_touches_a_paid_lane(gateway, live, provider, refused_ur
     assert [(a["lane"], a["outcome"]) for a in error["details"]["attempts"]] == [
         ("chat-free", "connection_error"), ("chat-paid", "over_budget")]
     assert error["message"].startswith("No lane could answer the chat request; the last, chat-paid, over_budget: "
-                                       "estimated ")
+                                       "worst case ")
     assert paid.requests == []
 
 
@@ -140,7 +140,7 @@ def test_a_paid_lane_answers_when_no_free_lane_did_and_the_use_is_logged(gateway
     # The request log's line (console.request_log) follows; the paid use is its own line.
     message = [record.getMessage() for record in caplog.records if record.name == "gateway_app.paid"][-1]
     assert message.startswith("paid lane chat-paid used: no zero-euro lane answered (chat-free connection_error); "
-                              "estimated ")
+                              "worst case ")
     assert "within max_eur 0.01" in message
     assert "sk-paid-secret" not in caplog.text and "geöffnet" not in caplog.text  # no secret, no prompt
 

@@ -50,9 +50,12 @@ def test_the_example_registry_is_there():
 def test_a_trainee_never_reaches_a_paid_lane_but_a_senior_does(gateway):
     load_lanes(chat_lane("chat-paid-fast", endpoint="https://paid.example/v1", eur=1.0, quality="high"))
     trainee = ask(gateway, "trainee")
-    assert trainee.status_code == 503
-    assert [(a["lane"], a["outcome"]) for a in error_of(trainee)["details"]["attempts"]] == [
-        ("chat-paid-fast", "over_budget")]
+    # The ceiling alone stands in the way: refused as over budget, not "try again later".
+    assert trainee.status_code == 422
+    error = error_of(trainee)
+    assert (error["code"], error["details"]["maxEur"], error["details"]["lane"]) == ("over_budget", 0,
+                                                                                     "chat-paid-fast")
+    assert [(a["lane"], a["outcome"]) for a in error["details"]["attempts"]] == [("chat-paid-fast", "over_budget")]
     assert ask(gateway, "senior").json()["lane"] == "chat-paid-fast"
 
 
