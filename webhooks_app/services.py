@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from console import outbound
 from console.jobs.services import job_enqueue, job_enqueue_on_commit
 from webhooks_app import signing, transport
 from webhooks_app.errors import EndpointUrlRefused
@@ -54,8 +55,9 @@ def endpoint_url_check(url: str) -> str:
         pass
     elif not (parts.scheme == "http" and loopback and dev):
         raise EndpointUrlRefused(details={"url": ["Must be an https URL."]})
-    if not dev and (loopback or (literal is not None and not transport.address_allowed(host, allow_private=False))):
-        raise EndpointUrlRefused(details={"url": ["Private and loopback addresses do not receive webhooks."]})
+    if not dev and (loopback or (literal is not None and not outbound.address_allowed(literal))):
+        raise EndpointUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses "
+                                                  "that lead to one) do not receive webhooks."]})
     return url
 
 

@@ -112,3 +112,31 @@ def test_unknown_body_fields_are_refused_by_name(api_a, method, path, body):
     unknown = (set(body) - {"url", "event_types", "active"}).pop()
     assert response.status_code == 400 and unknown in error_of(response)["details"]
     assert Endpoint.objects.count() == 1 and Endpoint.objects.get().active
+
+
+@pytest.mark.parametrize("host", [
+    "[64:ff9b::a9fe:a9fe]",  # NAT64: 169.254.169.254 behind DNS64
+    "[64:ff9b::a00:1]",  # NAT64: 10.0.0.1
+    "[64:ff9b:1::808:808]",  # NAT64 local-use prefix, refused whatever it embeds
+    "[2002:7f00:1::1]",  # 6to4 of 127.0.0.1
+    "[2002:c0a8:101::1]",  # 6to4 of 192.168.1.1
+    "[::7f00:1]",  # IPv4-compatible (deprecated), 127.0.0.1
+    "[::808:808]",  # IPv4-compatible, refused even for a public address
+    "[::ffff:a9fe:a9fe]",  # IPv4-mapped 169.254.169.254
+    "[2001:0:808:808::80ff:fffe]",  # Teredo, client 127.0.0.1
+    "[fec0::1]",  # site-local (deprecated)
+    "[fd00::1]", "[fe80::1]", "[ff02::1]", "[2001:db8::1]", "[100::1]",
+    "100.64.0.1", "192.0.0.1", "198.18.0.1", "224.0.0.1", "240.0.0.1",
+])
+def test_production_settings_refuse_translated_and_special_address_literals(api_a, settings, host):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    response = create(api_a, url=f"https://{host}/h")
+    assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
+    assert "url" in error_of(response)["details"] and not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("host", ["[64:ff9b::808:808]", "[2002:808:808::1]", "[::ffff:808:808]",
+                                  "[2a00:1450:4001:80b::200e]", "8.8.8.8"])
+def test_production_settings_accept_public_address_literals_also_when_translated(api_a, settings, host):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    assert create(api_a, url=f"https://{host}/h").status_code == 201

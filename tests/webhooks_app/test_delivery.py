@@ -1,4 +1,6 @@
 import json
+import socket
+import threading
 from datetime import timedelta
 
 import pytest
@@ -98,7 +100,7 @@ def test_receiver_down_past_the_retry_window_ends_dead_with_every_attempt_record
     last = Attempt.objects.filter(delivery=delivery).order_by("number").last()
     assert last.started_at <= delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC)
     assert Attempt.objects.filter(delivery=delivery, outcome="failed").count() == delivery.attempts > len(RETRY_DELAYS)
-    assert "connection failed" in last.error
+    assert last.error == "connection failed"  # not "refused", nor an errno: no map of the network behind it
     dead = api_a.get(f"/v2/webhooks/{endpoint['id']}/deliveries?state=dead").json()["deliveries"]
     assert [d["id"] for d in dead] == [delivery.pk]
     page = admin_client.get("/admin/webhooks_app/delivery/?state__exact=dead")
@@ -195,7 +197,8 @@ def test_production_settings_refuse_deliveries_to_loopback_addresses(tenant_a, r
     lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
     delivery_attempt(delivery_id=Delivery.objects.get().pk)
     assert hook.requests == []
-    assert Attempt.objects.get().error.startswith("refused: localhost resolves to an address that is not public")
+    assert Attempt.objects.get().error == ("refused: localhost is not a public host (it does not resolve, or it "
+                                           "resolves to an address that is not public)")
 
 
 def test_the_sweep_queues_due_deliveries_and_leaves_leased_ones(tenant_a, receiver):
@@ -210,3 +213,52 @@ def test_the_sweep_queues_due_deliveries_and_leaves_leased_ones(tenant_a, receiv
     Delivery.objects.filter(pk=leased.pk).update(leased_until=timezone.now() - timedelta(seconds=1))  # ran out
     assert deliveries_sweep() == 1
     assert Delivery.objects.filter(state="succeeded").count() == 2
+
+
+@pytest.mark.parametrize("answer", ["64:ff9b::a9fe:a9fe", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1",
+                                    "::a9fe:a9fe", "::ffff:169.254.169.254", "fec0::a9fe:a9fe",
+                                    "2001:0:808:808::5601:5601", "169.254.169.254"])
+def test_production_deliveries_never_connect_to_a_name_that_resolves_to_a_translated_private_address(
+        tenant_a, settings, monkeypatch, answer):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/h", event_types=["lead.created"])
+    family = socket.AF_INET6 if ":" in answer else socket.AF_INET
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [(family, socket.SOCK_STREAM, 6, "", (answer, 443))])
+    connected = []
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: connected.append(a))
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)
+    attempt = Attempt.objects.get()
+    assert connected == [] and (delivery.state, attempt.outcome) == ("pending", "failed")
+    assert attempt.error.startswith("refused: hooks.acme.example is not a public host") and answer not in attempt.error
+
+
+def test_a_receiver_that_trickles_its_answer_fails_the_attempt_within_the_timeout(tenant_a, settings):
+    """One byte every 50 ms keeps each read under the timeout; the attempt still ends."""
+    settings.WEBHOOK_TIMEOUT_SEC = 0.5
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        def trickle():
+            peer, _ = server.accept()
+            with peer:
+                peer.recv(65536)
+                peer.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                for _ in range(400):  # 20 s at most, then the answer ends (complete, but late)
+                    if stop.wait(0.05):
+                        return
+                    try:
+                        peer.sendall(b"x")
+                    except OSError:
+                        return
+
+        thread = threading.Thread(target=trickle, daemon=True)
+        thread.start()
+        endpoint_create(tenant=tenant_a, url=f"http://127.0.0.1:{server.getsockname()[1]}/h",
+                        event_types=["lead.created"])
+        lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+        delivery_attempt(delivery_id=Delivery.objects.get().pk)
+        stop.set()
+        thread.join(10)
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome, attempt.error) == ("failed", "no complete answer within 0.5 s")
+    assert attempt.duration_ms < 5000
