@@ -114,6 +114,27 @@ def test_unknown_body_fields_are_refused_by_name(api_a, method, path, body):
     assert Endpoint.objects.count() == 1 and Endpoint.objects.get().active
 
 
+@pytest.mark.parametrize("url", [
+    "https://hooks.acme.example:99999/h", "https://hooks.acme.example:65536/h", "https://hooks.acme.example:0/h",
+    "https://hooks.acme.example:00000/h", "https://[2a00:1450::1]:70000/h",
+])
+def test_a_port_out_of_1_to_65535_is_a_validation_error_naming_the_url(api_a, url):
+    response = create(api_a, url=url)
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "validation_error" and "65535" in error["details"]["url"][0]
+    endpoint_id = create(api_a).json()["id"]
+    patched = api_a.patch(f"/v2/webhooks/{endpoint_id}", {"url": url}, format="json")
+    assert patched.status_code == 400 and "url" in error_of(patched)["details"]
+    assert list(Endpoint.objects.values_list("url", flat=True)) == [URL]
+
+
+@pytest.mark.parametrize("url", ["https://hooks.acme.example:1/h", "https://hooks.acme.example:65535/h",
+                                 "https://[2a00:1450::1]:8443/h"])
+def test_ports_from_1_to_65535_are_accepted(api_a, url):
+    assert create(api_a, url=url).status_code == 201
+
+
 @pytest.mark.parametrize("host", [
     "[64:ff9b::a9fe:a9fe]",  # NAT64: 169.254.169.254 behind DNS64
     "[64:ff9b::a00:1]",  # NAT64: 10.0.0.1

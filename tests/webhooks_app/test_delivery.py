@@ -12,6 +12,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from calls_app.models import Call
 from leads_app.services import lead_create, lead_set_status
+from tests.conftest import fail_once
 from tests.receiver import closed_port_url
 from webhooks_app.models import Attempt, Delivery, Endpoint
 from webhooks_app.services import (
@@ -213,6 +214,88 @@ def test_the_sweep_queues_due_deliveries_and_leaves_leased_ones(tenant_a, receiv
     Delivery.objects.filter(pk=leased.pk).update(leased_until=timezone.now() - timedelta(seconds=1))  # ran out
     assert deliveries_sweep() == 1
     assert Delivery.objects.filter(state="succeeded").count() == 2
+
+
+def stored_endpoint(tenant, url):
+    """An endpoint as a row made before URLs were checked this strictly would be."""
+    return Endpoint.objects.create(tenant=tenant, url=url, event_types=["lead.created"], secret_nonce="n" * 32)
+
+
+@pytest.mark.parametrize("url", ["https://hooks.acme.example:99999/h", "https://hooks.acme.example:0/h",
+                                 "http://127.0.0.1:+80/h"])
+def test_a_stored_url_with_a_port_out_of_range_fails_each_attempt_and_ends_dead(tenant_a, url):
+    stored_endpoint(tenant_a, url)
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)  # recorded, not raised
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome, attempt.response_status) == ("failed", None) and "1–65535" in attempt.error
+    delivery = retry_until_settled(delivery)
+    assert delivery.state == "dead"
+    assert set(Attempt.objects.values_list("outcome", flat=True)) == {"failed"}
+
+
+@pytest.mark.parametrize("exception", [ValueError("port out of range"), RuntimeError("a bug"), RecursionError(),
+                                       MemoryError(), KeyError("x")])
+def test_any_unexpected_exception_in_an_attempt_is_a_failed_attempt_on_the_retry_schedule(
+        tenant_a, receiver, monkeypatch, exception, caplog):
+    from webhooks_app import transport
+
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    fail_once(monkeypatch, transport, "post", exception)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)
+    assert (delivery.state, delivery.attempts, delivery.leased_until) == ("pending", 1, None)
+    attempt = Attempt.objects.get()
+    assert attempt.started_at + timedelta(seconds=RETRY_DELAYS[0]) <= delivery.next_attempt_at <= (
+        timezone.now() + timedelta(seconds=RETRY_DELAYS[0]))
+    assert (attempt.outcome, attempt.error) == ("failed", "attempt failed: internal error (logged)")
+    assert "a bug" not in attempt.error and any(record.exc_info for record in caplog.records)
+    assert retry_until_settled(delivery).state == "succeeded" and len(hook.requests) == 1
+
+
+def test_an_unexpected_exception_on_every_attempt_ends_the_delivery_dead(tenant_a, receiver, monkeypatch):
+    from webhooks_app import signing
+
+    endpoint_create(tenant=tenant_a, url=receiver().url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+
+    def broken(*args, **kwargs):
+        raise TypeError("broken signing")
+
+    monkeypatch.setattr(signing, "headers_for", broken)
+    delivery = retry_until_settled(Delivery.objects.get())
+    assert delivery.state == "dead" and delivery.attempts > len(RETRY_DELAYS)
+    assert set(Attempt.objects.values_list("outcome", flat=True)) == {"failed"}
+
+
+def test_an_attempt_interrupted_after_the_retry_window_ends_the_delivery_dead(tenant_a, receiver, settings):
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = Delivery.objects.get()
+    window_end = delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC)
+    # The last attempt of the window lost its worker (killed, or the job's timeout).
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=9, next_attempt_at=window_end - timedelta(seconds=1),
+                                                   leased_until=window_end + timedelta(seconds=29))
+    Attempt.objects.create(tenant=tenant_a, delivery=delivery, number=9, started_at=window_end - timedelta(seconds=1))
+    assert delivery_attempt(delivery_id=delivery.pk, now=window_end + timedelta(seconds=5)) is None  # still leased
+    delivery = delivery_attempt(delivery_id=delivery.pk, now=window_end + timedelta(seconds=60))
+    assert (delivery.state, delivery.finished_at) == ("dead", window_end + timedelta(seconds=60))
+    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["interrupted"] and hook.requests == []
+    assert deliveries_sweep(now=window_end + timedelta(hours=1)) == 0
+
+
+def test_an_attempt_interrupted_within_the_window_is_sent_again(tenant_a, receiver):
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = Delivery.objects.get()
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=1, leased_until=delivery.created_at)
+    Attempt.objects.create(tenant=tenant_a, delivery=delivery, number=1, started_at=delivery.created_at)
+    delivery = delivery_attempt(delivery_id=delivery.pk)
+    assert delivery.state == "succeeded" and len(hook.requests) == 1
+    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["interrupted", "succeeded"]
 
 
 @pytest.mark.parametrize("answer", ["64:ff9b::a9fe:a9fe", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1",
