@@ -25,8 +25,9 @@ from django.utils import timezone
 from console import outbound
 from console.errors import ValidationFailed
 from console.jobs.services import job_enqueue, job_enqueue_on_commit
+from console.tenants.models import Tenant
 from webhooks_app import signing, transport
-from webhooks_app.errors import EndpointUrlRefused
+from webhooks_app.errors import EndpointLimitReached, EndpointUrlRefused
 from webhooks_app.models import Attempt, Delivery, Endpoint
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,18 @@ def endpoint_url_check(url: str) -> str:
 
 @transaction.atomic
 def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
-    """A new endpoint and its signing secret (shown once)."""
+    """A new endpoint and its signing secret (shown once). A tenant has at most
+    WEBHOOK_MAX_ENDPOINTS (EndpointLimitReached, 409): every endpoint is one more
+    request per event. The tenant's row is locked (FOR NO KEY UPDATE, which foreign
+    key checks of other writers do not wait for) so that parallel creations count
+    one after the other."""
+    endpoint_url_check(url)
+    list(Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).values_list("pk"))
+    limit = settings.WEBHOOK_MAX_ENDPOINTS
+    if Endpoint.objects.for_tenant(tenant).count() >= limit:
+        raise EndpointLimitReached(details={"maxEndpoints": limit})
     endpoint = Endpoint.objects.create(
-        tenant=tenant, url=endpoint_url_check(url), event_types=sorted(set(event_types)), description=description,
+        tenant=tenant, url=url, event_types=sorted(set(event_types)), description=description,
         secret_nonce=signing.new_nonce(),
     )
     return endpoint, signing.secret_for(endpoint.pk, endpoint.secret_nonce)

@@ -161,3 +161,24 @@ def test_production_settings_refuse_translated_and_special_address_literals(api_
 def test_production_settings_accept_public_address_literals_also_when_translated(api_a, settings, host):
     settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
     assert create(api_a, url=f"https://{host}/h").status_code == 201
+
+
+def test_endpoints_per_tenant_are_capped_with_a_409_that_says_how_to_make_room(api_a, api_b, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS = 3
+    made = [create(api_a, url=f"{URL}/{n}") for n in range(3)]
+    assert [response.status_code for response in made] == [201, 201, 201]
+    refused = create(api_a, url=f"{URL}/3")
+    assert refused.status_code == 409
+    error = error_of(refused)
+    assert error["code"] == "webhook_limit_reached" and error["details"] == {"maxEndpoints": 3}
+    assert "DELETE /v2/webhooks/{id}" in error["message"]
+    assert Endpoint.objects.count() == 3
+    switched_off = api_a.patch(f"/v2/webhooks/{made[0].json()['id']}", {"active": False}, format="json")
+    assert switched_off.status_code == 200 and create(api_a, url=f"{URL}/3").status_code == 409  # counted too
+    assert create(api_b).status_code == 201  # another tenant has a cap of its own
+    assert api_a.delete(f"/v2/webhooks/{made[0].json()['id']}").status_code == 204
+    assert create(api_a, url=f"{URL}/3").status_code == 201
+
+
+def test_the_default_cap_is_20_endpoints(api_a):
+    assert [create(api_a, url=f"{URL}/{n}").status_code for n in range(21)] == [201] * 20 + [409]
