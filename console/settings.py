@@ -462,6 +462,8 @@ WEBHOOK_TIMEOUT_SEC = env.float("WEBHOOK_TIMEOUT_SEC", default=10.0)
 # An attempt's lease lasts the timeout plus this; a worker that died mid-attempt
 # leaves the delivery to the sweep after it.
 WEBHOOK_LEASE_EXTRA_SEC = env.float("WEBHOOK_LEASE_EXTRA_SEC", default=20.0)
+# Endpoints one tenant may have (each is one more request per event); more → 409.
+WEBHOOK_MAX_ENDPOINTS = env.int("WEBHOOK_MAX_ENDPOINTS", default=20)
 # Failed deliveries are retried with backoff until they are this old, then dead.
 WEBHOOK_RETRY_WINDOW_SEC = env.int("WEBHOOK_RETRY_WINDOW_SEC", default=24 * 3600)
 # After a rotation the previous secret still signs (beside the new one) this long.

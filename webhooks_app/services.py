@@ -4,9 +4,10 @@ A feature publishes inside its own transaction (`event_publish`); the deliveries
 rows of that transaction, and the first attempt is queued only after the commit, so
 a rolled-back lead is never announced. `delivery_attempt` (the job) sends one
 attempt; a failure waits RETRY_DELAYS and is tried again until the delivery is
-WEBHOOK_RETRY_WINDOW_SEC old, then it is dead. `deliveries_sweep` (every minute)
-queues every due delivery, which is how an attempt whose worker died is taken up
-again once its lease has run out.
+WEBHOOK_RETRY_WINDOW_SEC old, then it is dead. Any exception in an attempt is a
+failed attempt like an error answer. `deliveries_sweep` (every minute) queues every
+due delivery, which is how an attempt whose worker died is taken up again once its
+lease has run out (within the retry window; after it, the delivery is dead).
 """
 import ipaddress
 import json
@@ -21,9 +22,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from console import outbound
+from console.errors import ValidationFailed
 from console.jobs.services import job_enqueue, job_enqueue_on_commit
+from console.tenants.models import Tenant
 from webhooks_app import signing, transport
-from webhooks_app.errors import EndpointUrlRefused
+from webhooks_app.errors import EndpointLimitReached, EndpointUrlRefused
 from webhooks_app.models import Attempt, Delivery, Endpoint
 
 logger = logging.getLogger(__name__)
@@ -32,6 +36,7 @@ JOB = "webhooks_app.services.delivery_attempt"
 # Seconds before attempt n+1 after n failed ones; the last repeats until the window ends.
 RETRY_DELAYS = (5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800)
 LOOPBACK_NAMES = ("localhost", "localhost.")
+UNEXPECTED_FAILURE = "attempt failed: internal error (logged)"
 
 
 def retry_delay(failed_attempts: int) -> int:
@@ -39,11 +44,16 @@ def retry_delay(failed_attempts: int) -> int:
 
 
 def endpoint_url_check(url: str) -> str:
-    """`url` if deliveries may go there, else EndpointUrlRefused (400)."""
+    """`url` if deliveries may go there, else EndpointUrlRefused (400), or a 400
+    validation_error for a port out of 1–65535."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     if parts.username or parts.password or not host:
         raise EndpointUrlRefused(details={"url": ["A URL with a host and without user or password is needed."]})
+    try:
+        outbound.url_port(parts)
+    except outbound.InvalidPort:
+        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
@@ -54,16 +64,26 @@ def endpoint_url_check(url: str) -> str:
         pass
     elif not (parts.scheme == "http" and loopback and dev):
         raise EndpointUrlRefused(details={"url": ["Must be an https URL."]})
-    if not dev and (loopback or (literal is not None and not transport.address_allowed(host, allow_private=False))):
-        raise EndpointUrlRefused(details={"url": ["Private and loopback addresses do not receive webhooks."]})
+    if not dev and (loopback or (literal is not None and not outbound.address_allowed(literal))):
+        raise EndpointUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses "
+                                                  "that lead to one) do not receive webhooks."]})
     return url
 
 
 @transaction.atomic
 def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
-    """A new endpoint and its signing secret (shown once)."""
+    """A new endpoint and its signing secret (shown once). A tenant has at most
+    WEBHOOK_MAX_ENDPOINTS (EndpointLimitReached, 409): every endpoint is one more
+    request per event. The tenant's row is locked (FOR NO KEY UPDATE, which foreign
+    key checks of other writers do not wait for) so that parallel creations count
+    one after the other."""
+    endpoint_url_check(url)
+    list(Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).values_list("pk"))
+    limit = settings.WEBHOOK_MAX_ENDPOINTS
+    if Endpoint.objects.for_tenant(tenant).count() >= limit:
+        raise EndpointLimitReached(details={"maxEndpoints": limit})
     endpoint = Endpoint.objects.create(
-        tenant=tenant, url=endpoint_url_check(url), event_types=sorted(set(event_types)), description=description,
+        tenant=tenant, url=url, event_types=sorted(set(event_types)), description=description,
         secret_nonce=signing.new_nonce(),
     )
     return endpoint, signing.secret_for(endpoint.pk, endpoint.secret_nonce)
@@ -132,15 +152,23 @@ def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) ->
 
 def _lease(delivery_id, now):
     """Takes the delivery for one attempt (committed at once, so that it shows while
-    the request is under way); None when it is not due or someone else has it."""
+    the request is under way): (delivery, attempt); (None, None) when it is not due or
+    someone else has it; (delivery, None) when it is dead now instead."""
     with transaction.atomic():
         delivery = Delivery.objects.select_for_update().select_related("endpoint").filter(pk=delivery_id).first()
         if (delivery is None or delivery.state != Delivery.State.PENDING or delivery.next_attempt_at > now
                 or (delivery.leased_until is not None and delivery.leased_until > now)):
             return None, None
-        # An attempt still "sending" lost its worker (the lease ran out).
-        Attempt.objects.filter(delivery=delivery, outcome=Attempt.Outcome.SENDING).update(
+        # An attempt still "sending" lost its worker (the lease ran out). It counts
+        # like a failed one: after the retry window there is no further attempt.
+        interrupted = Attempt.objects.filter(delivery=delivery, outcome=Attempt.Outcome.SENDING).update(
             outcome=Attempt.Outcome.INTERRUPTED, error="the job worker stopped during the attempt")
+        if interrupted and now > delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC):
+            delivery.state, delivery.finished_at, delivery.leased_until = Delivery.State.DEAD, now, None
+            delivery.save(update_fields=["state", "finished_at", "leased_until"])
+            logger.warning("Webhook delivery %s is dead: its last attempt (%s) was interrupted after the retry "
+                           "window", delivery.pk, delivery.attempts)
+            return delivery, None
         delivery.attempts += 1
         delivery.leased_until = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT_SEC + settings.WEBHOOK_LEASE_EXTRA_SEC)
         delivery.save(update_fields=["attempts", "leased_until"])
@@ -155,14 +183,23 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     fixed_now = now
     now = now or timezone.now()
     delivery, attempt = _lease(delivery_id, now)
-    if delivery is None:
-        return None
+    if attempt is None:
+        return delivery  # None (nothing to do), or made dead by an interrupted last attempt
     endpoint = delivery.endpoint
     started = time.monotonic()
-    headers = signing.headers_for(endpoint, msg_id=delivery.pk, payload=delivery.payload, now=now,
-                                  timestamp=time.time())
-    result = transport.post(endpoint.url, body=delivery.payload.encode(), headers=headers,
-                            timeout=settings.WEBHOOK_TIMEOUT_SEC, allow_private=settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS)
+    try:
+        headers = signing.headers_for(endpoint, msg_id=delivery.pk, payload=delivery.payload, now=now,
+                                      timestamp=time.time())
+        result = transport.post(endpoint.url, body=delivery.payload.encode(), headers=headers,
+                                timeout=settings.WEBHOOK_TIMEOUT_SEC,
+                                allow_private=settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS)
+    except Exception:
+        # Whatever it was (a bug, a URL the checks missed, MemoryError …) this attempt
+        # failed and takes its place on the retry schedule: raised, the job would leave
+        # it "sending" and the sweep would take it up again every minute, for ever.
+        logger.exception("Webhook delivery %s to endpoint %s: the attempt failed unexpectedly",
+                         delivery.pk, endpoint.pk)
+        result = transport.Result(None, UNEXPECTED_FAILURE)
     duration_ms = int((time.monotonic() - started) * 1000)
     done_at = fixed_now or timezone.now()
     with transaction.atomic():

@@ -4,6 +4,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from console.api import TenantViewSet, accepts_query, validated, validated_query
+from console.openapi import errors
 from console.pagination import NEXT_HELP
 from webhooks_app import selectors, services
 from webhooks_app.models import Endpoint
@@ -30,7 +31,8 @@ class WebhookEndpointViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         return Response({"webhooks": EndpointSerializer(self.get_queryset(), many=True).data})
 
     @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointWithSecretSerializer},
-                   summary="Register a webhook endpoint (its secret is shown this once)")
+                   summary="Register a webhook endpoint (its secret is shown this once)",
+                   extensions=errors(409))
     def create(self, request):
         data = validated(EndpointCreateSerializer, request.data)
         endpoint, secret = services.endpoint_create(tenant=request.tenant, **data)

@@ -112,3 +112,73 @@ def test_unknown_body_fields_are_refused_by_name(api_a, method, path, body):
     unknown = (set(body) - {"url", "event_types", "active"}).pop()
     assert response.status_code == 400 and unknown in error_of(response)["details"]
     assert Endpoint.objects.count() == 1 and Endpoint.objects.get().active
+
+
+@pytest.mark.parametrize("url", [
+    "https://hooks.acme.example:99999/h", "https://hooks.acme.example:65536/h", "https://hooks.acme.example:0/h",
+    "https://hooks.acme.example:00000/h", "https://[2a00:1450::1]:70000/h",
+])
+def test_a_port_out_of_1_to_65535_is_a_validation_error_naming_the_url(api_a, url):
+    response = create(api_a, url=url)
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "validation_error" and "65535" in error["details"]["url"][0]
+    endpoint_id = create(api_a).json()["id"]
+    patched = api_a.patch(f"/v2/webhooks/{endpoint_id}", {"url": url}, format="json")
+    assert patched.status_code == 400 and "url" in error_of(patched)["details"]
+    assert list(Endpoint.objects.values_list("url", flat=True)) == [URL]
+
+
+@pytest.mark.parametrize("url", ["https://hooks.acme.example:1/h", "https://hooks.acme.example:65535/h",
+                                 "https://[2a00:1450::1]:8443/h"])
+def test_ports_from_1_to_65535_are_accepted(api_a, url):
+    assert create(api_a, url=url).status_code == 201
+
+
+@pytest.mark.parametrize("host", [
+    "[64:ff9b::a9fe:a9fe]",  # NAT64: 169.254.169.254 behind DNS64
+    "[64:ff9b::a00:1]",  # NAT64: 10.0.0.1
+    "[64:ff9b:1::808:808]",  # NAT64 local-use prefix, refused whatever it embeds
+    "[2002:7f00:1::1]",  # 6to4 of 127.0.0.1
+    "[2002:c0a8:101::1]",  # 6to4 of 192.168.1.1
+    "[::7f00:1]",  # IPv4-compatible (deprecated), 127.0.0.1
+    "[::808:808]",  # IPv4-compatible, refused even for a public address
+    "[::ffff:a9fe:a9fe]",  # IPv4-mapped 169.254.169.254
+    "[2001:0:808:808::80ff:fffe]",  # Teredo, client 127.0.0.1
+    "[fec0::1]",  # site-local (deprecated)
+    "[fd00::1]", "[fe80::1]", "[ff02::1]", "[2001:db8::1]", "[100::1]",
+    "100.64.0.1", "192.0.0.1", "198.18.0.1", "224.0.0.1", "240.0.0.1",
+])
+def test_production_settings_refuse_translated_and_special_address_literals(api_a, settings, host):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    response = create(api_a, url=f"https://{host}/h")
+    assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
+    assert "url" in error_of(response)["details"] and not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("host", ["[64:ff9b::808:808]", "[2002:808:808::1]", "[::ffff:808:808]",
+                                  "[2a00:1450:4001:80b::200e]", "8.8.8.8"])
+def test_production_settings_accept_public_address_literals_also_when_translated(api_a, settings, host):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    assert create(api_a, url=f"https://{host}/h").status_code == 201
+
+
+def test_endpoints_per_tenant_are_capped_with_a_409_that_says_how_to_make_room(api_a, api_b, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS = 3
+    made = [create(api_a, url=f"{URL}/{n}") for n in range(3)]
+    assert [response.status_code for response in made] == [201, 201, 201]
+    refused = create(api_a, url=f"{URL}/3")
+    assert refused.status_code == 409
+    error = error_of(refused)
+    assert error["code"] == "webhook_limit_reached" and error["details"] == {"maxEndpoints": 3}
+    assert "DELETE /v2/webhooks/{id}" in error["message"]
+    assert Endpoint.objects.count() == 3
+    switched_off = api_a.patch(f"/v2/webhooks/{made[0].json()['id']}", {"active": False}, format="json")
+    assert switched_off.status_code == 200 and create(api_a, url=f"{URL}/3").status_code == 409  # counted too
+    assert create(api_b).status_code == 201  # another tenant has a cap of its own
+    assert api_a.delete(f"/v2/webhooks/{made[0].json()['id']}").status_code == 204
+    assert create(api_a, url=f"{URL}/3").status_code == 201
+
+
+def test_the_default_cap_is_20_endpoints(api_a):
+    assert [create(api_a, url=f"{URL}/{n}").status_code for n in range(21)] == [201] * 20 + [409]

@@ -1,4 +1,6 @@
 import json
+import socket
+import threading
 from datetime import timedelta
 
 import pytest
@@ -10,6 +12,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from calls_app.models import Call
 from leads_app.services import lead_create, lead_set_status
+from tests.conftest import fail_once
 from tests.receiver import closed_port_url
 from webhooks_app.models import Attempt, Delivery, Endpoint
 from webhooks_app.services import (
@@ -98,7 +101,7 @@ def test_receiver_down_past_the_retry_window_ends_dead_with_every_attempt_record
     last = Attempt.objects.filter(delivery=delivery).order_by("number").last()
     assert last.started_at <= delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC)
     assert Attempt.objects.filter(delivery=delivery, outcome="failed").count() == delivery.attempts > len(RETRY_DELAYS)
-    assert "connection failed" in last.error
+    assert last.error == "connection failed"  # not "refused", nor an errno: no map of the network behind it
     dead = api_a.get(f"/v2/webhooks/{endpoint['id']}/deliveries?state=dead").json()["deliveries"]
     assert [d["id"] for d in dead] == [delivery.pk]
     page = admin_client.get("/admin/webhooks_app/delivery/?state__exact=dead")
@@ -195,7 +198,8 @@ def test_production_settings_refuse_deliveries_to_loopback_addresses(tenant_a, r
     lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
     delivery_attempt(delivery_id=Delivery.objects.get().pk)
     assert hook.requests == []
-    assert Attempt.objects.get().error.startswith("refused: localhost resolves to an address that is not public")
+    assert Attempt.objects.get().error == ("refused: localhost is not a public host (it does not resolve, or it "
+                                           "resolves to an address that is not public)")
 
 
 def test_the_sweep_queues_due_deliveries_and_leaves_leased_ones(tenant_a, receiver):
@@ -210,3 +214,134 @@ def test_the_sweep_queues_due_deliveries_and_leaves_leased_ones(tenant_a, receiv
     Delivery.objects.filter(pk=leased.pk).update(leased_until=timezone.now() - timedelta(seconds=1))  # ran out
     assert deliveries_sweep() == 1
     assert Delivery.objects.filter(state="succeeded").count() == 2
+
+
+def stored_endpoint(tenant, url):
+    """An endpoint as a row made before URLs were checked this strictly would be."""
+    return Endpoint.objects.create(tenant=tenant, url=url, event_types=["lead.created"], secret_nonce="n" * 32)
+
+
+@pytest.mark.parametrize("url", ["https://hooks.acme.example:99999/h", "https://hooks.acme.example:0/h",
+                                 "http://127.0.0.1:+80/h"])
+def test_a_stored_url_with_a_port_out_of_range_fails_each_attempt_and_ends_dead(tenant_a, url):
+    stored_endpoint(tenant_a, url)
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)  # recorded, not raised
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome, attempt.response_status) == ("failed", None) and "1–65535" in attempt.error
+    delivery = retry_until_settled(delivery)
+    assert delivery.state == "dead"
+    assert set(Attempt.objects.values_list("outcome", flat=True)) == {"failed"}
+
+
+@pytest.mark.parametrize("exception", [ValueError("port out of range"), RuntimeError("a bug"), RecursionError(),
+                                       MemoryError(), KeyError("x")])
+def test_any_unexpected_exception_in_an_attempt_is_a_failed_attempt_on_the_retry_schedule(
+        tenant_a, receiver, monkeypatch, exception, caplog):
+    from webhooks_app import transport
+
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    fail_once(monkeypatch, transport, "post", exception)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)
+    assert (delivery.state, delivery.attempts, delivery.leased_until) == ("pending", 1, None)
+    attempt = Attempt.objects.get()
+    assert attempt.started_at + timedelta(seconds=RETRY_DELAYS[0]) <= delivery.next_attempt_at <= (
+        timezone.now() + timedelta(seconds=RETRY_DELAYS[0]))
+    assert (attempt.outcome, attempt.error) == ("failed", "attempt failed: internal error (logged)")
+    assert "a bug" not in attempt.error and any(record.exc_info for record in caplog.records)
+    assert retry_until_settled(delivery).state == "succeeded" and len(hook.requests) == 1
+
+
+def test_an_unexpected_exception_on_every_attempt_ends_the_delivery_dead(tenant_a, receiver, monkeypatch):
+    from webhooks_app import signing
+
+    endpoint_create(tenant=tenant_a, url=receiver().url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+
+    def broken(*args, **kwargs):
+        raise TypeError("broken signing")
+
+    monkeypatch.setattr(signing, "headers_for", broken)
+    delivery = retry_until_settled(Delivery.objects.get())
+    assert delivery.state == "dead" and delivery.attempts > len(RETRY_DELAYS)
+    assert set(Attempt.objects.values_list("outcome", flat=True)) == {"failed"}
+
+
+def test_an_attempt_interrupted_after_the_retry_window_ends_the_delivery_dead(tenant_a, receiver, settings):
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = Delivery.objects.get()
+    window_end = delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SEC)
+    # The last attempt of the window lost its worker (killed, or the job's timeout).
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=9, next_attempt_at=window_end - timedelta(seconds=1),
+                                                   leased_until=window_end + timedelta(seconds=29))
+    Attempt.objects.create(tenant=tenant_a, delivery=delivery, number=9, started_at=window_end - timedelta(seconds=1))
+    assert delivery_attempt(delivery_id=delivery.pk, now=window_end + timedelta(seconds=5)) is None  # still leased
+    delivery = delivery_attempt(delivery_id=delivery.pk, now=window_end + timedelta(seconds=60))
+    assert (delivery.state, delivery.finished_at) == ("dead", window_end + timedelta(seconds=60))
+    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["interrupted"] and hook.requests == []
+    assert deliveries_sweep(now=window_end + timedelta(hours=1)) == 0
+
+
+def test_an_attempt_interrupted_within_the_window_is_sent_again(tenant_a, receiver):
+    hook = receiver()
+    endpoint_create(tenant=tenant_a, url=hook.url, event_types=["lead.created"])
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = Delivery.objects.get()
+    Delivery.objects.filter(pk=delivery.pk).update(attempts=1, leased_until=delivery.created_at)
+    Attempt.objects.create(tenant=tenant_a, delivery=delivery, number=1, started_at=delivery.created_at)
+    delivery = delivery_attempt(delivery_id=delivery.pk)
+    assert delivery.state == "succeeded" and len(hook.requests) == 1
+    assert list(Attempt.objects.values_list("outcome", flat=True)) == ["interrupted", "succeeded"]
+
+
+@pytest.mark.parametrize("answer", ["64:ff9b::a9fe:a9fe", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1",
+                                    "::a9fe:a9fe", "::ffff:169.254.169.254", "fec0::a9fe:a9fe",
+                                    "2001:0:808:808::5601:5601", "169.254.169.254"])
+def test_production_deliveries_never_connect_to_a_name_that_resolves_to_a_translated_private_address(
+        tenant_a, settings, monkeypatch, answer):
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/h", event_types=["lead.created"])
+    family = socket.AF_INET6 if ":" in answer else socket.AF_INET
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [(family, socket.SOCK_STREAM, 6, "", (answer, 443))])
+    connected = []
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: connected.append(a))
+    lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+    delivery = delivery_attempt(delivery_id=Delivery.objects.get().pk)
+    attempt = Attempt.objects.get()
+    assert connected == [] and (delivery.state, attempt.outcome) == ("pending", "failed")
+    assert attempt.error.startswith("refused: hooks.acme.example is not a public host") and answer not in attempt.error
+
+
+def test_a_receiver_that_trickles_its_answer_fails_the_attempt_within_the_timeout(tenant_a, settings):
+    """One byte every 50 ms keeps each read under the timeout; the attempt still ends."""
+    settings.WEBHOOK_TIMEOUT_SEC = 0.5
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        def trickle():
+            peer, _ = server.accept()
+            with peer:
+                peer.recv(65536)
+                peer.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                for _ in range(400):  # 20 s at most, then the answer ends (complete, but late)
+                    if stop.wait(0.05):
+                        return
+                    try:
+                        peer.sendall(b"x")
+                    except OSError:
+                        return
+
+        thread = threading.Thread(target=trickle, daemon=True)
+        thread.start()
+        endpoint_create(tenant=tenant_a, url=f"http://127.0.0.1:{server.getsockname()[1]}/h",
+                        event_types=["lead.created"])
+        lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
+        delivery_attempt(delivery_id=Delivery.objects.get().pk)
+        stop.set()
+        thread.join(10)
+    attempt = Attempt.objects.get()
+    assert (attempt.outcome, attempt.error) == ("failed", "no complete answer within 0.5 s")
+    assert attempt.duration_ms < 5000
