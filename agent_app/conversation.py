@@ -51,5 +51,5 @@ def think(text, *, language):
 
 def speak(text, *, language, voice, wire):
     """`text` spoken, in the session's wire format."""
-    speech = synthesizer_for(language).synthesize(text, voice=voice or language)
+    speech = synthesizer_for(language, voice=voice).synthesize(text, voice=voice or language)
     return wire.from_pcm(speech.pcm, speech.sample_rate)

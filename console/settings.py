@@ -379,8 +379,17 @@ VOSK_MODELS = {
     for lang, _, path in (pair.partition("=") for pair in env.list("VOSK_MODELS", default=[]))
     if lang.strip() and path.strip()
 }
-# The voice used when a request names none (an eSpeak NG voice name).
+# The voice used when a request names none (an eSpeak NG voice name, or a Piper voice's).
 SPEECH_DEFAULT_VOICE = env.str("SPEECH_DEFAULT_VOICE", default="de")
+# Piper voices the operator brings: `name=/srv/voices/de_DE-thorsten-high.onnx,…` (the
+# .onnx.json beside each). A voice named like a language (`de=…`) becomes that
+# language's voice. Spoken by the optional extra `piper` in a process of its own per
+# voice (speech_app/piper.py); PIPER_PYTHON names another interpreter that has it.
+PIPER_VOICES = env.str("PIPER_VOICES", default="")
+PIPER_PYTHON = env.str("PIPER_PYTHON", default="")
+# Seconds a Piper worker may take to load its voice, and to speak one piece of text.
+PIPER_START_TIMEOUT_SEC = env.float("PIPER_START_TIMEOUT_SEC", default=30.0)
+PIPER_TIMEOUT_SEC = env.float("PIPER_TIMEOUT_SEC", default=20.0)
 # CPU seconds one upload may take to decode before it is refused (422
 # audio_too_complex); the sample and format limits in speech_app/decode.py stop
 # every known expensive file well before this.

@@ -13,6 +13,8 @@ from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooL
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
 
+PIPER_SYNTHESIZER = "piper"
+
 # The longest effective text rendered in one request: a full script (5,000
 # characters), the disclosure and variable values; about eight minutes of speech.
 MAX_RENDER_CHARS = 6000
@@ -26,11 +28,16 @@ def render_key(text, voice, engine_version):
     return hashlib.sha256(material).hexdigest()
 
 
-def synthesizer_for(language):
-    """The synthesis engine for `language`: the first lane of the registry's tts route
-    (CONTRACT §7 order) that an engine of this process serves; without a registry, or
-    when no routed lane is served here, the default engine — the engines of this
-    process serve whether or not a registry is loaded (CONTRACT §4)."""
+def synthesizer_for(language, voice=None):
+    """The synthesis engine for `voice` in `language`: an operator's Piper voice of that
+    name (PIPER_VOICES), or without a voice the Piper voice named after the language
+    (`de=…onnx` makes it German's voice); else the first lane of the registry's tts
+    route (CONTRACT §7 order) that an engine of this process serves; without a
+    registry, or when no routed lane is served here, the default engine — the engines
+    of this process serve whether or not a registry is loaded (CONTRACT §4)."""
+    piper = synthesizer(PIPER_SYNTHESIZER)
+    if piper.serves(voice or language):
+        return piper
     for candidate in route("tts", language=language).candidates:
         engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
         if engine_id is not None:
@@ -46,8 +53,8 @@ def speech_render(*, text, voice=None):
         raise TextTooLong(f"The text to speak has {len(text)} characters; at most {MAX_RENDER_CHARS} can be "
                           "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
     voice = voice or default_voice()
-    # The voice's language ("de" of "de+f3") routes to the engine.
-    engine = synthesizer_for(voice.partition("+")[0])
+    # A Piper voice by its name; else the voice's language ("de" of "de+f3") routes.
+    engine = synthesizer_for(voice.partition("+")[0], voice=voice)
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 

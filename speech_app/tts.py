@@ -83,6 +83,16 @@ class Synthesizer(ABC):
     def synthesize(self, text, *, voice):
         """`Speech` of `text`; UnknownVoice for a voice the engine does not have."""
 
+    def stream(self, text, *, voice):
+        """`Speech` of `text` sentence by sentence (speech_sentences of its spoken form),
+        so that the first sentence can be played while the rest is still being made.
+        Engines that can override this; by default the whole text at once."""
+        yield self.synthesize(text, voice=voice)
+
+    def serves(self, voice):
+        """Whether `voice` is one of this engine's (an operator's Piper voice is not eSpeak's)."""
+        return VOICE_PATTERN.match(voice) is not None
+
     @staticmethod
     def check_length(samples, sample_rate):
         """SpeechTooLong once `samples` at `sample_rate` are past MAX_SPEECH_SECONDS;
@@ -107,22 +117,26 @@ def spoken_text(text, voice):
     return text
 
 
-def speech_pieces(text):
-    """`text` as the pieces the engine is called with: line breaks become pauses
-    (a comma where the line has no punctuation of its own), sentences are packed into
-    pieces of at most MAX_PIECE_CHARS, and a longer sentence is cut at a comma or a
-    space."""
+def speech_sentences(text):
+    """`text` sentence by sentence, as streaming speaks it: line breaks become pauses
+    (a comma where the line has no punctuation of its own), and a sentence longer than
+    MAX_PIECE_CHARS is cut at a comma or a space."""
     lines = [" ".join(line.split()) for line in text.splitlines()]
     lines = [line for line in lines if line]
     spoken = " ".join(line if n == len(lines) - 1 or _PUNCTUATED_END.search(line) else f"{line},"
                       for n, line in enumerate(lines))
+    return [part for sentence in _SENTENCE_BREAK.split(spoken) for part in _cut(sentence)]
+
+
+def speech_pieces(text):
+    """`text` as the pieces the engine is called with: its sentences (speech_sentences)
+    packed into pieces of at most MAX_PIECE_CHARS."""
     pieces = []
-    for sentence in _SENTENCE_BREAK.split(spoken):
-        for part in _cut(sentence):
-            if pieces and len(pieces[-1]) + 1 + len(part) <= MAX_PIECE_CHARS:
-                pieces[-1] = f"{pieces[-1]} {part}"
-            else:
-                pieces.append(part)
+    for part in speech_sentences(text):
+        if pieces and len(pieces[-1]) + 1 + len(part) <= MAX_PIECE_CHARS:
+            pieces[-1] = f"{pieces[-1]} {part}"
+        else:
+            pieces.append(part)
     return pieces
 
 
@@ -196,7 +210,15 @@ class EspeakSynthesizer(Synthesizer):
 
     def synthesize(self, text, *, voice):
         self.check_voice(voice)
-        pieces = speech_pieces(spoken_text(text, voice))
+        return self._speak(speech_pieces(spoken_text(text, voice)), voice)
+
+    def stream(self, text, *, voice):
+        self.check_voice(voice)
+        # Normalised first: a sentence break is only one in the spoken form ("z. B.").
+        for sentence in speech_sentences(spoken_text(text, voice)):
+            yield self._speak([sentence], voice)
+
+    def _speak(self, pieces, voice):
         with self._lock:
             engine = self._ensure_engine()
             self._errors.clear()
