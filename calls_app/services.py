@@ -13,6 +13,7 @@ from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, ou
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
+from console.db.conflicts import retry_conflicts
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
@@ -65,6 +66,27 @@ def carrier_rotate_secret(*, carrier):
     carrier.secret_rotated_at = timezone.now()
     carrier.save(update_fields=["secret_nonce", "secret_rotated_at"])
     return carrier_secret(carrier)
+
+
+# --- Row locks --------------------------------------------------------------------------
+# One order for every writer of calls and usage (docs/architecture.md, "Row locks"):
+#   1. the carrier call's event lock (carrier events only, event_sql.lock_call_events);
+#   2. the call's row;
+#   3. the tenant's usage counter rows, in period order;
+#   4. then only inserts (deliveries, events): their foreign keys take share locks on
+#      the tenant and endpoint rows, which nothing of ours locks for update while it
+#      waits for a call or a counter.
+# A cap check holds a counter before it creates a call (a new row, that nobody waits
+# for); the stale-reservation release holds a counter and skips the calls whose rows
+# are locked (an end under way releases their minutes itself).
+
+
+def _locked(queryset):
+    """`queryset` locking only its own model's rows (FOR UPDATE OF), never the rows its
+    select_related joins in: a lock on the tenant's row, held until the commit, made
+    every end of the tenant's calls wait for the others and deadlock with the job
+    worker's webhook lease (issue 31)."""
+    return queryset.select_for_update(of=("self",))
 
 
 # --- Usage counters ---------------------------------------------------------------------
@@ -147,6 +169,14 @@ def _release_stale_reservations(tenant, counter, now):
     ]
     if not stale:
         return
+    # The counter is held: a call whose row is locked is being ended (it waits for the
+    # counter to release its own minutes), so it is skipped, never waited for (the
+    # lock order is call, then counter).
+    stale = list(Call.objects.filter(
+        pk__in=[call.pk for call in stale], ended_at__isnull=True, reserved_minutes__gt=0,
+    ).select_for_update(of=("self",), skip_locked=True).only("pk", "reserved_minutes"))
+    if not stale:
+        return
     released = sum(call.reserved_minutes for call in stale)
     logger.warning("Releasing %s reserved minutes of %s call(s) of tenant %s without call.ended: %s",
                    released, len(stale), tenant.slug, ", ".join(call.pk for call in stale))
@@ -224,7 +254,7 @@ def call_start_for_lead(*, lead):
 
 @transaction.atomic
 def call_fail_undialled(*, call):
-    call = Call.objects.select_for_update().get(pk=call.pk)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if not call.is_ended:
         _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
 
@@ -279,14 +309,22 @@ def call_web_disclosed(*, call_id):
     Call.objects.filter(pk=call_id).update(disclosed=True)
 
 
+# Attempts of an end that the database aborts for a conflict (console.db.conflicts):
+# the agent's end is its only booking of the call and must not be lost.
+END_ATTEMPTS = 5
+
+
+@retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
 def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
     """Ends a web call, releases its reservation and books its seconds — once, whatever
     ends it (the client, a timeout, a dropped connection, the end of the grant): a
     second end finds the call ended and changes nothing. A call that never started
-    (its token was never used) ends `canceled` with 0 seconds. Returns the call."""
+    (its token was never used) ends `canceled` with 0 seconds. Returns the call.
+
+    Run again when the database aborts it for a deadlock (END_ATTEMPTS in all)."""
     now = now or timezone.now()
-    call = Call.objects.select_for_update().select_related("tenant").get(pk=call_id)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call_id)
     if call.is_ended:
         return call
     if call.started_at is None:
@@ -375,7 +413,10 @@ def _known_event(state):
     return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
 
 
+@retry_conflicts(attempts=END_ATTEMPTS)
 def _event_receive(carrier_id, event):
+    """The general path, one transaction; run again when the database aborts it for a
+    deadlock (the carrier would otherwise get a 500 and have to retry itself)."""
     carrier = _one(Carrier.objects.filter(pk=carrier_id))
     if carrier is None:  # deleted since its nonce was read
         raise UnknownCarrier()
@@ -406,7 +447,7 @@ def _apply(carrier, event):
         _apply_pending(carrier, call)
         return APPLIED, call
     # Locked, so that an erasure of the call waits for this event or this event sees it.
-    call = _one(Call.objects.select_for_update().filter(carrier=carrier, carrier_call_id=event.carrier_call_id))
+    call = _one(_locked(Call.objects.filter(carrier=carrier, carrier_call_id=event.carrier_call_id)))
     if call is None or not _applicable(call, event):
         return PENDING, call
     _apply_to_call(call, event.type, event.data, event.occurred_at)
@@ -442,7 +483,7 @@ def _call_start(carrier, event):
     data = event.data
     if data["direction"] == "inbound":
         return _inbound_start(carrier, event)
-    call = Call.objects.select_for_update().select_related("tenant").filter(
+    call = _locked(Call.objects.select_related("tenant")).filter(
         pk=data["callId"], carrier=carrier, direction=Call.Direction.OUTBOUND
     ).first()
     if call is None:
@@ -514,7 +555,7 @@ def _apply_to_call(call, event_type, data, occurred_at):
 
 
 def _call_end(call, data, occurred_at):
-    call = Call.objects.select_for_update().select_related("tenant").get(pk=call.pk)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if call.is_ended:
         return  # a second call.ended under another event id: usage is counted once
     recording_url = data["recordingUrl"] if call.recording_enabled and not call.redacted else ""
