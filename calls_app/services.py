@@ -4,6 +4,7 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -262,6 +263,9 @@ def call_fail_undialled(*, call):
 # --- Web calls (the voice agent's WebSocket sessions) ------------------------------------
 
 WEB_CARRIER = "web"
+# Attempts of an end that the database aborts for a conflict (console.db.conflicts):
+# the agent's end is its only booking of the call and must not be lost.
+END_ATTEMPTS = 5
 
 
 def _web_carrier():
@@ -289,9 +293,11 @@ def call_request_web(*, tenant, now=None):
 
 @transaction.atomic
 def call_web_start(*, call_id, now=None):
-    """The session's WebSocket is open: the call is active from now on."""
+    """The session's WebSocket is open: the call is active from now on, and its owner's
+    first heartbeat is now (`call_heartbeat`)."""
+    now = now or timezone.now()
     Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
-        started_at=now or timezone.now(), status=Call.Status.ACTIVE)
+        started_at=now, status=Call.Status.ACTIVE, heartbeat_at=now)
 
 
 @transaction.atomic
@@ -307,11 +313,6 @@ def call_web_line(*, call_id, role, text, ts):
 def call_web_disclosed(*, call_id):
     """The disclosure was spoken to the caller in full."""
     Call.objects.filter(pk=call_id).update(disclosed=True)
-
-
-# Attempts of an end that the database aborts for a conflict (console.db.conflicts):
-# the agent's end is its only booking of the call and must not be lost.
-END_ATTEMPTS = 5
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
@@ -334,6 +335,57 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
         seconds = min(seconds, call.max_seconds or seconds)
     _finish(call, status=status, seconds=seconds, ended_at=now, recording_url="")
     return call
+
+
+# --- Owners' heartbeats ------------------------------------------------------------------
+# A call whose conversation a process of ours holds (the voice agent's WebSocket; a phone
+# call's media stream served here does the same) has an owner, which says every
+# CALL_HEARTBEAT_SEC that it still holds it. A killed server says nothing more: the
+# sweep books its calls (docs/operations.md, "Calls whose server died").
+
+@transaction.atomic
+def call_heartbeat(*, call_id, now=None):
+    """The owner of a call under way (the process that holds its conversation) still
+    holds it; called every CALL_HEARTBEAT_SEC. Returns False when the call has ended
+    meanwhile (e.g. the sweep took the owner for dead): the owner should stop."""
+    return Call.objects.filter(pk=call_id, ended_at__isnull=True).update(heartbeat_at=now or timezone.now()) == 1
+
+
+def calls_orphaned_end(*, now=None):
+    """The periodic job: ends every call under way whose owner has not written a
+    heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
+    web or phone alike, through the one booking path (`_finish`): `completed`, ended
+    and booked at its last heartbeat, the seconds its owner was known to hold it, its
+    reservation released, `call.ended` announced. A call ended once is never booked
+    again, and a call whose owner is alive is not touched. Returns how many it ended."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.CALL_HEARTBEAT_TIMEOUT_SEC)
+    orphans = list(Call.objects.filter(ended_at__isnull=True, heartbeat_at__lt=cutoff)
+                   .order_by("heartbeat_at").values_list("pk", flat=True)[:1000])
+    ended = [call_id for call_id in orphans if _orphan_end(call_id=call_id, cutoff=cutoff)]
+    if ended:
+        logger.warning("Ended %s call(s) whose owner stopped its heartbeat, booked up to the last one: %s",
+                       len(ended), ", ".join(ended))
+    return len(ended)
+
+
+@retry_conflicts(attempts=END_ATTEMPTS)
+@transaction.atomic
+def _orphan_end(*, call_id, cutoff):
+    """Under the call's lock: ends it if it is still under way without a heartbeat since
+    `cutoff` (its owner may have ended it, or come back, since the sweep's read)."""
+    call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
+    if call is None or call.is_ended or call.heartbeat_at is None or call.heartbeat_at >= cutoff:
+        return False
+    ended_at = call.heartbeat_at
+    if call.started_at is None:
+        status, seconds = Call.Status.CANCELED, 0
+    else:
+        status = Call.Status.COMPLETED
+        seconds = max(0, round((ended_at - call.started_at).total_seconds()))
+        seconds = min(seconds, call.max_seconds or seconds)
+    _finish(call, status=status, seconds=seconds, ended_at=ended_at, recording_url="")
+    return True
 
 
 # --- Carrier events ---------------------------------------------------------------------
