@@ -9,6 +9,7 @@ an end locks only the rows it changes, in one order (docs/architecture.md, "Row
 locks"), and a deadlocked end is retried. SQLite runs one writer at a time and cannot
 deadlock this way; the tests run there too (the same bookings must come out).
 """
+import json
 import logging
 import threading
 from datetime import timedelta
@@ -110,6 +111,7 @@ def _assert_all_booked(tenant, calls, caplog):
     assert not [r for r in caplog.records if "deadlock" in r.getMessage().lower()], caplog.text
 
 
+@pytest.mark.slow
 def test_web_sessions_ending_together_are_all_booked_without_deadlock(busy_tenant, caplog):
     caplog.set_level(logging.WARNING)
     for round_number in range(ROUNDS):
@@ -123,14 +125,13 @@ def test_web_sessions_ending_together_are_all_booked_without_deadlock(busy_tenan
         _assert_all_booked(busy_tenant, calls, caplog)
 
 
+@pytest.mark.slow
 def test_carrier_call_ends_arriving_together_are_all_booked_without_deadlock(busy_tenant, caplog):
     caplog.set_level(logging.WARNING)
     number_create(tenant=busy_tenant, e164=NUMBER)
     _, secret = carrier_create(carrier_id="burst")
 
     def receive(event):
-        import json
-
         body = json.dumps(event).encode()
         state = services.event_receive(carrier_id="burst", raw_body=body,
                                        signature=signature_header(secret, body)).state
