@@ -81,6 +81,10 @@ def carrier_rotate_secret(*, carrier):
 # for); the stale-reservation release holds a counter and skips the calls whose rows
 # are locked (an end under way releases their minutes itself).
 
+# Attempts of an end that the database aborts for a conflict (console.db.conflicts): an
+# end is often the only booking of its call (the agent's, the sweep's) and must not be lost.
+END_ATTEMPTS = 5
+
 
 def _locked(queryset):
     """`queryset` locking only its own model's rows (FOR UPDATE OF), never the rows its
@@ -263,9 +267,6 @@ def call_fail_undialled(*, call):
 # --- Web calls (the voice agent's WebSocket sessions) ------------------------------------
 
 WEB_CARRIER = "web"
-# Attempts of an end that the database aborts for a conflict (console.db.conflicts):
-# the agent's end is its only booking of the call and must not be lost.
-END_ATTEMPTS = 5
 
 
 def _web_carrier():
@@ -341,7 +342,7 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
 # A call whose conversation a process of ours holds (the voice agent's WebSocket; a phone
 # call's media stream served here does the same) has an owner, which says every
 # CALL_HEARTBEAT_SEC that it still holds it. A killed server says nothing more: the
-# sweep books its calls (docs/operations.md, "Calls whose server died").
+# sweep books its calls (docs/operations.md, "When something dies").
 
 @transaction.atomic
 def call_heartbeat(*, call_id, now=None):
