@@ -55,6 +55,7 @@ _claim = _off_loop(agent_session_claim)
 _line = _off_loop(calls.call_web_line)
 _disclosed = _off_loop(calls.call_web_disclosed)
 _end_call = _off_loop(calls.call_web_end)
+_heartbeat = _off_loop(calls.call_heartbeat)
 _opening = _off_loop(conversation.opening)
 _hear = _off_loop(conversation.hear)
 _get_ready = _off_loop(conversation.get_ready)
@@ -87,7 +88,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.busy = True  # the agent is hearing, thinking or speaking: the caller may be silent
         self.speech_task = None
         self.utterances = asyncio.Queue()
-        self.tasks = [asyncio.create_task(self._turns()), asyncio.create_task(self._watchdog())]
+        self.tasks = [asyncio.create_task(self._turns()), asyncio.create_task(self._watchdog()),
+                      asyncio.create_task(self._heartbeats())]
         await self._send({"type": "session.started", "sessionId": self.session.id, "callId": self.call_id})
 
     async def disconnect(self, code):
@@ -243,6 +245,20 @@ class AgentConsumer(AsyncWebsocketConsumer):
             if now >= self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC:
                 return await self._refuse("idle_timeout", "No frame arrived for "
                                           f"{settings.AGENT_IDLE_TIMEOUT_SEC} s.", CLOSE_IDLE)
+
+    async def _heartbeats(self):
+        """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it
+        dies, the sweep books the call up to the last heartbeat (calls_app's
+        calls_orphaned_end). A call ended meanwhile (taken for orphaned) ends the session."""
+        while True:
+            await asyncio.sleep(settings.CALL_HEARTBEAT_SEC)
+            try:
+                live = await _heartbeat(call_id=self.call_id)
+            except Exception:  # the database is away for a moment: the next beat may reach it
+                logger.warning("Heartbeat of call %s failed", self.call_id, exc_info=True)
+                continue
+            if not live:
+                return await self._refuse("agent_failed", "The call was ended by the server.", CLOSE_FAILED)
 
     # --- helpers --------------------------------------------------------------------
     async def _note(self, role, text):

@@ -93,6 +93,12 @@ class Call(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Calls whose conversation a process of ours holds (the voice agent's WebSocket):
+    # the last moment its owner said it still holds it (`call_heartbeat`, every
+    # CALL_HEARTBEAT_SEC). A call under way whose heartbeat is older than
+    # CALL_HEARTBEAT_TIMEOUT_SEC lost its owner (a killed server) and is booked up to
+    # this moment by the sweep (`calls_orphaned_end`). Null: a carrier holds the call.
+    heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Kept by the database, never by this code: triggers change it whenever a line of
     # the call's transcript is written, changed or deleted (migration 0006). 0: the call
     # never had a line. The call list's text cache reads it instead of the lines.
@@ -105,7 +111,12 @@ class Call(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["carrier", "carrier_call_id"], name="unique_carrier_call"),
         ]
-        indexes = [models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest")]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at", "-id"], name="call_tenant_newest"),
+            # The sweep's read: only the calls under way that have an owner.
+            models.Index(fields=["heartbeat_at"], name="call_owned_under_way",
+                         condition=models.Q(ended_at__isnull=True, heartbeat_at__isnull=False)),
+        ]
         verbose_name = _("call")
         verbose_name_plural = _("calls")
 
@@ -125,8 +136,10 @@ class Call(models.Model):
         return self.ended_at is not None
 
 
+# Neither the database's transcript_version nor the owner's heartbeat: a full save of
+# a call read a while ago would put back an old one of either.
 _CALL_FIELDS_SAVED = [field.name for field in Call._meta.concrete_fields
-                      if not field.primary_key and field.name != "transcript_version"]
+                      if not field.primary_key and field.name not in ("transcript_version", "heartbeat_at")]
 
 
 def _refuse_changing_lines():

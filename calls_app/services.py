@@ -4,6 +4,7 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -13,6 +14,7 @@ from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, ou
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
+from console.db.conflicts import retry_conflicts
 from console.errors import ApiError, NotFound, ValidationFailed
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
@@ -65,6 +67,31 @@ def carrier_rotate_secret(*, carrier):
     carrier.secret_rotated_at = timezone.now()
     carrier.save(update_fields=["secret_nonce", "secret_rotated_at"])
     return carrier_secret(carrier)
+
+
+# --- Row locks --------------------------------------------------------------------------
+# One order for every writer of calls and usage (docs/architecture.md, "Row locks"):
+#   1. the carrier call's event lock (carrier events only, event_sql.lock_call_events);
+#   2. the call's row;
+#   3. the tenant's usage counter rows, in period order;
+#   4. then only inserts (deliveries, events): their foreign keys take share locks on
+#      the tenant and endpoint rows, which nothing of ours locks for update while it
+#      waits for a call or a counter.
+# A cap check holds a counter before it creates a call (a new row, that nobody waits
+# for); the stale-reservation release holds a counter and skips the calls whose rows
+# are locked (an end under way releases their minutes itself).
+
+# Attempts of an end that the database aborts for a conflict (console.db.conflicts): an
+# end is often the only booking of its call (the agent's, the sweep's) and must not be lost.
+END_ATTEMPTS = 5
+
+
+def _locked(queryset):
+    """`queryset` locking only its own model's rows (FOR UPDATE OF), never the rows its
+    select_related joins in: a lock on the tenant's row, held until the commit, made
+    every end of the tenant's calls wait for the others and deadlock with the job
+    worker's webhook lease (issue 31)."""
+    return queryset.select_for_update(of=("self",))
 
 
 # --- Usage counters ---------------------------------------------------------------------
@@ -147,6 +174,14 @@ def _release_stale_reservations(tenant, counter, now):
     ]
     if not stale:
         return
+    # The counter is held: a call whose row is locked is being ended (it waits for the
+    # counter to release its own minutes), so it is skipped, never waited for (the
+    # lock order is call, then counter).
+    stale = list(Call.objects.filter(
+        pk__in=[call.pk for call in stale], ended_at__isnull=True, reserved_minutes__gt=0,
+    ).select_for_update(of=("self",), skip_locked=True).only("pk", "reserved_minutes"))
+    if not stale:
+        return
     released = sum(call.reserved_minutes for call in stale)
     logger.warning("Releasing %s reserved minutes of %s call(s) of tenant %s without call.ended: %s",
                    released, len(stale), tenant.slug, ", ".join(call.pk for call in stale))
@@ -224,7 +259,7 @@ def call_start_for_lead(*, lead):
 
 @transaction.atomic
 def call_fail_undialled(*, call):
-    call = Call.objects.select_for_update().get(pk=call.pk)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if not call.is_ended:
         _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
 
@@ -259,9 +294,11 @@ def call_request_web(*, tenant, now=None):
 
 @transaction.atomic
 def call_web_start(*, call_id, now=None):
-    """The session's WebSocket is open: the call is active from now on."""
+    """The session's WebSocket is open: the call is active from now on, and its owner's
+    first heartbeat is now (`call_heartbeat`)."""
+    now = now or timezone.now()
     Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
-        started_at=now or timezone.now(), status=Call.Status.ACTIVE)
+        started_at=now, status=Call.Status.ACTIVE, heartbeat_at=now)
 
 
 @transaction.atomic
@@ -279,14 +316,17 @@ def call_web_disclosed(*, call_id):
     Call.objects.filter(pk=call_id).update(disclosed=True)
 
 
+@retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
 def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
     """Ends a web call, releases its reservation and books its seconds — once, whatever
     ends it (the client, a timeout, a dropped connection, the end of the grant): a
     second end finds the call ended and changes nothing. A call that never started
-    (its token was never used) ends `canceled` with 0 seconds. Returns the call."""
+    (its token was never used) ends `canceled` with 0 seconds. Returns the call.
+
+    Run again when the database aborts it for a deadlock (END_ATTEMPTS in all)."""
     now = now or timezone.now()
-    call = Call.objects.select_for_update().select_related("tenant").get(pk=call_id)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call_id)
     if call.is_ended:
         return call
     if call.started_at is None:
@@ -296,6 +336,57 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
         seconds = min(seconds, call.max_seconds or seconds)
     _finish(call, status=status, seconds=seconds, ended_at=now, recording_url="")
     return call
+
+
+# --- Owners' heartbeats ------------------------------------------------------------------
+# A call whose conversation a process of ours holds (the voice agent's WebSocket; a phone
+# call's media stream served here does the same) has an owner, which says every
+# CALL_HEARTBEAT_SEC that it still holds it. A killed server says nothing more: the
+# sweep books its calls (docs/operations.md, "When something dies").
+
+@transaction.atomic
+def call_heartbeat(*, call_id, now=None):
+    """The owner of a call under way (the process that holds its conversation) still
+    holds it; called every CALL_HEARTBEAT_SEC. Returns False when the call has ended
+    meanwhile (e.g. the sweep took the owner for dead): the owner should stop."""
+    return Call.objects.filter(pk=call_id, ended_at__isnull=True).update(heartbeat_at=now or timezone.now()) == 1
+
+
+def calls_orphaned_end(*, now=None):
+    """The periodic job: ends every call under way whose owner has not written a
+    heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
+    web or phone alike, through the one booking path (`_finish`): `completed`, ended
+    and booked at its last heartbeat, the seconds its owner was known to hold it, its
+    reservation released, `call.ended` announced. A call ended once is never booked
+    again, and a call whose owner is alive is not touched. Returns how many it ended."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.CALL_HEARTBEAT_TIMEOUT_SEC)
+    orphans = list(Call.objects.filter(ended_at__isnull=True, heartbeat_at__lt=cutoff)
+                   .order_by("heartbeat_at").values_list("pk", flat=True)[:1000])
+    ended = [call_id for call_id in orphans if _orphan_end(call_id=call_id, cutoff=cutoff)]
+    if ended:
+        logger.warning("Ended %s call(s) whose owner stopped its heartbeat, booked up to the last one: %s",
+                       len(ended), ", ".join(ended))
+    return len(ended)
+
+
+@retry_conflicts(attempts=END_ATTEMPTS)
+@transaction.atomic
+def _orphan_end(*, call_id, cutoff):
+    """Under the call's lock: ends it if it is still under way without a heartbeat since
+    `cutoff` (its owner may have ended it, or come back, since the sweep's read)."""
+    call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
+    if call is None or call.is_ended or call.heartbeat_at is None or call.heartbeat_at >= cutoff:
+        return False
+    ended_at = call.heartbeat_at
+    if call.started_at is None:
+        status, seconds = Call.Status.CANCELED, 0
+    else:
+        status = Call.Status.COMPLETED
+        seconds = max(0, round((ended_at - call.started_at).total_seconds()))
+        seconds = min(seconds, call.max_seconds or seconds)
+    _finish(call, status=status, seconds=seconds, ended_at=ended_at, recording_url="")
+    return True
 
 
 # --- Carrier events ---------------------------------------------------------------------
@@ -375,7 +466,10 @@ def _known_event(state):
     return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
 
 
+@retry_conflicts(attempts=END_ATTEMPTS)
 def _event_receive(carrier_id, event):
+    """The general path, one transaction; run again when the database aborts it for a
+    deadlock (the carrier would otherwise get a 500 and have to retry itself)."""
     carrier = _one(Carrier.objects.filter(pk=carrier_id))
     if carrier is None:  # deleted since its nonce was read
         raise UnknownCarrier()
@@ -406,7 +500,7 @@ def _apply(carrier, event):
         _apply_pending(carrier, call)
         return APPLIED, call
     # Locked, so that an erasure of the call waits for this event or this event sees it.
-    call = _one(Call.objects.select_for_update().filter(carrier=carrier, carrier_call_id=event.carrier_call_id))
+    call = _one(_locked(Call.objects.filter(carrier=carrier, carrier_call_id=event.carrier_call_id)))
     if call is None or not _applicable(call, event):
         return PENDING, call
     _apply_to_call(call, event.type, event.data, event.occurred_at)
@@ -442,7 +536,7 @@ def _call_start(carrier, event):
     data = event.data
     if data["direction"] == "inbound":
         return _inbound_start(carrier, event)
-    call = Call.objects.select_for_update().select_related("tenant").filter(
+    call = _locked(Call.objects.select_related("tenant")).filter(
         pk=data["callId"], carrier=carrier, direction=Call.Direction.OUTBOUND
     ).first()
     if call is None:
@@ -514,7 +608,7 @@ def _apply_to_call(call, event_type, data, occurred_at):
 
 
 def _call_end(call, data, occurred_at):
-    call = Call.objects.select_for_update().select_related("tenant").get(pk=call.pk)
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if call.is_ended:
         return  # a second call.ended under another event id: usage is counted once
     recording_url = data["recordingUrl"] if call.recording_enabled and not call.redacted else ""

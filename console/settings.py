@@ -424,6 +424,12 @@ CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
 # The carrier outbound calls go through; `sim` is the built-in simulated carrier.
 VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
 VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
+# A process of ours that holds a call's conversation (the voice agent's WebSocket)
+# writes a heartbeat on the call every CALL_HEARTBEAT_SEC seconds; a call under way whose
+# heartbeat is older than CALL_HEARTBEAT_TIMEOUT_SEC lost its owner (a killed server) and
+# is ended by the periodic sweep, booked up to its last heartbeat (docs/operations.md).
+CALL_HEARTBEAT_SEC = env.float("CALL_HEARTBEAT_SEC", default=5.0)
+CALL_HEARTBEAT_TIMEOUT_SEC = env.float("CALL_HEARTBEAT_TIMEOUT_SEC", default=30.0)
 
 # --- Privacy (privacy_app, docs/privacy.md) ---
 # Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived

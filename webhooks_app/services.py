@@ -155,7 +155,10 @@ def _lease(delivery_id, now):
     the request is under way): (delivery, attempt); (None, None) when it is not due or
     someone else has it; (delivery, None) when it is dead now instead."""
     with transaction.atomic():
-        delivery = Delivery.objects.select_for_update().select_related("endpoint").filter(pk=delivery_id).first()
+        # The delivery's row alone: the endpoint's is only read (a lock on it would stop
+        # every insert of a delivery to it, e.g. a call's end, until this commits).
+        delivery = (Delivery.objects.select_for_update(of=("self",)).select_related("endpoint")
+                    .filter(pk=delivery_id).first())
         if (delivery is None or delivery.state != Delivery.State.PENDING or delivery.next_attempt_at > now
                 or (delivery.leased_until is not None and delivery.leased_until > now)):
             return None, None
