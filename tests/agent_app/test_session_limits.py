@@ -155,6 +155,17 @@ def test_audio_frames_of_20_ms_in_real_time_are_within_the_limit(agent_server, a
     _booked(tenant_a, session["callId"])
 
 
+def test_a_frame_over_the_servers_limit_closes_and_is_booked(agent_server, api_a, tenant_a, instant_speech,
+                                                             booked_calls):
+    session = grant(api_a, agent_server.port)
+
+    frames, code = asyncio.run(_after_opening(session["url"], b"\0" * 70_000))  # over 64 KiB
+
+    assert code == 1009  # uvicorn's own close: the consumer never sees the frame
+    assert booked_calls.wait_for(session["callId"])  # ... but it sees the disconnect
+    _booked(tenant_a, session["callId"])
+
+
 def test_dtmf_notes_are_capped_per_call(agent_server, api_a, tenant_a, instant_speech, settings):
     settings.AGENT_MAX_DTMF_PER_CALL = 3
     session = grant(api_a, agent_server.port)
