@@ -3,15 +3,20 @@ a request that is not complete ASGI_REQUEST_TIMEOUT_SEC after its connection ope
 dropped, however slowly its bytes keep coming; complete requests and WebSocket sessions
 are not touched. (uvicorn alone kept half-sent requests open for good.)"""
 import asyncio
+import re
 import select
 import socket
 import time
+from pathlib import Path
 
 import pytest
+from uvicorn.importer import import_from_string
 
+from console.asgi_http import H11WithRequestTimeout
 from tests.agent_app.conftest import AgentServer, Caller, dial, grant
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 TIMEOUT = 1.0
 LIMIT = 15  # seconds within which every wait for the server ends, dropped or not
 HALF_SENT = [
@@ -130,3 +135,10 @@ def test_a_websocket_session_outlives_the_request_deadline(server, api_a):
 
     assert code == 1000
     assert lasted > 2 * TIMEOUT
+
+
+def test_make_run_serves_the_websocket_with_this_protocol():
+    """The tests above run the protocol the Makefile names; it must go on naming it."""
+    command = re.search(r"\$\(BIN\)/uvicorn (.*?)&", MAKEFILE.read_text().replace("\\\n", " "), re.S).group(1)
+    http = re.search(r"--http (\S+)", command).group(1)
+    assert import_from_string(http) is H11WithRequestTimeout
