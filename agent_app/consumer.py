@@ -138,8 +138,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.dtmf_count = 0
         self.first_audio, self.audio_sec = None, 0.0
         self.barge_in_allowed = False
-        # Since when the agent waits for the caller (its turn done), None while it hears,
-        # thinks or speaks: only the caller's silence after that counts as idle.
+        # Since when it is the caller's turn (the agent finished speaking and has nothing
+        # of the caller's to answer), None while the agent speaks or the caller waits
+        # for its answer: only the caller's silence after that counts as idle.
         self.idle_since = None
         self.went_idle = asyncio.Event()
         self.utterances = asyncio.Queue()
@@ -187,6 +188,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 self._barge_in()
             else:
                 self.utterances.put_nowait(value)
+                self.idle_since = None  # the caller said something: now it waits for the agent
 
     async def _command(self, text):
         frame = None
@@ -221,15 +223,22 @@ class AgentConsumer(AsyncWebsocketConsumer):
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure)
+            self._callers_turn()  # while the recogniser may still be loading
             await ready
         finally:
             ready.cancel()  # a no-op once it finished
         while True:
-            self.idle_since = self.loop.time()
-            self.went_idle.set()
+            self._callers_turn()
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    def _callers_turn(self):
+        """The agent spoke and has nothing to answer: the caller's silence counts from
+        now (kept if it already counts)."""
+        if self.idle_since is None and self.utterances.empty():
+            self.idle_since = self.loop.time()
+            self.went_idle.set()
 
     async def _answer(self, utterance):
         try:

@@ -62,6 +62,29 @@ def test_the_idle_timeout_starts_when_the_agent_finished_speaking(agent_server, 
     assert Call.objects.get(pk=session["callId"]).status == "completed"
 
 
+def test_the_recognisers_warm_up_after_the_opening_does_not_put_the_timeout_off(
+        agent_server, api_a, settings, server_frames, instant_speech, monkeypatch):
+    """The opening is over and it is the caller's turn, even while the recogniser still
+    loads (it may take many seconds in a fresh process): silence counts from agent.done."""
+    async def still_loading(*, language):
+        await asyncio.Event().wait()  # never done: the session's end cancels it
+    monkeypatch.setattr(consumer, "_get_ready", still_loading)
+    settings.AGENT_IDLE_TIMEOUT_SEC = TIMEOUT
+    session = grant(api_a, agent_server.port)
+
+    async def stay_silent():
+        async with dial(session["url"]) as ws:
+            caller = Caller(ws)
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    await caller.next()
+            return ws.close_code
+
+    assert asyncio.run(stay_silent()) == 4408
+    closed, done = _moment(server_frames, "error", "idle_timeout"), _moment(server_frames, "agent.done")
+    assert TIMEOUT <= closed - done < TIMEOUT + 5
+
+
 def test_frames_of_the_caller_after_the_agents_turn_put_the_timeout_off(agent_server, api_a, settings,
                                                                         server_frames, instant_speech,
                                                                         recogniser_warm):
