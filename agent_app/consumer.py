@@ -348,7 +348,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         end. call_web_end books once, so a second call changes nothing."""
         if self.session is None or self.booked:
             return
-        await _end_call(call_id=self.call_id)
+        await _end_call(call_id=self.session.call_id)  # also before connect() got further
         self.booked = True
 
     async def _fail(self, exc, where):

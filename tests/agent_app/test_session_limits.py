@@ -83,6 +83,27 @@ def test_an_exception_in_a_frames_handler_ends_the_session_booked(agent_server, 
     _booked(tenant_a, session["callId"])
 
 
+def test_an_exception_right_after_the_token_was_claimed_ends_the_session_booked(agent_server, api_a, tenant_a,
+                                                                                monkeypatch):
+    def unusable(*args):
+        raise RuntimeError("a bug in setting the session up")
+    monkeypatch.setattr(consumer, "WireFormat", unusable)
+    session = grant(api_a, agent_server.port)
+
+    async def listen():
+        async with dial(session["url"]) as ws:
+            caller = Caller(ws)
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    await caller.next()
+            return [f for _, f in caller.frames if isinstance(f, dict)], ws.close_code
+
+    frames, code = asyncio.run(listen())
+
+    assert (code, _errors(frames)) == (4500, ["agent_failed"])
+    _booked(tenant_a, session["callId"])
+
+
 def test_an_exception_while_the_agent_speaks_ends_the_session_booked(agent_server, api_a, tenant_a, instant_speech,
                                                                       monkeypatch):
     async def database_gone(*, call_id):
