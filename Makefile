@@ -29,9 +29,12 @@ run: install .env gateway-token migrate
 	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
 # The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
 # gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
-# uvicorn (the agent's WebSocket) is stopped by the same trap.
+# uvicorn (the agent's WebSocket) is stopped by the same trap. Its HTTP protocol drops a
+# request not complete in ASGI_REQUEST_TIMEOUT_SEC (uvicorn has no header timeout), and
+# frames over 64 KiB end a session (the agent's frames are at most 6,400 bytes).
 	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) setsid $(MANAGE) qcluster & jobs=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
+	  --http console.asgi_http:H11WithRequestTimeout --ws-max-size 65536 \
 	  --lifespan off --no-access-log --log-level warning & agent=$$!; \
 	trap 'kill $$agent 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
 	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \

@@ -6,13 +6,18 @@ worker threads (`_off_loop`), so the event loop only moves frames and one slow
 conversation never holds up another. Per connection there are three tasks besides
 the receive loop: the turn worker (hear → think → speak, one utterance after the
 other), the agent's speech being streamed (cancelled by barge-in), and the watchdog
-that ends the session at the end of its grant or after a silent connection."""
+that ends the session at the end of its grant or after the caller's silence.
+
+Whatever ends a claimed session — a frame, an error close, the watchdog, a dropped
+connection, or an exception anywhere in the consumer or its tasks — books its call
+through `call_web_end` (once: a second end changes nothing)."""
 import asyncio
 import json
 import logging
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import connections
@@ -22,8 +27,8 @@ from agent_app import conversation
 from agent_app.audio import Endpointer, WireFormat
 from agent_app.services import agent_session_claim
 from calls_app import services as calls
-from calls_app.models import TranscriptEntry
 from console.errors import ApiError
+from console.parsers import MAX_DEPTH, json_loads
 
 logger = logging.getLogger("agent_app")
 
@@ -31,6 +36,10 @@ logger = logging.getLogger("agent_app")
 CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_GRANT = 1000, 4400, 4401, 4402
 CLOSE_IDLE, CLOSE_TOO_LARGE, CLOSE_TOO_FAST, CLOSE_FAILED = 4408, 4413, 4429, 4500
 DTMF_DIGITS = frozenset("0123456789*#ABCD")
+# Roles of the call's transcript lines (calls_app.services.call_web_line).
+ASSISTANT, USER, SYSTEM = "assistant", "user", "system"
+# Text frames are control frames of a few dozen bytes; longer ones are refused (4400).
+MAX_TEXT_FRAME_BYTES = 4096
 # The agent's audio goes out in frames of this length, paced to real time (ahead of it
 # by AGENT_SPEECH_LEAD_SEC), so that barge-in can stop what was not sent yet.
 SPEECH_CHUNK_SEC = 0.1
@@ -51,6 +60,22 @@ def _off_loop(function):
     return sync_to_async(run, thread_sensitive=False)
 
 
+class FrameBudget:
+    """A token bucket of frames: `rate` a second, in bursts of at most `rate`."""
+
+    def __init__(self, rate, now):
+        self.rate, self.tokens, self.at = rate, float(rate), now
+
+    def take(self, now):
+        """Whether one more frame arriving at `now` is within the budget."""
+        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
 _claim = _off_loop(agent_session_claim)
 _line = _off_loop(calls.call_web_line)
 _disclosed = _off_loop(calls.call_web_disclosed)
@@ -66,8 +91,35 @@ _speak = _off_loop(conversation.speak)
 class AgentConsumer(AsyncWebsocketConsumer):
     session = None
     closing = False
+    booked = False
+    close_sent = False
+    tasks = ()
+    speech_task = None
 
     # --- connection -----------------------------------------------------------------
+    async def __call__(self, scope, receive, send):
+        """Channels' dispatch loop, with a last net: if it ends in any way that did not
+        book the claimed session (an exception the handlers let through, a cancellation
+        of the connection's task), the call is booked here."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.closing = True
+            self._stop_tasks()
+            await self._book()
+
+    async def dispatch(self, message):
+        """Every message's handler; an exception in one ends the session like any error
+        close (error frame, the call booked, 4500) instead of dropping the connection."""
+        try:
+            await super().dispatch(message)
+        except StopConsumer:
+            raise
+        except Exception as exc:
+            await self._fail(exc, message.get("type"))
+            if message.get("type") == "websocket.disconnect":
+                raise StopConsumer() from None  # the connection is gone: nothing more will come
+
     async def connect(self):
         token = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
         self.session = await _claim(token=token)
@@ -83,31 +135,36 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.language = self.session.language
         self.endpointer = Endpointer()
         self.started = self.last_frame = self.loop.time()
+        self.frame_budget = FrameBudget(settings.AGENT_MAX_FRAMES_PER_SEC, self.started)
+        self.dtmf_count = 0
         self.first_audio, self.audio_sec = None, 0.0
         self.barge_in_allowed = False
-        self.busy = True  # the agent is hearing, thinking or speaking: the caller may be silent
-        self.speech_task = None
+        # Since when it is the caller's turn (the agent finished speaking and has nothing
+        # of the caller's to answer), None while the agent speaks or the caller waits
+        # for its answer: only the caller's silence after that counts as idle.
+        self.idle_since = None
+        self.went_idle = asyncio.Event()
         self.utterances = asyncio.Queue()
-        self.tasks = [asyncio.create_task(self._turns()), asyncio.create_task(self._watchdog()),
-                      asyncio.create_task(self._heartbeats())]
+        self.tasks = [asyncio.create_task(self._guarded(self._turns())),
+                      asyncio.create_task(self._guarded(self._watchdog())),
+                      asyncio.create_task(self._guarded(self._heartbeats()))]
         await self._send({"type": "session.started", "sessionId": self.session.id, "callId": self.call_id})
 
     async def disconnect(self, code):
         """However the connection ends (the client, a timeout, a drop): the call is booked
         (call_web_end books once) and the session's tasks stop."""
         self.closing = True
-        if self.session is None:
-            return
-        for task in [*self.tasks, self.speech_task]:
-            if task is not None:
-                task.cancel()
-        await _end_call(call_id=self.call_id)
+        self._stop_tasks()
+        await self._book()
 
     # --- frames from the client -----------------------------------------------------
     async def receive(self, text_data=None, bytes_data=None):
         if self.closing or self.session is None:
             return
-        self.last_frame = self.loop.time()
+        self.last_frame = now = self.loop.time()
+        if not self.frame_budget.take(now):
+            return await self._refuse("too_many_frames", f"At most {settings.AGENT_MAX_FRAMES_PER_SEC} frames a "
+                                      "second; send audio in frames of 20–200 ms.", CLOSE_TOO_FAST)
         if bytes_data is not None:
             await self._audio(bytes_data)
         else:
@@ -133,14 +190,18 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 self._barge_in()
             else:
                 self.utterances.put_nowait(value)
+                self.idle_since = None  # the caller said something: now it waits for the agent
 
     async def _command(self, text):
-        try:
-            frame = json.loads(text)
-        except ValueError:
-            frame = None
+        frame = None
+        if len(text) <= MAX_TEXT_FRAME_BYTES and len(text.encode()) <= MAX_TEXT_FRAME_BYTES:
+            try:
+                frame = json_loads(text)  # the one JSON reader: bounded depth, no NaN, no NUL
+            except ApiError:
+                pass
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            return await self._refuse("invalid_frame", 'Text frames are JSON objects with a "type".', CLOSE_PROTOCOL)
+            return await self._refuse("invalid_frame", 'Text frames are JSON objects with a "type", of at most '
+                                      f"{MAX_TEXT_FRAME_BYTES} bytes and {MAX_DEPTH} levels.", CLOSE_PROTOCOL)
         if frame["type"] == "end":
             await self._end(CLOSE_NORMAL)
         elif frame["type"] == "dtmf":
@@ -148,7 +209,11 @@ class AgentConsumer(AsyncWebsocketConsumer):
             if not isinstance(digit, str) or digit not in DTMF_DIGITS:
                 return await self._refuse("invalid_frame", "A dtmf frame carries one digit of 0-9, *, #, A-D.",
                                           CLOSE_PROTOCOL)
-            await self._note(TranscriptEntry.Role.SYSTEM, f"DTMF {digit}")
+            if self.dtmf_count >= settings.AGENT_MAX_DTMF_PER_CALL:
+                return await self._refuse("too_many_dtmf", f"At most {settings.AGENT_MAX_DTMF_PER_CALL} DTMF keys "
+                                          "per session.", CLOSE_TOO_FAST)
+            self.dtmf_count += 1
+            await self._note(SYSTEM, f"DTMF {digit}")
         else:
             await self._refuse("unknown_frame_type", f"Unknown frame type '{frame['type'][:40]}'; send audio, "
                                '"end" or "dtmf".', CLOSE_PROTOCOL)
@@ -156,22 +221,26 @@ class AgentConsumer(AsyncWebsocketConsumer):
     # --- the conversation -----------------------------------------------------------
     async def _turns(self):
         """The opening, then each utterance in turn: hear, think, speak."""
+        opening = await _opening(tenant=self.session.tenant, variables=self.session.variables)
+        ready = asyncio.create_task(_get_ready(language=self.language))
         try:
-            opening = await _opening(tenant=self.session.tenant, variables=self.session.variables)
-            ready = asyncio.create_task(_get_ready(language=self.language))
             await self._say(opening.text, disclosure=opening.disclosure)
+            self._callers_turn()  # while the recogniser may still be loading
             await ready
-            while True:
-                self.busy = False
-                utterance = await self.utterances.get()
-                self.busy = True
-                await self._answer(utterance)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the conversation cannot go on; the call is still booked
-            logger.exception("Voice agent session %s failed", self.session.id)
-            code = exc.code if isinstance(exc, ApiError) else "agent_failed"
-            await self._refuse(code, "The agent could not go on with the conversation.", CLOSE_FAILED)
+        finally:
+            ready.cancel()  # a no-op once it finished
+        while True:
+            self._callers_turn()
+            utterance = await self.utterances.get()
+            self.idle_since = None
+            await self._answer(utterance)
+
+    def _callers_turn(self):
+        """The agent spoke and has nothing to answer: the caller's silence counts from
+        now (kept if it already counts)."""
+        if self.idle_since is None and self.utterances.empty():
+            self.idle_since = self.loop.time()
+            self.went_idle.set()
 
     async def _answer(self, utterance):
         try:
@@ -181,7 +250,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if not text:
             return  # noise, a cough: nothing was said
         await self._send({"type": "transcript.final", "text": text, "start": utterance.start, "end": utterance.end})
-        await self._note(TranscriptEntry.Role.USER, text)
+        await self._note(USER, text)
         reply = await _think(text, language=self.language)
         await self._say(reply)
 
@@ -195,12 +264,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
         disclosure_bytes = len(audio[0]) if len(parts) == 2 else 0
         audio = b"".join(audio)
         self.barge_in_allowed = not disclosure
-        self.speech_task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
-        await asyncio.wait([self.speech_task])  # a barge-in cancels it, the turns go on
+        self.speech_task = task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
+        await asyncio.wait([task])  # a barge-in cancels it, the turns go on
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # a failure while speaking ends the session (_guarded)
 
     async def _stream(self, text, audio, disclosure_bytes):
         await self._send({"type": "agent.speaking", "text": text})
-        await self._note(TranscriptEntry.Role.ASSISTANT, text)
+        await self._note(ASSISTANT, text)
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
         began, lead = self.loop.time(), settings.AGENT_SPEECH_LEAD_SEC
         try:
@@ -219,7 +290,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         except asyncio.CancelledError:
             if not self.closing:
                 await self._send({"type": "agent.interrupted"})
-                await self._note(TranscriptEntry.Role.SYSTEM, "The caller interrupted the agent.")
+                await self._note(SYSTEM, "The caller interrupted the agent.")
             raise
         await self._send({"type": "agent.done"})
 
@@ -229,22 +300,29 @@ class AgentConsumer(AsyncWebsocketConsumer):
             task.cancel()
 
     async def _watchdog(self):
-        """Ends the session at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC in
-        which the client sent no frame while the agent had nothing to do (a connection
-        that hangs without closing)."""
+        """Ends the session at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC of the
+        caller's silence: no frame from the client since the agent finished its turn
+        (its speech, hearing and thinking do not count; a connection that hangs)."""
         grant_end = self.started + self.session.call.max_seconds
+        timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
-            idle_end = self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC
-            await asyncio.sleep(max(0.0, min(grant_end, idle_end) - self.loop.time()))
             now = self.loop.time()
-            if self.busy:
-                self.last_frame = now
             if now >= grant_end:
                 return await self._refuse("grant_ended", "The minutes granted to this session are used up.",
                                           CLOSE_GRANT)
-            if now >= self.last_frame + settings.AGENT_IDLE_TIMEOUT_SEC:
-                return await self._refuse("idle_timeout", "No frame arrived for "
-                                          f"{settings.AGENT_IDLE_TIMEOUT_SEC} s.", CLOSE_IDLE)
+            wake = grant_end
+            if self.idle_since is not None:
+                idle_end = max(self.last_frame, self.idle_since) + timeout
+                if now >= idle_end:
+                    return await self._refuse("idle_timeout", f"No frame arrived for {timeout} s after the "
+                                              "agent's turn.", CLOSE_IDLE)
+                wake = min(wake, idle_end)
+            # Until then, or until the agent's next turn ends (when the silence starts).
+            self.went_idle.clear()
+            try:
+                await asyncio.wait_for(self.went_idle.wait(), wake - now)
+            except TimeoutError:
+                pass
 
     async def _heartbeats(self):
         """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it
@@ -278,5 +356,62 @@ class AgentConsumer(AsyncWebsocketConsumer):
             return
         self.closing = True
         if book:
-            await _end_call(call_id=self.call_id)
+            await self._book()
         await self.close(code=close_code)
+
+    async def _book(self):
+        """Ends the claimed session's call and books it: the one booking path of every
+        end. call_web_end books once, so a second call changes nothing."""
+        if self.session is None or self.booked:
+            return
+        await _end_call(call_id=self.session.call_id)  # also before connect() got further
+        self.booked = True
+
+    async def _fail(self, exc, where):
+        """The session cannot go on after `exc`: an error frame if the client can still
+        get one, the call booked through the one path, and a 4500 close."""
+        session_id = getattr(self.session, "id", "-")
+        if isinstance(exc, OSError):  # e.g. uvicorn's ClientDisconnected: the client is gone
+            logger.info("Voice agent session %s: the connection went away in %s (%r)", session_id, where, exc)
+        else:
+            logger.error("Voice agent session %s failed in %s", session_id, where, exc_info=exc)
+        try:
+            if not self.closing:
+                code = exc.code if isinstance(exc, ApiError) else "agent_failed"
+                await self._send({"type": "error", "code": code,
+                                  "message": "The agent could not go on with the conversation."})
+        except Exception as send_failed:  # the client cannot be told; it is still booked
+            logger.info("Voice agent session %s: no error frame (%r)", session_id, send_failed)
+        finally:
+            self.closing = True
+            try:
+                await self._book()
+            finally:
+                await self._close_quietly(CLOSE_FAILED)
+
+    async def _guarded(self, coroutine):
+        """One of the session's tasks; its failure ends the session (_fail)."""
+        try:
+            await coroutine
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._fail(exc, "a task")
+
+    async def close(self, code=None, reason=None):
+        """The close is sent once, whoever ends the session first."""
+        if self.close_sent:
+            return
+        self.close_sent = True
+        await super().close(code=code, reason=reason)
+
+    async def _close_quietly(self, code):
+        try:
+            await self.close(code=code)
+        except Exception as exc:  # the connection is gone already
+            logger.info("Voice agent session %s: no close frame (%r)", getattr(self.session, "id", "-"), exc)
+
+    def _stop_tasks(self):
+        for task in [*self.tasks, self.speech_task]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()

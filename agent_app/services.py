@@ -21,10 +21,10 @@ def token_digest(token):
 
 @transaction.atomic
 def agent_session_create(*, tenant, assistant_id="", language=None, variables=None, encoding="pcm_s16le",
-                         sample_rate=16000, now=None):
+                         sample_rate=16000, max_minutes=None, now=None):
     """A new session: checks the minute cap and reserves minutes like an outbound call
-    (402 minute_cap_reached), and issues its single-use token. Returns (session, token);
-    the token is shown once and only its digest is kept."""
+    (402 minute_cap_reached), at most `max_minutes` if given, and issues its single-use
+    token. Returns (session, token); the token is shown once and only its digest is kept."""
     now = now or timezone.now()
     agent_sessions_expire(tenant=tenant, now=now)
     voice = ""
@@ -34,7 +34,7 @@ def agent_session_create(*, tenant, assistant_id="", language=None, variables=No
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
     opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
-    call = calls.call_request_web(tenant=tenant, now=now)
+    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(
         tenant=tenant, call=call, token_digest=token_digest(token),

@@ -278,11 +278,14 @@ def _web_carrier():
 
 
 @transaction.atomic
-def call_request_web(*, tenant, now=None):
+def call_request_web(*, tenant, max_minutes=None, now=None):
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
-    reservation; its `max_seconds` is the grant the session cannot outlive."""
+    reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
+    caps the grant further (the public demo page's grants)."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
+    if max_minutes is not None:
+        minutes = max(1, min(minutes, max_minutes))
     call = Call.objects.create(
         tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
         status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,

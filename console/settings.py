@@ -490,8 +490,14 @@ WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.
 AGENT_TOKEN_TTL_SEC = env.int("AGENT_TOKEN_TTL_SEC", default=60)
-# Seconds without any frame from the client after which a session is ended (4408).
+# Seconds of the caller's silence (no frame) after the agent finished its turn, after
+# which a session is ended (4408). The agent's own speech and thinking do not count.
 AGENT_IDLE_TIMEOUT_SEC = env.int("AGENT_IDLE_TIMEOUT_SEC", default=30)
+# Frames (audio and text) a client may send per second, in bursts of as many (4429
+# too_many_frames); audio frames of 20-200 ms need at most 50 a second.
+AGENT_MAX_FRAMES_PER_SEC = env.int("AGENT_MAX_FRAMES_PER_SEC", default=100)
+# DTMF keys one session may press; each is a transcript line (4429 too_many_dtmf).
+AGENT_MAX_DTMF_PER_CALL = env.int("AGENT_MAX_DTMF_PER_CALL", default=100)
 # Seconds one utterance's recognition may take before the caller gets stt_busy.
 AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
@@ -500,6 +506,17 @@ AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
 # The voice demo page /widget/voice-demo (talks as the demo tenant, no key needed): on
 # only where asked for (make run sets it).
 AGENT_VOICE_DEMO = env.bool("AGENT_VOICE_DEMO", default=False)
+# The demo page's grants: per client address and per tenant in a window of
+# AGENT_DEMO_RATE_WINDOW_SEC (429 rate_limited), each reserving at most
+# AGENT_DEMO_MAX_MINUTES of the demo tenant's minutes.
+AGENT_DEMO_SESSIONS_PER_CLIENT = env.int("AGENT_DEMO_SESSIONS_PER_CLIENT", default=5)
+AGENT_DEMO_SESSIONS_PER_TENANT = env.int("AGENT_DEMO_SESSIONS_PER_TENANT", default=20)
+AGENT_DEMO_RATE_WINDOW_SEC = env.int("AGENT_DEMO_RATE_WINDOW_SEC", default=600)
+AGENT_DEMO_MAX_MINUTES = env.int("AGENT_DEMO_MAX_MINUTES", default=3)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")
+# Seconds the ASGI server (uvicorn with console.asgi_http's protocol, make run) waits
+# for a whole request (head and body) before it drops the connection: uvicorn itself
+# has no header timeout, so half-sent requests would stay open for good.
+ASGI_REQUEST_TIMEOUT_SEC = env.float("ASGI_REQUEST_TIMEOUT_SEC", default=10.0)

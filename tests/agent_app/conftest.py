@@ -43,8 +43,10 @@ class AgentServer:
 
         self.sock = _listening_socket()
         self.port = self.sock.getsockname()[1]
+        # As make run serves it: the HTTP protocol with a request deadline, frames of at most 64 KiB.
         self.server = uvicorn.Server(uvicorn.Config(application, lifespan="off", log_level="warning",
-                                                    ws="websockets-sansio", ws_max_size=1 << 20))
+                                                    http="console.asgi_http:H11WithRequestTimeout",
+                                                    ws="websockets-sansio", ws_max_size=1 << 16))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
 

@@ -59,6 +59,8 @@ def test_the_contracts_hold_on_the_project():
     ("webhooks_app/_probe.py", "import speech_app.cache\n", "Webhooks know no feature"),
     ("calls_app/_probe.py", "import agent_app.services\n", "Layers"),
     ("console/_probe.py", "import agent_app.routing\n", "Layers"),
+    ("agent_app/_probe.py", "from calls_app.models import TranscriptEntry\n",
+     "The agent writes calls only through calls_app's services"),
     ("registry_app/_probe.py", "from console.tenants.models import Tenant\n", "The registry holds no tenant data"),
     ("gateway_app/_probe.py", "from console.tenants.models import Tenant\n", "The gateway holds no tenant data"),
     ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
