@@ -167,14 +167,17 @@ def booked_calls(monkeypatch):
     """For what the server does at a moment of its own choosing (noticing a dropped
     connection): the test waits for the agent's booking of the call to return, told by
     the consumer's own call of it, instead of looking at the database until it shows."""
-    from agent_app import consumer
+    from agent_app import consumer, session
 
-    booked, book = BookedCalls(), consumer._end_call
+    booked, book = BookedCalls(), session._end_call
 
     async def book_and_tell(*, call_id):
         try:
             return await book(call_id=call_id)
         finally:
             booked.add(call_id)
+    # The conversation's booking path, and the consumer's for a session that failed
+    # before its conversation began.
+    monkeypatch.setattr(session, "_end_call", book_and_tell)
     monkeypatch.setattr(consumer, "_end_call", book_and_tell)
     return booked

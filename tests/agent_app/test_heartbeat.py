@@ -35,10 +35,10 @@ class Beats:
 
 @pytest.fixture
 def beats(monkeypatch, settings):
-    from agent_app import consumer
+    from agent_app import session
 
     settings.CALL_HEARTBEAT_SEC = 0.2
-    told, beat = Beats(), consumer._heartbeat
+    told, beat = Beats(), session._heartbeat
 
     async def beat_and_tell(*, call_id):
         try:
@@ -46,7 +46,7 @@ def beats(monkeypatch, settings):
         finally:
             told.add()
 
-    monkeypatch.setattr(consumer, "_heartbeat", beat_and_tell)
+    monkeypatch.setattr(session, "_heartbeat", beat_and_tell)
     return told
 
 

@@ -8,6 +8,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_app import consumer
+from agent_app import session as core
 from calls_app.models import Call
 from tests.agent_app.conftest import Caller, dial, grant
 
@@ -19,12 +20,12 @@ TIMEOUT = 2
 def server_frames(monkeypatch):
     """(monotonic time, frame) of every JSON frame as the server sends it: the server's
     own moments, untouched by how late the client reads them."""
-    sent, send = [], consumer.AgentConsumer._send
+    sent, send = [], consumer.AgentConsumer.send_event
 
     async def send_and_note(self, frame):
         sent.append((time.monotonic(), frame))
         await send(self, frame)
-    monkeypatch.setattr(consumer.AgentConsumer, "_send", send_and_note)
+    monkeypatch.setattr(consumer.AgentConsumer, "send_event", send_and_note)
     return sent
 
 
@@ -33,7 +34,7 @@ def recogniser_warm(monkeypatch):
     """The recogniser's warm-up after the opening is done at once (not under test)."""
     async def ready(*, language):
         return None
-    monkeypatch.setattr(consumer, "_get_ready", ready)
+    monkeypatch.setattr(core, "_get_ready", ready)
 
 
 def _moment(frames, kind, code=None):
@@ -68,7 +69,7 @@ def test_the_recognisers_warm_up_after_the_opening_does_not_put_the_timeout_off(
     loads (it may take many seconds in a fresh process): silence counts from agent.done."""
     async def still_loading(*, language):
         await asyncio.Event().wait()  # never done: the session's end cancels it
-    monkeypatch.setattr(consumer, "_get_ready", still_loading)
+    monkeypatch.setattr(core, "_get_ready", still_loading)
     settings.AGENT_IDLE_TIMEOUT_SEC = TIMEOUT
     session = grant(api_a, agent_server.port)
 

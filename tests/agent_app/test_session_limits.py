@@ -8,6 +8,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_app import consumer
+from agent_app import session as core
 from calls_app.models import Call, UsageCounter
 from tests.agent_app.conftest import Caller, dial, grant, silence
 
@@ -108,7 +109,7 @@ def test_an_exception_while_the_agent_speaks_ends_the_session_booked(agent_serve
                                                                       monkeypatch):
     async def database_gone(*, call_id):
         raise RuntimeError("the database went away")
-    monkeypatch.setattr(consumer, "_disclosed", database_gone)
+    monkeypatch.setattr(core, "_disclosed", database_gone)
     session = grant(api_a, agent_server.port)
 
     async def listen():
@@ -127,14 +128,14 @@ def test_an_exception_while_the_agent_speaks_ends_the_session_booked(agent_serve
 
 
 def test_a_booking_that_fails_once_is_tried_again(agent_server, api_a, tenant_a, instant_speech, monkeypatch):
-    book, failures = consumer._end_call, []
+    book, failures = core._end_call, []
 
     async def fails_once(*, call_id):
         if not failures:
             failures.append(call_id)
             raise RuntimeError("deadlock detected")
         return await book(call_id=call_id)
-    monkeypatch.setattr(consumer, "_end_call", fails_once)
+    monkeypatch.setattr(core, "_end_call", fails_once)
     session = grant(api_a, agent_server.port)
 
     frames, code = asyncio.run(_after_opening(session["url"], '{"type": "end"}'))

@@ -1,0 +1,385 @@
+"""The conversation core: one call's conversation, whatever carries its audio.
+
+A transport (the browser's WebSocket in consumer.py; phone bridges beside it) turns
+its wire format into calls of `Conversation` — `audio()` with wire bytes, `dtmf()`,
+`end()`, `touch()` for any other frame — and implements `Transport` for the way back:
+events, the agent's audio in its wire format, clearing what the far end buffered on
+barge-in, and the close. The conversation owns everything else: the opening with the
+disclosure first, hearing (end-of-utterance detection, recognition), thinking,
+speaking paced to real time, barge-in, DTMF notes, the grant's end, the caller's
+silence, the heartbeat, and booking the call once however it ends.
+
+Everything that blocks — recognition, the gateway, synthesis, the database — runs in
+worker threads (`off_loop`), so the event loop only moves audio and one slow
+conversation never holds up another. Per conversation there are four tasks: the turn
+worker (hear → think → speak, one utterance after the other), the agent's speech
+being streamed (cancelled by barge-in), the watchdog (grant and silence), and the
+heartbeat."""
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from agent_app import conversation
+from agent_app.audio import Endpointer, WireFormat
+from calls_app import services as calls
+from console.errors import ApiError
+
+logger = logging.getLogger("agent_app")
+
+# Close codes (docs/api.md): 4xxx are the agent's, after an error event.
+CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_GRANT = 1000, 4400, 4401, 4402
+CLOSE_IDLE, CLOSE_TOO_LARGE, CLOSE_TOO_FAST, CLOSE_FAILED = 4408, 4413, 4429, 4500
+DTMF_DIGITS = frozenset("0123456789*#ABCD")
+# Roles of the call's transcript lines (calls_app.services.call_web_line).
+ASSISTANT, USER, SYSTEM = "assistant", "user", "system"
+# The agent's audio goes out in frames of this length, paced to real time (ahead of it
+# by AGENT_SPEECH_LEAD_SEC), so that barge-in can stop what was not sent yet.
+SPEECH_CHUNK_SEC = 0.1
+# The caller's audio may run ahead of the wall clock by this much (a burst after a
+# network hiccup) before the 2x real-time limit applies.
+AUDIO_BURST_SEC = 1.0
+
+
+def off_loop(function):
+    """`function` as a coroutine run in a worker thread that closes its database
+    connections afterwards (worker threads are not Django request threads)."""
+    def run(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+_line = off_loop(calls.call_web_line)
+_disclosed = off_loop(calls.call_web_disclosed)
+_end_call = off_loop(calls.call_web_end)
+_heartbeat = off_loop(calls.call_heartbeat)
+_opening = off_loop(conversation.opening)
+_hear = off_loop(conversation.hear)
+_get_ready = off_loop(conversation.get_ready)
+_think = off_loop(conversation.think)
+_speak = off_loop(conversation.speak)
+
+
+class Transport(ABC):
+    """The edge of one conversation: what carries the caller's audio in and the agent's
+    out. Implementations only translate; they decide nothing about the conversation."""
+
+    wire: WireFormat  # the encoding of the audio in both directions
+
+    @abstractmethod
+    async def send_event(self, event):
+        """One event of the browser protocol (docs/api.md: session.started,
+        transcript.final, agent.speaking, agent.done, agent.interrupted, error). A
+        phone bridge maps what its peer understands (agent.done → a mark) and drops
+        the rest."""
+
+    @abstractmethod
+    async def send_audio(self, chunk):
+        """A piece of the agent's speech in `wire`'s format (the conversation paces it)."""
+
+    async def clear_audio(self):
+        """Barge-in: drop the agent's audio the far end still buffers (a media stream's
+        `clear`); nothing to do where the conversation's pacing is the only buffer."""
+        return None
+
+    @abstractmethod
+    async def close(self, code):
+        """Ends the connection with `code` (CLOSE_*); called once."""
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a conversation needs to know of its call, however it was set up (an agent
+    session's token, a phone call's registration)."""
+
+    session_id: str
+    call_id: str
+    tenant: object
+    language: str
+    voice: str = ""
+    variables: dict = field(default_factory=dict)
+    max_seconds: int = 0
+
+    @classmethod
+    def of_agent_session(cls, session):
+        return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
+                   language=session.language, voice=session.voice, variables=session.variables,
+                   max_seconds=session.call.max_seconds)
+
+
+class Conversation:
+    booked = False
+    closing = False
+
+    def __init__(self, transport, context):
+        self.transport = transport
+        self.context = context
+        self.wire = transport.wire
+        self.call_id = context.call_id
+        self.language = context.language
+        self.loop = asyncio.get_running_loop()
+        self.endpointer = Endpointer()
+        self.started = self.last_frame = self.loop.time()
+        self.dtmf_count = 0
+        self.first_audio, self.audio_sec = None, 0.0
+        self.barge_in_allowed = False
+        # Since when it is the caller's turn (the agent finished speaking and has nothing
+        # of the caller's to answer), None while the agent speaks or the caller waits
+        # for its answer: only the caller's silence after that counts as idle.
+        self.idle_since = None
+        self.went_idle = asyncio.Event()
+        self.utterances = asyncio.Queue()
+        self.speech_task = None
+        self.tasks = []
+
+    def start(self):
+        """The conversation's tasks: the opening and the turns, the watchdog, the heartbeat."""
+        self.tasks = [asyncio.create_task(self._guarded(self._turns())),
+                      asyncio.create_task(self._guarded(self._watchdog())),
+                      asyncio.create_task(self._guarded(self._heartbeats()))]
+
+    # --- what the transport hands in ------------------------------------------------
+    def touch(self):
+        """A frame of any kind arrived: the connection is alive."""
+        self.last_frame = self.loop.time()
+
+    async def audio(self, data):
+        """The caller's audio in the wire format."""
+        self.touch()
+        if len(data) > self.wire.max_frame_bytes:
+            return await self.refuse("frame_too_large", f"Audio frames carry 20–200 ms; at most "
+                                     f"{self.wire.max_frame_bytes} bytes.", CLOSE_TOO_LARGE)
+        if not self.wire.whole(data):
+            return await self.refuse("invalid_audio", "pcm_s16le frames carry whole 16-bit samples.",
+                                     CLOSE_PROTOCOL)
+        seconds = self.wire.seconds_of(data)
+        if self.first_audio is None:
+            self.first_audio = self.loop.time()
+        else:
+            self.audio_sec += seconds
+            if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
+                return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
+                                         "as it is captured.", CLOSE_TOO_FAST)
+        for kind, value in self.endpointer.feed(self.wire.to_pcm16k(data)):
+            if kind == "start":
+                await self._barge_in()
+            else:
+                self.utterances.put_nowait(value)
+                self.idle_since = None  # the caller said something: now it waits for the agent
+
+    async def dtmf(self, digit):
+        """A key the caller pressed: a system note of the call (at most AGENT_MAX_DTMF_PER_CALL)."""
+        self.touch()
+        if not isinstance(digit, str) or digit not in DTMF_DIGITS:
+            return await self.refuse("invalid_frame", "A dtmf frame carries one digit of 0-9, *, #, A-D.",
+                                     CLOSE_PROTOCOL)
+        if self.dtmf_count >= settings.AGENT_MAX_DTMF_PER_CALL:
+            return await self.refuse("too_many_dtmf", f"At most {settings.AGENT_MAX_DTMF_PER_CALL} DTMF keys "
+                                     "per session.", CLOSE_TOO_FAST)
+        self.dtmf_count += 1
+        await self._note(SYSTEM, f"DTMF {digit}")
+
+    async def end(self, close_code=CLOSE_NORMAL):
+        """Books the call at once (the far end may never confirm the close) and closes."""
+        if self.closing:
+            return
+        self.closing = True
+        await self.book()
+        await self.transport.close(close_code)
+
+    async def refuse(self, code, message, close_code):
+        """An error event, then the end (booked) with `close_code`."""
+        await self.send_event({"type": "error", "code": code, "message": message})
+        await self.end(close_code)
+
+    async def stop(self):
+        """The connection is gone (the caller hung up, a drop): the tasks stop and the
+        call is booked."""
+        self.closing = True
+        self.stop_tasks()
+        await self.book()
+
+    def stop_tasks(self):
+        for task in [*self.tasks, self.speech_task]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+
+    async def book(self):
+        """Ends the call and books it: the one booking path of every end. call_web_end
+        books once, so a second call changes nothing."""
+        if self.booked:
+            return
+        await _end_call(call_id=self.call_id)
+        self.booked = True
+
+    async def fail(self, exc, where):
+        """The conversation cannot go on after `exc`: an error event if the caller can
+        still get one, the call booked through the one path, and a 4500 close."""
+        if isinstance(exc, OSError):  # e.g. uvicorn's ClientDisconnected: the client is gone
+            logger.info("Voice agent session %s: the connection went away in %s (%r)", self.context.session_id,
+                        where, exc)
+        else:
+            logger.error("Voice agent session %s failed in %s", self.context.session_id, where, exc_info=exc)
+        try:
+            if not self.closing:
+                code = exc.code if isinstance(exc, ApiError) else "agent_failed"
+                await self.send_event({"type": "error", "code": code,
+                                       "message": "The agent could not go on with the conversation."})
+        except Exception as send_failed:  # the caller cannot be told; the call is still booked
+            logger.info("Voice agent session %s: no error event (%r)", self.context.session_id, send_failed)
+        finally:
+            self.closing = True
+            self.stop_tasks()
+            try:
+                await self.book()
+            finally:
+                await self.transport.close(CLOSE_FAILED)
+
+    # --- the conversation -----------------------------------------------------------
+    async def _turns(self):
+        """The opening, then each utterance in turn: hear, think, speak."""
+        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
+        ready = asyncio.create_task(_get_ready(language=self.language))
+        try:
+            await self._say(opening.text, disclosure=opening.disclosure)
+            self._callers_turn()  # while the recogniser may still be loading
+            await ready
+        finally:
+            ready.cancel()  # a no-op once it finished
+        while True:
+            self._callers_turn()
+            utterance = await self.utterances.get()
+            self.idle_since = None
+            await self._answer(utterance)
+
+    def _callers_turn(self):
+        """The agent spoke and has nothing to answer: the caller's silence counts from
+        now (kept if it already counts)."""
+        if self.idle_since is None and self.utterances.empty():
+            self.idle_since = self.loop.time()
+            self.went_idle.set()
+
+    async def _answer(self, utterance):
+        try:
+            text = await _hear(utterance.pcm, language=self.language)
+        except ApiError as exc:  # e.g. stt_busy: this utterance is lost, the call goes on
+            return await self.send_event({"type": "error", "code": exc.code, "message": exc.message})
+        if not text:
+            return  # noise, a cough: nothing was said
+        await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
+                               "end": utterance.end})
+        await self._note(USER, text)
+        reply = await _think(text, language=self.language)
+        await self._say(reply)
+
+    async def _say(self, text, *, disclosure=""):
+        """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
+        opening) is spoken in full before barge-in can stop the agent."""
+        # The disclosure is synthesised on its own, so that where its audio ends is exact.
+        parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
+        audio = [await _speak(part, language=self.language, voice=self.context.voice, wire=self.wire)
+                 for part in parts if part]
+        disclosure_bytes = len(audio[0]) if len(parts) == 2 else 0
+        audio = b"".join(audio)
+        self.barge_in_allowed = not disclosure
+        self.speech_task = task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
+        await asyncio.wait([task])  # a barge-in cancels it, the turns go on
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # a failure while speaking ends the conversation (_guarded)
+
+    async def _stream(self, text, audio, disclosure_bytes):
+        await self.send_event({"type": "agent.speaking", "text": text})
+        await self._note(ASSISTANT, text)
+        chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
+        began, lead = self.loop.time(), settings.AGENT_SPEECH_LEAD_SEC
+        try:
+            for offset in range(0, len(audio), chunk):
+                await self.transport.send_audio(audio[offset:offset + chunk])
+                sent = offset + chunk
+                if disclosure_bytes and sent >= disclosure_bytes and not self.barge_in_allowed:
+                    await _disclosed(call_id=self.call_id)
+                    self.barge_in_allowed = True
+                ahead = began + min(sent, len(audio)) / self.wire.bytes_per_second - lead - self.loop.time()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
+            if disclosure_bytes and not self.barge_in_allowed:
+                await _disclosed(call_id=self.call_id)
+                self.barge_in_allowed = True
+        except asyncio.CancelledError:
+            if not self.closing:
+                await self.send_event({"type": "agent.interrupted"})
+                await self._note(SYSTEM, "The caller interrupted the agent.")
+            raise
+        await self.send_event({"type": "agent.done"})
+
+    async def _barge_in(self):
+        task = self.speech_task
+        if task is not None and not task.done() and self.barge_in_allowed:
+            task.cancel()
+            await self.transport.clear_audio()
+
+    async def _watchdog(self):
+        """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
+        of the caller's silence: no frame since the agent finished its turn (its speech,
+        hearing and thinking do not count; a connection that hangs)."""
+        grant_end = self.started + self.context.max_seconds
+        timeout = settings.AGENT_IDLE_TIMEOUT_SEC
+        while True:
+            now = self.loop.time()
+            if now >= grant_end:
+                return await self.refuse("grant_ended", "The minutes granted to this session are used up.",
+                                         CLOSE_GRANT)
+            wake = grant_end
+            if self.idle_since is not None:
+                idle_end = max(self.last_frame, self.idle_since) + timeout
+                if now >= idle_end:
+                    return await self.refuse("idle_timeout", f"No frame arrived for {timeout} s after the "
+                                             "agent's turn.", CLOSE_IDLE)
+                wake = min(wake, idle_end)
+            # Until then, or until the agent's next turn ends (when the silence starts).
+            self.went_idle.clear()
+            try:
+                await asyncio.wait_for(self.went_idle.wait(), wake - now)
+            except TimeoutError:
+                pass
+
+    async def _heartbeats(self):
+        """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it
+        dies, the sweep books the call up to the last heartbeat (calls_app's
+        calls_orphaned_end). A call ended meanwhile (taken for orphaned) ends the
+        conversation."""
+        while True:
+            await asyncio.sleep(settings.CALL_HEARTBEAT_SEC)
+            try:
+                live = await _heartbeat(call_id=self.call_id)
+            except Exception:  # the database is away for a moment: the next beat may reach it
+                logger.warning("Heartbeat of call %s failed", self.call_id, exc_info=True)
+                continue
+            if not live:
+                return await self.refuse("agent_failed", "The call was ended by the server.", CLOSE_FAILED)
+
+    async def _guarded(self, coroutine):
+        """One of the conversation's tasks; its failure ends the conversation (fail)."""
+        try:
+            await coroutine
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self.fail(exc, "a task")
+
+    # --- helpers --------------------------------------------------------------------
+    async def _note(self, role, text):
+        await _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+
+    async def send_event(self, event):
+        if not self.closing:
+            await self.transport.send_event(event)
