@@ -166,11 +166,17 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     duration_ms = int((time.monotonic() - started) * 1000)
     done_at = fixed_now or timezone.now()
     with transaction.atomic():
-        delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
+        delivery = Delivery.objects.select_for_update().filter(pk=delivery.pk).first()
+        if delivery is None:  # deleted meanwhile (retention, its endpoint): nothing to record
+            return None
         attempt.outcome = Attempt.Outcome.SUCCEEDED if result.ok else Attempt.Outcome.FAILED
         attempt.duration_ms, attempt.response_status, attempt.error = duration_ms, result.status, result.error
         attempt.save(update_fields=["outcome", "duration_ms", "response_status", "error"])
         delay = None
+        if delivery.state != Delivery.State.PENDING:
+            # Erased during the attempt: the attempt is recorded, the delivery stays
+            # finished and is never tried again.
+            return delivery
         if result.ok:
             delivery.state, delivery.finished_at = Delivery.State.SUCCEEDED, done_at
         else:
@@ -201,3 +207,40 @@ def deliveries_sweep(*, now=None) -> int:
     for pk in due:
         job_enqueue(JOB, kwargs={"delivery_id": pk})
     return len(due)
+
+
+# --- Privacy (called by privacy_app, which knows the payloads' shapes) -----------------
+
+@transaction.atomic
+def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
+    """An erasure's part: each delivery of the queryset gets the payload `rewrite(payload
+    as dict)` returns, and one still pending is finished as `erased`, so neither the
+    worker nor the sweep sends it again (an attempt under way at this moment completes;
+    it cannot be called back). Returns how many deliveries were rewritten."""
+    now = now or timezone.now()
+    changed = 0
+    for delivery in deliveries.select_for_update().only("pk", "payload", "state").order_by("pk"):
+        fields = []
+        payload = json.dumps(rewrite(json.loads(delivery.payload)), separators=(",", ":"), ensure_ascii=False,
+                             cls=DjangoJSONEncoder)
+        if payload != delivery.payload:
+            delivery.payload = payload
+            fields.append("payload")
+        if delivery.state == Delivery.State.PENDING:
+            delivery.state, delivery.finished_at, delivery.leased_until = Delivery.State.ERASED, now, None
+            fields += ["state", "finished_at", "leased_until"]
+        if fields:
+            delivery.save(update_fields=fields)
+            changed += 1
+    return changed
+
+
+@transaction.atomic
+def deliveries_purge(*, tenant, created_before, event_type_prefix="") -> int:
+    """Retention: deletes the tenant's deliveries created before the moment (of one kind
+    of event when `event_type_prefix` is given, e.g. "lead."), with their attempts.
+    Returns how many deliveries."""
+    old = Delivery.objects.for_tenant(tenant).filter(created_at__lt=created_before)
+    if event_type_prefix:
+        old = old.filter(event_type__startswith=event_type_prefix)
+    return old.delete()[1].get(Delivery._meta.label, 0)
