@@ -111,19 +111,25 @@ def events_of_calls(calls):
     return CarrierEvent.objects.filter(query) if carriers else CarrierEvent.objects.none()
 
 
-def export_size(subject):
-    """How many rows an export of the subject reads: decides whether it is built now."""
-    calls = subject_calls(subject)
-    call_ids = list(calls.values_list("pk", flat=True))
+def subject_call_ids(subject):
+    return list(subject_calls(subject).values_list("pk", flat=True))
+
+
+def export_size(subject, call_ids):
+    """How many rows an export of the subject (whose calls are `call_ids`) reads:
+    decides whether it is built now."""
+    calls = Call.objects.filter(pk__in=call_ids)
     return (len(call_ids) + TranscriptEntry.objects.filter(call_id__in=call_ids).count()
             + subject_leads(subject).count() + events_of_calls(calls).count()
             + subject_deliveries(subject, call_ids).count())
 
 
-def export_document(*, subject, created_at, expires_at):
-    """Everything the tenant holds about the subject, as one JSON-safe document."""
+def export_document(*, subject, created_at, expires_at, call_ids=None):
+    """Everything the tenant holds about the subject, as one JSON-safe document
+    (`call_ids`: its calls, if they were just read)."""
     tenant = subject.tenant
-    call_ids = list(subject_calls(subject).values_list("pk", flat=True))
+    if call_ids is None:
+        call_ids = subject_call_ids(subject)
     calls = Call.objects.filter(pk__in=call_ids).with_transcript().order_by("created_at", "id")
     events = events_of_calls(Call.objects.filter(pk__in=call_ids)).order_by("received_at", "id")
     deliveries = subject_deliveries(subject, call_ids).order_by("created_at", "id")

@@ -175,7 +175,8 @@ def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=
     PRIVACY_EXPORT_SYNC_ROWS rows, else left `pending` for `build_exports`."""
     subject = _subject(tenant, e164, call_id)
     now = now or timezone.now()
-    rows = selectors.export_size(subject)
+    call_ids = selectors.subject_call_ids(subject)
+    rows = selectors.export_size(subject, call_ids)
     with transaction.atomic():
         export = Export.objects.create(
             tenant=tenant, phone=subject.e164, call_id=subject.call_id,
@@ -183,16 +184,16 @@ def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=
             status=Export.Status.PENDING, requested_by=actor, created_at=now, expires_at=now + EXPORT_LIFETIME,
         )
         if rows <= settings.PRIVACY_EXPORT_SYNC_ROWS:
-            _export_build(export, now)
+            _export_build(export, now, call_ids=call_ids)
         audit_record(actor=actor, action="privacy.export", tenant=tenant, object_id=export.pk,
                      request_id=request_id, details={"status": export.status, "rows": rows}, at=now)
     return export
 
 
-def _export_build(export, now):
+def _export_build(export, now, call_ids=None):
     subject = Subject(tenant=export.tenant, e164=export.phone, call_id=export.call_id)
     export.document = selectors.export_document(subject=subject, created_at=export.created_at,
-                                                expires_at=export.expires_at)
+                                                expires_at=export.expires_at, call_ids=call_ids)
     export.status, export.ready_at = Export.Status.READY, now
     export.save(update_fields=["document", "status", "ready_at"])
 

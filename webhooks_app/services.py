@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -216,23 +216,30 @@ def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
     """An erasure's part: each delivery of the queryset gets the payload `rewrite(payload
     as dict)` returns, and one still pending is finished as `erased`, so neither the
     worker nor the sweep sends it again (an attempt under way at this moment completes;
-    it cannot be called back). Returns how many deliveries were rewritten."""
+    it cannot be called back). Returns how many deliveries were rewritten or stopped.
+
+    The rows are locked, then written by one prepared UPDATE run for all of them (a
+    frequent caller has many deliveries; a save() per row costs a round trip each)."""
     now = now or timezone.now()
-    changed = 0
-    for delivery in deliveries.select_for_update().only("pk", "payload", "state").order_by("pk"):
-        fields = []
+    rows = []
+    for delivery in deliveries.select_for_update().only("pk", "payload", "state", "finished_at", "leased_until"):
         payload = json.dumps(rewrite(json.loads(delivery.payload)), separators=(",", ":"), ensure_ascii=False,
                              cls=DjangoJSONEncoder)
-        if payload != delivery.payload:
-            delivery.payload = payload
-            fields.append("payload")
-        if delivery.state == Delivery.State.PENDING:
-            delivery.state, delivery.finished_at, delivery.leased_until = Delivery.State.ERASED, now, None
-            fields += ["state", "finished_at", "leased_until"]
-        if fields:
-            delivery.save(update_fields=fields)
-            changed += 1
-    return changed
+        pending = delivery.state == Delivery.State.PENDING
+        if payload != delivery.payload or pending:
+            rows.append((payload, Delivery.State.ERASED if pending else delivery.state,
+                         now if pending else delivery.finished_at, None if pending else delivery.leased_until,
+                         delivery.pk))
+    if rows:
+        fields = [Delivery._meta.get_field(name) for name in ("payload", "state", "finished_at", "leased_until")]
+        quote = connection.ops.quote_name
+        sql = "UPDATE {table} SET {columns} WHERE {pk} = %s".format(
+            table=quote(Delivery._meta.db_table), pk=quote(Delivery._meta.pk.column),
+            columns=", ".join(f"{quote(field.column)} = %s" for field in fields))
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, [[field.get_db_prep_save(value, connection) for field, value in zip(
+                fields, row[:-1], strict=True)] + [row[-1]] for row in rows])
+    return len(rows)
 
 
 @transaction.atomic
