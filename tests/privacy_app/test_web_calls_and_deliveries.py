@@ -5,7 +5,9 @@ import io
 import json
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.test import Client
 
 from calls_app.models import Call, TranscriptEntry
 from console.audit.models import AuditEntry
@@ -141,3 +143,23 @@ def test_the_commands_take_a_call_id(world, tenant_a):
     assert [c["id"] for c in json.loads(out.getvalue())["calls"]] == [call.pk]
     call_command("privacy_erase", "acme", call.pk, stdout=(out := io.StringIO()))
     assert json.loads(out.getvalue())["counts"]["transcriptLines"] == 1 and texts(call) == []
+
+
+def test_the_admin_exports_and_erases_one_call(owner, world, tenant_a, tenant_b):
+    owner.user_permissions.set(Permission.objects.filter(content_type__app_label="privacy_app"))
+    client = Client()
+    client.force_login(owner)
+    call = world["given"]
+
+    response = client.post("/admin/privacy_app/export/add/", {"tenant": tenant_a.pk, "call_id": call.pk})
+    export = Export.objects.get()
+    assert response.status_code == 302 and (export.call_id, export.phone) == (call.pk, "")
+    assert [s["callId"] for s in export.document["agentSessions"]] == [call.pk]
+
+    for body in ({"tenant": tenant_a.pk, "call_id": call.pk, "phone": CALLER}, {"tenant": tenant_a.pk},
+                 {"tenant": tenant_a.pk, "call_id": world["at_b"].pk}):
+        page = client.post("/admin/privacy_app/erasure/add/", body)
+        assert page.status_code == 200 and not Erasure.objects.exists(), body
+    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "call_id": call.pk})
+    assert response.status_code == 302 and Erasure.objects.get().counts["agentSessions"] == 1
+    assert texts(call) == [] and not Export.objects.exists()
