@@ -93,11 +93,12 @@ def retention_apply(*, tenant, now=None, dry_run=False):
     """Removes what is older than the tenant's periods; returns the counts by kind.
 
     Transcript lines of calls older than the transcript period are deleted with the
-    calls' stored carrier events, recording links older than theirs are cleared, and
-    such calls are flagged `redacted`; the calls stay with duration, direction, status
-    and usage. Leads older than their period and expired exports are deleted. One
-    transaction; with `dry_run` it is rolled back, so the counts are exactly what a
-    real run would remove."""
+    calls' stored carrier events and the data other apps keep per call (the agent's
+    sessions), recording links older than theirs are cleared, and such calls are
+    flagged `redacted`; the calls stay with duration, direction, status and usage.
+    Leads older than their period, webhook deliveries older than theirs and expired
+    exports are deleted. One transaction; with `dry_run` it is rolled back, so the
+    counts are exactly what a real run would remove."""
     now = now or timezone.now()
     retention = selectors.retention_settings_for(tenant=tenant)
     counts = _counts(RETENTION_COUNTS)
