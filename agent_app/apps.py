@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class AgentAppConfig(AppConfig):
     name = "agent_app"
     verbose_name = "Voice agent"
+
+    def ready(self):
+        # The sessions' variables are personal data of web calls, which have no number:
+        # privacy_app (a sibling, which may not import us) reaches them through this hook.
+        from agent_app import selectors, services
+        from calls_app.call_data import CallData, register_call_data
+
+        register_call_data(CallData(
+            name="agentSessions", calls_naming=selectors.agent_sessions_calls_naming,
+            export=selectors.agent_sessions_export, erase=services.agent_sessions_erase,
+            expire=services.agent_sessions_purge,
+        ))

@@ -76,3 +76,23 @@ def agent_session_claim(*, token, now=None):
     calls.call_web_start(call_id=session.call_id, now=now)
     session.call.refresh_from_db(fields=["started_at", "status"])
     return session
+
+
+# --- The privacy features' part (calls_app.call_data, registered in apps.py) ------------
+
+@transaction.atomic
+def agent_sessions_erase(*, tenant, call_ids):
+    """Erasure: the sessions of those calls keep no variables (what the caller or the
+    page gave: names, numbers). Returns how many sessions had any. A session still
+    under way keeps its opening as spoken; nothing is read from the row afterwards."""
+    return (AgentSession.objects.for_tenant(tenant).filter(call_id__in=list(call_ids)).exclude(variables={})
+            .update(variables={}))
+
+
+@transaction.atomic
+def agent_sessions_purge(*, tenant, created_before):
+    """Retention (the transcript period): deletes the sessions of ended calls created
+    before the moment; their calls stay. Returns how many."""
+    old = AgentSession.objects.for_tenant(tenant).filter(call__created_at__lt=created_before,
+                                                         call__ended_at__isnull=False)
+    return old.delete()[1].get(AgentSession._meta.label, 0)

@@ -40,7 +40,8 @@ calls({callers_calls}, 12, CALLER)
 calls({others_calls}, 4, "+4915112345678")
 for _ in range(20):
     lead_create(tenant=tenant, kind="callback", phone=CALLER)
-rows = selectors.export_size(tenant=tenant, e164=CALLER)
+subject = selectors.Subject(tenant=tenant, e164=CALLER)
+rows = selectors.export_size(subject, selectors.subject_call_ids(subject))
 export, export_time = timed(lambda: services.export_create(tenant=tenant, e164=CALLER, actor="bench"))
 assert export.status == "ready", export.status
 receipt, erase_time = timed(lambda: services.erasure_create(tenant=tenant, e164=CALLER, actor="bench"))

@@ -1,4 +1,6 @@
 """Phone numbers in E.164, parsed with libphonenumber (the `phonenumbers` package)."""
+import re
+
 import phonenumbers
 
 DEFAULT_REGION = "DE"
@@ -74,3 +76,59 @@ def search_digits(term):
     if digits.startswith("0"):
         return "49" + digits[1:]  # a German national number
     return digits
+
+
+# Between the digits of a number as people write it: spaces, dots, slashes, parentheses
+# and hyphens (`0176 123 45-67`, `(0176) 1234567`, `+49 (0)176/1234567`).
+_SEPARATORS = "[ ./()-]*"
+
+
+def written_pattern(e164):
+    """A regular expression that finds the number written in any usual form inside a
+    text: E.164, international with `+` or `00`, national with its leading 0, with or
+    without separators, or as bare digits; never inside a longer run of digits.
+
+    It is written for both regex dialects of the project's databases (Python's `re`,
+    which Django's `__regex` uses on SQLite, and PostgreSQL's advanced expressions), so
+    `Model.objects.filter(text__regex=written_pattern(e164))` finds the same rows on
+    both. An invalid `e164` raises InvalidPhoneNumber."""
+    try:
+        parsed = phonenumbers.parse(e164, None)
+    except phonenumbers.NumberParseException:
+        raise InvalidPhoneNumber(f"'{e164}' is not an E.164 number.") from None
+    national_number = phonenumbers.national_significant_number(parsed)
+    sep = _SEPARATORS
+    prefix = (f"(?:(?:[+]|00)?{sep}{parsed.country_code}{sep}(?:[(]0[)]{sep})?|0{sep})?")
+    return f"(?:^|[^0-9]){prefix}{sep.join(national_number)}(?:[^0-9]|$)"
+
+
+# A run of digits long enough to be a phone number that libphonenumber did not take for
+# a valid one (a typo, a foreign format): still hidden, all but its last two digits.
+_DIGIT_RUN = re.compile(r"[+]?[0-9](?:[ /-]?[0-9]){6,}")
+_URL = re.compile(r"(https?://[^/\s?#]+)\S*")
+# Dates and times as the project writes them (ISO, German), left as they are: digits
+# with dots and hyphens that libphonenumber would read as a number.
+_MOMENT = re.compile(r"(\b[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?"
+                     r"|\b[0-9]{1,2}[.][0-9]{1,2}[.][0-9]{2,4}(?: [0-9]{1,2}:[0-9]{2})?)")
+
+
+def masked_text(text, *, region=DEFAULT_REGION):
+    """`text` with every phone number in it masked as `mask` does (`+49171•••••67`),
+    other long runs of digits hidden but for their last two, and every URL cut to its
+    origin (`https://acme.example/…`): what a log line may show of free text, such as
+    a mail that the console backend prints. Dates and times stay readable."""
+    if not text:
+        return text
+    text = _URL.sub(lambda m: m.group(1) + ("/…" if len(m.group(0)) > len(m.group(1)) else ""), text)
+    parts = _MOMENT.split(text)  # odd indexes: the dates and times
+    return "".join(part if index % 2 else _masked_numbers(part, region) for index, part in enumerate(parts))
+
+
+def _masked_numbers(text, region):
+    pieces, last = [], 0
+    for match in phonenumbers.PhoneNumberMatcher(text, region):
+        number = phonenumbers.format_number(match.number, phonenumbers.PhoneNumberFormat.E164)
+        pieces += [text[last:match.start], mask(number)]
+        last = match.end
+    text = "".join([*pieces, text[last:]])
+    return _DIGIT_RUN.sub(lambda m: re.sub("[0-9]", MASK, m.group(0)[:-2]) + m.group(0)[-2:], text)

@@ -363,11 +363,12 @@ LEADS_NOTIFY_BY_EMAIL = env.bool("LEADS_NOTIFY_BY_EMAIL", default=True)
 
 # --- E-mail (lead notifications) ---
 # EMAIL_URL, e.g. smtp+tls://user:password@mail.example.com:587; unset, mails are
-# printed by the console backend (development, `make run`).
+# printed by the console backend (development, `make run`), ours: it masks phone
+# numbers and cuts links, since the job worker's log must not hold callers' data.
 if env.str("EMAIL_URL", default=""):
     globals().update(env.email_url("EMAIL_URL"))
 else:
-    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    EMAIL_BACKEND = "console.mail.MaskedConsoleEmailBackend"
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Stimmwerk <noreply@localhost>")
 
 # --- Speech (speech_app) ---

@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from console.audit.services import request_id_of
 from console.errors import ValidationFailed
+from console.ids import ID_LENGTH
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
@@ -23,25 +24,37 @@ from privacy_app.models import Erasure, Export, RetentionSettings
 
 @admin.register(RetentionSettings)
 class RetentionSettingsAdmin(TenantScopedAdmin):
-    list_display = ["tenant", "transcript_days", "recording_days", "lead_days", "updated_at"]
+    list_display = ["tenant", "transcript_days", "recording_days", "lead_days", "delivery_days", "updated_at"]
     search_fields = ["tenant__slug", "tenant__name"]
     list_select_related = ["tenant"]
     readonly_fields = ["updated_at"]
 
 
-class PhoneRequestForm(forms.Form):
+class SubjectRequestForm(forms.Form):
+    """A tenant and either a number or one call (a web call of the voice agent has no number)."""
+
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
-    phone = forms.CharField(max_length=40, help_text="Any format: 0171 2345678, +49 171 2345678, 0049…")
+    phone = forms.CharField(max_length=40, required=False, help_text="Any format: 0171 2345678, +49 171 2345678, 0049…")
+    call_id = forms.CharField(label="or call", max_length=ID_LENGTH, required=False,
+                              help_text="The id of one call (cl_…), e.g. a web call of the voice agent.")
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["tenant"].queryset = Tenant.objects.visible_to(user)
 
     def clean_phone(self):
+        if not self.cleaned_data["phone"].strip():
+            return ""
         try:
             return to_e164(self.cleaned_data["phone"])
         except InvalidPhoneNumber as exc:
             raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if "phone" in data and bool(data.get("phone")) == bool(data.get("call_id", "").strip()):
+            raise forms.ValidationError("Enter either a phone number or a call.")
+        return data
 
 
 def _actor(request):
@@ -49,7 +62,8 @@ def _actor(request):
 
 
 class RequestByPhoneAdmin(TenantScopedAdmin):
-    """The add page asks for a tenant and a number and runs `run(tenant, e164, request)`."""
+    """The add page asks for a tenant and a number or a call and runs
+    `run(tenant, request, e164=, call_id=)`."""
 
     explanation = ""
 
@@ -62,12 +76,15 @@ class RequestByPhoneAdmin(TenantScopedAdmin):
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = PhoneRequestForm(request.POST or None, user=request.user)
+        form = SubjectRequestForm(request.POST or None, user=request.user)
         if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
             try:
-                obj = self.run(form.cleaned_data["tenant"], form.cleaned_data["phone"], request)
+                obj = self.run(data["tenant"], request, e164=data["phone"] or None,
+                               call_id=data["call_id"].strip() or None)
             except ValidationFailed as exc:
-                form.add_error("phone", " ".join(exc.details.get("phone", [exc.message])))
+                field = "call_id" if "callId" in exc.details else "phone"
+                form.add_error(field, " ".join(exc.details.get("callId", exc.details.get("phone", [exc.message]))))
             else:
                 return HttpResponseRedirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
                                                     args=[obj.pk]))
@@ -80,21 +97,23 @@ class RequestByPhoneAdmin(TenantScopedAdmin):
 
 @admin.register(Export)
 class ExportAdmin(RequestByPhoneAdmin):
-    list_display = ["id", "tenant", "phone", "status", "created_at", "expires_at", "download"]
+    list_display = ["id", "tenant", "phone", "call_id", "status", "created_at", "expires_at", "download"]
     list_filter = ["status"]
-    search_fields = ["id", "phone", "tenant__slug"]
+    search_fields = ["id", "phone", "call_id", "tenant__slug"]
     list_select_related = ["tenant"]
-    fields = ["id", "tenant", "phone", "status", "requested_by", "created_at", "ready_at", "expires_at", "download"]
+    fields = ["id", "tenant", "phone", "call_id", "status", "requested_by", "created_at", "ready_at", "expires_at",
+              "download"]
     readonly_fields = fields
     request_title = "Export a caller's data"
-    explanation = ("Everything the tenant holds about the number — calls with transcripts, leads, carrier events — "
-                   "as one JSON document. It is deleted after 7 days, and by an erasure of the number.")
+    explanation = ("Everything the tenant holds about the number (or the one call) — calls with transcripts, leads, "
+                   "carrier events, webhook deliveries, the voice agent's sessions — as one JSON document. It is "
+                   "deleted after 7 days, and by an erasure of the number or the call.")
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("document")
 
-    def run(self, tenant, e164, request):
-        export = services.export_create(tenant=tenant, e164=e164, actor=_actor(request),
+    def run(self, tenant, request, *, e164=None, call_id=None):
+        export = services.export_create(tenant=tenant, e164=e164, call_id=call_id, actor=_actor(request),
                                         request_id=request_id_of(request))
         if export.status != Export.Status.READY:
             self.message_user(request, "The export is large: it is built by the next `build_exports` run.",
@@ -134,10 +153,11 @@ class ErasureAdmin(RequestByPhoneAdmin):
     fields = ["id", "tenant", "erased_at", "counts", "requested_by"]
     readonly_fields = fields
     request_title = "Erase a caller's data"
-    explanation = ("Removes the number from every call, transcript, lead, carrier event, idempotency record and "
-                   "export of the tenant: the number is replaced by a pseudonym, transcripts and leads are deleted. "
-                   "This cannot be undone. The receipt counts what was removed and names no one.")
+    explanation = ("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "
+                   "webhook delivery, voice agent session, idempotency record and export of the tenant: the number "
+                   "is replaced by a pseudonym, transcripts and leads are deleted, pending webhook deliveries that "
+                   "carry it are stopped. This cannot be undone. The receipt counts what was removed and names no one.")
 
-    def run(self, tenant, e164, request):
-        return services.erasure_create(tenant=tenant, e164=e164, actor=_actor(request),
+    def run(self, tenant, request, *, e164=None, call_id=None):
+        return services.erasure_create(tenant=tenant, e164=e164, call_id=call_id, actor=_actor(request),
                                        request_id=request_id_of(request))

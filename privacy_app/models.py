@@ -9,15 +9,15 @@ from console.tenants.querysets import TenantOwnedQuerySet
 
 # The defaults of a tenant that has not chosen (docs/privacy.md): what a callback
 # business needs, not more. None means "kept without limit".
-DEFAULT_RETENTION_DAYS = {"transcript_days": 90, "recording_days": 30, "lead_days": 180}
+DEFAULT_RETENTION_DAYS = {"transcript_days": 90, "recording_days": 30, "lead_days": 180, "delivery_days": 30}
 MAX_RETENTION_DAYS = 36500
 
 
-def _days_field(kind, default):
+def _days_field(kind, default, after="the call or post"):
     return models.PositiveIntegerField(
         null=True, blank=True, default=default,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_RETENTION_DAYS)],
-        help_text=f"Days {kind} are kept after the call or post; empty: without limit.",
+        help_text=f"Days {kind} are kept after {after}; empty: without limit.",
     )
 
 
@@ -29,6 +29,8 @@ class RetentionSettings(models.Model):
     transcript_days = _days_field("transcript lines", DEFAULT_RETENTION_DAYS["transcript_days"])
     recording_days = _days_field("recording links", DEFAULT_RETENTION_DAYS["recording_days"])
     lead_days = _days_field("leads", DEFAULT_RETENTION_DAYS["lead_days"])
+    delivery_days = _days_field("webhook deliveries (with their attempts)", DEFAULT_RETENTION_DAYS["delivery_days"],
+                                after="the event")
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = TenantOwnedQuerySet.as_manager()
@@ -41,8 +43,9 @@ class RetentionSettings(models.Model):
 
 
 class Export(models.Model):
-    """Everything the tenant holds about one phone number (Art. 15), as one JSON
-    document; deleted 7 days after it was requested, and by an erasure of the number."""
+    """Everything the tenant holds about one phone number or one call (Art. 15), as one
+    JSON document; deleted 7 days after it was requested, and by an erasure of the
+    number or of a call in it."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -50,9 +53,13 @@ class Export(models.Model):
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("ex"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="privacy_exports")
-    phone = models.CharField("phone (E.164)", max_length=16)
-    # The number's pseudonym: an erasure finds the exports of a number by it.
-    subject = models.CharField(max_length=16, db_index=True)
+    # The export's subject: a number (`phone`, E.164) or one call (`call_id`, e.g. a web
+    # call of the voice agent, which has no number).
+    phone = models.CharField("phone (E.164)", max_length=16, blank=True)
+    call_id = models.CharField("call", max_length=ID_LENGTH, blank=True)
+    # The number's pseudonym (empty for a call's export): an erasure finds the exports
+    # of a number by it.
+    subject = models.CharField(max_length=16, db_index=True, blank=True)
     status = models.CharField(max_length=8, choices=Status.choices)
     document = models.JSONField(null=True, blank=True)
     requested_by = models.CharField(max_length=160)

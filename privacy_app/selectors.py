@@ -1,15 +1,42 @@
-"""Reads of the privacy features; every query starts from the tenant."""
-from django.db.models import Q, Subquery
+"""Reads of the privacy features; every query starts from the tenant.
 
+An export or an erasure is about a *subject*: a phone number, or one call (a web call
+of the voice agent has no number; its caller is found by the call's id). A number
+finds the calls from or to it, the leads with it, and the calls without a number of
+their own (web calls, withheld numbers) whose transcript or stored call data (the
+agent's session variables, calls_app.call_data) holds it in any written form."""
+import json
+from dataclasses import dataclass
+
+from django.db.models import Q, Subquery, TextField
+from django.db.models.functions import Cast
+
+from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
+from console.phone import written_pattern
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
 from privacy_app.pseudonyms import pseudonym_for
+from webhooks_app.selectors import deliveries_mentioning
 
 EXPORT_FORMAT = "stimmwerk.privacy-export"
 EXPORT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whose data: the caller's number (E.164), or one call of the tenant."""
+
+    tenant: object
+    e164: str = ""
+    call_id: str = ""
+
+    @property
+    def pattern(self):
+        """The number in any written form (console.phone.written_pattern), or None."""
+        return written_pattern(self.e164) if self.e164 else None
 
 
 def retention_settings_for(*, tenant):
@@ -23,8 +50,53 @@ def calls_naming(*, tenant, e164):
     return Call.objects.for_tenant(tenant).filter(Q(from_e164=e164) | Q(to_e164=e164))
 
 
+def subject_calls(subject):
+    """The subject's calls: the one call, or the calls from or to the number and the
+    calls without a caller's number whose transcript or call data holds it."""
+    calls = Call.objects.for_tenant(subject.tenant)
+    if subject.call_id:
+        return calls.filter(pk=subject.call_id)
+    pattern = subject.pattern
+    mentioned = TranscriptEntry.objects.filter(
+        call__tenant=subject.tenant, call__direction=Call.Direction.INBOUND, call__from_e164="",
+        text__regex=pattern).values("call_id")
+    kept = {call_id for data in registered_call_data()
+            for call_id in data.calls_naming(tenant=subject.tenant, pattern=pattern)}
+    return calls.filter(Q(from_e164=subject.e164) | Q(to_e164=subject.e164) | Q(pk__in=Subquery(mentioned))
+                        | Q(pk__in=sorted(kept)))
+
+
 def leads_naming(*, tenant, e164):
     return Lead.objects.for_tenant(tenant).filter(phone=e164)
+
+
+def subject_leads(subject):
+    """The leads with the number; a call's subject has none (its lead, if any, names
+    a number: export or erase that)."""
+    if not subject.e164:
+        return Lead.objects.none()
+    return leads_naming(tenant=subject.tenant, e164=subject.e164)
+
+
+def subject_deliveries(subject, call_ids):
+    """The webhook deliveries whose payload names the number in any form, or one of the
+    calls `call_ids` that have no number (whose payloads name them only by id)."""
+    numberless = () if not subject.e164 else list(
+        Call.objects.filter(pk__in=call_ids, from_e164="", to_e164="").values_list("pk", flat=True))
+    texts = [f'"id":"{call_id}"' for call_id in ([subject.call_id] if subject.call_id else numberless)]
+    return deliveries_mentioning(tenant=subject.tenant, texts=texts, pattern=subject.pattern)
+
+
+def exports_holding(*, tenant, pseudonym="", call_ids=(), lead_ids=()):
+    """The tenant's exports of the number (by its pseudonym), of one of the calls, or
+    whose document names one of the calls or leads."""
+    condition = Q(call_id__in=list(call_ids))
+    if pseudonym:
+        condition |= Q(subject=pseudonym)
+    for object_id in [*call_ids, *lead_ids]:
+        condition |= Q(document_text__contains=f'"{object_id}"')
+    return (Export.objects.for_tenant(tenant).annotate(document_text=Cast("document", TextField()))
+            .filter(condition))
 
 
 def events_of_calls(calls):
@@ -39,34 +111,53 @@ def events_of_calls(calls):
     return CarrierEvent.objects.filter(query) if carriers else CarrierEvent.objects.none()
 
 
-def export_size(*, tenant, e164):
-    """How many rows an export of the number reads: decides whether it is built now."""
-    calls = calls_naming(tenant=tenant, e164=e164)
-    return (calls.count() + TranscriptEntry.objects.filter(call__in=calls).count()
-            + leads_naming(tenant=tenant, e164=e164).count() + events_of_calls(calls).count())
+def subject_call_ids(subject):
+    return list(subject_calls(subject).values_list("pk", flat=True))
 
 
-def export_document(*, tenant, e164, created_at, expires_at):
-    """Everything the tenant holds that names the number, as one JSON-safe document."""
-    calls = calls_naming(tenant=tenant, e164=e164).with_transcript().order_by("created_at", "id")
-    events = events_of_calls(calls_naming(tenant=tenant, e164=e164)).order_by("received_at", "id")
-    return {
+def export_size(subject, call_ids):
+    """How many rows an export of the subject (whose calls are `call_ids`) reads:
+    decides whether it is built now."""
+    calls = Call.objects.filter(pk__in=call_ids)
+    return (len(call_ids) + TranscriptEntry.objects.filter(call_id__in=call_ids).count()
+            + subject_leads(subject).count() + events_of_calls(calls).count()
+            + subject_deliveries(subject, call_ids).count())
+
+
+def export_document(*, subject, created_at, expires_at, call_ids=None):
+    """Everything the tenant holds about the subject, as one JSON-safe document
+    (`call_ids`: its calls, if they were just read)."""
+    tenant = subject.tenant
+    if call_ids is None:
+        call_ids = subject_call_ids(subject)
+    calls = Call.objects.filter(pk__in=call_ids).with_transcript().order_by("created_at", "id")
+    events = events_of_calls(Call.objects.filter(pk__in=call_ids)).order_by("received_at", "id")
+    deliveries = subject_deliveries(subject, call_ids).order_by("created_at", "id")
+    document = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "tenant": tenant.slug,
-        "phone": e164,
+        "phone": subject.e164 or None,
+        "callId": subject.call_id or None,
         "createdAt": _iso(created_at),
         "expiresAt": _iso(expires_at),
         "calls": [dict(call) for call in CallSerializer(calls, many=True).data],
-        "leads": [dict(lead) for lead in LeadSerializer(leads_naming(tenant=tenant, e164=e164)
-                                                         .select_related("tenant").order_by("created_at", "id"),
-                                                         many=True).data],
+        "leads": [dict(lead) for lead in LeadSerializer(subject_leads(subject).select_related("tenant")
+                                                         .order_by("created_at", "id"), many=True).data],
         "carrierEvents": [{
             "carrier": event.carrier_id, "eventId": event.event_id, "type": event.type,
             "occurredAt": _iso(event.occurred_at), "receivedAt": _iso(event.received_at), "state": event.state,
             "data": event.data,
         } for event in events],
+        "webhookDeliveries": [{
+            "id": delivery.pk, "endpoint": delivery.endpoint_id, "eventType": delivery.event_type,
+            "state": delivery.state, "attempts": delivery.attempts, "createdAt": _iso(delivery.created_at),
+            "finishedAt": _iso(delivery.finished_at), "payload": json.loads(delivery.payload),
+        } for delivery in deliveries],
     }
+    for data in registered_call_data():
+        document[data.name] = data.export(tenant=tenant, call_ids=call_ids)
+    return document
 
 
 def _iso(moment):

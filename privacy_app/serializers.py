@@ -2,11 +2,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from console.api import ClosedSerializer, LimitField
+from console.ids import ID_LENGTH
 from console.numbers.serializers import E164Field
 from privacy_app.models import MAX_RETENTION_DAYS
 
 # Names on the wire (camelCase: a new resource) and on the model.
-SETTINGS_FIELDS = {"transcriptDays": "transcript_days", "recordingDays": "recording_days", "leadDays": "lead_days"}
+SETTINGS_FIELDS = {"transcriptDays": "transcript_days", "recordingDays": "recording_days", "leadDays": "lead_days",
+                   "deliveryDays": "delivery_days"}
 
 
 @extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_RETENTION_DAYS, "nullable": True})
@@ -35,6 +37,7 @@ class RetentionSettingsPatchSerializer(ClosedSerializer):
     transcriptDays = RetentionDaysField()
     recordingDays = RetentionDaysField()
     leadDays = RetentionDaysField()
+    deliveryDays = RetentionDaysField()
 
 
 def retention_settings_json(retention):
@@ -42,11 +45,20 @@ def retention_settings_json(retention):
             **{wire: getattr(retention, name) for wire, name in SETTINGS_FIELDS.items()}}
 
 
-class PhoneRequestSerializer(ClosedSerializer):
+class SubjectRequestSerializer(ClosedSerializer):
     """`{"phone"}` in any format `console.phone.to_e164` reads (`0171 2345678`,
-    `+49 171 2345678`, `0049…`)."""
+    `+49 171 2345678`, `0049…`), or `{"callId"}`: one call (a web call of the voice
+    agent has no number). Exactly one of them."""
 
-    phone = E164Field(max_length=40)
+    phone = E164Field(max_length=40, required=False)
+    callId = serializers.CharField(max_length=ID_LENGTH, required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError({"phone": ["Send the phone number, or callId for one call."]})
+        if len(attrs) > 1:
+            raise serializers.ValidationError({"callId": ["Send either phone or callId, not both."]})
+        return super().validate(attrs)
 
 
 class PrivacyListQuerySerializer(serializers.Serializer):
@@ -59,7 +71,8 @@ def _iso(moment):
 
 def export_json(export, *, with_document=True):
     data = {
-        "id": export.id, "status": export.status, "phone": export.phone, "createdAt": _iso(export.created_at),
+        "id": export.id, "status": export.status, "phone": export.phone or None, "callId": export.call_id or None,
+        "createdAt": _iso(export.created_at),
         "readyAt": _iso(export.ready_at), "expiresAt": _iso(export.expires_at),
     }
     if with_document:
@@ -76,7 +89,8 @@ class ExportSerializer(serializers.Serializer):
 
     id = serializers.CharField()
     status = serializers.CharField()
-    phone = serializers.CharField()
+    phone = serializers.CharField(allow_null=True, help_text="The number exported (E.164), or null.")
+    callId = serializers.CharField(allow_null=True, help_text="The call exported, or null.")
     createdAt = serializers.DateTimeField()
     readyAt = serializers.DateTimeField(allow_null=True)
     expiresAt = serializers.DateTimeField(allow_null=True)
@@ -103,6 +117,7 @@ class RetentionSettingsSerializer(serializers.Serializer):
     transcriptDays = serializers.IntegerField(allow_null=True)
     recordingDays = serializers.IntegerField(allow_null=True)
     leadDays = serializers.IntegerField(allow_null=True)
+    deliveryDays = serializers.IntegerField(allow_null=True)
 
     class Meta:
         ref_name = "RetentionSettings"

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app import redaction
+from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
@@ -19,6 +20,8 @@ from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
 from privacy_app.pseudonyms import pseudonym_for
+from privacy_app.selectors import Subject
+from webhooks_app import services as webhooks
 
 EXPORT_LIFETIME = timedelta(days=7)
 # Longer than any carrier retries an event: a late call.started of an erased caller's
@@ -31,10 +34,16 @@ PENDING_EVENT_LIFETIME = timedelta(days=7)
 ERASED_REQUEST_HASH = "erased"
 
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
-                    "erasedCallers")
+                    "erasedCallers", "webhookDeliveries")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
-                  "idempotencyRecords", "adminLogEntries")
+                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries")
 SYSTEM_ACTOR = "system:apply_retention"
+
+
+def _counts(names):
+    """The counts of a receipt: ours, then one per kind of call data other apps keep
+    (calls_app.call_data, e.g. `agentSessions`)."""
+    return dict.fromkeys([*names, *(data.name for data in registered_call_data())], 0)
 
 
 def _deleted(queryset):
@@ -46,6 +55,18 @@ def _check_not_own_number(tenant, e164):
     # The tenant's own numbers are in every call; they name the business, not a caller.
     if PhoneNumber.objects.for_tenant(tenant).filter(e164=e164).exists():
         raise ValidationFailed.field("phone", "This is one of the tenant's own numbers, not a caller's.")
+
+
+def _subject(tenant, e164, call_id):
+    """The subject of an export or erasure: a caller's number or one of the tenant's
+    calls (exactly one of them; another tenant's call is unknown, 400 on `callId`)."""
+    if bool(e164) == bool(call_id):
+        raise TypeError("Give either e164 or call_id.")
+    if e164:
+        _check_not_own_number(tenant, e164)
+    elif not Call.objects.for_tenant(tenant).filter(pk=call_id).exists():
+        raise ValidationFailed.field("callId", f"No call '{call_id}' in this tenant.")
+    return Subject(tenant=tenant, e164=e164 or "", call_id=call_id or "")
 
 
 # --- Retention --------------------------------------------------------------------------
@@ -72,14 +93,15 @@ def retention_apply(*, tenant, now=None, dry_run=False):
     """Removes what is older than the tenant's periods; returns the counts by kind.
 
     Transcript lines of calls older than the transcript period are deleted with the
-    calls' stored carrier events, recording links older than theirs are cleared, and
-    such calls are flagged `redacted`; the calls stay with duration, direction, status
-    and usage. Leads older than their period and expired exports are deleted. One
-    transaction; with `dry_run` it is rolled back, so the counts are exactly what a
-    real run would remove."""
+    calls' stored carrier events and the data other apps keep per call (the agent's
+    sessions), recording links older than theirs are cleared, and such calls are
+    flagged `redacted`; the calls stay with duration, direction, status and usage.
+    Leads older than their period, webhook deliveries older than theirs and expired
+    exports are deleted. One transaction; with `dry_run` it is rolled back, so the
+    counts are exactly what a real run would remove."""
     now = now or timezone.now()
     retention = selectors.retention_settings_for(tenant=tenant)
-    counts = dict.fromkeys(RETENTION_COUNTS, 0)
+    counts = _counts(RETENTION_COUNTS)
     with transaction.atomic():
         if retention.transcript_days:
             _expire_transcripts(tenant, now - timedelta(days=retention.transcript_days), counts)
@@ -88,6 +110,7 @@ def retention_apply(*, tenant, now=None, dry_run=False):
         if retention.lead_days:
             cutoff = now - timedelta(days=retention.lead_days)
             counts["leads"] = _deleted(Lead.objects.for_tenant(tenant).filter(created_at__lt=cutoff))
+        _expire_deliveries(tenant, now, retention, counts)
         counts["exports"] = _deleted(Export.objects.for_tenant(tenant).filter(expires_at__lte=now))
         counts["erasedCallers"] = _deleted(
             ErasedCaller.objects.for_tenant(tenant).filter(erased_at__lt=now - ERASED_CALLER_LIFETIME))
@@ -107,6 +130,21 @@ def _expire_transcripts(tenant, cutoff, counts):
     # Their events are copies of the same content (and numbers); a carrier does not
     # retry an event for months, and if one did, the redacted call would drop it.
     counts["carrierEvents"] += _deleted(selectors.events_of_calls(old).filter(state=CarrierEvent.State.APPLIED))
+    # What other apps keep per call (the agent's sessions with their variables) goes
+    # with the transcript: it is the same conversation's data.
+    for data in registered_call_data():
+        counts[data.name] += data.expire(tenant=tenant, created_before=cutoff)
+
+
+def _expire_deliveries(tenant, now, retention, counts):
+    """Webhook deliveries (with their attempts) go after `delivery_days`; a delivery of
+    a lead's event never outlives the lead's period (it is a copy of the lead)."""
+    if retention.delivery_days:
+        counts["webhookDeliveries"] += webhooks.deliveries_purge(
+            tenant=tenant, created_before=now - timedelta(days=retention.delivery_days))
+    if retention.lead_days and (retention.delivery_days is None or retention.lead_days < retention.delivery_days):
+        counts["webhookDeliveries"] += webhooks.deliveries_purge(
+            tenant=tenant, created_before=now - timedelta(days=retention.lead_days), event_type_prefix="lead.")
 
 
 def _expire_recordings(tenant, cutoff, counts):
@@ -132,27 +170,31 @@ def pending_events_purge(*, now=None):
 
 # --- Exports ----------------------------------------------------------------------------
 
-def export_create(*, tenant, e164, actor, request_id="", now=None):
-    """An export of everything the tenant holds about the number. Built at once up to
+def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+    """An export of everything the tenant holds about the number, or about one call
+    (`call_id`: a web call of the voice agent has no number). Built at once up to
     PRIVACY_EXPORT_SYNC_ROWS rows, else left `pending` for `build_exports`."""
-    _check_not_own_number(tenant, e164)
+    subject = _subject(tenant, e164, call_id)
     now = now or timezone.now()
-    rows = selectors.export_size(tenant=tenant, e164=e164)
+    call_ids = selectors.subject_call_ids(subject)
+    rows = selectors.export_size(subject, call_ids)
     with transaction.atomic():
         export = Export.objects.create(
-            tenant=tenant, phone=e164, subject=pseudonym_for(tenant=tenant, e164=e164), status=Export.Status.PENDING,
-            requested_by=actor, created_at=now, expires_at=now + EXPORT_LIFETIME,
+            tenant=tenant, phone=subject.e164, call_id=subject.call_id,
+            subject=pseudonym_for(tenant=tenant, e164=subject.e164) if subject.e164 else "",
+            status=Export.Status.PENDING, requested_by=actor, created_at=now, expires_at=now + EXPORT_LIFETIME,
         )
         if rows <= settings.PRIVACY_EXPORT_SYNC_ROWS:
-            _export_build(export, now)
+            _export_build(export, now, call_ids=call_ids)
         audit_record(actor=actor, action="privacy.export", tenant=tenant, object_id=export.pk,
                      request_id=request_id, details={"status": export.status, "rows": rows}, at=now)
     return export
 
 
-def _export_build(export, now):
-    export.document = selectors.export_document(tenant=export.tenant, e164=export.phone,
-                                                created_at=export.created_at, expires_at=export.expires_at)
+def _export_build(export, now, call_ids=None):
+    subject = Subject(tenant=export.tenant, e164=export.phone, call_id=export.call_id)
+    export.document = selectors.export_document(subject=subject, created_at=export.created_at,
+                                                expires_at=export.expires_at, call_ids=call_ids)
     export.status, export.ready_at = Export.Status.READY, now
     export.save(update_fields=["document", "status", "ready_at"])
 
@@ -181,28 +223,37 @@ def export_record_download(*, export, actor, request_id=""):
 
 # --- Erasure ----------------------------------------------------------------------------
 
-def erasure_create(*, tenant, e164, actor, request_id="", now=None):
-    """Erases the number from everything of the tenant, in one transaction; returns
-    the receipt (counts by kind, no personal data). A second erasure of the same
-    number finds nothing and counts 0 everywhere."""
-    _check_not_own_number(tenant, e164)
+def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+    """Erases the number from everything of the tenant, or one call's data (`call_id`),
+    in one transaction; returns the receipt (counts by kind, no personal data). A second
+    erasure of the same subject finds nothing and counts 0 everywhere."""
+    subject = _subject(tenant, e164, call_id)
     now = now or timezone.now()
-    pseudonym = pseudonym_for(tenant=tenant, e164=e164)
-    counts = dict.fromkeys(ERASURE_COUNTS, 0)
+    counts = _counts(ERASURE_COUNTS)
     with transaction.atomic():
         # Locked first: a transcript line arriving at this moment waits for this
         # transaction (calls_app.event_sql) and then finds the call redacted.
-        call_ids = list(selectors.calls_naming(tenant=tenant, e164=e164).select_for_update()
-                        .values_list("pk", flat=True))
-        lead_ids = list(selectors.leads_naming(tenant=tenant, e164=e164).values_list("pk", flat=True))
-        _erase_calls(call_ids, e164, pseudonym, counts)
+        calls = list(selectors.subject_calls(subject).select_for_update(of=("self",))
+                     .values_list("pk", "direction", "from_e164", "to_e164"))
+        call_ids = [pk for pk, *_ in calls]
+        lead_ids = list(selectors.subject_leads(subject).values_list("pk", flat=True))
+        # The caller's number: the subject's, or the one call's (a web call has none).
+        number = subject.e164 or next((_caller_number(*call[1:]) for call in calls), "")
+        pseudonym = pseudonym_for(tenant=tenant, e164=number) if number else ""
+        deliveries = selectors.subject_deliveries(subject, call_ids)
+        _erase_calls(call_ids, number, pseudonym, counts)
         counts["leads"] = _deleted(Lead.objects.filter(pk__in=lead_ids))
-        counts["exports"] = _deleted(Export.objects.for_tenant(tenant).filter(subject=pseudonym))
+        counts["exports"] = _deleted(selectors.exports_holding(
+            tenant=tenant, pseudonym=pseudonym if subject.e164 else "", call_ids=call_ids, lead_ids=lead_ids))
         counts["idempotencyRecords"] = IdempotencyRecord.objects.filter(
             scope__endswith=f":{tenant.pk}", body__id__in=call_ids + lead_ids,
         ).update(request_hash=ERASED_REQUEST_HASH, body=None)
         counts["adminLogEntries"] = _erase_admin_log([(Call, call_ids), (Lead, lead_ids)])
-        if any(counts.values()):
+        counts["webhookDeliveries"] = webhooks.deliveries_erase(deliveries=deliveries, rewrite=_erased_payload,
+                                                                now=now)
+        for data in registered_call_data():
+            counts[data.name] = data.erase(tenant=tenant, call_ids=call_ids)
+        if subject.e164 and any(counts.values()):
             ErasedCaller.objects.update_or_create(tenant=tenant, pseudonym=pseudonym, defaults={"erased_at": now})
         receipt = Erasure.objects.create(tenant=tenant, counts=counts, requested_by=actor, erased_at=now)
         audit_record(actor=actor, action="privacy.erasure", tenant=tenant, object_id=receipt.pk,
@@ -210,20 +261,39 @@ def erasure_create(*, tenant, e164, actor, request_id="", now=None):
     return receipt
 
 
+def _caller_number(direction, from_e164, to_e164):
+    """The caller's side of a call, if it is a number (not empty, not a pseudonym)."""
+    number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
+    return number if number.startswith("+") else ""
+
+
+def _erased_payload(payload):
+    """What an erased webhook delivery keeps: the event's type and time and the id of
+    the lead or call it announced (the lead is deleted, the call pseudonymised)."""
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    return {"type": payload.get("type"), "timestamp": payload.get("timestamp"),
+            "data": {"id": data.get("id"), "erased": True}}
+
+
 def _erase_calls(call_ids, e164, pseudonym, counts):
     calls = Call.objects.filter(pk__in=call_ids)
     events = list(selectors.events_of_calls(calls).only("pk", "type", "data"))
     counts["calls"] = len(call_ids)
-    calls.filter(from_e164=e164).update(from_e164=pseudonym)
-    calls.filter(to_e164=e164).update(to_e164=pseudonym)
+    if e164:
+        calls.filter(from_e164=e164).update(from_e164=pseudonym)
+        calls.filter(to_e164=e164).update(to_e164=pseudonym)
     counts["recordingLinks"] = calls.exclude(recording_url="").update(recording_url="")
     calls.update(redacted=True)
     counts["transcriptLines"] = _deleted(TranscriptEntry.objects.filter(call_id__in=call_ids))
-    SimDial.objects.filter(call_id__in=call_ids, to_e164=e164).update(to_e164=pseudonym)
-    SimDial.objects.filter(call_id__in=call_ids, from_e164=e164).update(from_e164=pseudonym)
+    if e164:
+        SimDial.objects.filter(call_id__in=call_ids, to_e164=e164).update(to_e164=pseudonym)
+        SimDial.objects.filter(call_id__in=call_ids, from_e164=e164).update(from_e164=pseudonym)
     changed = []
     for event in events:
-        numbers = tuple(pseudonym if event.data.get(side) == e164 else event.data.get(side) for side in ("from", "to"))
+        numbers = None
+        if e164:
+            numbers = tuple(pseudonym if event.data.get(side) == e164 else event.data.get(side)
+                            for side in ("from", "to"))
         kept = redaction.stripped(event.type, event.data, keep_text=False, keep_recording=False, numbers=numbers)
         if kept != event.data:
             event.data = kept

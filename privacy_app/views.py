@@ -15,10 +15,10 @@ from privacy_app.serializers import (
     SETTINGS_FIELDS,
     ErasureSerializer,
     ExportSerializer,
-    PhoneRequestSerializer,
     PrivacyListQuerySerializer,
     RetentionSettingsPatchSerializer,
     RetentionSettingsSerializer,
+    SubjectRequestSerializer,
     erasure_json,
     export_json,
     retention_settings_json,
@@ -32,7 +32,7 @@ def _limit(request):
 
 
 class RetentionSettingsView(TenantAPIView):
-    @extend_schema(summary="How long the tenant keeps transcripts, recording links and leads",
+    @extend_schema(summary="How long the tenant keeps transcripts, recording links, leads and webhook deliveries",
                    responses=RetentionSettingsSerializer)
     def get(self, request):
         return Response(retention_settings_json(selectors.retention_settings_for(tenant=request.tenant)))
@@ -57,12 +57,12 @@ class ExportListView(TenantAPIView):
         exports = selectors.export_list(tenant=request.tenant, limit=_limit(request))
         return Response({"exports": [export_json(export, with_document=False) for export in exports]})
 
-    @extend_schema(request=PhoneRequestSerializer, responses={201: ExportSerializer, 202: ExportSerializer},
-                   summary="Everything the tenant holds about a phone number (Art. 15), as one JSON document")
+    @extend_schema(request=SubjectRequestSerializer, responses={201: ExportSerializer, 202: ExportSerializer},
+                   summary="Everything the tenant holds about a phone number or a call (Art. 15), as one JSON document")
     def post(self, request):
-        phone = validated(PhoneRequestSerializer, request.data)["phone"]
-        export = services.export_create(tenant=request.tenant, e164=phone, actor=actor_of(request),
-                                        request_id=request_id_of(request))
+        subject = validated(SubjectRequestSerializer, request.data)
+        export = services.export_create(tenant=request.tenant, e164=subject.get("phone"), call_id=subject.get("callId"),
+                                        actor=actor_of(request), request_id=request_id_of(request))
         ready = export.status == Export.Status.READY
         return Response(export_json(export), status=status.HTTP_201_CREATED if ready else status.HTTP_202_ACCEPTED)
 
@@ -91,11 +91,13 @@ class ErasureListView(TenantAPIView):
         erasures = selectors.erasure_list(tenant=request.tenant, limit=_limit(request))
         return Response({"erasures": [erasure_json(erasure) for erasure in erasures]})
 
-    @extend_schema(request=PhoneRequestSerializer, responses={201: ErasureSerializer},
-                   summary="Erase a phone number from everything of the tenant (Art. 17); returns a receipt")
+    @extend_schema(request=SubjectRequestSerializer, responses={201: ErasureSerializer},
+                   summary="Erase a phone number, or one call's data, from everything of the tenant (Art. 17); "
+                           "returns a receipt")
     def post(self, request):
-        phone = validated(PhoneRequestSerializer, request.data)["phone"]
-        receipt = services.erasure_create(tenant=request.tenant, e164=phone, actor=actor_of(request),
+        subject = validated(SubjectRequestSerializer, request.data)
+        receipt = services.erasure_create(tenant=request.tenant, e164=subject.get("phone"),
+                                          call_id=subject.get("callId"), actor=actor_of(request),
                                           request_id=request_id_of(request))
         return Response(erasure_json(receipt), status=status.HTTP_201_CREATED)
 

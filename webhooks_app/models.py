@@ -45,6 +45,9 @@ class Delivery(models.Model):
         PENDING = "pending"
         SUCCEEDED = "succeeded"
         DEAD = "dead"  # the retry window passed without a success: the dead letter
+        # The payload named a caller whose data the tenant erased (privacy_app): it was
+        # rewritten, and a delivery that was still pending is never sent again.
+        ERASED = "erased"
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("msg"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="webhook_deliveries")

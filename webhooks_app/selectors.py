@@ -1,3 +1,8 @@
+from functools import reduce
+from operator import or_
+
+from django.db.models import Q
+
 from console.pagination import after_cursor, page_of
 from webhooks_app.models import Delivery
 
@@ -13,3 +18,16 @@ def delivery_page(*, endpoint, limit, cursor=None, state=None):
     rows = list(deliveries.prefetch_related("attempt_set")[:limit + 1])
     return page_of(rows, tenant=endpoint.tenant, scope=scope, limit=limit,
                    position=lambda delivery: (delivery.created_at, delivery.pk))
+
+
+def deliveries_mentioning(*, tenant, texts=(), pattern=None):
+    """The tenant's deliveries whose payload contains any of `texts` (e.g. object ids)
+    or matches the regular expression `pattern` (a number in any written form, see
+    `console.phone.written_pattern`): what an export or an erasure of a caller finds.
+    Webhooks know no feature: the caller says what to look for."""
+    conditions = [Q(payload__contains=text) for text in texts if text]
+    if pattern:
+        conditions.append(Q(payload__regex=pattern))
+    if not conditions:
+        return Delivery.objects.none()
+    return Delivery.objects.for_tenant(tenant).filter(reduce(or_, conditions))

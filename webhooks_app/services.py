@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -206,11 +206,17 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     duration_ms = int((time.monotonic() - started) * 1000)
     done_at = fixed_now or timezone.now()
     with transaction.atomic():
-        delivery = Delivery.objects.select_for_update().get(pk=delivery.pk)
+        delivery = Delivery.objects.select_for_update().filter(pk=delivery.pk).first()
+        if delivery is None:  # deleted meanwhile (retention, its endpoint): nothing to record
+            return None
         attempt.outcome = Attempt.Outcome.SUCCEEDED if result.ok else Attempt.Outcome.FAILED
         attempt.duration_ms, attempt.response_status, attempt.error = duration_ms, result.status, result.error
         attempt.save(update_fields=["outcome", "duration_ms", "response_status", "error"])
         delay = None
+        if delivery.state != Delivery.State.PENDING:
+            # Erased during the attempt: the attempt is recorded, the delivery stays
+            # finished and is never tried again.
+            return delivery
         if result.ok:
             delivery.state, delivery.finished_at = Delivery.State.SUCCEEDED, done_at
         else:
@@ -241,3 +247,47 @@ def deliveries_sweep(*, now=None) -> int:
     for pk in due:
         job_enqueue(JOB, kwargs={"delivery_id": pk})
     return len(due)
+
+
+# --- Privacy (called by privacy_app, which knows the payloads' shapes) -----------------
+
+@transaction.atomic
+def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
+    """An erasure's part: each delivery of the queryset gets the payload `rewrite(payload
+    as dict)` returns, and one still pending is finished as `erased`, so neither the
+    worker nor the sweep sends it again (an attempt under way at this moment completes;
+    it cannot be called back). Returns how many deliveries were rewritten or stopped.
+
+    The rows are locked, then written by one prepared UPDATE run for all of them (a
+    frequent caller has many deliveries; a save() per row costs a round trip each)."""
+    now = now or timezone.now()
+    rows = []
+    for delivery in deliveries.select_for_update().only("pk", "payload", "state", "finished_at", "leased_until"):
+        payload = json.dumps(rewrite(json.loads(delivery.payload)), separators=(",", ":"), ensure_ascii=False,
+                             cls=DjangoJSONEncoder)
+        pending = delivery.state == Delivery.State.PENDING
+        if payload != delivery.payload or pending:
+            rows.append((payload, Delivery.State.ERASED if pending else delivery.state,
+                         now if pending else delivery.finished_at, None if pending else delivery.leased_until,
+                         delivery.pk))
+    if rows:
+        fields = [Delivery._meta.get_field(name) for name in ("payload", "state", "finished_at", "leased_until")]
+        quote = connection.ops.quote_name
+        sql = "UPDATE {table} SET {columns} WHERE {pk} = %s".format(
+            table=quote(Delivery._meta.db_table), pk=quote(Delivery._meta.pk.column),
+            columns=", ".join(f"{quote(field.column)} = %s" for field in fields))
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, [[field.get_db_prep_save(value, connection) for field, value in zip(
+                fields, row[:-1], strict=True)] + [row[-1]] for row in rows])
+    return len(rows)
+
+
+@transaction.atomic
+def deliveries_purge(*, tenant, created_before, event_type_prefix="") -> int:
+    """Retention: deletes the tenant's deliveries created before the moment (of one kind
+    of event when `event_type_prefix` is given, e.g. "lead."), with their attempts.
+    Returns how many deliveries."""
+    old = Delivery.objects.for_tenant(tenant).filter(created_at__lt=created_before)
+    if event_type_prefix:
+        old = old.filter(event_type__startswith=event_type_prefix)
+    return old.delete()[1].get(Delivery._meta.label, 0)

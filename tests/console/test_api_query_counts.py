@@ -67,14 +67,16 @@ ENDPOINTS = [
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 10 + AUDIT,
-     "is it an own number; the rows (calls, transcript lines, leads, carriers); insert the export; its"
-     " document (carriers, calls with their lines, leads); store it (the service audits it)"),
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 9 + AUDIT,
+     "is it an own number; the agent sessions and the calls naming it (read once for size and document); the"
+     " rows (leads, webhook deliveries; no calls here, so no lines or carriers); insert the export; its"
+     " document (leads, deliveries); store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 10 + AUDIT,
-     "is it an own number; the calls (locked) and leads naming it; delete the leads, the exports; blank the"
-     " idempotency records, the admin log; the erased caller (get or create); the receipt (the service audits it)"),
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 13 + AUDIT,
+     "is it an own number; the agent sessions naming it, the calls (locked) and leads; delete the leads, the"
+     " exports; blank the idempotency records, the admin log; the webhook deliveries naming it (locked), rewritten"
+     " by one prepared UPDATE; the erased caller (get or create); the receipt (the service audits it)"),
     ("POST", "/api/voice/agent/sessions", {}, 10 + AUDIT,
      "the tenant's open sessions; the greeting's override; the month's counter (get or create, then locked);"
      " stale reservations; the web carrier; insert the call, update the counter; insert the session"),

@@ -13,13 +13,15 @@ URL = "/v2/privacy/settings"
 
 
 def test_a_tenant_that_never_chose_reads_the_defaults(api_a):
-    assert api_a.get(URL).json() == {"tenant": "acme", "transcriptDays": 90, "recordingDays": 30, "leadDays": 180}
+    assert api_a.get(URL).json() == {"tenant": "acme", "transcriptDays": 90, "recordingDays": 30, "leadDays": 180,
+                                     "deliveryDays": 30}
 
 
 def test_patch_changes_what_is_sent_and_null_means_without_limit(api_a, tenant_a):
     response = api_a.patch(URL, {"transcriptDays": 30, "leadDays": None}, format="json")
     assert response.status_code == 200
-    assert response.json() == {"tenant": "acme", "transcriptDays": 30, "recordingDays": 30, "leadDays": None}
+    assert response.json() == {"tenant": "acme", "transcriptDays": 30, "recordingDays": 30, "leadDays": None,
+                               "deliveryDays": 30}
     assert api_a.get(URL).json()["leadDays"] is None
     stored = RetentionSettings.objects.get(tenant=tenant_a)
     assert (stored.transcript_days, stored.recording_days, stored.lead_days) == (30, 30, None)
@@ -42,7 +44,8 @@ def test_an_empty_or_unknown_or_partly_invalid_body_changes_nothing(api_a, tenan
 def test_each_tenant_sees_and_changes_only_its_own(api_a, api_b, tenant_a, tenant_b):
     api_b.patch(URL, {"transcriptDays": 7}, format="json")
     assert api_a.get(URL).json()["transcriptDays"] == 90
-    assert api_b.get(URL).json() == {"tenant": "globex", "transcriptDays": 7, "recordingDays": 30, "leadDays": 180}
+    assert api_b.get(URL).json() == {"tenant": "globex", "transcriptDays": 7, "recordingDays": 30, "leadDays": 180,
+                                     "deliveryDays": 30}
 
 
 def test_settings_need_credentials_and_other_methods_are_405(api_a, tenant_a):

@@ -5,8 +5,9 @@ from privacy_app.services import pending_events_purge, retention_apply
 
 
 class Command(BaseCommand):
-    help = ("Remove what is older than each tenant's retention periods: transcript lines, recording links, "
-            "leads, expired exports (docs/privacy.md). Meant for cron, e.g. nightly. Usage counters never change.")
+    help = ("Remove what is older than each tenant's retention periods: transcript lines (with the voice agent's "
+            "sessions), recording links, leads, webhook deliveries, expired exports (docs/privacy.md). Meant for "
+            "cron, e.g. nightly. Usage counters never change.")
 
     def add_arguments(self, parser):
         parser.add_argument("--tenant", help="only this tenant (slug); default: all")

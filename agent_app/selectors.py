@@ -1,0 +1,28 @@
+"""Reads of the voice agent's sessions for the privacy features (registered with
+calls_app.call_data, see agent_app/apps.py); every query starts from the tenant."""
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from agent_app.models import AgentSession
+
+
+def agent_sessions_calls_naming(*, tenant, pattern):
+    """Ids of the tenant's calls whose session's variables hold the number `pattern`
+    finds (`console.phone.written_pattern`), in whatever form the caller gave it."""
+    return list(AgentSession.objects.for_tenant(tenant).exclude(variables={})
+                .annotate(variables_text=Cast("variables", TextField()))
+                .filter(variables_text__regex=pattern).values_list("call_id", flat=True))
+
+
+def agent_sessions_export(*, tenant, call_ids):
+    """What is kept of the sessions of those calls (never the token's digest)."""
+    sessions = AgentSession.objects.for_tenant(tenant).filter(call_id__in=list(call_ids)).order_by("created_at", "id")
+    return [{
+        "sessionId": session.pk, "callId": session.call_id, "createdAt": _iso(session.created_at),
+        "usedAt": _iso(session.used_at), "assistant": session.assistant_id or None, "language": session.language,
+        "voice": session.voice or None, "variables": session.variables,
+    } for session in sessions]
+
+
+def _iso(moment):
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
