@@ -23,7 +23,7 @@ from console.phone import search_digits
 from console.tenants.admin_scoping import TenantScopedAdmin
 from leads_app.callbacks import callback_start
 from leads_app.models import OPEN_STATUSES, Lead
-from leads_app.services import lead_set_status, leads_set_status
+from leads_app.services import lead_set_status, lead_update, leads_set_status
 
 # The one-click buttons of a row: the usual next steps.
 QUICK_STATUSES = (Lead.Status.CONTACTED, Lead.Status.CONVERTED, Lead.Status.LOST)
@@ -106,6 +106,13 @@ class LeadAdmin(CsvExportMixin, TenantScopedAdmin):
     def has_add_permission(self, request):
         # Leads come from public pages (or seed_demo), never typed in by hand.
         return False
+
+    def save_model(self, request, obj, form, change):
+        """Status and notes are written by the service, which announces a new status
+        (`lead.updated`) as the API and the bulk actions do; the form is never saved
+        to the model directly."""
+        stored = lead_update(lead=obj, status=form.cleaned_data.get("status"), notes=form.cleaned_data.get("notes"))
+        obj.status, obj.notes, obj.updated_at = stored.status, stored.notes, stored.updated_at
 
     def get_search_results(self, request, queryset, search_term):
         """A phone search matches however the number is typed (`0171 234…`, `+49 171…`)."""
