@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext
 from django.views.decorators.http import require_POST
 
-from console.admin_display import choice_label, local_datetime, phone_cell
+from console.admin_display import choice_label, format_lazy_percent, local_datetime, phone_cell
 from console.admin_export import CsvExportMixin
 from console.errors import ApiError
 from console.phone import search_digits
@@ -45,7 +45,10 @@ def _status_action(status):
             "count": changed, "status": pgettext("choice", status.label)}, messages.SUCCESS)
 
     action.__name__ = f"mark_{status.value}"
-    action.short_description = _("Mark selected leads as %(status)s") % {"status": status.label.lower()}
+    # Formatted when shown, in the request's language (a `%` on the lazy text would fix
+    # the language of the import).
+    action.short_description = format_lazy_percent(_("Mark selected leads as %(status)s"),
+                                                   status=status.label)
     action.allowed_permissions = ("change",)
     return action
 

@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from console.audit.services import request_id_of
 from console.errors import ValidationFailed
@@ -30,8 +31,9 @@ class RetentionSettingsAdmin(TenantScopedAdmin):
 
 
 class PhoneRequestForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
-    phone = forms.CharField(max_length=40, help_text="Any format: 0171 2345678, +49 171 2345678, 0049…")
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), label=_("tenant"))
+    phone = forms.CharField(max_length=40, label=_("phone number"),
+                            help_text=_("Any format: 0171 2345678, +49 171 2345678, 0049…"))
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -41,7 +43,7 @@ class PhoneRequestForm(forms.Form):
         try:
             return to_e164(self.cleaned_data["phone"])
         except InvalidPhoneNumber as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.localized()) from None
 
 
 def _actor(request):
@@ -86,9 +88,9 @@ class ExportAdmin(RequestByPhoneAdmin):
     list_select_related = ["tenant"]
     fields = ["id", "tenant", "phone", "status", "requested_by", "created_at", "ready_at", "expires_at", "download"]
     readonly_fields = fields
-    request_title = "Export a caller's data"
-    explanation = ("Everything the tenant holds about the number — calls with transcripts, leads, carrier events — "
-                   "as one JSON document. It is deleted after 7 days, and by an erasure of the number.")
+    request_title = _("Export a caller's data")
+    explanation = _("Everything the tenant holds about the number — calls with transcripts, leads, carrier events — "
+                    "as one JSON document. It is deleted after 7 days, and by an erasure of the number.")
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("document")
@@ -97,11 +99,11 @@ class ExportAdmin(RequestByPhoneAdmin):
         export = services.export_create(tenant=tenant, e164=e164, actor=_actor(request),
                                         request_id=request_id_of(request))
         if export.status != Export.Status.READY:
-            self.message_user(request, "The export is large: it is built by the next `build_exports` run.",
+            self.message_user(request, _("The export is large: it is built by the next `build_exports` run."),
                               messages.WARNING)
         return export
 
-    @admin.display(description="download")
+    @admin.display(description=_("download"))
     def download(self, export):
         if export.status != Export.Status.READY or export.expires_at <= timezone.now():
             return "—"
@@ -133,10 +135,10 @@ class ErasureAdmin(RequestByPhoneAdmin):
     list_select_related = ["tenant"]
     fields = ["id", "tenant", "erased_at", "counts", "requested_by"]
     readonly_fields = fields
-    request_title = "Erase a caller's data"
-    explanation = ("Removes the number from every call, transcript, lead, carrier event, idempotency record and "
-                   "export of the tenant: the number is replaced by a pseudonym, transcripts and leads are deleted. "
-                   "This cannot be undone. The receipt counts what was removed and names no one.")
+    request_title = _("Erase a caller's data")
+    explanation = _("Removes the number from every call, transcript, lead, carrier event, idempotency record and "
+                    "export of the tenant: the number is replaced by a pseudonym, transcripts and leads are deleted. "
+                    "This cannot be undone. The receipt counts what was removed and names no one.")
 
     def run(self, tenant, e164, request):
         return services.erasure_create(tenant=tenant, e164=e164, actor=_actor(request),
