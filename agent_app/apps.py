@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AgentAppConfig(AppConfig):
     name = "agent_app"
-    verbose_name = "Voice agent"
+    verbose_name = _("Voice agent")
 
     def ready(self):
         # The sessions' variables are personal data of web calls, which have no number:

@@ -86,7 +86,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     def outcome(self, call):
         return choice_label(call, "status")
 
-    @admin.display(description="tenant")
+    @admin.display(description=_("tenant"))
     def tenant_slug(self, call):
         return call.tenant.slug
 
@@ -100,7 +100,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
             return "—"
         return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', call.recording_url)
 
-    @admin.display(description="transcript")
+    @admin.display(description=_("transcript"))
     def conversation(self, call):
         entries = call.transcript_entries.all()
         if not entries:
@@ -153,7 +153,7 @@ class CarrierAdminForm(forms.ModelForm):
         try:
             return to_e164(raw) if raw.strip() else ""
         except InvalidPhoneNumber as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.localized()) from None
 
 
 @admin.register(Carrier)

@@ -21,15 +21,17 @@ class Carrier(models.Model):
     """
 
     id = models.SlugField(primary_key=True, max_length=64)
-    name = models.CharField(max_length=200, blank=True)
-    secret_nonce = models.CharField(max_length=64, editable=False)
+    name = models.CharField(_("name"), max_length=200, blank=True)
+    secret_nonce = models.CharField(_("secret nonce"), max_length=64, editable=False)
     # The number shown to the called party when the tenant has no number of its own.
-    caller_id = models.CharField("caller id (E.164)", max_length=16, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    secret_rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    caller_id = models.CharField(_("caller id (E.164)"), max_length=16, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    secret_rotated_at = models.DateTimeField(_("secret renewed"), null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["id"]
+        verbose_name = _("carrier")
+        verbose_name_plural = _("carriers")
 
     def __str__(self):
         return self.id
@@ -62,47 +64,48 @@ class Call(models.Model):
     ENDED_STATUSES = (Status.COMPLETED, Status.FAILED, Status.BUSY, Status.NO_ANSWER, Status.CANCELED)
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cl"), editable=False)
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls")
-    carrier = models.ForeignKey(Carrier, on_delete=models.PROTECT, related_name="calls")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls",
+                               verbose_name=_("tenant"))
+    carrier = models.ForeignKey(Carrier, on_delete=models.PROTECT, related_name="calls", verbose_name=_("carrier"))
     # The carrier's own id of the call; set by the dial (outbound) or by call.started.
-    carrier_call_id = models.CharField(max_length=128, null=True, blank=True)
-    direction = models.CharField(max_length=8, choices=Direction.choices)
-    from_e164 = models.CharField(max_length=16, blank=True)
-    to_e164 = models.CharField(max_length=16)
-    status = models.CharField(max_length=16, choices=Status.choices)
-    disclosed = models.BooleanField(default=False)
-    seconds = models.PositiveIntegerField(default=0)
+    carrier_call_id = models.CharField(_("carrier's call id"), max_length=128, null=True, blank=True)
+    direction = models.CharField(_("direction"), max_length=8, choices=Direction.choices)
+    from_e164 = models.CharField(_("from"), max_length=16, blank=True)
+    to_e164 = models.CharField(_("to"), max_length=16)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices)
+    disclosed = models.BooleanField(_("AI disclosed"), default=False)
+    seconds = models.PositiveIntegerField(_("seconds"), default=0)
     # The tenant's audio switches as they stood when the call started; they apply
     # to the whole call and stay visible afterwards.
-    recording_enabled = models.BooleanField(default=False)
-    transcription_enabled = models.BooleanField(default=True)
-    recording_url = models.URLField(max_length=2000, blank=True)
+    recording_enabled = models.BooleanField(_("recording on"), default=False)
+    transcription_enabled = models.BooleanField(_("transcription on"), default=True)
+    recording_url = models.URLField(_("recording URL"), max_length=2000, blank=True)
     # Content was removed from the call: its transcript or recording link by a
     # retention period, or (erasure) also the caller's number, replaced by a
     # pseudonym. Duration, direction, status and usage stay. A redacted call takes
     # no more content from late carrier events (calls_app.redaction).
-    redacted = models.BooleanField(default=False)
-    lead_id = models.CharField(max_length=ID_LENGTH, blank=True)
+    redacted = models.BooleanField(_("redacted"), default=False)
+    lead_id = models.CharField(_("lead id"), max_length=ID_LENGTH, blank=True)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
-    reserved_minutes = models.PositiveIntegerField(default=0)
-    reserved_period = models.CharField(max_length=7, blank=True)
-    max_seconds = models.PositiveIntegerField(null=True, blank=True)
+    reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)
+    reserved_period = models.CharField(_("reserved in month"), max_length=7, blank=True)
+    max_seconds = models.PositiveIntegerField(_("longest duration (seconds)"), null=True, blank=True)
     # The usage period (YYYY-MM in the tenant's zone) the call was booked in.
-    usage_period = models.CharField(max_length=7, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
+    usage_period = models.CharField(_("booked in month"), max_length=7, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended"), null=True, blank=True)
     # Calls whose conversation a process of ours holds (the voice agent's WebSocket):
     # the last moment its owner said it still holds it (`call_heartbeat`, every
     # CALL_HEARTBEAT_SEC). A call under way whose heartbeat is older than
     # CALL_HEARTBEAT_TIMEOUT_SEC lost its owner (a killed server) and is booked up to
     # this moment by the sweep (`calls_orphaned_end`). Null: a carrier holds the call.
-    heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
+    heartbeat_at = models.DateTimeField(_("last heartbeat"), null=True, blank=True, editable=False)
     # Kept by the database, never by this code: triggers change it whenever a line of
     # the call's transcript is written, changed or deleted (migration 0006). 0: the call
     # never had a line. The call list's text cache reads it instead of the lines.
-    transcript_version = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    transcript_version = models.PositiveIntegerField(_("transcript version"), default=0, db_default=0, editable=False)
 
     objects = CallQuerySet.as_manager()
 
@@ -122,7 +125,8 @@ class Call(models.Model):
 
     def __str__(self):
         # Masked: this text ends up in admin titles and the admin's change log.
-        return f"{self.direction} {mask(self.from_e164) or '?'} → {mask(self.to_e164)} ({self.status})"
+        return (f"{self.get_direction_display()} {mask(self.from_e164) or '?'} → {mask(self.to_e164)} "
+                f"({self.get_status_display()})")
 
     def save(self, **kwargs):
         # A full save of a call read before a line was written would put its old
@@ -165,16 +169,17 @@ class TranscriptEntry(models.Model):
         USER = "user", pgettext_lazy("choice", "User")
         SYSTEM = "system", pgettext_lazy("choice", "System")
 
-    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="transcript_entries")
-    role = models.CharField(max_length=16, choices=Role.choices)
-    text = models.TextField()
-    ts = models.DateTimeField()
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="transcript_entries", verbose_name=_("call"))
+    role = models.CharField(_("speaker"), max_length=16, choices=Role.choices)
+    text = models.TextField(_("text"))
+    ts = models.DateTimeField(_("time"))
 
     objects = TranscriptEntryQuerySet.as_manager()
 
     class Meta:
         ordering = ["ts", "id"]
-        verbose_name_plural = "transcript entries"
+        verbose_name = _("transcript line")
+        verbose_name_plural = _("transcript lines")
 
     def save(self, *args, **kwargs):
         if not self._state.adding:
@@ -182,7 +187,7 @@ class TranscriptEntry(models.Model):
         super().save(*args, **kwargs)
 
     def __str__(self):
-        return f"{self.role}: {self.text[:60]}"
+        return f"{self.get_role_display()}: {self.text[:60]}"
 
 
 class CarrierEvent(models.Model):
@@ -190,24 +195,26 @@ class CarrierEvent(models.Model):
     events that arrive before their call.started until they can be applied."""
 
     class State(models.TextChoices):
-        APPLIED = "applied", "Applied"
-        PENDING = "pending", "Pending"
+        APPLIED = "applied", pgettext_lazy("choice", "Applied")
+        PENDING = "pending", pgettext_lazy("choice", "Pending")
 
-    carrier = models.ForeignKey(Carrier, on_delete=models.CASCADE, related_name="events")
-    event_id = models.CharField(max_length=200)
-    type = models.CharField(max_length=32)
-    carrier_call_id = models.CharField(max_length=128)
-    occurred_at = models.DateTimeField()
-    data = models.JSONField()
-    state = models.CharField(max_length=8, choices=State.choices)
-    received_at = models.DateTimeField(auto_now_add=True)
+    carrier = models.ForeignKey(Carrier, on_delete=models.CASCADE, related_name="events", verbose_name=_("carrier"))
+    event_id = models.CharField(_("event id"), max_length=200)
+    type = models.CharField(_("type"), max_length=32)
+    carrier_call_id = models.CharField(_("carrier's call id"), max_length=128)
+    occurred_at = models.DateTimeField(_("occurred"))
+    data = models.JSONField(_("data"))
+    state = models.CharField(_("state"), max_length=8, choices=State.choices)
+    received_at = models.DateTimeField(_("received"), auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["carrier", "event_id"], name="unique_carrier_event")]
         indexes = [models.Index(fields=["carrier", "carrier_call_id", "state"], name="carrier_event_pending")]
+        verbose_name = _("carrier event")
+        verbose_name_plural = _("carrier events")
 
     def __str__(self):
-        return f"{self.carrier_id}/{self.event_id} {self.type} ({self.state})"
+        return f"{self.carrier_id}/{self.event_id} {self.type} ({self.get_state_display()})"
 
 
 class UsageCounter(models.Model):
@@ -217,13 +224,14 @@ class UsageCounter(models.Model):
     checking the cap read one row. `recompute_usage` checks it against the calls.
     """
 
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="usage_counters")
-    period = models.CharField(max_length=7)  # YYYY-MM
-    minutes = models.PositiveIntegerField(default=0)
-    seconds = models.PositiveBigIntegerField(default=0)
-    calls = models.PositiveIntegerField(default=0)
-    reserved_minutes = models.PositiveIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="usage_counters",
+                               verbose_name=_("tenant"))
+    period = models.CharField(_("month"), max_length=7)  # YYYY-MM
+    minutes = models.PositiveIntegerField(_("minutes"), default=0)
+    seconds = models.PositiveBigIntegerField(_("seconds"), default=0)
+    calls = models.PositiveIntegerField(_("calls"), default=0)
+    reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)
+    updated_at = models.DateTimeField(_("last changed"), auto_now=True)
 
     objects = TenantOwnedQuerySet.as_manager()
 
@@ -240,12 +248,14 @@ class UsageCounter(models.Model):
 class SimDial(models.Model):
     """What the built-in `sim` carrier was asked to dial (it dials nobody)."""
 
-    call = models.OneToOneField(Call, on_delete=models.CASCADE, related_name="sim_dial")
-    carrier_call_id = models.CharField(max_length=128, unique=True)
-    from_e164 = models.CharField(max_length=16, blank=True)
-    to_e164 = models.CharField(max_length=16)
-    max_seconds = models.PositiveIntegerField()
-    dialled_at = models.DateTimeField(auto_now_add=True)
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, related_name="sim_dial", verbose_name=_("call"))
+    carrier_call_id = models.CharField(_("carrier's call id"), max_length=128, unique=True)
+    from_e164 = models.CharField(_("from"), max_length=16, blank=True)
+    to_e164 = models.CharField(_("to"), max_length=16)
+    max_seconds = models.PositiveIntegerField(_("longest duration (seconds)"))
+    dialled_at = models.DateTimeField(_("dialled"), auto_now_add=True)
 
     class Meta:
         ordering = ["-dialled_at"]
+        verbose_name = _("simulated dial")
+        verbose_name_plural = _("simulated dials")

@@ -6,6 +6,7 @@ with the stored E.164 beside it. Choice labels of models that keep English label
 their migrations are translated here through the project's locale.
 """
 from django.utils import formats, timezone
+from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.translation import pgettext
 
@@ -37,3 +38,9 @@ def choice_label(instance, field):
 def minutes_seconds(seconds):
     minutes, rest = divmod(seconds or 0, 60)
     return f"{minutes}:{rest:02d}"
+
+
+def format_lazy_percent(text, **values):
+    """`text % values`, formatted each time it is shown (in the active language): for
+    labels made at import time, such as an action's description."""
+    return lazy(lambda: str(text) % {name: str(value) for name, value in values.items()}, str)()

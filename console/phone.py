@@ -2,12 +2,22 @@
 import re
 
 import phonenumbers
+from django.utils.translation import gettext, gettext_noop
 
 DEFAULT_REGION = "DE"
 
 
 class InvalidPhoneNumber(ValueError):
-    pass
+    """Its text is English (the API, the commands); `localized()` is the same message
+    in the active language, for the admin's forms."""
+
+    def __init__(self, message, **params):
+        super().__init__(message % params if params else message)
+        self.message, self.params = message, params
+
+    def localized(self):
+        text = gettext(self.message)
+        return text % self.params if self.params else text
 
 
 def to_e164(raw, *, region=DEFAULT_REGION):
@@ -17,18 +27,17 @@ def to_e164(raw, *, region=DEFAULT_REGION):
     `region`; anything with a leading `+` or `00` is read as international.
     """
     if not isinstance(raw, str) or not raw.strip():
-        raise InvalidPhoneNumber("Enter a phone number.")
+        raise InvalidPhoneNumber(gettext_noop("Enter a phone number."))
     text = raw.strip()
     if any(ch.isalpha() for ch in text):
-        raise InvalidPhoneNumber("A phone number contains no letters.")
+        raise InvalidPhoneNumber(gettext_noop("A phone number contains no letters."))
     try:
         parsed = phonenumbers.parse(text, region)
     except phonenumbers.NumberParseException:
-        raise InvalidPhoneNumber(f"'{raw}' is not a phone number.") from None
+        raise InvalidPhoneNumber(gettext_noop("'%(raw)s' is not a phone number."), raw=raw) from None
     if not phonenumbers.is_valid_number(parsed):
-        raise InvalidPhoneNumber(
-            f"'{raw}' is not a valid phone number; use the international format, e.g. +49 30 1234567."
-        )
+        raise InvalidPhoneNumber(gettext_noop(
+            "'%(raw)s' is not a valid phone number; use the international format, e.g. +49 30 1234567."), raw=raw)
     return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
 
 

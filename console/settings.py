@@ -9,6 +9,7 @@ from pathlib import Path
 import environ
 from csp import constants as csp_constants
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -172,7 +173,8 @@ Q_CLUSTER = {
     "save_limit": 500,
     "catch_up": False,
     "poll": 0.5,
-    "label": "Background jobs",
+    # The admin's name of django-q2's app (its models are the jobs' pages), translated.
+    "label": gettext_lazy("Background jobs"),
     "sync": env.bool("JOBS_SYNC", default=False),
 }
 if REDIS_URL:

@@ -70,3 +70,28 @@ def horizontal_bars(*, rows, label):
                              for i, (name, value) in enumerate(rows)))
     return format_html('<svg class="chart bars" viewBox="0 0 {} {}" role="img" aria-label="{}">{}</svg>',
                        WIDTH, height, label, bars)
+
+
+def cap_bars(*, rows, near, label):
+    """One bar per tenant (rows: (name, used, cap, share)): the share of its cap used
+    this month, the cap at a fixed mark (bars beyond it run to the edge), the `near`
+    share dashed. A bar at or past `near` is `near-cap`, past the cap `over-cap`."""
+    track, left = 360, 170
+    top = max([1.25, *(min(share, 1.5) for _n, _u, _c, share in rows)])
+
+    def x(share):
+        return round(left + min(share, top) / top * track, 1)
+
+    bars = format_html_join("", '<g class="row {}"><text x="0" y="{}">{}</text>'
+                                '<rect class="bar-track" x="{}" y="{}" width="{}" height="14"/>'
+                                '<rect class="bar-used" x="{}" y="{}" width="{}" height="14"/>'
+                                '<text x="{}" y="{}">{} %</text></g>',
+                            (("over-cap" if share > 1 else "near-cap" if share >= near else "",
+                              22 * i + 14, name[:24], left, 22 * i + 3, x(1) - left, left, 22 * i + 3,
+                              round(x(share) - left, 1), x(max(share, 1)) + 6, 22 * i + 14, round(share * 100))
+                             for i, (name, _used, _cap, share) in enumerate(rows)))
+    height = max(22 * len(rows), 22)
+    marks = format_html('<line class="share" x1="{0}" x2="{0}" y1="0" y2="{1}"/>'
+                        '<line class="cap" x1="{2}" x2="{2}" y1="0" y2="{1}"/>', x(near), height, x(1))
+    return format_html('<svg class="chart cap-bars" viewBox="0 0 {} {}" role="img" aria-label="{}">{}{}</svg>',
+                       WIDTH, height, label, bars, marks)

@@ -8,15 +8,20 @@ import datetime as dt
 import math
 import zoneinfo
 
-from django.db.models import Count, F, IntegerField, Q, Sum
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import Count, F, FloatField, IntegerField, Q, Sum
+from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 
 from calls_app.models import Call, UsageCounter
 from calls_app.selectors import usage_for
+from console.locale import ADMIN_TIME_ZONE
 from leads_app.models import OPEN_STATUSES, Lead
 
 DAYS = 30
 LATEST = 5
+# The platform view's "near the cap": this share of the month's cap used or reserved
+# (the first threshold of the `usage.threshold` webhook), and how many tenants it shows.
+NEAR_CAP = 0.8
+CAP_ROWS = 10
 
 
 def month_projection(*, used, local_today, days_in_month):
@@ -80,6 +85,50 @@ def dashboard_figures(*, tenant, now):
         "latest_calls": list(calls.order_by("-created_at", "-id")[:LATEST]),  # 1 query
         "latest_leads": list(leads.order_by("-created_at", "-id")[:LATEST]),  # 1 query
     }
+
+
+def _days_since(now, zone):
+    """The last DAYS days of `zone` up to today, and the moment the first one began."""
+    today = now.astimezone(zone).date()
+    first_day = today - dt.timedelta(days=DAYS - 1)
+    return [first_day + dt.timedelta(days=n) for n in range(DAYS)], dt.datetime.combine(first_day, dt.time(),
+                                                                                         tzinfo=zone)
+
+
+def platform_figures(*, now, time_zone=ADMIN_TIME_ZONE):
+    """For superusers, across all tenants: the totals, minutes and calls per day of
+    the last 30 days (days of `time_zone`, the zone the admin shows a superuser), and
+    the tenants that used the largest share of their cap this month. 6 queries."""
+    figures = platform_totals(now=now)  # 3 queries
+    zone = zoneinfo.ZoneInfo(time_zone)
+    days, since = _days_since(now, zone)
+    per_day = {day: {"minutes": 0, "calls": 0} for day in days}
+    rows = (Call.objects.filter(created_at__gte=since)
+            .annotate(day=TruncDate(Coalesce("started_at", "created_at"), tzinfo=zone))
+            .values("day")
+            .annotate(calls=Count("id"), minutes=Sum((F("seconds") + 59) / 60, output_field=IntegerField()))
+            .order_by())  # 1 query
+    for row in rows:
+        entry = per_day.get(row["day"])
+        if entry is not None:
+            entry["minutes"] += row["minutes"] or 0
+            entry["calls"] += row["calls"]
+    # Used and reserved minutes against the tenant's cap (a cap of 0 counts as 1 minute,
+    # so a tenant without minutes that used some is at the top).
+    counters = UsageCounter.objects.filter(period=figures["period"]).annotate(
+        share=Cast(F("minutes") + F("reserved_minutes"), FloatField())
+        / Cast(Greatest(F("tenant__minute_cap"), 1), FloatField()))
+    top = counters.filter(share__gt=0).order_by("-share", "tenant__slug").values(
+        "tenant__slug", "tenant__name", "tenant__minute_cap", "minutes", "reserved_minutes", "share")[:CAP_ROWS]
+    near_cap = [{"slug": row["tenant__slug"], "name": row["tenant__name"], "cap": row["tenant__minute_cap"],
+                 "used": row["minutes"], "reserved": row["reserved_minutes"], "share": row["share"]}
+                for row in top]  # 1 query
+    figures.update(
+        per_day=per_day,
+        near_cap=near_cap,
+        near_cap_count=counters.filter(share__gte=NEAR_CAP).count(),  # 1 query
+    )
+    return figures
 
 
 def platform_totals(*, now):

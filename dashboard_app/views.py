@@ -7,27 +7,31 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from calls_app.models import Call
-from console.locale import SELECTED_TENANT
+from console.locale import PLATFORM_VIEW, SELECTED_TENANT, operator_home_tenant
 from console.tenants.models import Tenant
 from dashboard_app import charts
-from dashboard_app.selectors import dashboard_figures, platform_totals
+from dashboard_app.selectors import NEAR_CAP, dashboard_figures, platform_figures
 from leads_app.models import Lead
 
 
 def selected_tenant(request, tenants):
     """The tenant of the switcher (`?tenant=<slug>`, kept in the session), else the
-    member's first; None is the platform view (superusers only)."""
+    operator's own: the first tenant they are a member of, superusers included (the
+    operator `make run` prints lands on the demo tenant). None is the platform view:
+    a superuser who picked it, or one who is no tenant's member."""
     by_slug = {tenant.slug: tenant for tenant in tenants}
     if "tenant" in request.GET:
         chosen = by_slug.get(request.GET["tenant"])
         request.session[SELECTED_TENANT] = chosen.pk if chosen else None
+        if request.user.is_superuser:
+            request.session[PLATFORM_VIEW] = chosen is None and request.GET["tenant"] == ""
     pk = request.session.get(SELECTED_TENANT)
     for tenant in tenants:
         if tenant.pk == pk:
             return tenant
-    if request.user.is_superuser:
+    if request.user.is_superuser and request.session.get(PLATFORM_VIEW):
         return None
-    return tenants[0] if tenants else None
+    return operator_home_tenant(request.user)
 
 
 def dashboard(request):
@@ -47,8 +51,26 @@ def dashboard(request):
     if tenant is not None:
         context.update(dashboard_context(dashboard_figures(tenant=tenant, now=now)))
     elif request.user.is_superuser:
-        context["platform"] = platform_totals(now=now)
+        context.update(platform_context(platform_figures(now=now)))
     return TemplateResponse(request, "dashboard_app/dashboard.html", context)
+
+
+def platform_context(figures):
+    days = list(figures["per_day"])
+    per_day = list(figures["per_day"].values())
+    return {
+        "platform": figures,
+        "platform_minutes_chart": charts.day_columns(
+            days=days, series=[[day["minutes"] for day in per_day]], css_classes=["minutes"],
+            label=_("Minutes per day across all tenants, last 30 days")),
+        "platform_calls_chart": charts.day_columns(
+            days=days, series=[[day["calls"] for day in per_day]], css_classes=["inbound"],
+            label=_("Calls per day across all tenants, last 30 days")),
+        "near_cap_chart": charts.cap_bars(
+            rows=[(row["name"], row["used"], row["cap"], row["share"]) for row in figures["near_cap"]],
+            near=NEAR_CAP, label=_("Share of the minute cap used this month")) if figures["near_cap"] else "",
+        "near_cap_percent": round(NEAR_CAP * 100),
+    }
 
 
 def dashboard_context(figures):

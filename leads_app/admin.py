@@ -16,14 +16,14 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext
 from django.views.decorators.http import require_POST
 
-from console.admin_display import choice_label, local_datetime, phone_cell
+from console.admin_display import choice_label, format_lazy_percent, local_datetime, phone_cell
 from console.admin_export import CsvExportMixin
 from console.errors import ApiError
 from console.phone import search_digits
 from console.tenants.admin_scoping import TenantScopedAdmin
 from leads_app.callbacks import callback_start
 from leads_app.models import OPEN_STATUSES, Lead
-from leads_app.services import lead_set_status, leads_set_status
+from leads_app.services import lead_set_status, lead_update, leads_set_status
 
 # The one-click buttons of a row: the usual next steps.
 QUICK_STATUSES = (Lead.Status.CONTACTED, Lead.Status.CONVERTED, Lead.Status.LOST)
@@ -45,7 +45,10 @@ def _status_action(status):
             "count": changed, "status": pgettext("choice", status.label)}, messages.SUCCESS)
 
     action.__name__ = f"mark_{status.value}"
-    action.short_description = _("Mark selected leads as %(status)s") % {"status": status.label.lower()}
+    # Formatted when shown, in the request's language (a `%` on the lazy text would fix
+    # the language of the import).
+    action.short_description = format_lazy_percent(_("Mark selected leads as %(status)s"),
+                                                   status=status.label)
     action.allowed_permissions = ("change",)
     return action
 
@@ -106,6 +109,13 @@ class LeadAdmin(CsvExportMixin, TenantScopedAdmin):
     def has_add_permission(self, request):
         # Leads come from public pages (or seed_demo), never typed in by hand.
         return False
+
+    def save_model(self, request, obj, form, change):
+        """Status and notes are written by the service, which announces a new status
+        (`lead.updated`) as the API and the bulk actions do; the form is never saved
+        to the model directly."""
+        stored = lead_update(lead=obj, status=form.cleaned_data.get("status"), notes=form.cleaned_data.get("notes"))
+        obj.status, obj.notes, obj.updated_at = stored.status, stored.notes, stored.updated_at
 
     def get_search_results(self, request, queryset, search_term):
         """A phone search matches however the number is typed (`0171 234…`, `+49 171…`)."""

@@ -1,9 +1,10 @@
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from rest_framework import serializers
 
 from console.jobs.services import job_enqueue_on_commit
 from leads_app.models import OPEN_STATUSES, Lead
@@ -12,8 +13,14 @@ from webhooks_app.services import event_publish
 
 
 def _announce(lead, event_type):
-    """The lead's webhook event, published in the caller's transaction (sent after it)."""
-    event_publish(tenant=lead.tenant, event_type=event_type, data=LeadSerializer(lead).data,
+    """The lead's webhook event, published in the caller's transaction (sent after it):
+    the lead as the API shows it, with how often its number posted again (docs/api.md)."""
+    # In UTC, as the API writes times, also when an admin request activated the tenant's zone.
+    with timezone.override(UTC):
+        data = {**LeadSerializer(lead).data, "repeat_count": lead.repeat_count,
+                "repeated_at": serializers.DateTimeField().to_representation(lead.repeated_at)
+                if lead.repeated_at else None}
+    event_publish(tenant=lead.tenant, event_type=event_type, data=data,
                   key=f"{event_type}:{lead.pk}:{lead.updated_at.isoformat()}")
 
 
@@ -61,6 +68,8 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
         changes["preferred_at_resolved"] = preferred_time.resolve(now=now, time_zone=tenant.time_zone)
     Lead.objects.filter(pk=first.pk).update(**changes)
     first.refresh_from_db()
+    # The receivers learn that the number asked again (and its newer wish).
+    _announce(first, "lead.updated")
     return first
 
 
@@ -87,3 +96,24 @@ def leads_set_status(*, leads, status):
     for lead in changing:
         lead_set_status(lead=lead, status=status)
     return len(changing)
+
+
+@transaction.atomic
+def lead_update(*, lead, status=None, notes=None):
+    """The console's change of a lead (the admin's change form): its status and the
+    operator's notes, compared with the stored row. A new status is announced
+    (`lead.updated`) like the API's and the bulk actions'; notes are the console's
+    own (not part of the API's lead), so a change of notes alone announces nothing."""
+    stored = Lead.objects.select_for_update().select_related("tenant").get(pk=lead.pk)
+    changed = []
+    if notes is not None and notes != stored.notes:
+        stored.notes = notes
+        changed.append("notes")
+    if status is not None and status != stored.status:
+        stored.status = status
+        changed.append("status")
+    if changed:
+        stored.save(update_fields=[*changed, "updated_at"])
+        if "status" in changed:
+            _announce(stored, "lead.updated")
+    return stored

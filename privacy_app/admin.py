@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from console.audit.services import request_id_of
 from console.errors import ValidationFailed
@@ -33,10 +34,11 @@ class RetentionSettingsAdmin(TenantScopedAdmin):
 class SubjectRequestForm(forms.Form):
     """A tenant and either a number or one call (a web call of the voice agent has no number)."""
 
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
-    phone = forms.CharField(max_length=40, required=False, help_text="Any format: 0171 2345678, +49 171 2345678, 0049…")
-    call_id = forms.CharField(label="or call", max_length=ID_LENGTH, required=False,
-                              help_text="The id of one call (cl_…), e.g. a web call of the voice agent.")
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), label=_("tenant"))
+    phone = forms.CharField(max_length=40, required=False, label=_("phone number"),
+                            help_text=_("Any format: 0171 2345678, +49 171 2345678, 0049…"))
+    call_id = forms.CharField(label=_("or call"), max_length=ID_LENGTH, required=False,
+                              help_text=_("The id of one call (cl_…), e.g. a web call of the voice agent."))
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -48,7 +50,7 @@ class SubjectRequestForm(forms.Form):
         try:
             return to_e164(self.cleaned_data["phone"])
         except InvalidPhoneNumber as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.localized()) from None
 
     def clean(self):
         data = super().clean()
@@ -104,10 +106,10 @@ class ExportAdmin(RequestByPhoneAdmin):
     fields = ["id", "tenant", "phone", "call_id", "status", "requested_by", "created_at", "ready_at", "expires_at",
               "download"]
     readonly_fields = fields
-    request_title = "Export a caller's data"
-    explanation = ("Everything the tenant holds about the number (or the one call) — calls with transcripts, leads, "
-                   "carrier events, webhook deliveries, the voice agent's sessions — as one JSON document. It is "
-                   "deleted after 7 days, and by an erasure of the number or the call.")
+    request_title = _("Export a caller's data")
+    explanation = _("Everything the tenant holds about the number (or the one call) — calls with transcripts, leads, "
+                    "carrier events, webhook deliveries, the voice agent's sessions — as one JSON document. It is "
+                    "deleted after 7 days, and by an erasure of the number or the call.")
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("document")
@@ -116,11 +118,11 @@ class ExportAdmin(RequestByPhoneAdmin):
         export = services.export_create(tenant=tenant, e164=e164, call_id=call_id, actor=_actor(request),
                                         request_id=request_id_of(request))
         if export.status != Export.Status.READY:
-            self.message_user(request, "The export is large: it is built by the next `build_exports` run.",
+            self.message_user(request, _("The export is large: it is built by the next `build_exports` run."),
                               messages.WARNING)
         return export
 
-    @admin.display(description="download")
+    @admin.display(description=_("download"))
     def download(self, export):
         if export.status != Export.Status.READY or export.expires_at <= timezone.now():
             return "—"
@@ -152,11 +154,11 @@ class ErasureAdmin(RequestByPhoneAdmin):
     list_select_related = ["tenant"]
     fields = ["id", "tenant", "erased_at", "counts", "requested_by"]
     readonly_fields = fields
-    request_title = "Erase a caller's data"
-    explanation = ("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "
-                   "webhook delivery, voice agent session, idempotency record and export of the tenant: the number "
-                   "is replaced by a pseudonym, transcripts and leads are deleted, pending webhook deliveries that "
-                   "carry it are stopped. This cannot be undone. The receipt counts what was removed and names no one.")
+    request_title = _("Erase a caller's data")
+    explanation = _("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "
+                    "webhook delivery, voice agent session, idempotency record and export of the tenant: the number "
+                    "is replaced by a pseudonym, transcripts and leads are deleted, pending webhook deliveries that "
+                    "carry it are stopped. This cannot be undone. The receipt counts what was removed and names no one.")
 
     def run(self, tenant, request, *, e164=None, call_id=None):
         return services.erasure_create(tenant=tenant, e164=e164, call_id=call_id, actor=_actor(request),

@@ -4,6 +4,7 @@ import json
 
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import ReadOnlyAdminMixin
@@ -30,32 +31,35 @@ class LaneAdmin(ReadOnlyAdmin):
     fieldsets = [
         (None, {"fields": ["lane_id", "name", "capability", "provider", "status", "priority", "quality_tier",
                            "latency_class", "version"]}),
-        ("Access", {"fields": ["hosting", "access", "endpoint", "health", "probe"]}),
-        ("Cost", {"fields": ["cost_model", "cost_unit", "price"]}),
-        ("Parameters", {"fields": ["params_pretty"]}),
-        ("Test and source", {"fields": ["test", "source", "notes"]}),
+        (_("Access"), {"fields": ["hosting", "access", "endpoint", "health", "probe"]}),
+        (_("Cost"), {"fields": ["cost_model", "cost_unit", "price"]}),
+        (_("Parameters"), {"fields": ["params_pretty"]}),
+        (_("Test and source"), {"fields": ["test", "source", "notes"]}),
     ]
 
-    @admin.display(description="price", ordering="cost_eur")
+    @admin.display(description=_("price"), ordering="cost_eur")
     def price(self, lane):
         group = price_group(lane.cost_eur)
         if group == 2:
-            return "unknown (never counted as free)"
+            return gettext("unknown (never counted as free)")
         if group == 0:
-            return "0 EUR (free)"
-        return f"{lane.cost_eur.normalize()} EUR per {lane.cost_unit}"
+            return gettext("0 EUR (free)")
+        return gettext("%(price)s EUR per %(unit)s") % {"price": lane.cost_eur.normalize(), "unit": lane.cost_unit}
 
-    @admin.display(description="params")
+    @admin.display(description=_("parameters"))
     def params_pretty(self, lane):
         return _pretty_json(lane.params)
 
-    @admin.display(description="latest health probe")
+    @admin.display(description=_("latest health probe"))
     def probe(self, lane):
         health = LaneHealth.objects.filter(lane_id=lane.lane_id).first()
         if health is None:
-            return "not probed"
-        state = "ok" if health.ok else f"FAILED ({health.consecutive_failures} in a row)"
-        return f"{state} at {health.checked_at:%Y-%m-%d %H:%M:%S} UTC ({health.target}) {health.detail}".strip()
+            return gettext("not probed")
+        state = gettext("ok") if health.ok else gettext("FAILED (%(count)s in a row)") % {
+            "count": health.consecutive_failures}
+        return gettext("%(state)s at %(time)s UTC (%(target)s) %(detail)s") % {
+            "state": state, "time": f"{health.checked_at:%Y-%m-%d %H:%M:%S}", "target": health.target,
+            "detail": health.detail}
 
 
 @admin.register(IntegrationLayer)
@@ -81,20 +85,20 @@ class RegistryVersionAdmin(ReadOnlyAdmin):
         # The list needs no documents (a large registry is megabytes per version).
         return queryset.defer("document_text") if request.resolver_match.url_name.endswith("changelist") else queryset
 
-    @admin.display(description="sha256")
+    @admin.display(description=_("SHA-256"))
     def short_sha(self, version):
         return version.sha256[:12]
 
-    @admin.display(description="changes against the version before")
+    @admin.display(description=_("changes against the version before"))
     def changes(self, version):
         diff = selectors.changes_since_previous(version)
         if diff is None:
-            return "first version"
+            return gettext("first version")
         if diff.empty:
-            return "no differences"
+            return gettext("no differences")
         return format_html("<pre>{}</pre>", "\n".join(diff.lines()))
 
-    @admin.display(description="document")
+    @admin.display(description=_("document"))
     def document_pretty(self, version):
         return _pretty_json(version.document)
 

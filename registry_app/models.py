@@ -12,6 +12,8 @@ until it ends).
 import json
 
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 CAPABILITIES = ("chat", "code", "stt", "tts", "voice-agent")
 STATUSES = ("live", "key-ready", "module-ready", "key-gated", "key-missing", "key-orphan", "stub", "eval",
@@ -36,23 +38,25 @@ class RegistryVersionQuerySet(models.QuerySet):
 
 
 class RegistryVersion(models.Model):
-    number = models.BigAutoField(primary_key=True)
+    number = models.BigAutoField(_("number"), primary_key=True)
     # SHA-256 of the canonical JSON (sorted keys, no whitespace): the same content
     # formatted differently is the same document.
-    sha256 = models.CharField(max_length=64, db_index=True)
-    version = models.CharField(max_length=64)
-    updated = models.DateField()
-    lane_count = models.PositiveIntegerField()
-    loaded_at = models.DateTimeField(auto_now_add=True)
-    loaded_by = models.CharField(max_length=150)
+    sha256 = models.CharField(_("SHA-256"), max_length=64, db_index=True)
+    version = models.CharField(_("version"), max_length=64)
+    updated = models.DateField(_("document date"))
+    lane_count = models.PositiveIntegerField(_("number of lanes"))
+    loaded_at = models.DateTimeField(_("loaded"), auto_now_add=True)
+    loaded_by = models.CharField(_("loaded by"), max_length=150)
     # The document exactly as loaded (key order kept), as JSON text. The last column:
     # SQLite reads a row's columns in order, so the small ones before it stay cheap.
-    document_text = models.TextField()
+    document_text = models.TextField(_("document (JSON)"))
 
     objects = RegistryVersionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-number"]
+        verbose_name = _("registry version")
+        verbose_name_plural = _("registry versions")
 
     def __str__(self):
         return f"#{self.number} {self.version} ({self.updated})"
@@ -63,46 +67,54 @@ class RegistryVersion(models.Model):
 
 
 class IntegrationLayer(models.Model):
-    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="layers")
-    name = models.CharField(max_length=64)
-    description = models.TextField(blank=True)
+    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="layers",
+                                verbose_name=_("registry version"))
+    name = models.CharField(_("name"), max_length=64)
+    description = models.TextField(_("description"), blank=True)
 
     class Meta:
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["version", "name"], name="registry_layer_unique_per_version")]
+        verbose_name = _("integration layer")
+        verbose_name_plural = _("integration layers")
 
     def __str__(self):
         return self.name
 
 
 class Lane(models.Model):
-    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="lanes")
-    position = models.PositiveIntegerField(help_text="index in the document's models array")
-    lane_id = models.CharField("id", max_length=100)
-    name = models.CharField(max_length=200)
-    capability = models.CharField(max_length=16, choices=_choices(CAPABILITIES), db_index=True)
-    provider = models.CharField(max_length=200, db_index=True)
-    hosting = models.CharField(max_length=16, choices=_choices(HOSTINGS), db_index=True)
-    access = models.CharField(max_length=64)
-    endpoint = models.CharField(max_length=500, blank=True)
-    health = models.CharField(max_length=500, null=True, blank=True)
-    cost_model = models.CharField(max_length=16)
-    cost_unit = models.CharField(max_length=16)
-    cost_eur = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True,
-                                   help_text="empty: price unknown (never counted as free)")
-    status = models.CharField(max_length=16, choices=_choices(STATUSES), db_index=True)
-    priority = models.IntegerField()
-    quality_tier = models.CharField(max_length=16, choices=_choices(QUALITY_TIERS), db_index=True)
-    latency_class = models.CharField(max_length=16, choices=_choices(LATENCY_CLASSES), db_index=True)
-    params = models.JSONField(default=dict)
-    test = models.TextField(blank=True)
-    source = models.CharField(max_length=500, blank=True)
-    notes = models.TextField(blank=True)
+    version = models.ForeignKey(RegistryVersion, on_delete=models.CASCADE, related_name="lanes",
+                                verbose_name=_("registry version"))
+    position = models.PositiveIntegerField(_("position in the document"),
+                                           help_text=_("index in the document's models array"))
+    lane_id = models.CharField(_("lane id"), max_length=100)
+    name = models.CharField(_("name"), max_length=200)
+    capability = models.CharField(_("capability"), max_length=16, choices=_choices(CAPABILITIES), db_index=True)
+    provider = models.CharField(_("provider"), max_length=200, db_index=True)
+    hosting = models.CharField(_("hosting"), max_length=16, choices=_choices(HOSTINGS), db_index=True)
+    access = models.CharField(_("access"), max_length=64)
+    endpoint = models.CharField(_("endpoint"), max_length=500, blank=True)
+    health = models.CharField(_("health check"), max_length=500, null=True, blank=True)
+    cost_model = models.CharField(_("cost model"), max_length=16)
+    cost_unit = models.CharField(_("cost unit"), max_length=16)
+    cost_eur = models.DecimalField(_("price (EUR)"), max_digits=14, decimal_places=6, null=True, blank=True,
+                                   help_text=_("empty: price unknown (never counted as free)"))
+    status = models.CharField(_("status"), max_length=16, choices=_choices(STATUSES), db_index=True)
+    priority = models.IntegerField(_("priority"))
+    quality_tier = models.CharField(_("quality tier"), max_length=16, choices=_choices(QUALITY_TIERS), db_index=True)
+    latency_class = models.CharField(_("latency class"), max_length=16, choices=_choices(LATENCY_CLASSES),
+                                     db_index=True)
+    params = models.JSONField(_("parameters"), default=dict)
+    test = models.TextField(_("test request"), blank=True)
+    source = models.CharField(_("source"), max_length=500, blank=True)
+    notes = models.TextField(_("notes"), blank=True)
 
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["version", "lane_id"], name="registry_lane_unique_per_version")]
         indexes = [models.Index(fields=["version", "capability", "status"], name="registry_lane_routing")]
+        verbose_name = _("engine lane")
+        verbose_name_plural = _("engine lanes")
 
     def __str__(self):
         return self.lane_id
@@ -111,35 +123,38 @@ class Lane(models.Model):
 class LaneHealth(models.Model):
     """The latest health-probe result of a lane (by lane id, so it survives loads)."""
 
-    lane_id = models.CharField(max_length=100, unique=True)
-    target = models.CharField(max_length=600, help_text="the URL that was probed")
-    ok = models.BooleanField()
-    detail = models.CharField(max_length=300, blank=True)
-    checked_at = models.DateTimeField(db_index=True)
+    lane_id = models.CharField(_("lane id"), max_length=100, unique=True)
+    target = models.CharField(_("target"), max_length=600, help_text=_("the URL that was probed"))
+    ok = models.BooleanField(_("healthy"))
+    detail = models.CharField(_("detail"), max_length=300, blank=True)
+    checked_at = models.DateTimeField(_("checked"), db_index=True)
     # Failed probes in a row up to this one (0 after a success): one failed probe
     # (a restart, a slow moment) does not mark a lane degraded.
-    consecutive_failures = models.PositiveIntegerField(default=0)
+    consecutive_failures = models.PositiveIntegerField(_("failures in a row"), default=0)
 
     class Meta:
         ordering = ["lane_id"]
-        verbose_name_plural = "lane health"
+        verbose_name = _("lane health")
+        verbose_name_plural = _("lane health")
 
     def __str__(self):
-        return f"{self.lane_id}: {'ok' if self.ok else 'failed'}"
+        return f"{self.lane_id}: {gettext('ok') if self.ok else gettext('failed')}"
 
 
 class LaneCooldown(models.Model):
     """A lane whose last call failed (connection error, timeout, 5xx, 429): the router
     leaves it out until `until`. In the database, so every app server process sees it."""
 
-    lane_id = models.CharField(max_length=100, unique=True)
-    until = models.DateTimeField(db_index=True)
-    failures = models.PositiveIntegerField(default=1, help_text="failed calls in a row")
-    reason = models.CharField(max_length=300, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    lane_id = models.CharField(_("lane id"), max_length=100, unique=True)
+    until = models.DateTimeField(_("until"), db_index=True)
+    failures = models.PositiveIntegerField(_("failures"), default=1, help_text=_("failed calls in a row"))
+    reason = models.CharField(_("reason"), max_length=300, blank=True)
+    updated_at = models.DateTimeField(_("last changed"), auto_now=True)
 
     class Meta:
         ordering = ["lane_id"]
+        verbose_name = _("lane cooldown")
+        verbose_name_plural = _("lane cooldowns")
 
     def __str__(self):
-        return f"{self.lane_id} until {self.until:%H:%M:%S}"
+        return gettext("%(lane)s until %(time)s") % {"lane": self.lane_id, "time": f"{self.until:%H:%M:%S}"}

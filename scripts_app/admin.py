@@ -5,6 +5,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from console.errors import ApiError
 from console.tenants.admin_scoping import TenantScopedAdmin
@@ -15,6 +17,9 @@ from scripts_app.catalog import touchpoint
 from scripts_app.forms import ScriptOverrideAdminForm
 from scripts_app.highlighting import analysis_html
 from scripts_app.models import ScriptOverride
+
+# Where the effective text of a touchpoint comes from (selectors.DEFAULT, selectors.TENANT).
+SOURCE_LABELS = {selectors.DEFAULT: _("catalog's default"), selectors.TENANT: _("tenant's own")}
 
 
 @admin.register(ScriptOverride)
@@ -29,7 +34,7 @@ class ScriptOverrideAdmin(TenantScopedAdmin):
     change_form_template = "admin/scripts_app/scriptoverride/change_form.html"
     change_list_template = "admin/scripts_app/scriptoverride/change_list.html"
 
-    @admin.display(description="text")
+    @admin.display(description=_("text"))
     def text_start(self, obj):
         return obj.text if len(obj.text) <= 80 else obj.text[:79] + "…"
 
@@ -109,6 +114,7 @@ class ScriptOverrideAdmin(TenantScopedAdmin):
                 override_pk = override_ids.get(script.touchpoint_id)
                 rows.append({
                     "script": script,
+                    "source_label": SOURCE_LABELS.get(script.source, script.source),
                     "analysis": analysis,
                     "html": analysis_html(script.text, analysis),
                     "edit_url": (
@@ -120,7 +126,8 @@ class ScriptOverrideAdmin(TenantScopedAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"Effective scripts of {tenant}" if tenant else "Effective scripts",
+            "title": gettext("Effective scripts of %(tenant)s") % {"tenant": tenant} if tenant
+            else gettext("Effective scripts"),
             "tenants": tenants,
             "tenant": tenant,
             "rows": rows,

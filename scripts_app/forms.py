@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog
@@ -15,9 +16,9 @@ class ScriptOverrideAdminForm(forms.ModelForm):
     """Shows the findings of the text about to be saved: a text with findings is
     saved only once the operator has seen them and ticked `save_despite_findings`."""
 
-    touchpoint_id = forms.ChoiceField(label="Touchpoint", choices=touchpoint_choices)
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, "cols": 90}), max_length=MAX_TEXT_LENGTH,
-                           strip=False)
+    touchpoint_id = forms.ChoiceField(label=_("touchpoint"), choices=touchpoint_choices)
+    text = forms.CharField(label=_("text"), widget=forms.Textarea(attrs={"rows": 6, "cols": 90}),
+                           max_length=MAX_TEXT_LENGTH, strip=False)
     save_despite_findings = forms.BooleanField(
         required=False, label="Trotz Hinweisen speichern",
         help_text="Der Linter hat Hinweise zu diesem Text (siehe unten). Ankreuzen, um ihn trotzdem zu speichern.",

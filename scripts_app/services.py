@@ -1,5 +1,6 @@
 """Writes of scripts (a tenant's override of a touchpoint is put or deleted) and their rendering to speech."""
 from django.db import transaction
+from django.utils.translation import gettext
 
 from console.errors import ValidationFailed
 from scripts_app.analysis.text import VARIABLE, variables_of
@@ -12,11 +13,12 @@ from speech_app.services import speech_render
 def check_script_text(text):
     """The message why `text` cannot be a script, or None."""
     if not isinstance(text, str):
-        return "Send the script as a string."
+        return gettext("Send the script as a string.")
     if not text.strip():
-        return "The script must not be empty."
+        return gettext("The script must not be empty.")
     if len(text) > MAX_TEXT_LENGTH:
-        return f"The script has {len(text)} characters; at most {MAX_TEXT_LENGTH} are allowed."
+        return gettext("The script has %(length)s characters; at most %(limit)s are allowed.") % {
+            "length": len(text), "limit": MAX_TEXT_LENGTH}
     return None
 
 

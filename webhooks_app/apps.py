@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class WebhooksConfig(AppConfig):
     name = "webhooks_app"
-    verbose_name = "Outbound webhooks"
+    verbose_name = _("Outbound webhooks")

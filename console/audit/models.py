@@ -11,6 +11,7 @@ and no secret.
 """
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.models import Membership
@@ -46,23 +47,24 @@ class AuditEntry(models.Model):
     # No database constraint and no cascade: the trail outlives a deleted tenant (its
     # slug stays in `tenant_slug`).
     tenant = models.ForeignKey("tenants.Tenant", null=True, blank=True, on_delete=models.DO_NOTHING,
-                               db_constraint=False, related_name="+")
-    tenant_slug = models.CharField(max_length=63, blank=True)
+                               db_constraint=False, related_name="+", verbose_name=_("tenant"))
+    tenant_slug = models.CharField(_("tenant (slug)"), max_length=63, blank=True)
     # `key:<API key prefix>`, `user:<staff user name>` or `system:<command>`.
-    actor = models.CharField(max_length=160)
+    actor = models.CharField(_("actor"), max_length=160)
     # `PATCH /v2/leads/{pk}`, `admin.change leads_app.lead`, `privacy.erasure`, …
-    action = models.CharField(max_length=160)
-    object_id = models.CharField(max_length=200, blank=True)
-    request_id = models.CharField(max_length=100, blank=True)
-    details = models.JSONField(default=dict, blank=True)
-    at = models.DateTimeField(default=timezone.now)
+    action = models.CharField(_("action"), max_length=160)
+    object_id = models.CharField(_("object id"), max_length=200, blank=True)
+    request_id = models.CharField(_("request id"), max_length=100, blank=True)
+    details = models.JSONField(_("details"), default=dict, blank=True)
+    at = models.DateTimeField(_("time"), default=timezone.now)
 
     objects = AuditEntryQuerySet.as_manager()
 
     class Meta:
         ordering = ["-at", "-id"]
-        verbose_name_plural = "audit entries"
+        verbose_name_plural = _("audit entries")
         indexes = [models.Index(fields=["tenant", "-at"], name="audit_tenant_newest")]
+        verbose_name = _("audit entry")
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.object_id}".rstrip()

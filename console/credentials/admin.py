@@ -11,8 +11,9 @@ from console.tenants.models import Tenant
 
 
 class ApiKeyCreateForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
-    name = forms.CharField(max_length=100, required=False, help_text="What the key is for, e.g. 'CRM sync'.")
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), label=_("tenant"))
+    name = forms.CharField(max_length=100, required=False, label=_("name"),
+                           help_text=_("What the key is for, e.g. 'CRM sync'."))
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -35,7 +36,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = ApiKeyCreateForm(request.POST or None, user=request.user)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "Create API key"}
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": _("Create API key")}
         if request.method == "POST" and form.is_valid():
             api_key, raw_key = api_key_create(
                 tenant=form.cleaned_data["tenant"], name=form.cleaned_data["name"], created_by=request.user

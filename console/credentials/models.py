@@ -1,5 +1,7 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
@@ -20,25 +22,28 @@ class ApiKey(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("key"), editable=False)
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=32, unique=True, editable=False)
-    key_hash = models.CharField(max_length=64, editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="api_keys",
+                               verbose_name=_("tenant"))
+    name = models.CharField(_("name"), max_length=100, blank=True)
+    prefix = models.CharField(_("prefix"), max_length=32, unique=True, editable=False)
+    key_hash = models.CharField(_("key hash"), max_length=64, editable=False)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, editable=False
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, editable=False,
+        verbose_name=_("created by")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
 
     objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
-        verbose_name = "API key"
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
 
     def __str__(self):
-        return f"{self.prefix}… ({self.name or 'unnamed'})"
+        return f"{self.prefix}… ({self.name or gettext('unnamed')})"
 
     @property
     def is_active(self):

@@ -1,11 +1,12 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+from django.utils.translation import gettext_lazy as _
 
 
 class JobsConfig(AppConfig):
     name = "console.jobs"
     label = "jobs"
-    verbose_name = "Background jobs"
+    verbose_name = _("Background jobs")
 
     def ready(self):
         # `migrate` (run by `make run` and every deployment) keeps the periodic jobs'

@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164
@@ -13,11 +14,11 @@ class PhoneNumberAdminForm(forms.ModelForm):
         try:
             return to_e164(self.cleaned_data["e164"])
         except InvalidPhoneNumber as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.localized()) from None
 
     def clean(self):
         cleaned = super().clean()
         tenant, assistant = cleaned.get("tenant"), cleaned.get("assistant")
         if tenant and assistant and assistant.tenant_id != tenant.id:
-            self.add_error("assistant", "This assistant belongs to another tenant.")
+            self.add_error("assistant", _("This assistant belongs to another tenant."))
         return cleaned

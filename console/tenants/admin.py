@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
+from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import (
     SuperuserOnlyAdminMixin,
@@ -29,6 +30,12 @@ class MembershipInline(TenantScopedInline):
     form = MembershipForm
     extra = 0
 
+    @admin.display(description=_("email address"))
+    def email(self, membership):
+        """The member's address where the inline is read-only (the form's field is not a
+        model field, so Django would show nothing under its bare name)."""
+        return membership.user.email or membership.user.get_username()
+
 
 @admin.register(Tenant)
 class TenantAdmin(TenantScopedAdmin):
@@ -38,9 +45,9 @@ class TenantAdmin(TenantScopedAdmin):
     inlines = [TenantHostInline, TenantOriginInline, MembershipInline]
     fieldsets = [
         (None, {"fields": ["slug", "name", "time_zone", "created_at"]}),
-        ("Calls", {"fields": ["minute_cap", "max_call_minutes"]}),
-        ("Audio", {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
-        ("Public leads", {"fields": ["lead_rate_limit"]}),
+        (_("Calls"), {"fields": ["minute_cap", "max_call_minutes"]}),
+        (_("Audio"), {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
+        (_("Public leads"), {"fields": ["lead_rate_limit"]}),
     ]
 
     def get_queryset(self, request):
@@ -62,7 +69,7 @@ class MembershipAdmin(TenantScopedAdmin):
     list_select_related = ["user", "tenant"]
     search_fields = ["user__username", "user__email", "tenant__slug"]
 
-    @admin.display(description="e-mail", ordering="user__email")
+    @admin.display(description=_("email address"), ordering="user__email")
     def email(self, membership):
         return membership.user.email
 

@@ -1,4 +1,6 @@
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from console.tenants.models import Membership, TenantOrigin
 from console.tenants.services import find_user_by_email, normalize_origin, user_invite
@@ -14,8 +16,10 @@ class TenantOriginForm(forms.ModelForm):
     def clean_origin(self):
         try:
             return normalize_origin(self.cleaned_data["origin"])
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from None
+        except ValueError:
+            raise forms.ValidationError(
+                gettext("'%(value)s' is not a web origin: http(s)://host[:port], without path, query and user.")
+                % {"value": self.cleaned_data["origin"]}) from None
 
 
 class MembershipForm(forms.ModelForm):
@@ -25,9 +29,9 @@ class MembershipForm(forms.ModelForm):
     about accounts outside the member's own tenants. The person of an existing
     membership cannot be changed, only the role."""
 
-    email = forms.EmailField(label="E-mail address", max_length=254,
-                             help_text="Who to add. An address without an account is invited: the new account "
-                                       "stays inactive until an operator activates it.")
+    email = forms.EmailField(label=_("email address"), max_length=254,
+                             help_text=_("Who to add. An address without an account is invited: the new account "
+                                         "stays inactive until an operator activates it."))
 
     class Meta:
         model = Membership
@@ -52,7 +56,8 @@ class MembershipForm(forms.ModelForm):
         if email and tenant is not None:
             user = find_user_by_email(email)
             if user is not None and Membership.objects.filter(tenant=tenant, user=user).exists():
-                self.add_error("email", f"{email} is a member of {tenant.name} already.")
+                self.add_error("email", gettext("%(email)s is a member of %(tenant)s already.")
+                               % {"email": email, "tenant": tenant.name})
         return cleaned
 
     def save(self, commit=True):

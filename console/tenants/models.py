@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.tenants.querysets import TenantOwnedQuerySet
@@ -12,17 +13,18 @@ DEFAULT_DISCLOSURE = "Sie sprechen mit einer KI-Assistenz."
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
 slug_validator = RegexValidator(
-    SLUG_PATTERN, "A slug is 2–63 characters: lowercase letters, digits and '-', not starting with '-'."
+    SLUG_PATTERN, _("A slug is 2–63 characters: lowercase letters, digits and '-', not starting with '-'.")
 )
 
 
 host_validator = RegexValidator(
     r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$",
-    "A host name in lowercase, without scheme or port (e.g. acme.example.com).",
+    _("A host name in lowercase, without scheme or port (e.g. acme.example.com)."),
 )
 
 
-language_validator = RegexValidator(r"^[a-z]{2,3}$", "A two- or three-letter lowercase language code such as 'de'.")
+language_validator = RegexValidator(r"^[a-z]{2,3}$",
+                                    _("A two- or three-letter lowercase language code such as 'de'."))
 
 
 def time_zone_choices():
@@ -33,7 +35,8 @@ def time_zone_choices():
 
 def validate_time_zone(value):
     if value not in zoneinfo.available_timezones():
-        raise ValidationError(f"'{value}' is not a known IANA time zone (e.g. Europe/Berlin).")
+        raise ValidationError(gettext("'%(value)s' is not a known IANA time zone (e.g. Europe/Berlin).")
+                              % {"value": value})
 
 
 class TenantQuerySet(models.QuerySet):
@@ -45,8 +48,8 @@ class TenantQuerySet(models.QuerySet):
 
 
 class Tenant(models.Model):
-    slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
-    name = models.CharField(max_length=200)
+    slug = models.CharField(_("slug"), max_length=63, unique=True, validators=[slug_validator])
+    name = models.CharField(_("name"), max_length=200)
     time_zone = models.CharField(
         _("time zone"), max_length=64, default="Europe/Berlin", choices=time_zone_choices,
         validators=[validate_time_zone], help_text=_("Times in the console, months of the minute cap and "
@@ -57,24 +60,27 @@ class Tenant(models.Model):
                     "against the cap too); when it is used up no outbound call starts. 0 allows no outbound call."),
     )
     max_call_minutes = models.PositiveIntegerField(
-        default=10, validators=[MinValueValidator(1)], help_text="Longest outbound call, in whole minutes."
+        _("longest outbound call (minutes)"), default=10, validators=[MinValueValidator(1)],
+        help_text=_("Longest outbound call, in whole minutes.")
     )
-    recording_enabled = models.BooleanField(default=False)
-    transcription_enabled = models.BooleanField(default=True)
+    recording_enabled = models.BooleanField(_("record calls"), default=False)
+    transcription_enabled = models.BooleanField(_("transcribe calls"), default=True)
     # What the tenant's callers speak: the language of a transcription that names none
     # (detection on short or poor audio is unreliable, so it is not the default).
     language = models.CharField(
-        max_length=3, default="de", validators=[language_validator],
-        help_text="Language of the tenant's callers (e.g. de): used when a transcription request names none.")
+        _("language"), max_length=3, default="de", validators=[language_validator],
+        help_text=_("Language of the tenant's callers (e.g. de): used when a transcription request names none."))
     # Art. 50 disclosure, spoken before every script that opens a call; it cannot be
     # switched off, only worded differently.
     disclosure_text = models.TextField(
-        default=DEFAULT_DISCLOSURE, help_text="Spoken at the start of every call; cannot be switched off."
+        _("AI disclosure"), default=DEFAULT_DISCLOSURE,
+        help_text=_("Spoken at the start of every call; cannot be switched off.")
     )
     lead_rate_limit = models.PositiveIntegerField(
-        default=30, validators=[MinValueValidator(1)], help_text="Public lead posts per client address per 10 minutes."
+        _("public lead limit"), default=30, validators=[MinValueValidator(1)],
+        help_text=_("Public lead posts per client address per 10 minutes.")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     objects = TenantQuerySet.as_manager()
 
@@ -90,9 +96,13 @@ class Tenant(models.Model):
 class TenantHost(models.Model):
     """A host name that selects its tenant when a request carries no X-Tenant header."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="hosts")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="hosts", verbose_name=_("tenant"))
     # Unique across tenants: one host name can only ever mean one tenant.
-    host = models.CharField(max_length=253, unique=True, validators=[host_validator])
+    host = models.CharField(_("host name"), max_length=253, unique=True, validators=[host_validator])
+
+    class Meta:
+        verbose_name = _("host name")
+        verbose_name_plural = _("host names")
 
     def __str__(self):
         return self.host
@@ -101,12 +111,14 @@ class TenantHost(models.Model):
 class TenantOrigin(models.Model):
     """A web origin (scheme://host[:port]) allowed to post public leads for the tenant."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="origins")
-    origin = models.CharField(max_length=300)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="origins", verbose_name=_("tenant"))
+    origin = models.CharField(_("web origin"), max_length=300)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "origin"], name="unique_origin_per_tenant")]
         indexes = [models.Index(fields=["origin"])]
+        verbose_name = _("allowed origin")
+        verbose_name_plural = _("allowed origins")
 
     def __str__(self):
         return self.origin
@@ -117,10 +129,11 @@ class Membership(models.Model):
         OWNER = "owner", _("Owner")
         MEMBER = "member", _("Staff")
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
-    created_at = models.DateTimeField(auto_now_add=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("tenant"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+                             verbose_name=_("user"))
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     objects = TenantOwnedQuerySet.as_manager()
 
@@ -130,4 +143,4 @@ class Membership(models.Model):
         verbose_name_plural = _("memberships")
 
     def __str__(self):
-        return f"{self.user} in {self.tenant.slug} ({self.role})"
+        return f"{self.user} in {self.tenant.slug} ({self.get_role_display()})"

@@ -75,7 +75,7 @@ def test_the_projects_admin_pages_work_without_a_policy_violation(console, admin
     # A key made in the admin is shown once, styled from the static file.
     visit("/admin/credentials/apikey/add/")
     page.select_option("select[name=tenant]", label="Demo Praxis GmbH (demo)")
-    page.click("input[value='Create key']")
+    page.click("input[type=submit].default")  # 'Create key' or 'Schlüssel anlegen', as the browser asks
     # Retried until it holds: the click does not wait for the new page's stylesheet.
     expect(page.locator("#raw-key")).to_have_css("user-select", "all")
     seen.extend(f"key created: {v}" for v in violations(page))

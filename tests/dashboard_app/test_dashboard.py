@@ -1,15 +1,19 @@
 """The dashboard's figures against hand-computed ones, in Berlin's days and months,
 in a pinned number of queries; and what a member of another tenant sees of them."""
 import datetime as dt
+import io
 import re
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from calls_app.models import Call, Carrier, UsageCounter
-from dashboard_app.selectors import dashboard_figures
+from console.tenants.models import Membership
+from console.tenants.services import membership_add
+from dashboard_app.selectors import dashboard_figures, platform_figures
 from leads_app.models import Lead
 
 pytestmark = pytest.mark.django_db
@@ -136,3 +140,74 @@ def test_superusers_see_platform_totals_and_can_pick_a_tenant(seeded, django_use
     assert re.search(r'id="platform-calls">6<', client.get("/admin/").content.decode())
     client.get("/admin/?tenant=acme")
     assert "Acme" in client.get("/admin/").content.decode()
+
+
+def test_the_operator_make_run_prints_lands_on_the_demo_tenants_dashboard(db, client):
+    """Logged in with what `seed_demo` prints (a superuser and the demo tenant's
+    owner), the start page is the demo tenant's dashboard with its charts."""
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    user, password = re.search(r"user (\S+)\s+password (\S+)", out.getvalue()).groups()
+    response = client.post("/admin/login/?next=/admin/", {"username": user, "password": password, "next": "/admin/"},
+                           follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0] == "/admin/"
+    assert '<h1 class="dashboard-title">Demo Praxis GmbH</h1>' in page and 'id="minutes-used"' in page
+    assert page.count('<g class="day"') == 30 * 3 and 'class="bar-used"' in page
+    # Still a superuser: the switcher offers the platform view.
+    assert "Plattform (alle Mandanten)" in page
+    platform = client.get("/admin/?tenant=", follow=True).content.decode()
+    assert '<h1 class="dashboard-title">Plattform</h1>' in platform
+    assert '<h1 class="dashboard-title">Plattform</h1>' in client.get("/admin/").content.decode()  # kept
+    client.get("/admin/?tenant=demo")
+    assert '<h1 class="dashboard-title">Demo Praxis GmbH</h1>' in client.get("/admin/").content.decode()
+
+
+def test_a_superuser_member_works_in_the_zone_of_their_own_tenant(seeded, django_user_model):
+    seeded.time_zone = "America/New_York"
+    seeded.save()
+    root = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    membership_add(tenant=seeded, user=root, role=Membership.Role.OWNER)
+    page = logged_in(root).get("/admin/calls_app/call/").content.decode()
+    assert "10.11.2026 03:00" in page  # 08:00 UTC in New York, not 09:00 in Berlin
+
+
+def test_platform_figures_across_tenants(seeded, tenant_b):
+    tenant_b.minute_cap = 800
+    tenant_b.save()
+    figures = platform_figures(now=NOW)
+    per_day = figures["per_day"]
+    assert len(per_day) == 30 and max(per_day) == dt.date(2026, 11, 10)
+    # Berlin's days: A's 2 min on 31 Oct, 1 min on 1 Nov, 3 on 9 Nov; A's 0 and B's 100 on 10 Nov.
+    assert {day: entry["minutes"] for day, entry in per_day.items() if entry["minutes"]} == {
+        dt.date(2026, 10, 31): 2, dt.date(2026, 11, 1): 1, dt.date(2026, 11, 9): 3, dt.date(2026, 11, 10): 100}
+    assert per_day[dt.date(2026, 11, 10)]["calls"] == 2
+    # Globex used 777 of 800 (97 %), Acme 30 + 4 reserved of 300 (11 %).
+    assert [(row["slug"], row["used"], row["cap"]) for row in figures["near_cap"]] == [
+        ("globex", 777, 800), ("acme", 30, 300)]
+    assert round(figures["near_cap"][0]["share"], 3) == round(777 / 800, 3)
+    assert figures["near_cap_count"] == 1
+
+
+def test_platform_figures_take_the_same_queries_whatever_the_data(seeded, carrier, tenant_b):
+    with CaptureQueriesContext(connection) as few:
+        platform_figures(now=NOW)
+    for n in range(20):
+        add_call(seeded if n % 2 else tenant_b, carrier, NOW - dt.timedelta(hours=n * 9), seconds=n * 13)
+    with CaptureQueriesContext(connection) as many:
+        platform_figures(now=NOW)
+    assert len(few) == len(many) == 6
+
+
+def test_the_platform_view_has_charts_of_its_own(seeded, tenant_b, django_user_model):
+    tenant_b.minute_cap = 800
+    tenant_b.save()
+    root = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    page = logged_in(root).get("/admin/").content.decode()
+    assert '<h1 class="dashboard-title">Plattform</h1>' in page
+    assert "Minuten pro Tag über alle Mandanten" in page and "Mandanten nahe ihrem Kontingent" in page
+    assert page.count('<g class="day"') == 30 * 2  # minutes and calls per day
+    near = re.search(r'<svg class="chart cap-bars".*?</svg>', page, re.S).group(0)
+    assert near.count('<g class="row') == 2 and 'class="row near-cap"' in near and ">Globex<" in near
+    assert re.search(r'id="near-cap-count">1</strong>\s+Mandant\(en\) mit 80 % ihres', page)
+    assert 'href="?tenant=globex"' in page

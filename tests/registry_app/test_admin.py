@@ -32,8 +32,8 @@ def test_lane_detail_is_readable(loaded, admin_client):
     page = admin_client.get(f"/admin/registry_app/lane/{pk}/change/")
     assert page.status_code == 200
     text = page.content.decode()
-    for shown in ("14.5 EUR per 1M chars", "de-DE-KatjaNeural", "voice-gateway probe tts azure",
-                  "voice-gateway/adapters/azure", "Key hinterlegt, Abrechnung pro Zeichen.", "not probed"):
+    for shown in ("14.5 EUR pro 1M chars", "de-DE-KatjaNeural", "voice-gateway probe tts azure",
+                  "voice-gateway/adapters/azure", "Key hinterlegt, Abrechnung pro Zeichen.", "nicht geprüft"):
         assert shown in text
     assert 'name="_save"' not in text  # read-only: no save button
 
@@ -42,7 +42,7 @@ def test_unknown_price_is_shown_as_unknown(loaded, admin_client):
     lane(loaded, "tts-azure-de")["cost"]["eur"] = None
     load(loaded)
     page = admin_client.get("/admin/registry_app/lane/?q=tts-azure-de")
-    assert "unknown (never counted as free)" in page.content.decode()
+    assert "unbekannt (nie als kostenlos gezählt)" in page.content.decode()
 
 
 def test_registry_data_cannot_be_added_changed_or_deleted(loaded, admin_client):

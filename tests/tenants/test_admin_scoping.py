@@ -208,7 +208,7 @@ def test_adding_a_member_twice_is_refused(owner, teammate, tenant_a):
     response = add_member(admin_client(owner), tenant_a, "tom-teammate@example.com")
 
     assert response.status_code == 200
-    assert "is a member of Acme already" in response.content.decode()
+    assert "ist bereits Mitglied von Acme" in response.content.decode()
 
 
 def test_member_cannot_add_people_to_a_foreign_tenant(owner, tenant_b, django_user_model):
@@ -259,7 +259,7 @@ def test_origins_inline_refuses_what_is_not_an_origin(owner, tenant_a, origin):
     response = post_origins(admin_client(owner), tenant_a, origin)
 
     assert response.status_code == 200
-    assert "not a web origin" in response.content.decode() or "not a bare origin" in response.content.decode()
+    assert "ist keine Web-Herkunft" in response.content.decode()
     assert list(tenant_a.origins.values_list("origin", flat=True)) == ["https://acme.example"]
 
 
