@@ -3,12 +3,13 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from console.engines import engine_probes, lane_status
-from gateway_app.config import gateway_mode
-from gateway_app.cost import Measures
-from gateway_app.failover import Step
 from gateway_app.models import LaneUsage
-from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step, ordered_lanes
+from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step
 from gateway_app.voice import BUILTIN_LOCAL_LANES, hosted_step, is_local
+from registry_app.lanes.config import gateway_mode
+from registry_app.lanes.cost import Measures
+from registry_app.lanes.failover import Step
+from registry_app.lanes.plans import ordered_lanes
 from registry_app.routing import active_cooldowns, price_group, route
 
 PRICE_NAMES = ("zero-euro", "paid", "unknown")

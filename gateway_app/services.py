@@ -1,22 +1,20 @@
 """The gateway's writes: answering through the lanes, their cooldowns and usage."""
 import time
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import lru_cache
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from gateway_app.cost import Measures, lane_cost
 from gateway_app.errors import AudioTooLong, NoLaneAnswered, OverBudget
-from gateway_app.failover import run_steps
 from gateway_app.models import LaneUsage
 from gateway_app.planning import ChatQuery, chat_steps
 from gateway_app.roles import role_named
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
-from registry_app.routing import lane_state
-from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from registry_app.lanes.cost import Measures, lane_cost
+from registry_app.lanes.failover import run_steps
+from registry_app.lanes.outcomes import record_failure, record_success
 from speech_app import services as speech
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import EmptyAudio
@@ -82,20 +80,6 @@ def lane_usage_add(*, lane, mode, day=None, **counts):
         _increment(day, lane.id, mode, counts)
 
 
-def _record_failure(step, failure):
-    if failure.cools_down:
-        seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
-        lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
-    lane_usage_add(lane=step.lane, mode=step.mode, failures=1)
-
-
-def _record_success(step, cost, **counts):
-    lane_usage_add(lane=step.lane, mode=step.mode, requests=1, eur=Decimal(f"{cost:.6f}"), **counts)
-    # The lane answered: its failures in a row start from zero (a cooldown that has ended goes).
-    if step.lane.id in lane_state().cooldowns:
-        lane_cooldown_clear(lane_id=step.lane.id)
-
-
 # Why a lane is not used that stays so for this request, however often it is sent.
 LASTING_OUTCOMES = frozenset({"over_budget", "price_unknown", "no_key", "unavailable"})
 
@@ -121,7 +105,7 @@ def answer_through(steps, *, max_eur, what):
     stood in the way, else NoLaneAnswered, with every attempt."""
     deadline = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
     answer = run_steps(steps, deadline=deadline, attempt_timeout=settings.GATEWAY_TIMEOUT_SEC, max_eur=max_eur,
-                       on_failure=_record_failure)
+                       on_failure=record_failure)
     if answer.step is None:
         refusal = _over_budget(steps, answer.attempts, max_eur=max_eur, what=what)
         if refusal is not None:
@@ -147,7 +131,7 @@ def gateway_chat(*, query, max_eur=None, min_quality=None, max_latency=None, hos
     # Simulated lanes spend nothing, whatever their price.
     cost = 0.0 if step.mode == "mock" else lane_cost(step.lane, Measures(tokens=result.input_tokens
                                                                           + result.output_tokens))
-    _record_success(step, cost, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
+    record_success(step, cost, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
     return GatewayAnswer(result=result, lane=step.lane.id, mode=step.mode, attempts=answer.attempts, cost_eur=cost,
                          fallback=step.fallback)
 
@@ -184,7 +168,7 @@ def gateway_speak(*, text, voice=None, language=None, max_eur=None):
                                  local_call=lambda: speech.speech_render(text=text, voice=voice)[0],
                                  hosted_call=hosted_speak(text, voice or language))
     rendered = answer.result
-    _record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
+    record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
     return GatewayAnswer(result=rendered, lane=answer.step.lane.id, mode=answer.step.mode, attempts=answer.attempts,
                          cost_eur=cost)
 
@@ -226,6 +210,6 @@ def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
     answer, cost = _voice_answer("stt", measures=measures, max_eur=max_eur, language=language,
                                  local_call=lambda: speech.audio_transcribe(audio=audio, language=language, phrases=phrases),
                                  hosted_call=hosted)
-    _record_success(answer.step, cost, audio_seconds=seconds)
+    record_success(answer.step, cost, audio_seconds=seconds)
     return GatewayAnswer(result=answer.result, lane=answer.step.lane.id, mode=answer.step.mode,
                          attempts=answer.attempts, cost_eur=cost)

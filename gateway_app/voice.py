@@ -16,11 +16,11 @@ from functools import partial
 
 from console.engines import SPEECH_MODULE_ENDPOINTS, engine_probes, local_engine_id
 from console.errors import ApiError
-from gateway_app.config import lane_setting, lane_variable
-from gateway_app.cost import lane_cost
-from gateway_app.failover import LaneFailure, Step
-from gateway_app.planning import budget_skip, http_url, lane_model, ordered_lanes
 from gateway_app.providers import speech_api
+from registry_app.lanes.config import lane_setting, lane_variable
+from registry_app.lanes.cost import lane_cost
+from registry_app.lanes.failover import LaneFailure, Step
+from registry_app.lanes.plans import budget_skip, http_url, lane_model, ordered_lanes
 from registry_app.routing import route
 from registry_app.snapshot import SnapshotLane
 from speech_app.cache import RenderedAudio

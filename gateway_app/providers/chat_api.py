@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from gateway_app.failover import LaneFailure
-from gateway_app.providers import http
+from registry_app.lanes import http
+from registry_app.lanes.failover import LaneFailure
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ Synthesis: `POST <endpoint>` `{"model", "input", "voice", "response_format": "mp
 import json
 import secrets
 
-from gateway_app.failover import LaneFailure
-from gateway_app.providers import http
+from registry_app.lanes import http
+from registry_app.lanes.failover import LaneFailure
 
 
 def synthesize(*, endpoint, key, model, text, voice, timeout):

@@ -8,10 +8,10 @@ from urllib.parse import quote
 import pytest
 from django.utils import timezone
 
-from gateway_app.cost import Measures
 from gateway_app.models import LaneUsage
 from gateway_app.services import answer_through
 from gateway_app.voice import hosted_transcribe, voice_steps
+from registry_app.lanes.cost import Measures
 from registry_app.models import LaneCooldown
 from registry_app.services import lane_cooldown_start
 from speech_app.decode import decode_to_pcm

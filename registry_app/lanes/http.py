@@ -1,9 +1,12 @@
-"""One bounded HTTP POST to a provider, with its failures as LaneFailure outcomes.
+"""One bounded HTTP POST to a lane's provider, with its failures as LaneFailure outcomes.
 
-Redirects are not followed (a provider that redirects is misconfigured, and a
-redirect could carry the key elsewhere). Requests to loopback addresses ignore proxy
-variables, so a local provider is really called locally. The answer is read in
-chunks until the attempt's deadline and at most `max_bytes`.
+Used by the gateway's chat lanes and by speech_app's remote speech lanes. Redirects
+are not followed (a provider that redirects is misconfigured, and a redirect could
+carry the key elsewhere). Requests to loopback addresses ignore proxy variables, so a
+local provider is really called locally. An answer that announces more than
+`max_bytes` (Content-Length) is refused unread; any other is read in chunks until
+the attempt's deadline and refused as soon as it passes `max_bytes`, so a huge answer
+is never held whole.
 """
 import http.client
 import socket
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import urlsplit
 
-from gateway_app.failover import LaneFailure
+from registry_app.lanes.failover import LaneFailure
 from registry_app.probes import is_loopback
 
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -49,7 +52,15 @@ def _retry_after(headers):
     return min(int(value), MAX_RETRY_AFTER_SEC) if value.isascii() and value.isdigit() else None
 
 
+def _declared_length(headers):
+    value = (headers.get("Content-Length") or "").strip() if headers is not None else ""
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
 def _read(response, deadline, max_bytes):
+    declared = _declared_length(response.headers)
+    if declared is not None and declared > max_bytes:
+        raise LaneFailure("bad_response", f"the answer announces {declared} bytes, more than {max_bytes}")
     body = bytearray()
     while True:
         if time.monotonic() > deadline:
