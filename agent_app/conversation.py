@@ -7,7 +7,7 @@ from django.conf import settings
 from gateway_app.services import gateway_agent_answer
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
-from speech_app.services import recognizer_for, synthesizer_for
+from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
@@ -38,9 +38,11 @@ def hear(pcm, *, language):
 
 
 def get_ready(*, language):
-    """Loads the recognition model while the opening is spoken (the first session of a
-    process would otherwise wait for it at the caller's first words)."""
-    engine = recognizer_for(language)
+    """Loads this process's recognition model while the opening is spoken (the first
+    session of a process would otherwise wait for it at the caller's first words). Also
+    where a remote speech server hears first: the model is its fallback, and the
+    server is not asked to hear a second of silence for every session."""
+    engine = local_recognizer(language)
     engine.transcribe(b"\0" * 16000, language=language, deadline=Deadline(60))
 
 

@@ -11,11 +11,10 @@ from gateway_app.errors import AudioTooLong, NoLaneAnswered, OverBudget
 from gateway_app.models import LaneUsage
 from gateway_app.planning import ChatQuery, chat_steps
 from gateway_app.roles import role_named
-from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
+from gateway_app.voice import speak_steps, transcribe_steps_for
 from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import run_steps
 from registry_app.lanes.outcomes import record_failure, record_success
-from speech_app import services as speech
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import EmptyAudio
 
@@ -149,67 +148,37 @@ def gateway_role_answer(*, role, prompt, language=None):
                         min_quality=limits.min_quality, max_latency=limits.max_latency, hosted_fallback=True)
 
 
-def _voice_answer(capability, *, measures, max_eur, local_call, hosted_call, language):
-    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
-    steps = voice_steps(capability, language=language, measures=measures, max_eur=max_eur, local_call=local_call,
-                        hosted_call=hosted_call)
-    answer = answer_through(steps, max_eur=max_eur, what=capability)
-    cost = lane_cost(answer.step.lane, measures)
-    return answer, cost
-
-
 def gateway_speak(*, text, voice=None, language=None, max_eur=None):
     """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
-    if voice is None and language is not None:
-        voice = language  # eSpeak NG names its voices by language
-    language = language or (voice or settings.SPEECH_DEFAULT_VOICE).partition("+")[0]
-    measures = Measures(characters=len(text))
-    answer, cost = _voice_answer("tts", measures=measures, max_eur=max_eur, language=language,
-                                 local_call=lambda: speech.speech_render(text=text, voice=voice)[0],
-                                 hosted_call=hosted_speak(text, voice or language))
-    rendered = answer.result
+    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
+    answer = answer_through(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur),
+                            max_eur=max_eur, what="tts")
+    rendered, _ = answer.result
+    cost = lane_cost(answer.step.lane, Measures(characters=len(text)))
     record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
     return GatewayAnswer(result=rendered, lane=answer.step.lane.id, mode=answer.step.mode, attempts=answer.attempts,
                          cost_eur=cost)
 
 
-@dataclass(frozen=True)
-class HeardText:
-    """What a hosted speech API heard, shaped like the speech module's Transcript."""
-
-    text: str
-    duration_sec: float
-    engine: str
-    model: str
-    language: str
-
-    def as_json(self):
-        return {"text": self.text, "words": [], "durationSec": round(self.duration_sec, 2), "engine": self.engine,
-                "model": self.model, "language": self.language}
-
-
 def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
-    """POST /v1/transcribe: a GatewayAnswer whose result has `as_json()` (the transcript).
+    """POST /v1/transcribe: a GatewayAnswer whose result is the Transcript.
 
     The audio is decoded once up front: undecodable or over-long audio is refused
-    before any lane is asked, and its length prices the hosted lanes."""
+    before any lane is asked, and its length prices the paid lanes."""
     language = language or "de"
+    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     if not audio:
         raise EmptyAudio()
-    seconds = decode_to_pcm(audio).duration_sec
+    decoded = decode_to_pcm(audio)
+    seconds = decoded.duration_sec
     if seconds > settings.GATEWAY_MAX_AUDIO_SEC:
         raise AudioTooLong(f"The audio is {seconds:.1f} s long; the voice gateway transcribes at most "
                            f"{settings.GATEWAY_MAX_AUDIO_SEC:g} s per request.",
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
-    measures = Measures(audio_seconds=seconds)
-
-    def hosted(endpoint, key, model, timeout):
-        text = hosted_transcribe(audio, language)(endpoint, key, model, timeout)
-        return HeardText(text=text, duration_sec=seconds, engine="api", model=model, language=language)
-
-    answer, cost = _voice_answer("stt", measures=measures, max_eur=max_eur, language=language,
-                                 local_call=lambda: speech.audio_transcribe(audio=audio, language=language, phrases=phrases),
-                                 hosted_call=hosted)
+    steps = transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None, seconds=seconds,
+                                 max_eur=max_eur)
+    answer = answer_through(steps, max_eur=max_eur, what="stt")
+    cost = lane_cost(answer.step.lane, Measures(audio_seconds=seconds))
     record_success(answer.step, cost, audio_seconds=seconds)
     return GatewayAnswer(result=answer.result, lane=answer.step.lane.id, mode=answer.step.mode,
                          attempts=answer.attempts, cost_eur=cost)

@@ -14,6 +14,7 @@ from websockets.asyncio.client import connect
 
 from agent_app.audio import WireFormat
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
+from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
 
 PORTS = range(18500, 18600)
 FRAME_SEC = 0.1
