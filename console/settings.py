@@ -287,6 +287,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets that share a field name with another (`kind`) get a name of their own.
+    "ENUM_NAME_OVERRIDES": {"KindEnum": "leads_app.models.Lead.Kind",
+                            "EntityReferenceKindEnum": "console.schema_types.REFERENCE_KINDS"},
 }
 
 # --- HTTPS (docs/operations.md, "Production settings") ---
