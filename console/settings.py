@@ -233,10 +233,11 @@ VAR_DIR = project_path("VAR_DIR", "var")
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
 # The longest URL (path and query string, in bytes) an API request may have: longer →
-# 414 `uri_too_long` (console/middleware.py). Below gunicorn's limit_request_line
-# (8,190, gunicorn.conf.py), so that Django, not gunicorn, answers every such URL up to
-# that length. Query parameters are bounded by Django's DATA_UPLOAD_MAX_NUMBER_FIELDS.
-API_MAX_URI_BYTES = 8000
+# 414 `uri_too_long` (console/middleware.py). gunicorn's default request line (4,094
+# bytes), which clients met before; gunicorn itself admits up to 8,190
+# (gunicorn.conf.py), so that Django, not gunicorn, answers every URL up to twice this
+# length. Query parameters are bounded by Django's DATA_UPLOAD_MAX_NUMBER_FIELDS.
+API_MAX_URI_BYTES = 4094
 # Open API endpoints that read no credentials, so no login session either (a path, or a
 # prefix ending in "/"); they skip the session middleware (console/middleware.py).
 SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
