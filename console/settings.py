@@ -276,6 +276,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Enums of OpenAI's chat completion (gateway_app), named after what they are.
+    "ENUM_NAME_OVERRIDES": {
+        "ChatCompletionObjectEnum": ["chat.completion"],
+        "AssistantRoleEnum": ["assistant"],
+        "FinishReasonEnum": ["stop", "length", "tool_calls", "content_filter"],
+    },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
