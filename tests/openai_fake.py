@@ -48,6 +48,9 @@ class Reply:
     stall: threading.Event = None
     done: bool = True  # ends with `data: [DONE]`
 
+    def whole_text(self):
+        return "".join(self.text_pieces())
+
     def text_pieces(self):
         if self.pieces is not None:
             return list(self.pieces)
@@ -84,7 +87,7 @@ def stream_events(reply):
 
 
 def completion(reply):
-    message = {"role": "assistant", "content": reply.text or None}
+    message = {"role": "assistant", "content": reply.whole_text() or None}
     if reply.tool_calls:
         message["tool_calls"] = [{"id": call.id, "type": "function",
                                   "function": {"name": call.name, "arguments": call.arguments}}
@@ -98,9 +101,35 @@ def completion(reply):
     return body
 
 
+def ollama_lines(reply):
+    """`reply` in Ollama's native dialect (POST /api/chat): one JSON object per line, tool
+    calls whole with their arguments as objects, the counts on the last line."""
+    def line(message, done=False, **extra):
+        return {"model": "fake-model", "created_at": "2026-11-25T10:00:00Z",
+                "message": {"role": "assistant", "content": "", **message}, "done": done, **extra}
+    lines = [line({"content": piece}) for piece in reply.text_pieces() if piece]
+    if reply.tool_calls:
+        lines.append(line({"tool_calls": [{"function": {"name": call.name, "arguments": json.loads(call.arguments)}}
+                                          for call in reply.tool_calls]}))
+    counts = {"prompt_eval_count": reply.usage[0], "eval_count": reply.usage[1]} if reply.usage else {}
+    lines.append(line({}, True, done_reason=reply.finish_reason or "stop", **counts))
+    return lines
+
+
+def ollama_whole(reply):
+    """`reply` in Ollama's dialect with `"stream": false`: one object, the last line's with the whole message."""
+    lines = ollama_lines(reply)
+    message = {"role": "assistant", "content": reply.whole_text()}
+    if reply.tool_calls:
+        message["tool_calls"] = lines[-2]["message"]["tool_calls"]
+    return {**lines[-1], "message": message}
+
+
 class FakeChatServer:
-    def __init__(self, replies):
-        self.replies = replies
+    """`dialect` "openai" (POST /v1/chat/completions) or "ollama" (POST /api/chat)."""
+
+    def __init__(self, replies, dialect="openai"):
+        self.replies, self.dialect = replies, dialect
         self.requests = []  # (path, headers, parsed body)
         self.holds = []
         self._served = 0
@@ -128,7 +157,8 @@ class FakeChatServer:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/chat/completions"
+        path = "/api/chat" if self.dialect == "ollama" else "/v1/chat/completions"
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
 
     @property
     def bodies(self):
@@ -151,13 +181,17 @@ class FakeChatServer:
             if reply.status != 200:
                 self._plain(handler, reply.status, reply.body or b'{"error": {"message": "failed"}}', reply.headers)
                 return
-            streamed = reply.stream if reply.stream is not None else bool(isinstance(body, dict) and body.get("stream"))
+            # Ollama streams unless told not to; OpenAI's servers only when asked.
+            asked = body.get("stream", self.dialect == "ollama") if isinstance(body, dict) else False
+            streamed = reply.stream if reply.stream is not None else bool(asked)
             if not streamed:
                 self._wait(reply)
-                self._plain(handler, 200, json.dumps(completion(reply)).encode(), reply.headers)
+                whole = ollama_whole(reply) if self.dialect == "ollama" else completion(reply)
+                self._plain(handler, 200, json.dumps(whole).encode(), reply.headers)
                 return
             handler.send_response(200)
-            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Content-Type", "application/x-ndjson" if self.dialect == "ollama"
+                                else "text/event-stream")
             handler.send_header("Cache-Control", "no-cache")
             handler.send_header("Transfer-Encoding", "chunked")
             handler.send_header("Connection", "close")
@@ -196,11 +230,15 @@ class FakeChatServer:
 
     def _stream(self, handler, reply):
         # The role chunk goes out at once, as real servers send it; the first token waits.
-        lines = ([line + b"\n" for line in reply.raw_lines] if reply.raw_lines is not None
-                 else [b"data: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
-                       for event in stream_events(reply)])
-        if reply.raw_lines is None and reply.done:
-            lines.append(b"data: [DONE]\n\n")
+        if reply.raw_lines is not None:
+            lines = [line + b"\n" for line in reply.raw_lines]
+        elif self.dialect == "ollama":
+            lines = [json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in ollama_lines(reply)]
+        else:
+            lines = [b"data: " + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
+                     for event in stream_events(reply)]
+            if reply.done:
+                lines.append(b"data: [DONE]\n\n")
         for number, line in enumerate(lines):
             if number == 1:
                 self._wait(reply)

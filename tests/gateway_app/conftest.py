@@ -179,8 +179,8 @@ def chat_server():
 
     started = []
 
-    def start(replies):
-        started.append(FakeChatServer(replies))
+    def start(replies, dialect="openai"):
+        started.append(FakeChatServer(replies, dialect))
         return started[-1]
 
     yield start

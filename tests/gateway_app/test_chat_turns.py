@@ -331,3 +331,64 @@ def test_a_dialogue_policy_plugs_in_as_the_mock_lane_and_calls_tools(db):
     assert events[:-1] == [TextDelta("Ich notiere den Rückruf."),
                            ToolCall("call_1", "create_callback", {"phone": "+491712345678"})]
     assert (events[-1].finish_reason, events[-1].lane) == ("tool_calls", "chat-gateway-mock")
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_an_ollama_lane_is_spoken_to_in_its_own_dialect(db, live, chat_server, streaming):
+    lane = chat_server(Reply(pieces=["Gern", ", einen Moment."], usage=(30, 6),
+                             tool_calls=[FakeToolCall("ignored", "create_callback", '{"phone": "+491712345678"}')]),
+                       dialect="ollama")
+    entry = streaming_lane("chat-llama", endpoint=lane.url) if streaming else chat_lane("chat-llama", endpoint=lane.url)
+    load_lanes(entry)
+    history = HISTORY + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "create_callback", "arguments": '{"phone": "+491712345678"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}'}]
+    events = list(gateway_chat(messages=history, tools=[CALLBACK_TOOL], temperature=0.3, max_tokens=100))
+    body = lane.bodies[0]
+    assert body["stream"] is streaming
+    assert body["options"] == {"num_predict": 100, "temperature": 0.3}
+    assert body["tools"] == [CALLBACK_TOOL]
+    assert body["messages"][-2:] == [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "create_callback", "arguments": {"phone": "+491712345678"}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"ok": true}', "tool_name": "create_callback"}]
+    texts = [event.text for event in events if isinstance(event, TextDelta)]
+    assert texts == (["Gern", ", einen Moment."] if streaming else ["Gern, einen Moment."])
+    call, = [event for event in events if isinstance(event, ToolCall)]
+    assert (call.name, call.arguments, call.id.startswith("call_")) == ("create_callback",
+                                                                         {"phone": "+491712345678"}, True)
+    done = events[-1]
+    assert (done.finish_reason, done.input_tokens, done.output_tokens) == ("tool_calls", 30, 6)
+
+
+@pytest.mark.parametrize("script", ["Bitte rufen Sie mich morgen zurück. ", "請明天上午給我回電。", "🙂👍🏽🎉"])
+def test_a_turns_bill_never_passes_its_budget_whatever_the_script(db, live, chat_server, lane_settings, script):
+    """The lane bills like a byte-level BPE tokenizer (tests/gateway_app/test_budget.py)
+    the messages, the tools' JSON and every answer token it was allowed; the history
+    grows turn by turn until the worst case no longer fits and the turn is refused."""
+    from tests.gateway_app.test_budget import PRICE, bpe_tokens
+
+    bills = []
+
+    def bill(body):
+        prompt = 3 + sum(4 + bpe_tokens(message.get("content") or "") for message in body["messages"])
+        prompt += sum(bpe_tokens(json.dumps(tool, ensure_ascii=False)) for tool in body.get("tools", []))
+        bills.append(PRICE * (prompt + body["max_tokens"]) / 1_000_000)
+        return Reply(text="Gut.", usage=(prompt, body["max_tokens"]))
+
+    lane = chat_server(bill)
+    load_lanes(streaming_lane("chat-paid", endpoint=lane.url, eur=PRICE))
+    lane_settings("chat-paid", key="sk-paid")
+    budget, answered, refused = 0.002, 0, 0
+    for turns in range(1, 400, 20):
+        history = [{"role": "user" if index % 2 == 0 else "assistant", "content": script * 3} for index in range(turns)]
+        try:
+            done = list(gateway_chat(messages=history, tools=[CALLBACK_TOOL], max_eur=budget))[-1]
+        except OverBudget:
+            refused += 1
+            continue
+        answered += 1
+        assert bills[-1] <= budget and done.cost_eur <= budget
+    assert answered and refused  # both sides of the bound were reached
+    assert len(bills) == answered  # a refused turn cost nothing
