@@ -211,7 +211,8 @@ def _message(message, path, problems):
     if not isinstance(message, Mapping):
         problems.add(path, "Must be an object with a role and content.")
         return None
-    role = ROLE_ALIASES.get(message.get("role"), message.get("role"))
+    role = message.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else None
     if role not in ROLES:
         problems.add(f"{path}.role", f"Must be one of: {', '.join(ROLES)}.")
         return None

@@ -36,7 +36,7 @@ class Reply:
     finish_reason: str = None  # default: tool_calls when there are some, else stop
     usage: tuple = (11, 7)  # (prompt_tokens, completion_tokens), or None for no usage
     status: int = 200
-    body: bytes = None  # the body of a status other than 200
+    body: bytes = None  # a body sent as it is (JSON), with `status`
     headers: dict = field(default_factory=dict)
     stream: bool = None  # None: as the request asks
     hold: threading.Event = None  # waits for it (at most 10 s) before the first token
@@ -178,7 +178,7 @@ class FakeChatServer:
         self.requests.append((handler.path, dict(handler.headers), body))
         reply = self.reply_to(body)
         try:
-            if reply.status != 200:
+            if reply.status != 200 or reply.body is not None:
                 self._plain(handler, reply.status, reply.body or b'{"error": {"message": "failed"}}', reply.headers)
                 return
             # Ollama streams unless told not to; OpenAI's servers only when asked.

@@ -158,8 +158,10 @@ class _ToolCallParts:
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             self.arguments.append(arguments)
-        elif isinstance(arguments, dict):  # a server that sends the object itself
+        elif isinstance(arguments, dict):  # a server that sends the object itself (Ollama)
             self.arguments.append(json.dumps(arguments, ensure_ascii=False))
+        elif arguments is not None:
+            raise LaneFailure("bad_response", "a tool call's arguments are neither JSON text nor an object")
 
     def complete(self):
         return tool_call(self.id, self.name, "".join(self.arguments))
@@ -207,6 +209,8 @@ class _Turn:
                 raise LaneFailure("bad_response", "the delta's tool calls are not a list")
             for position, call in enumerate(calls):
                 index = call.get("index", position) if isinstance(call, dict) else position
+                if isinstance(index, bool) or not isinstance(index, int):
+                    raise LaneFailure("bad_response", "a tool call's index is not an integer")
                 if index not in self.calls and len(self.calls) >= MAX_TOOL_CALLS:
                     raise LaneFailure("bad_response", f"more than {MAX_TOOL_CALLS} tool calls")
                 self.calls.setdefault(index, _ToolCallParts()).add(call)
@@ -229,7 +233,10 @@ class _Turn:
         message = data.get("message") or {}
         if not isinstance(message, dict):
             raise LaneFailure("bad_response", "the line's message is not an object")
-        for call in message.get("tool_calls") or []:
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise LaneFailure("bad_response", "the message's tool calls are not a list")
+        for call in calls:
             if len(self.calls) >= MAX_TOOL_CALLS:
                 raise LaneFailure("bad_response", f"more than {MAX_TOOL_CALLS} tool calls")
             self.calls.setdefault(len(self.calls), _ToolCallParts()).add(call)
@@ -250,19 +257,15 @@ class _Turn:
             self.usage = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
     def end(self):
-        calls = tuple(self.calls[index].complete() for index in sorted(self.calls, key=_index_order))
+        calls = tuple(self.calls[index].complete() for index in sorted(self.calls))
         yield from calls
         counted = all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in self.usage)
         yield LaneEnd(normal_finish(self.finish, calls), *(self.usage if counted else (None, None)))
 
 
-def _index_order(index):
-    return (0, index) if isinstance(index, int) else (1, str(index))
-
-
 def _error_text(error):
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message)[:200]
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message if message is not None else error)[:200]
 
 
 def _json(text, what):
@@ -334,7 +337,10 @@ def _whole_answer(turn, answer, *, ollama):
     message = data["choices"][0].get("message") if isinstance(data["choices"][0], dict) else None
     if not isinstance(message, dict):
         raise LaneFailure("bad_response", "not a chat-completions answer")
-    for index, call in enumerate(message.get("tool_calls") or []):
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list) or len(calls) > MAX_TOOL_CALLS:
+        raise LaneFailure("bad_response", f"the answer's tool calls are not a list of at most {MAX_TOOL_CALLS}")
+    for index, call in enumerate(calls):
         turn.calls[index] = _ToolCallParts()
         turn.calls[index].add(call)
     turn.finish = data["choices"][0].get("finish_reason") or "stop"
