@@ -392,3 +392,43 @@ def test_a_turns_bill_never_passes_its_budget_whatever_the_script(db, live, chat
         assert bills[-1] <= budget and done.cost_eur <= budget
     assert answered and refused  # both sides of the bound were reached
     assert len(bills) == answered  # a refused turn cost nothing
+
+
+@pytest.fixture
+def unanswered_url():
+    """A loopback port whose accept queue is full: a connect there waits (its SYN is
+    dropped) until the client gives up, as a host that does not answer."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    filler = socket.create_connection(server.getsockname(), timeout=5)  # fills the queue, never accepted
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/v1/chat/completions"
+    filler.close()
+    server.close()
+
+
+def test_a_lane_that_does_not_accept_the_connection_is_given_up_after_the_connect_timeout(db, live, chat_server,
+                                                                                          unanswered_url, settings):
+    settings.GATEWAY_CONNECT_TIMEOUT_SEC = 0.3
+    good = chat_server(Reply(text="Verbunden."))
+    load_lanes(streaming_lane("chat-a", endpoint=unanswered_url, priority=10),
+               streaming_lane("chat-b", endpoint=good.url, priority=20))
+    done = list(gateway_chat(messages=HISTORY))[-1]
+    assert [(a.lane, a.outcome, a.detail) for a in done.attempts[:1]] == [
+        ("chat-a", "timeout", "no connection within 0.3 s")]
+    assert 300 <= done.attempts[0].ms < 1500  # well before the first-token deadline of 2 s
+
+
+def test_a_lane_that_streams_past_the_turns_deadline_ends_the_turn(db, live, chat_server):
+    slow = chat_server(Reply(pieces=[f"Wort{index} " for index in range(100)], tokens_per_second=20))
+    load_lanes(streaming_lane("chat-a", endpoint=slow.url))
+    stream = gateway_chat(messages=HISTORY, deadline=0.6)
+    received = []
+    with pytest.raises(AnswerInterrupted) as broken:
+        for event in stream:
+            received.append(event)
+    assert (broken.value.details["outcome"], broken.value.details["detail"]) == (
+        "timeout", "the answer did not end in time")
+    assert 3 <= len(received) < 100
