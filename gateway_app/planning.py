@@ -180,8 +180,9 @@ def chat_steps(query, *, max_eur, min_quality=None, max_latency=None, hosted_fal
 
 
 # --- A conversation's turn (gateway_app.services.gateway_chat) ---
-# A turn's Step calls `call(first_by, ends_by)` (monotonic times: the first token is
-# due, the answer must end) and gets the lane's events: TextDelta…, ToolCall…, LaneEnd.
+# A turn's Step calls `call(first_by, ends_by, cancel)` (monotonic times: the first
+# token is due, the answer must end; an http.Cancel that may stop the reading from
+# another thread) and gets the lane's events: TextDelta…, ToolCall…, LaneEnd.
 
 TURN_CAPABILITIES = ("chat", "code")
 
@@ -208,14 +209,14 @@ def _turn_stdin(request):
     return f"{system}\n\n{conversation}" if system else conversation
 
 
-def _cli_turn(command, request, first_by, ends_by):
+def _cli_turn(command, request, first_by, ends_by, cancel):
     text = run_command(command, stdin_text=_turn_stdin(request), timeout=max(first_by - time.monotonic(), 0.001),
                        max_bytes=settings.GATEWAY_CLI_MAX_OUTPUT_BYTES)
     yield TextDelta(text)
     yield LaneEnd("stop")
 
 
-def _mock_turn(request, first_by, ends_by):
+def _mock_turn(request, first_by, ends_by, cancel):
     return mock_turn(request)
 
 
@@ -254,10 +255,10 @@ def turn_step(lane, unusable, request, max_eur):
     if lane.hosting == "api" and not key:
         return Step(lane, mode, skip=("no_key", f"no key: set {lane_variable(lane.id, 'KEY')}"))
 
-    def call(first_by, ends_by):
+    def call(first_by, ends_by, cancel):
         return chat_turn(endpoint=endpoint, key=key, model=lane_model(lane), request=request, stream=lane.streaming,
                          connect_timeout=settings.GATEWAY_CONNECT_TIMEOUT_SEC, first_by=first_by, ends_by=ends_by,
-                         idle_sec=settings.GATEWAY_STREAM_IDLE_SEC)
+                         idle_sec=settings.GATEWAY_STREAM_IDLE_SEC, cancel=cancel)
     return Step(lane, mode, call=call, estimate_eur=estimate)
 
 

@@ -1,4 +1,5 @@
 """The gateway's writes: answering through the lanes, their cooldowns and usage."""
+import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -15,6 +16,7 @@ from gateway_app.failover import MIN_ATTEMPT_SECONDS, Attempt, LaneFailure, ms_s
 from gateway_app.failover import logger as paid_logger
 from gateway_app.models import LaneUsage
 from gateway_app.planning import TURN_CAPABILITIES, ChatQuery, chat_steps, turn_lanes, turn_steps
+from gateway_app.providers.http import Cancel
 from gateway_app.roles import role_named
 from gateway_app.turns import ChatDone, LaneEnd, TextDelta, chat_request, request_token_bound, token_bound
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
@@ -186,12 +188,14 @@ class ChatStream:
     fails after its first event was handed on: the turn ends there, what came before
     stands. `close()` (or leaving a `with` block) stops reading, e.g. when the caller
     interrupts the agent: the lane's connection is closed and what was read is
-    counted in its usage."""
+    counted in its usage. It may be called from another thread while one is waiting
+    for the next event: that wait ends at once, without another event."""
 
     def __init__(self, steps, request, *, max_eur, what, first_token_sec, ends_by, whole):
         self.lane, self.mode, self.attempts = "", "", ()
         self._step, self._output_bytes, self._closed, self._held = None, 0, False, None
-        self._request, self._counted = request, False
+        self._request, self._counted, self._count_lock = request, False, threading.Lock()
+        self._cancel = Cancel()
         self._events = self._run(steps, max_eur=max_eur, what=what, first_token_sec=first_token_sec,
                                  ends_by=ends_by, whole=whole)
         # The first event now: a turn no lane answers raises here, before anything is handed on.
@@ -213,8 +217,12 @@ class ChatStream:
         if self._closed:
             return
         self._closed, self._held = True, None
-        self._events.close()
-        if self._step is not None and not self._counted:
+        self._cancel.cancel()  # a read blocked in another thread returns now
+        try:
+            self._events.close()
+        except ValueError:  # being read in another thread, which ends the turn itself (_lane)
+            return
+        if self._step is not None:
             self._count(None, None)
 
     def __enter__(self):
@@ -227,9 +235,12 @@ class ChatStream:
         self._step, self.lane, self.mode, self.attempts = step, step.lane.id, step.mode, tuple(attempts)
 
     def _count(self, input_tokens, output_tokens, *, failure=None):
-        """Books the turn in the lane's usage (the lane's counts, else the bounds) and
-        returns (input tokens, output tokens, euros)."""
-        self._counted = True
+        """Books the turn in the lane's usage (the lane's counts, else the bounds), once,
+        and returns (input tokens, output tokens, euros)."""
+        with self._count_lock:
+            if self._counted:
+                return None
+            self._counted = True
         step = self._step
         input_tokens = input_tokens if input_tokens is not None else request_token_bound(self._request)
         output_tokens = (output_tokens if output_tokens is not None
@@ -267,7 +278,7 @@ class ChatStream:
         handing anything on (the next lane is tried)."""
         held, text, calls, end, emitted = [], [], [], None, False
         self._output_bytes = 0
-        events = step.call(first_by, ends_by)
+        events = step.call(first_by, ends_by, self._cancel)
         try:
             for event in events:
                 if isinstance(event, LaneEnd):
@@ -294,6 +305,10 @@ class ChatStream:
             if not emitted and not "".join(text).strip() and not calls:
                 raise LaneFailure("bad_response", "the answer has no text and no tool call")
         except LaneFailure as failure:
+            if self._cancel.cancelled:  # closed from another thread: the turn ends quietly
+                if emitted:
+                    self._count(None, None)
+                return True
             if not emitted:
                 attempts.append(Attempt(step.lane.id, failure.outcome, ms_since(started), step.mode, failure.detail))
                 _record_failure(step, failure)
@@ -310,7 +325,10 @@ class ChatStream:
             attempts.append(Attempt(step.lane.id, "ok", ms_since(started), step.mode))
             self._commit(step, attempts)
         yield from held
-        input_tokens, output_tokens, cost = self._count(end.input_tokens, end.output_tokens)
+        counted = self._count(end.input_tokens, end.output_tokens)
+        if counted is None:  # closed from another thread meanwhile, and booked there
+            return True
+        input_tokens, output_tokens, cost = counted
         yield ChatDone(finish_reason=end.finish_reason, text="".join(text), tool_calls=tuple(calls),
                        input_tokens=input_tokens, output_tokens=output_tokens, lane=step.lane.id, mode=step.mode,
                        cost_eur=cost, attempts=tuple(attempts))

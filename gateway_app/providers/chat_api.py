@@ -352,12 +352,13 @@ def _whole_answer(turn, answer, *, ollama):
         yield TextDelta(content)
 
 
-def chat_turn(*, endpoint, key, model, request, stream, connect_timeout, first_by, ends_by, idle_sec):
+def chat_turn(*, endpoint, key, model, request, stream, connect_timeout, first_by, ends_by, idle_sec, cancel=None):
     """The events of one lane's answer to a turn: TextDeltas as they arrive, then the
     ToolCalls (complete), then a LaneEnd. Every failure is a LaneFailure: a refused or
     failed request, no first token by `first_by`, a stall of `idle_sec`, no end by
     `ends_by` (monotonic times), an answer over 1 MB, a stream that is not one or
-    breaks off, a tool call whose arguments are no JSON object."""
+    breaks off, a tool call whose arguments are no JSON object. `cancel` (an
+    http.Cancel) stops it from another thread."""
     ollama = is_ollama(endpoint)
     body = json.dumps(turn_body(request, model=model, stream=stream, ollama=ollama), ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json",
@@ -365,7 +366,7 @@ def chat_turn(*, endpoint, key, model, request, stream, connect_timeout, first_b
     if key:
         headers["Authorization"] = f"Bearer {key}"
     answer = http.post_stream(endpoint, body=body, headers=headers, connect_timeout=connect_timeout,
-                              first_by=first_by, ends_by=ends_by, idle_sec=idle_sec)
+                              first_by=first_by, ends_by=ends_by, idle_sec=idle_sec, cancel=cancel)
     try:
         turn = _Turn(answer)
         if not stream or answer.content_type == "application/json":

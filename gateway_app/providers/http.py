@@ -9,10 +9,12 @@ for connecting, one for the first token, one for the whole answer and a limit on
 quiet time between lines.
 """
 import base64
+import contextlib
 import functools
 import http.client
 import socket
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -104,6 +106,34 @@ MAX_STREAM_BYTES = MAX_ANSWER_BYTES
 MAX_LINE_BYTES = 256 * 1024
 
 
+class Cancel:
+    """Stops a turn's reading from another thread (the caller barged in): the lane's
+    socket is shut down, so a read blocked on it returns at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._closers = []
+        self.cancelled = False
+
+    def on_cancel(self, closer):
+        with self._lock:
+            if not self.cancelled:
+                self._closers.append(closer)
+                return
+        closer()
+
+    def cancel(self):
+        with self._lock:
+            self.cancelled, closers, self._closers = True, self._closers, []
+        for closer in closers:
+            closer()
+
+
+def _shut_down(sock):
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class StreamingAnswer:
     """An open 2xx answer whose body is read line by line, each read bounded.
 
@@ -112,8 +142,10 @@ class StreamingAnswer:
     (monotonic times). At most `max_bytes` in all, each line at most MAX_LINE_BYTES.
     Every way it can go wrong is a LaneFailure."""
 
-    def __init__(self, connection, response, *, first_by, ends_by, idle_sec, max_bytes=MAX_STREAM_BYTES):
-        self.connection, self.response = connection, response
+    def __init__(self, sock, response, *, first_by, ends_by, idle_sec, max_bytes=MAX_STREAM_BYTES):
+        # The socket itself: http.client lets go of it (connection.sock is None) once an
+        # answer that closes the connection has begun, but it stays open under the answer.
+        self.sock, self.response = sock, response
         self.first_by, self.ends_by, self.idle_sec = first_by, ends_by, idle_sec
         self.max_bytes, self.read_bytes, self.started = max_bytes, 0, False
 
@@ -143,8 +175,7 @@ class StreamingAnswer:
         """The body's lines (bytes, without the line break), until it ends."""
         while True:
             wait, why = self._bound()
-            if self.connection.sock is not None:
-                self.connection.sock.settimeout(max(wait, 0.001))
+            self.sock.settimeout(max(wait, 0.001))
             try:
                 line = self.response.readline(MAX_LINE_BYTES + 1)
             except (TimeoutError, socket.timeout):
@@ -166,7 +197,7 @@ class StreamingAnswer:
 
     def close(self):
         self.response.close()
-        self.connection.close()
+        self.sock.close()
 
 
 @functools.cache
@@ -206,12 +237,12 @@ def _connection(url, timeout):
     return http.client.HTTPConnection(parts.hostname, port, timeout=timeout), target, {}
 
 
-def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_sec):
+def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_sec, cancel=None):
     """A StreamingAnswer of a 2xx whose head arrived before `first_by`; LaneFailure else.
 
     Connecting (and the TLS handshake) waits at most `connect_timeout` seconds, never
     past `first_by`; sending the request and the head of the answer must be done by
-    `first_by` (a monotonic time)."""
+    `first_by` (a monotonic time). `cancel` (a Cancel) may stop it from another thread."""
     left = first_by - time.monotonic()
     if left <= 0:
         raise LaneFailure("timeout", "no time left to connect")
@@ -222,7 +253,12 @@ def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_
             connection.connect()
         except (TimeoutError, socket.timeout):
             raise LaneFailure("timeout", f"no connection within {connect_within:.1f} s") from None
-        connection.sock.settimeout(max(first_by - time.monotonic(), 0.001))
+        sock = connection.sock
+        if cancel is not None:
+            cancel.on_cancel(lambda: _shut_down(sock))
+            if cancel.cancelled:
+                raise LaneFailure("connection_error", "cancelled")
+        sock.settimeout(max(first_by - time.monotonic(), 0.001))
         connection.request("POST", target, body=body, headers={
             "User-Agent": "stimmwerk-gateway", "Content-Length": str(len(body)), **proxy_headers, **headers})
         response = connection.getresponse()
@@ -237,7 +273,8 @@ def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_
         raise LaneFailure("connection_error", str(exc) or type(exc).__name__) from None
     if response.status >= 300:
         headers_of = response.headers
-        connection.close()
+        response.close()
+        sock.close()
         if response.status == 429:
             raise LaneFailure("rate_limited", "HTTP 429", retry_after=_retry_after(headers_of))
         if response.status >= 500:
@@ -245,4 +282,4 @@ def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_
         if response.status < 400:
             raise LaneFailure("bad_response", f"HTTP {response.status} (redirects are not followed)")
         raise LaneFailure("rejected", f"HTTP {response.status}")
-    return StreamingAnswer(connection, response, first_by=first_by, ends_by=ends_by, idle_sec=idle_sec)
+    return StreamingAnswer(sock, response, first_by=first_by, ends_by=ends_by, idle_sec=idle_sec)

@@ -6,6 +6,7 @@ sent, streamed text arrives in its pieces, a tool call's argument deltas are joi
 and failover, cooldowns and the budget apply per turn as for /v1/agent."""
 import json
 import threading
+import time
 
 import pytest
 
@@ -200,8 +201,10 @@ def test_a_stream_that_stalls_mid_answer_ends_after_the_idle_time(db, live, chat
     load_lanes(streaming_lane("chat-a", endpoint=lane.url))
     stream = gateway_chat(messages=HISTORY)
     assert next(stream) == TextDelta("Einen")
+    waited = time.monotonic()
     with pytest.raises(AnswerInterrupted) as broken:
         next(stream)
+    assert 0.3 <= time.monotonic() - waited < 1.5  # the idle time, not the first token's 2 s
     assert (broken.value.details["outcome"], broken.value.details["detail"]) == (
         "timeout", "the stream stalled for 0.3 s")
 
@@ -432,3 +435,37 @@ def test_a_lane_that_streams_past_the_turns_deadline_ends_the_turn(db, live, cha
     assert (broken.value.details["outcome"], broken.value.details["detail"]) == (
         "timeout", "the answer did not end in time")
     assert 3 <= len(received) < 100
+
+
+def test_closing_from_another_thread_ends_a_wait_for_the_next_event_at_once(transactional_db, live, chat_server,
+                                                                          settings):
+    """The voice agent reads the stream in a worker thread; the caller barges in and the
+    event loop closes the stream: the blocked read ends now, not after the idle time."""
+    settings.GATEWAY_STREAM_IDLE_SEC = 10
+    lane = chat_server(Reply(pieces=["Erstens", " zweitens"], stall_after=2, stall=threading.Event()))
+    load_lanes(streaming_lane("chat-a", endpoint=lane.url))
+    stream = gateway_chat(messages=HISTORY, deadline=20)
+    assert next(stream) == TextDelta("Erstens")
+    outcome = {}
+
+    def read_on():
+        try:
+            outcome["event"] = next(stream)
+        except StopIteration:
+            outcome["event"] = "ended"
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            outcome["event"] = exc
+
+    reader = threading.Thread(target=read_on)
+    reader.start()
+    while reader.is_alive() and not stream._events.gi_running:  # the reader is inside next(), blocked on the lane
+        reader.join(0.001)
+    closed = time.monotonic()
+    stream.close()
+    reader.join(3)
+    assert not reader.is_alive()
+    assert time.monotonic() - closed < 1  # at once: not after the first token's 2 s or the idle time
+    assert outcome["event"] == "ended"
+    usage = LaneUsage.objects.get(lane_id="chat-a")
+    assert (usage.requests, usage.failures) == (1, 0)
+    assert not LaneCooldown.objects.exists()
