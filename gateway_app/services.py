@@ -18,7 +18,7 @@ from gateway_app.models import LaneUsage
 from gateway_app.planning import TURN_CAPABILITIES, ChatQuery, chat_steps, turn_lanes, turn_steps
 from gateway_app.providers.http import Cancel
 from gateway_app.roles import role_named
-from gateway_app.turns import ChatDone, LaneEnd, TextDelta, chat_request, request_token_bound, token_bound
+from gateway_app.turns import ChatDone, LaneEnd, TextDelta, ToolCall, chat_request, request_token_bound, token_bound
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
 from registry_app.routing import lane_state
 from registry_app.services import lane_cooldown_clear, lane_cooldown_start
@@ -201,10 +201,14 @@ class ChatStream:
         # The first event now: a turn no lane answers raises here, before anything is handed on.
         self._held = next(self._events)
 
-    def __iter__(self):
+    lane: str  # the lane that answers
+    mode: str  # mock, api or cli
+    attempts: tuple  # failover.Attempt, every lane tried up to this one
+
+    def __iter__(self) -> "ChatStream":
         return self
 
-    def __next__(self):
+    def __next__(self) -> TextDelta | ToolCall | ChatDone:
         if self._held is not None:
             event, self._held = self._held, None
             return event
@@ -212,7 +216,7 @@ class ChatStream:
             raise StopIteration
         return next(self._events)
 
-    def close(self):
+    def close(self) -> None:
         """Stops reading; the lane's connection is closed, what was read counted."""
         if self._closed:
             return
@@ -225,10 +229,10 @@ class ChatStream:
         if self._step is not None:
             self._count(None, None)
 
-    def __enter__(self):
+    def __enter__(self) -> "ChatStream":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info) -> None:
         self.close()
 
     def _commit(self, step, attempts):
