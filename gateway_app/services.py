@@ -214,7 +214,11 @@ class ChatStream:
             return event
         if self._closed:
             raise StopIteration
-        return next(self._events)
+        event = next(self._events)
+        if self._closed:  # closed by another thread while this one read: what it read is dropped
+            self._events.close()
+            raise StopIteration
+        return event
 
     def close(self) -> None:
         """Stops reading; the lane's connection is closed, what was read counted."""
