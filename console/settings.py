@@ -279,6 +279,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Enums of OpenAI's chat completion (gateway_app), named after what they are.
+    "ENUM_NAME_OVERRIDES": {
+        "ChatCompletionObjectEnum": ["chat.completion"],
+        "AssistantRoleEnum": ["assistant"],
+        "FinishReasonEnum": ["stop", "length", "tool_calls", "content_filter"],
+    },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -460,6 +466,13 @@ GATEWAY_COOLDOWN_SEC = env.int("GATEWAY_COOLDOWN_SEC", default=30)
 # Seconds one call to a lane may take, and the whole request with every fallback.
 GATEWAY_TIMEOUT_SEC = env.float("GATEWAY_TIMEOUT_SEC", default=8.0)
 GATEWAY_DEADLINE_SEC = env.float("GATEWAY_DEADLINE_SEC", default=20.0)
+# A conversation's turn on a chat lane (gateway_chat, /v1/chat/completions): seconds to
+# connect to a lane, to its first token (past it the next lane is tried), and of quiet
+# between two parts of a streamed answer (past it the turn ends); the whole turn has
+# GATEWAY_DEADLINE_SEC unless its caller gives less.
+GATEWAY_CONNECT_TIMEOUT_SEC = env.float("GATEWAY_CONNECT_TIMEOUT_SEC", default=3.0)
+GATEWAY_FIRST_TOKEN_SEC = env.float("GATEWAY_FIRST_TOKEN_SEC", default=8.0)
+GATEWAY_STREAM_IDLE_SEC = env.float("GATEWAY_STREAM_IDLE_SEC", default=5.0)
 # Tokens an answer may have (sent to api lanes; the cost estimate assumes all of them).
 GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
 # Bytes a cli lane's command may print before it is stopped.

@@ -69,7 +69,7 @@ class Answer:
     attempts: list = field(default_factory=list)
 
 
-def _why_paid(attempts, step, max_eur):
+def why_paid(attempts, step, max_eur):
     tried = "; ".join(f"{attempt.lane} {attempt.outcome}" for attempt in attempts) or "no zero-euro lane to try"
     simulated = " (mock mode: simulated, nothing spent)" if step.mode == "mock" else ""
     return (f"no zero-euro lane answered ({tried}); worst case {step.estimate_eur:.6f} EUR within max_eur "
@@ -94,18 +94,18 @@ def run_steps(steps, *, deadline, attempt_timeout, max_eur, on_failure):
                                     "not tried: the request's time was used up by the lanes before"))
             continue
         if step.paid:
-            logger.info("paid lane %s used: %s", step.lane.id, _why_paid(attempts, step, max_eur))
+            logger.info("paid lane %s used: %s", step.lane.id, why_paid(attempts, step, max_eur))
         started = time.monotonic()
         try:
             result = step.call(min(attempt_timeout, left))
         except LaneFailure as failure:
-            attempts.append(Attempt(step.lane.id, failure.outcome, _ms_since(started), step.mode, failure.detail))
+            attempts.append(Attempt(step.lane.id, failure.outcome, ms_since(started), step.mode, failure.detail))
             on_failure(step, failure)
             continue
-        attempts.append(Attempt(step.lane.id, "ok", _ms_since(started), step.mode))
+        attempts.append(Attempt(step.lane.id, "ok", ms_since(started), step.mode))
         return Answer(step, result, attempts)
     return Answer(None, None, attempts)
 
 
-def _ms_since(started):
+def ms_since(started):
     return round((time.monotonic() - started) * 1000)
