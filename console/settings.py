@@ -279,11 +279,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
-    # Enums of OpenAI's chat completion (gateway_app), named after what they are.
     "ENUM_NAME_OVERRIDES": {
+        # Enums of OpenAI's chat completion (gateway_app), named after what they are.
         "ChatCompletionObjectEnum": ["chat.completion"],
         "AssistantRoleEnum": ["assistant"],
         "FinishReasonEnum": ["stop", "length", "tool_calls", "content_filter"],
+        # Choice sets that share a field name with another (`kind`) get a name of their own.
+        "KindEnum": "leads_app.models.Lead.Kind",
+        "EntityReferenceKindEnum": "console.schema_types.REFERENCE_KINDS",
     },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [
@@ -294,9 +297,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Choice sets that share a field name with another (`kind`) get a name of their own.
-    "ENUM_NAME_OVERRIDES": {"KindEnum": "leads_app.models.Lead.Kind",
-                            "EntityReferenceKindEnum": "console.schema_types.REFERENCE_KINDS"},
 }
 
 # --- HTTPS (docs/operations.md, "Production settings") ---
