@@ -11,6 +11,8 @@ PERIODIC_JOBS = (
     ("evict the render cache to its bound", "speech_app.cache.render_cache_evict", 15),
     ("probe the registry's lanes", "registry_app.services.lanes_probe_all", 5),
     ("send due webhook deliveries", "webhooks_app.services.deliveries_sweep", 1),
+    ("dial due campaign contacts", "campaigns_app.scheduler.campaigns_tick", 1),
+    ("remove campaign contacts past their retention", "campaigns_app.retention.contacts_redact_expired", 1440),
 )
 # The prefix of the schedule rows this module owns (others, made in the admin, are kept).
 NAME_PREFIX = "stimmwerk: "

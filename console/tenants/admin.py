@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
+from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import (
     SuperuserOnlyAdminMixin,
@@ -41,6 +42,7 @@ class TenantAdmin(TenantScopedAdmin):
         ("Calls", {"fields": ["minute_cap", "max_call_minutes"]}),
         ("Audio", {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
         ("Public leads", {"fields": ["lead_rate_limit"]}),
+        (_("Campaigns"), {"fields": ["state", "campaign_concurrency_limit"]}),
     ]
 
     def get_queryset(self, request):
