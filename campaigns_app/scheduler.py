@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
+from calls_app.models import Call
 from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_request_outbound
 from campaigns_app import services
 from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact, Outcome
@@ -105,11 +106,17 @@ def campaign_step(*, campaign_id, now):
 
 def _claim(campaign, due, now):
     tenant = campaign.tenant
-    blocked = set(BlockedNumber.objects.for_tenant(tenant).filter(phone__in=[c.phone for c in due])
-                  .values_list("phone", flat=True))
+    phones = [contact.phone for contact in due]
+    blocked = set(BlockedNumber.objects.for_tenant(tenant).filter(phone__in=phones).values_list("phone", flat=True))
+    # A number another campaign of the tenant is calling right now waits for a later tick.
+    busy = set(Call.objects.for_tenant(tenant).filter(to_e164__in=phones, ended_at__isnull=True,
+                                                      direction=Call.Direction.OUTBOUND)
+               .values_list("to_e164", flat=True))
     carrier = outbound_carrier()
     claimed = []
     for contact in due:
+        if contact.phone in busy and contact.phone not in blocked:
+            continue
         if contact.phone in blocked:  # blocked after its upload, while it waited for a retry
             contact.status, contact.outcome, contact.completed_at = (
                 CampaignContact.Status.DONE, Outcome.SKIPPED_BLOCKLIST, now)

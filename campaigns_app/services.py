@@ -299,14 +299,18 @@ def blocklist_add(*, tenant, phone, note="", reason=BlockedNumber.Reason.MANUAL,
     contacts in every campaign of the tenant end `skipped_blocklist` (a call under way
     ends as it ends, and is not repeated)."""
     now = now or timezone.now()
-    e164 = to_e164(phone)
+    entry, created = _block(tenant, to_e164(phone), reason=reason, note=note, call_id=call_id)
+    _finish_open_contacts(tenant, entry.phone, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
+                          now=now)
+    return entry, created
+
+
+def _block(tenant, e164, *, reason, note, call_id):
     entry, created = BlockedNumber.objects.get_or_create(
         tenant=tenant, phone=e164, defaults={"reason": reason, "note": note, "call_id": call_id})
     if not created and reason == BlockedNumber.Reason.OPT_OUT and entry.reason != reason:
         entry.reason, entry.call_id = reason, call_id or entry.call_id
         entry.save(update_fields=["reason", "call_id"])
-    _finish_open_contacts(tenant, e164, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
-                          now=now)
     return entry, created
 
 
@@ -317,8 +321,7 @@ def opt_out(*, tenant, phone, call_id="", note="", now=None):
     end `opted_out`, so that no campaign of the tenant calls it again. The voice agent's
     built-in `opt_out` tool calls this (with the call's id). Returns the entry."""
     now = now or timezone.now()
-    entry, _ = blocklist_add(tenant=tenant, phone=phone, note=note, reason=BlockedNumber.Reason.OPT_OUT,
-                             call_id=call_id, now=now)
+    entry, _ = _block(tenant, to_e164(phone), reason=BlockedNumber.Reason.OPT_OUT, note=note, call_id=call_id)
     ended = _finish_open_contacts(tenant, entry.phone, Outcome.OPTED_OUT,
                                   statuses=[CampaignContact.Status.PENDING, CampaignContact.Status.CALLING], now=now)
     audit_record(actor=f"system:opt_out{':' + call_id if call_id else ''}", action="campaigns.opt_out",

@@ -77,11 +77,6 @@ class CampaignViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Campaign
     serializer_class = CampaignSerializer
 
-    def get_parsers(self):
-        if getattr(self, "action", None) == "contacts" and self.request.method == "POST":
-            return [ContactsJSONParser(), UploadMultiPartParser(), CsvBodyParser()]
-        return super().get_parsers()
-
     @extend_schema(responses=inline_serializer("CampaignList", {"campaigns": CampaignSerializer(many=True)}))
     def list(self, request):
         campaigns = list(self.get_queryset().order_by("-created_at", "-id")[:200])
@@ -149,7 +144,8 @@ class CampaignViewSet(mixins.RetrieveModelMixin, TenantViewSet):
                             "multipart/form-data": ContactsFileSerializer,
                             "text/csv": OpenApiTypes.BINARY},
                    responses=ContactsReportSerializer, extensions=errors(409), examples=[CONTACTS_EXAMPLE])
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"],
+            parser_classes=[ContactsJSONParser, UploadMultiPartParser, CsvBodyParser])
     def contacts(self, request, pk=None):
         campaign = self.get_object()
         if request.method == "GET":

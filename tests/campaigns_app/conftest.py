@@ -1,12 +1,15 @@
 """Fixtures of the campaign tests: a Bavarian tenant with a number and an assistant,
 campaigns with contacts, a clock the tests set, and the carrier's side of a call
 (the sim carrier's signed events through the real webhook code)."""
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from calls_app import sim
 from calls_app.models import Call
+from calls_app.services import event_receive
+from calls_app.signing import carrier_secret, signature_header
 from campaigns_app import services
 from campaigns_app.contact_rows import from_json
 from campaigns_app.scheduler import campaigns_tick
@@ -69,15 +72,21 @@ def open_calls(tenant):
 
 
 def end_call(call, status="completed", seconds=30, when=None):
-    """The carrier reports the call's end (completed calls start first)."""
+    """The call's carrier reports its end through the signed webhook code (a completed
+    call starts first; busy, no-answer and failed calls never started)."""
+    call.refresh_from_db()
     when = when or datetime.now(UTC)
     if status == "completed":
-        events = sim.call_events(carrier_call_id=call.carrier_call_id, started=when, seconds=seconds,
-                                 event_prefix=f"evt-{call.pk}", call_id=call.pk, conversation=[])
+        events = sim.call_events(carrier_call_id=call.carrier_call_id, started=when - timedelta(seconds=seconds),
+                                 seconds=seconds, event_prefix=f"evt-{call.pk}", call_id=call.pk, conversation=[])
     else:
         events = [{"id": f"evt-{call.pk}-end", "type": "call.ended", "occurredAt": when.isoformat(),
                    "data": {"carrierCallId": call.carrier_call_id, "status": status, "seconds": 0}}]
-    assert all(code in (200, 202) for code in sim.deliver(events)), events
+    secret = carrier_secret(call.carrier)
+    for event in events:
+        body = json.dumps(event).encode()
+        outcome = event_receive(carrier_id=call.carrier_id, raw_body=body, signature=signature_header(secret, body))
+        assert outcome.status in (200, 202), event
 
 
 def minutes(n):
