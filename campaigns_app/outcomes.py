@@ -61,7 +61,7 @@ def attempt_end(*, attempt_id, now, lost=False):
     from campaigns_app.services import contact_announce
 
     with transaction.atomic():
-        attempt = (CampaignAttempt.objects.select_for_update().select_related("call")
+        attempt = (CampaignAttempt.objects.select_for_update(of=("self",)).select_related("call")
                    .filter(pk=attempt_id, state__in=(CampaignAttempt.State.DIALING, CampaignAttempt.State.DIALLED))
                    .first())
         if attempt is None:

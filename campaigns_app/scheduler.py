@@ -31,7 +31,6 @@ from django.utils import timezone
 
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
-from calls_app.models import Call
 from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_request_outbound
 from campaigns_app import services
 from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact, Outcome
@@ -109,9 +108,9 @@ def _claim(campaign, due, now):
     phones = [contact.phone for contact in due]
     blocked = set(BlockedNumber.objects.for_tenant(tenant).filter(phone__in=phones).values_list("phone", flat=True))
     # A number another campaign of the tenant is calling right now waits for a later tick.
-    busy = set(Call.objects.for_tenant(tenant).filter(to_e164__in=phones, ended_at__isnull=True,
-                                                      direction=Call.Direction.OUTBOUND)
-               .values_list("to_e164", flat=True))
+    busy = set(CampaignAttempt.objects.for_tenant(tenant).filter(state__in=CampaignAttempt.IN_FLIGHT,
+                                                                 contact__phone__in=phones)
+               .values_list("contact__phone", flat=True))
     carrier = outbound_carrier()
     claimed = []
     for contact in due:
