@@ -1,6 +1,6 @@
 """Writes of campaigns: the campaign and its state, its contacts, the blocklist and
 `opt_out` (the dialling itself is campaigns_app/scheduler.py)."""
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns_app.contact_rows import ContactRow
@@ -253,7 +253,7 @@ def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
     if len(existing) + len(new) > MAX_CONTACTS_PER_CAMPAIGN:
         raise TooManyContacts(details={"maxContacts": MAX_CONTACTS_PER_CAMPAIGN, "existing": len(existing),
                                        "new": len(new)})
-    CampaignContact.objects.bulk_create(new, batch_size=1000)
+    _insert(new)
     errors = [error.as_dict() for error in errors]
     counted = {outcome: sum(1 for entry in skipped if entry["outcome"] == outcome)
                for outcome in (Outcome.SKIPPED_BLOCKLIST, Outcome.SKIPPED_NO_CONSENT)}
@@ -270,6 +270,30 @@ def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
         "folded": folded[:REPORT_LIST_LIMIT],
         "truncated": max(len(errors), len(skipped), len(folded)) > REPORT_LIST_LIMIT,
     }
+
+
+def _insert(contacts):
+    """Inserts new contacts with one prepared INSERT run for all rows (executemany): an
+    upload of 50,000 contacts spent most of its time in bulk_create's per-field
+    preparation of every value (docs/performance.md). The values are prepared as the
+    ORM prepares them, field by field, for the fields whose database form differs."""
+    if not contacts:
+        return
+    created = timezone.now()
+    fields = [field for field in CampaignContact._meta.concrete_fields]
+    prepared = {field.attname for field in fields
+                if field.get_internal_type() in ("JSONField", "DateTimeField")}
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {connection.ops.quote_name(CampaignContact._meta.db_table)} ({columns}) VALUES ({placeholders})"
+    rows = []
+    for contact in contacts:
+        contact.created_at = created
+        rows.append([field.get_db_prep_save(getattr(contact, field.attname), connection)
+                     if field.attname in prepared else getattr(contact, field.attname) for field in fields])
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 5000):
+            cursor.executemany(sql, rows[start:start + 5000])
 
 
 def _blocked_among(tenant, phones):
