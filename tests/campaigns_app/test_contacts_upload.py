@@ -212,3 +212,27 @@ def test_contacts_are_listed_with_their_state(api_a, campaign_of):
     assert len(listed["contacts"]) == 2 and listed["next"] is None
     assert [c["phone"] for c in skipped["contacts"]] == ["+4917644455566"]
     assert skipped["contacts"][0]["status"] == "done" and skipped["contacts"][0]["attemptList"] == []
+
+
+def test_the_acceptance_probes_round_trip(api_a, number, assistant):
+    """As an outside client does it: a marketing draft, a hand-built multipart upload of
+    an Excel CSV, then start, pause and cancel, each with an empty JSON body."""
+    body = {"name": "Erinnerung", "assistant": assistant.pk, "fromNumber": number.e164, "purpose": "marketing"}
+    created = api_a.post("/v2/campaigns", body, format="json")
+    assert created.status_code == 201 and created.json()["state"] == "draft"
+    campaign = created.json()["id"]
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=";").writerows(EXCEL_ROWS)
+    boundary = "b0undary"
+    payload = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"kontakte.csv\"\r\n"
+               f"Content-Type: text/csv\r\n\r\n").encode() + buffer.getvalue().encode("cp1252") + \
+        f"\r\n--{boundary}--\r\n".encode()
+
+    upload = api_a.generic("POST", f"/v2/campaigns/{campaign}/contacts", payload,
+                           content_type=f"multipart/form-data; boundary={boundary}")
+
+    text = upload.content.decode()
+    assert upload.status_code == 200 and '"row":4' in text.replace(" ", "") and "skipped_no_consent" in text
+    for change, state in (("start", "running"), ("pause", "paused"), ("cancel", "canceled")):
+        answer = api_a.post(f"/v2/campaigns/{campaign}/{change}", {}, format="json")
+        assert answer.status_code == 200 and answer.json()["state"] == state
