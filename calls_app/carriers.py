@@ -41,9 +41,10 @@ class SimCarrierAdapter:
     idempotent_dials = True
 
     def dial(self, *, call, max_seconds, options=None):
-        placed = SimDial.objects.filter(call=call).values_list("carrier_call_id", flat=True).first()
-        if placed:
-            return placed
+        if options is not None and options.repeat:
+            placed = SimDial.objects.filter(call=call).values_list("carrier_call_id", flat=True).first()
+            if placed:
+                return placed
         carrier_call_id = f"SIM{secrets.token_hex(12)}"
         SimDial.objects.create(
             call=call, carrier_call_id=carrier_call_id, from_e164=call.from_e164, to_e164=call.to_e164,

@@ -33,6 +33,9 @@ logger = logging.getLogger("calls_app.dialing")
 class DialOptions:
     idempotency_key: str = ""
     machine_detection: bool = False
+    # The same dial sent again (its first answer never came); a carrier that honours
+    # keys needs no hint, the sim carrier looks up its record only then.
+    repeat: bool = False
 
 
 def adapter_of(call):

@@ -156,9 +156,10 @@ def attempt_dial(*, attempt_id, now):
     return won
 
 
-def _send(attempt_id, now):
+def _send(attempt_id, now, *, repeat=False):
     attempt = CampaignAttempt.objects.select_related("call").get(pk=attempt_id)
-    options = DialOptions(idempotency_key=attempt.pk, machine_detection=settings.CAMPAIGN_MACHINE_DETECTION)
+    options = DialOptions(idempotency_key=attempt.pk, machine_detection=settings.CAMPAIGN_MACHINE_DETECTION,
+                          repeat=repeat)
     try:
         call_dial_with(call=attempt.call, options=options)
     except CarrierUnavailable:
@@ -195,6 +196,6 @@ def dials_resend(*, now):
             ).update(dial_started_at=now, dials=F("dials") + 1)
         if won:
             logger.warning("Attempt %s: no answer to its dial; sent again with the same idempotency key", attempt.pk)
-            _send(attempt.pk, now)
+            _send(attempt.pk, now, repeat=True)
             resent += 1
     return resent

@@ -74,7 +74,11 @@ class CampaignSerializer(serializers.ModelSerializer):
 
     def _counts(self, campaign):
         known = self.context.get("counts")
-        return known[campaign.pk] if known and campaign.pk in known else counts_of(campaign)
+        if known and campaign.pk in known:
+            return known[campaign.pk]
+        if getattr(campaign, "_counts", None) is None:
+            campaign._counts = counts_of(campaign)  # one query for counts and progress
+        return campaign._counts
 
     @extend_schema_field(CountsSerializer)
     def get_counts(self, campaign):

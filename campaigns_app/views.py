@@ -76,6 +76,7 @@ class CampaignViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     model = Campaign
     serializer_class = CampaignSerializer
+    lookup_value_regex = "[^/]+"
 
     @extend_schema(responses=inline_serializer("CampaignList", {"campaigns": CampaignSerializer(many=True)}))
     def list(self, request):
@@ -106,6 +107,11 @@ class CampaignViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _transition(self, request, change):
+        body = request.data  # read, so that a hostile body is refused like any other
+        if body:
+            raise ValidationFailed("This change takes no body: send none, or {}.",
+                                   details={str(name)[:100]: ["Unknown field. This change takes no body."]
+                                            for name in (body if isinstance(body, dict) else ["body"])})
         campaign = services.campaign_transition(campaign=self.get_object(), change=change)
         return Response(_serialized(campaign))
 
@@ -214,6 +220,7 @@ class BlocklistViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     model = BlockedNumber
     serializer_class = BlockedNumberSerializer
+    lookup_value_regex = "[^/]+"
 
     @accepts_query(BlocklistQuerySerializer)
     @extend_schema(responses=inline_serializer("Blocklist", {
