@@ -19,6 +19,7 @@ from bench import (
     bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
+    bench_campaigns,  # noqa: E402
     bench_chat,  # noqa: E402
     bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
@@ -49,6 +50,7 @@ BENCHMARKS = [
     bench_console.dashboard_and_search,
     bench_agent.reply_latency,
     bench_chat.first_sentence,
+    bench_campaigns.import_and_tick,
 ]
 
 

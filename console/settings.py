@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "webhooks_app",
     "dashboard_app",
     "agent_app",
+    "campaigns_app",
 ]
 
 MIDDLEWARE = [
@@ -443,6 +444,16 @@ VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
 # is ended by the periodic sweep, booked up to its last heartbeat (docs/operations.md).
 CALL_HEARTBEAT_SEC = env.float("CALL_HEARTBEAT_SEC", default=5.0)
 CALL_HEARTBEAT_TIMEOUT_SEC = env.float("CALL_HEARTBEAT_TIMEOUT_SEC", default=30.0)
+
+# --- Outbound campaigns (campaigns_app; docs/api.md "Campaigns", docs/operations.md) ---
+# Seconds after which a dial whose carrier never answered (a timeout, a worker that died
+# mid-request) is sent again with the same idempotency key, to carriers that honour it.
+CAMPAIGN_DIAL_LEASE_SEC = env.int("CAMPAIGN_DIAL_LEASE_SEC", default=120)
+# Days a contact without documented consent is kept after its last use (a contact with
+# consent: five years, § 7a UWG); then its personal data is removed (docs/privacy.md).
+CAMPAIGN_CONTACT_DAYS = env.int("CAMPAIGN_CONTACT_DAYS", default=180)
+# Answering-machine detection is asked of carriers that can do it (Twilio's MachineDetection).
+CAMPAIGN_MACHINE_DETECTION = env.bool("CAMPAIGN_MACHINE_DETECTION", default=True)
 
 # --- Privacy (privacy_app, docs/privacy.md) ---
 # Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived

@@ -22,6 +22,9 @@ MEMBER_PERMISSIONS = {
     "leads_app.lead": ("view", "change"),
     "calls_app.call": ("view",),
     "calls_app.usagecounter": ("view",),
+    "campaigns_app.campaign": ("view", "change"),
+    "campaigns_app.campaigncontact": ("view",),
+    "campaigns_app.blockednumber": ("view", "add"),
 }
 
 OWNER_PERMISSIONS = {
@@ -36,6 +39,8 @@ OWNER_PERMISSIONS = {
     "privacy_app.erasure": ("view", "add"),
     "privacy_app.export": ("view", "add"),
     "audit.auditentry": ("view",),
+    "campaigns_app.campaign": _ALL,
+    "campaigns_app.blockednumber": _ALL,
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

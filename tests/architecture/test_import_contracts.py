@@ -13,7 +13,7 @@ from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
-            "webhooks_app", "dashboard_app", "agent_app"]
+            "webhooks_app", "dashboard_app", "agent_app", "campaigns_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -66,6 +66,11 @@ def test_the_contracts_hold_on_the_project():
     ("scripts_app/analysis/_probe.py", "from django.conf import settings\n", "The linter's analysis imports no Django"),
     ("leads_app/_probe.py", "import csv\n", "Every CSV is written by console.csv_export"),
     ("console/_probe.py", "from csv import writer\n", "Every CSV is written by console.csv_export"),
+    ("calls_app/_probe.py", "from campaigns_app import services\n", "Layers"),
+    ("leads_app/_probe.py", "import campaigns_app.models\n", "Layers"),
+    ("webhooks_app/_probe.py", "import campaigns_app.models\n", "Webhooks know no feature"),
+    ("campaigns_app/_probe.py", "import privacy_app.services\n", "Layers"),
+    ("campaigns_app/_probe.py", "import csv\n", "Every CSV is written by console.csv_export"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
     probe = with_module(tree_copy, module, source)

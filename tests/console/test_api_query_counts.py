@@ -13,6 +13,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, TranscriptEntry
 from calls_app.services import _web_carrier, carrier_create
+from campaigns_app.contact_rows import from_json
+from campaigns_app.services import blocklist_add, campaign_create, campaign_transition, contacts_add
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
@@ -90,6 +92,31 @@ ENDPOINTS = [
     ("POST", "/v2/webhooks/{webhook}/rotate-secret", {}, 4 + AUDIT, "the endpoint, locked, update, read again"),
     ("GET", "/v2/webhooks/{webhook}/deliveries?limit=200", None, 3,
      "the endpoint, the page of deliveries, their attempts"),
+    ("GET", "/v2/campaigns", None, 2, "the campaigns, their counts (one grouped query)"),
+    ("POST", "/v2/campaigns", {"name": "Neu", "purpose": "service"}, 3 + AUDIT,
+     "the tenant's first number (the caller id), insert, the counts"),
+    ("GET", "/v2/campaigns/{campaign}", None, 2, "the campaign, its counts"),
+    ("PATCH", "/v2/campaigns/{campaign}", {"name": "Neu"}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("DELETE", "/v2/campaigns/{campaign}", None, 7 + AUDIT,
+     "the campaign, locked; its contacts and attempts (collected, deleted), delete it"),
+    ("POST", "/v2/campaigns/{campaign}/start", {}, 6 + AUDIT,
+     "the campaign, locked; the counts and the webhook endpoints (campaign.started); update; the counts"),
+    ("POST", "/v2/campaigns/{running}/pause", {}, 6 + AUDIT,
+     "the campaign, locked; update; the counts and the webhook endpoints (campaign.paused); the counts"),
+    ("POST", "/v2/campaigns/{paused}/resume", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("POST", "/v2/campaigns/{running}/cancel", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("GET", "/v2/campaigns/{campaign}/contacts?limit=200", None, 3,
+     "the campaign, the page of contacts, their attempts"),
+    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 6 + AUDIT,
+     "the campaign, locked; its numbers; the blocklist among the upload's; insert (one statement run for all rows);"
+     " the counts"),
+    ("GET", "/v2/campaigns/{campaign}/results.csv", None, 1,
+     "the campaign (its attempts and contacts are read while the answer streams)"),
+    ("GET", "/v2/blocklist", None, 1, "the page of entries"),
+    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 3 + AUDIT,
+     "the entry (get or create), the number's waiting contacts (locked)"),
+    ("GET", "/v2/blocklist/{blocked}", None, 1, "the entry"),
+    ("DELETE", "/v2/blocklist/{blocked}", None, 2 + AUDIT, "the entry, delete it"),
 ]
 
 
@@ -115,6 +142,18 @@ def seeded(tenant_a, tenant_b, korean_model):
             if tenant == tenant_a:
                 ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
+        campaigns_made = {}
+        for name in ("campaign", "running", "paused"):
+            campaign = campaign_create(tenant=tenant, name=name, purpose="service")
+            rows, _ = from_json([{"phone": "0176 11100011"}, {"phone": "0176 11100022"}], time_zone=tenant.time_zone,
+                                now=moment)
+            contacts_add(campaign=campaign, rows=rows, now=moment)
+            for change in {"campaign": (), "running": ("start",), "paused": ("start", "pause")}[name]:
+                campaign_transition(campaign=campaign, change=change, now=moment)
+            campaigns_made[name] = campaign.id
+        blocked, _ = blocklist_add(tenant=tenant, phone="0176 99900099")
+        if tenant == tenant_a:
+            ids.update(campaigns_made, blocked=blocked.id)
         export = export_create(tenant=tenant, e164="+491719999999", actor="tests")
         erasure = erasure_create(tenant=tenant, e164="+491719999998", actor="tests")
         if tenant == tenant_a:
@@ -176,6 +215,6 @@ def tenant_bound_routes():
 def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
-                  webhook="wh_x")).route)
+                  webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

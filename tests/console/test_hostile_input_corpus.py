@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from calls_app.models import Call
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header
+from campaigns_app.services import blocklist_add, campaign_create
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
 from leads_app.services import lead_create
@@ -96,6 +97,15 @@ def templates(objects):
                                                    "active": True},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
+        ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
+                                     "window": {"mon": {"start": "09:00", "end": "18:00"}}},
+        ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
+                                                    "window": {"tue": {"start": "10:00", "end": "12:00"}}},
+        ("v2/^campaigns/(?P<pk>[^/]+)/contacts$", "post"): {"contacts": [{"phone": "0176 11122233", "name": "Jü"}]},
+        ("v2/^blocklist$", "post"): {"phone": "0176 44455566", "note": "Beschwerde"},
+        # State changes take no body (an empty one, or {}); anything else is refused.
+        **{(f"v2/^campaigns/(?P<pk>[^/]+)/{change}$", "post"): b"" for change in ("start", "pause", "resume",
+                                                                                  "cancel")},
     }
 
 
@@ -115,6 +125,9 @@ def path_values(objects):
         "v2/^webhooks/(?P<pk>[^/]+)$": {"pk": objects["webhook"]},
         "v2/^webhooks/(?P<pk>[^/]+)/deliveries$": {"pk": objects["webhook"]},
         "v2/^webhooks/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["webhook"]},
+        **{f"v2/^campaigns/(?P<pk>[^/]+){suffix}$": {"pk": objects["campaign"]}
+           for suffix in ("", "/start", "/pause", "/resume", "/cancel", "/contacts", "/results.csv")},
+        "v2/^blocklist/(?P<pk>[^/]+)$": {"pk": objects["blocked"]},
     }
 
 
@@ -156,7 +169,7 @@ WHOLE_BODIES = {
     "3 MB": (json.dumps({"x": "y" * 3_000_000}), None),
 }
 
-SUCCESS_TYPES = ("application/json", "audio/mpeg", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
+SUCCESS_TYPES = ("application/json", "audio/mpeg", "text/csv", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
 # Routes that read no input and take long to answer (the OpenAPI document is built per
 # request) get fewer query and header variants, not every combination.
 LIGHT = {"v2/schema", "v2/docs"}
@@ -242,6 +255,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "erasure": privacy.erasure_create(tenant=tenant_a, e164="+491719999999", actor="corpus").pk,
         "webhook": endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/z",
                                    event_types=["lead.created"])[0].pk,
+        "campaign": campaign_create(tenant=tenant_a, name="Korpus", purpose="marketing").pk,
+        "blocked": blocklist_add(tenant=tenant_a, phone="0176 99988877")[0].pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -12,6 +12,7 @@ permission opens every page of every registered tenant-data model for A's object
 A new tenant-bound route needs a scenario; a route of another kind (e.g. gateway
 routes with their own token) goes into NOT_TENANT_BOUND with its reason.
 """
+import datetime
 import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -28,6 +29,10 @@ from rest_framework.test import APIClient
 from agent_app import demo_views
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
+from campaigns_app import services as campaigns
+from campaigns_app.contact_rows import from_json
+from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact
+from campaigns_app.scheduler import campaigns_tick
 from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
 from console.assistants.models import Assistant
 from console.credentials.models import ApiKey
@@ -177,6 +182,22 @@ SCENARIOS = {
     # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
     "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
         lambda a: {"assistant": a.assistant.pk}, {}]}),
+    # B's campaigns cannot name A's assistant or number (B has none of its own to call from).
+    "campaign-list": Scenario({"get": 200, "post": [400, 400]}, bodies={"post": [
+        lambda a: {"name": "Übernahme", "purpose": "service", "assistant": a.assistant.pk},
+        lambda a: {"name": "Übernahme", "purpose": "service", "fromNumber": a.number.e164}]}),
+    "campaign-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.campaign.pk},
+                                bodies={"patch": [{"name": "übernommen"}]}),
+    "campaign-start": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-pause": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-resume": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-cancel": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-contacts": Scenario({"get": 404, "post": 404}, lambda a: {"pk": a.campaign.pk},
+                                  bodies={"post": [{"contacts": [{"phone": "0176 11122233"}]}]}),
+    "campaign-results": Scenario({"get": 404}, lambda a: {"pk": a.campaign.pk}),
+    # B blocks the number A calls: B's own list; A's contacts and blocklist stay.
+    "blocklist-list": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.contact.phone}]}),
+    "blocklist-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.blocked.pk}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -202,13 +223,26 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     endpoint, _ = endpoint_create(tenant=tenant_a, url="http://127.0.0.1:9/acme-hook", event_types=["lead.created"])
     lead_create(tenant=tenant_a, kind="callback", phone="+491701234568")
     delivery_attempt(delivery_id=Delivery.objects.for_tenant(tenant_a).get().pk)
+    # A campaign that called its contact once (a Tuesday 10:00, inside the window).
+    campaign = campaigns.campaign_create(tenant=tenant_a, name="Acme-Kampagne", purpose="service",
+                                         assistant=assistant.pk)
+    tuesday = datetime.datetime(2026, 11, 24, 9, 0, tzinfo=datetime.UTC)
+    rows, _ = from_json([{"phone": "0176 44455566", "name": "Acme-Kontakt"}], time_zone=tenant_a.time_zone,
+                        now=tuesday)
+    campaigns.contacts_add(campaign=campaign, rows=rows, now=tuesday)
+    campaigns.campaign_transition(campaign=campaign, change="start", now=tuesday)
+    campaigns_tick(now=tuesday)
+    contact = CampaignContact.objects.get(campaign=campaign)
+    assert CampaignAttempt.objects.for_tenant(tenant_a).filter(contact=contact, state="dialled").exists()
+    blocked, _ = campaigns.blocklist_add(tenant=tenant_a, phone="0176 99988877", note="Acme-Sperre")
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
-               endpoint.pk, "acme-hook"]
+               endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
+               blocked.phone, "Acme-Sperre"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
-                           markers=markers)
+                           campaign=campaign, contact=contact, blocked=blocked, markers=markers)
 
 
 def state_of(tenant):
@@ -216,7 +250,8 @@ def state_of(tenant):
     return json.dumps([
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
-                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt)
+                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
+                      CampaignAttempt, BlockedNumber)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)
