@@ -43,6 +43,12 @@ SAME_IN_GERMAN = {
     "minuten",
     # names of audio encodings
     "pcm s16le", "μ-law",
+    # a campaign's purposes, words German uses as they are
+    "service", "marketing",
+    # the federal states (a tenant's `state`), named in German already
+    "baden-württemberg", "bayern", "berlin", "brandenburg", "bremen", "hamburg", "hessen", "mecklenburg-vorpommern",
+    "niedersachsen", "nordrhein-westfalen", "rheinland-pfalz", "saarland", "sachsen", "sachsen-anhalt",
+    "schleswig-holstein", "thüringen",
 }
 
 OUR_ROOT = Path(settings.BASE_DIR)
