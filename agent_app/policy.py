@@ -301,7 +301,7 @@ _YES = _cue(r"\bja\b", r"\bjawohl\b", r"\bjep\b", r"\bjo\b", r"\bgenau\b", r"\br
             r"\bkorrekt\b", r"\bgerne?\b", r"\bpasst\b", r"\bokay\b", r"\bok\b", r"\beinverstanden\b",
             r"\bin ordnung\b", r"\bklar\b", r"\byes\b", r"\byeah\b", r"\byep\b", r"\byup\b", r"\bcorrect\b",
             r"\bthat'?s right\b", r"\bright\b", r"\bexactly\b", r"\bsure\b")
-_SOON = _cue(r"so ?bald wie möglich", r"schnellstmöglich", r"möglichst (?:bald|schnell)", r"baldmöglichst",
+_SOON = _cue(r"so ?(?:bald|schnell|früh) wie möglich", r"schnellstmöglich", r"möglichst (?:bald|schnell)", r"baldmöglichst",
              r"\bsofort\b", r"\bgleich\b", r"\bjederzeit\b", r"\begal\b", r"\bwann (?:immer )?(?:sie|ihr) "
              r"(?:wollen|möchten|können)\b", r"\bas soon as possible\b", r"\basap\b", r"\bany ?time\b",
              r"\bright away\b", r"\bwhenever\b", r"\bdoesn'?t matter\b")
@@ -329,6 +329,8 @@ _INSTRUCTIONS = _cue(r"\bignorier", r"\banweisung", r"\binstruktion", r"\binstru
 _QUESTION = _cue(r"\?", r"^\W*(?:wann|wie|was|wo|wer|welche\w*|warum|wieso|weshalb|wozu|woher|wohin|haben|habt|gibt|"
                  r"kann|können|könnt|ist|sind|bieten|machen|nehmen|muss|brauche|darf|when|what|where|how|who|"
                  r"which|why|do|does|are|is|can|could)\b")
+_ANNOUNCED = _cue(r"\b(?:noch )?(?:eine|ne) (?:frage|bitte)\b", r"\bnoch (?:etwas|was)\b",
+                  r"\b(?:one more|another|a) question\b", r"\bsomething else\b")
 _EN_DIGITS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
               "seven": "7", "eight": "8", "nine": "9"}
 _EN_DOUBLE = re.compile(r"\b(double|triple)\s+(zero|oh|one|two|three|four|five|six|seven|eight|nine|\d)\b",
@@ -881,6 +883,8 @@ class DialoguePolicy:
         if _APPOINTMENT.search(heard.low):
             return self._start(state, context, heard, "appointment")
         few = len(heard.content) < 2
+        if _ANNOUNCED.search(heard.low) and len(heard.content) <= 4 and "?" not in heard.low:
+            return _Reply(say["what"])  # "Ich hätte noch eine Frage." – the question comes next
         if _THANKS.search(heard.low) and few:
             return _Reply(f"{say['thanks']} {say['else']}", pending="else")
         if few and not _QUESTION.search(heard.low):
