@@ -322,10 +322,13 @@ _STOP = frozenset((
     "zur im in am an auf aus bei mit von vom für über unter nach vor bis um denn dann doch ja nein nicht kein "
     "keine so sehr da hier dort man sich the a an and or to of in on at for with is are do does you your we our "
     "i me my can could would please what when where how which who").split())
-_INSTRUCTIONS = _cue(r"\bignorier", r"\banweisung", r"\binstruktion", r"\binstruction", r"\bsystem ?prompt",
-                     r"\bprompt\b", r"\bdu bist\b", r"\byou are now\b", r"\bvergiss\b", r"\bforget\b",
-                     r"\bassistent", r"\bassistant\b", r"\bignore\b", r"\bdisregard\b", r"\bsprachmodell",
-                     r"\blanguage model\b", r"\bki\b", r"\bverbinden sie\b", r"\btransfer_call\b", r"\btool")
+_INSTRUCTIONS = _cue(
+    r"\bignorier", r"\b(?:deine|eure|alle|vorherigen|bisherigen|obigen|früheren|neuen) (?:anweisungen|instruktionen|"
+    r"regeln|vorgaben)\b", r"\bvergiss\b", r"\bvergessen sie\b", r"\bsystem ?prompt", r"\bprompt\b", r"\bdu bist\b",
+    r"\bsie sind (?:jetzt|nun|ab sofort)\b", r"\bsprachmodell", r"\bverbinden sie\b", r"\bleiten sie\b[^.!?]{0,40}\bweiter\b",
+    r"\bignore\b", r"\bdisregard\b", r"\bforget\b", r"\b(?:your|previous|prior|all|above) (?:instructions|rules)\b",
+    r"\byou are now\b", r"\blanguage model\b", r"\btransfer (?:the call|me|this call)\b", r"\btransfer_call\b",
+    r"\btool call")
 _QUESTION = _cue(r"\?", r"^\W*(?:wann|wie|was|wo|wer|welche\w*|warum|wieso|weshalb|wozu|woher|wohin|haben|habt|gibt|"
                  r"kann|können|könnt|ist|sind|bieten|machen|nehmen|muss|brauche|darf|when|what|where|how|who|"
                  r"which|why|do|does|are|is|can|could)\b")
