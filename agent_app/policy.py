@@ -62,10 +62,11 @@ calls and with which arguments depends only on the caller's words and the contex
 lines.
 """
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jsonschema
@@ -78,9 +79,14 @@ from gateway_app.turns import TextDelta, ToolCall
 from speech_app.entities import entities, number_of
 from speech_app.spoken import spoken_form
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_ZONE = "Europe/Berlin"
 MAX_NOTE_CHARS = 300
 MAX_TIME_WORDS = 200
+# An utterance is read for numbers and times in its first characters only (a caller's
+# sentence is far shorter; a client may send 400,000 characters).
+MAX_HEARD_CHARS = 2000
 
 # --- The context lines ---------------------------------------------------------------
 
@@ -201,17 +207,6 @@ def _key(name):
     return re.sub(r"[_\-\s]", "", name.lower())
 
 
-def _property(schema, role):
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
-        return {}
-    for alias in _ROLES[role]:
-        for name, spec in properties.items():
-            if _key(name) == alias:
-                return spec if isinstance(spec, dict) else {}
-    return {}
-
-
 def _property_name(schema, role):
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
@@ -223,19 +218,53 @@ def _property_name(schema, role):
     return None
 
 
-def _fits(schema, arguments):
+def _required(schema):
+    required = schema.get("required") if isinstance(schema, dict) else None
+    return {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+
+
+def _property(schema, role):
+    name = _property_name(schema, role)
+    spec = schema["properties"][name] if name else None
+    return spec if isinstance(spec, dict) else {}
+
+
+class _BrokenSchema(Exception):
+    pass
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text):
+    """The checked validator of a schema (by its JSON text: a turn asks for the same few
+    schemas again and again), or None when the schema itself is not valid."""
+    schema = json.loads(schema_text)
     try:
-        validator = jsonschema.validators.validator_for(schema)
-        return validator(schema).is_valid(arguments)
-    except (jsonschema.SchemaError, TypeError, ValueError):
-        return False
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:  # noqa: BLE001 - any schema a client sends: not valid is not valid
+        return None
+
+
+def _fits(schema, arguments):
+    """Whether `arguments` validate against `schema`; _BrokenSchema when it cannot be
+    checked (a client may send any schema): then its tool is not called at all."""
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+        if validator is None:
+            raise _BrokenSchema()
+        return validator.is_valid(arguments)
+    except _BrokenSchema:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bad pattern, …: no arguments can be known to fit
+        raise _BrokenSchema() from exc
 
 
 def tool_arguments(schema, values):
     """The arguments for a tool with parameters `schema`, from `values` (role → value;
     None left out): each under the tool's own name for it, strings cut to their
     maxLength, checked against the schema. Optional values that do not fit are dropped;
-    None when the arguments still do not validate."""
+    None when the arguments still do not validate or the schema cannot be checked."""
     arguments = {}
     for role, value in values.items():
         if value in (None, ""):
@@ -247,13 +276,16 @@ def tool_arguments(schema, values):
         if isinstance(value, str) and isinstance(spec, dict) and isinstance(spec.get("maxLength"), int):
             value = value[:spec["maxLength"]].rstrip()
         arguments[name] = value
-    if _fits(schema, arguments):
-        return arguments
-    required = set(schema.get("required") or ()) if isinstance(schema, dict) else set()
-    for name in [name for name in reversed(list(arguments)) if name not in required]:
-        del arguments[name]
+    try:
         if _fits(schema, arguments):
             return arguments
+        required = _required(schema)
+        for name in [name for name in reversed(list(arguments)) if name not in required]:
+            del arguments[name]
+            if _fits(schema, arguments):
+                return arguments
+    except _BrokenSchema:
+        pass
     return None
 
 
@@ -264,7 +296,8 @@ def _cue(*patterns):
 
 
 _OPT_OUT = _cue(
-    r"\bruf\w* sie mich\b[^.?!]{0,20}\bnicht mehr\b", r"\bmich\b[^.?!]{0,20}\bnicht mehr\b[^.?!]{0,12}\ban(?:zu)?rufen\b",
+    r"\bruf\w* sie mich\b[^.?!]{0,20}\bnicht mehr\b",
+    r"\bmich\b[^.?!]{0,20}\bnicht mehr\b[^.?!]{0,12}\ban(?:zu)?rufen\b",
     r"\bnicht mehr angerufen\b", r"\bkeine (?:weiteren )?(?:werbe)?anrufe mehr\b", r"\bkeine weiteren anrufe\b",
     r"\bkeine werbeanrufe\b", r"\bnicht mehr kontaktier", r"\bwiderspreche\b",
     r"\b(?:streichen|löschen|entfernen|sperren) sie meine (?:telefon)?nummer\b",
@@ -301,11 +334,12 @@ _YES = _cue(r"\bja\b", r"\bjawohl\b", r"\bjep\b", r"\bjo\b", r"\bgenau\b", r"\br
             r"\bkorrekt\b", r"\bgerne?\b", r"\bpasst\b", r"\bokay\b", r"\bok\b", r"\beinverstanden\b",
             r"\bin ordnung\b", r"\bklar\b", r"\byes\b", r"\byeah\b", r"\byep\b", r"\byup\b", r"\bcorrect\b",
             r"\bthat'?s right\b", r"\bright\b", r"\bexactly\b", r"\bsure\b")
-_SOON = _cue(r"so ?(?:bald|schnell|früh) wie möglich", r"schnellstmöglich", r"möglichst (?:bald|schnell)", r"baldmöglichst",
+_SOON = _cue(r"so ?(?:bald|schnell|früh) wie möglich", r"schnellstmöglich", r"möglichst (?:bald|schnell)",
+             r"baldmöglichst",
              r"\bsofort\b", r"\bgleich\b", r"\bjederzeit\b", r"\begal\b", r"\bwann (?:immer )?(?:sie|ihr) "
              r"(?:wollen|möchten|können)\b", r"\bas soon as possible\b", r"\basap\b", r"\bany ?time\b",
              r"\bright away\b", r"\bwhenever\b", r"\bdoesn'?t matter\b")
-_PARTS = (("am", _cue(r"vormittag", r"\bmorgens\b", r"\bfrüh\b", r"\bmorning\b")),
+_PARTS = (("am", _cue(r"vormittag", r"\bmorgens\b", r"\bfrüh\b(?! wie möglich)", r"\bmorning\b")),
           ("pm", _cue(r"nachmittag", r"\bmittags?\b", r"\bafternoon\b", r"\bnoon\b")),
           ("evening", _cue(r"\babends?\b", r"\bevening\b", r"\btonight\b")))
 _PART_START = {"am": time(9), "pm": time(14), "evening": time(18)}
@@ -325,7 +359,8 @@ _STOP = frozenset((
 _INSTRUCTIONS = _cue(
     r"\bignorier", r"\b(?:deine|eure|alle|vorherigen|bisherigen|obigen|früheren|neuen) (?:anweisungen|instruktionen|"
     r"regeln|vorgaben)\b", r"\bvergiss\b", r"\bvergessen sie\b", r"\bsystem ?prompt", r"\bprompt\b", r"\bdu bist\b",
-    r"\bsie sind (?:jetzt|nun|ab sofort)\b", r"\bsprachmodell", r"\bverbinden sie\b", r"\bleiten sie\b[^.!?]{0,40}\bweiter\b",
+    r"\bsie sind (?:jetzt|nun|ab sofort)\b", r"\bsprachmodell", r"\bverbinden sie\b",
+    r"\bleiten sie\b[^.!?]{0,40}\bweiter\b",
     r"\bignore\b", r"\bdisregard\b", r"\bforget\b", r"\b(?:your|previous|prior|all|above) (?:instructions|rules)\b",
     r"\byou are now\b", r"\blanguage model\b", r"\btransfer (?:the call|me|this call)\b", r"\btransfer_call\b",
     r"\btool call")
@@ -396,8 +431,8 @@ class _Heard:
 
     @cached_property
     def _entities(self):
-        text = _english_digits(self.text) if self.context.language == "en" else self.text
-        return entities(text, now=self.context.now)
+        text = self.text[:MAX_HEARD_CHARS]
+        return entities(_english_digits(text) if self.context.language == "en" else text, now=self.context.now)
 
     @cached_property
     def phone(self):
@@ -412,7 +447,8 @@ class _Heard:
         missing leading zero added."""
         if self.phone:
             return self.phone
-        text = _english_digits(self.low) if self.context.language == "en" else self.low
+        text = self.low[:MAX_HEARD_CHARS]
+        text = _english_digits(text) if self.context.language == "en" else text
         digits = ""
         for token in re.findall(r"\+|\d+|[a-zäöüß]+", text):
             if token.isdigit() or token == "+":
@@ -788,9 +824,14 @@ class DialoguePolicy:
         if not request.tools or request.tool_choice == "none":
             yield from self._rule_set(request)
             return
-        context = Context.of(request)
-        state = _State()
-        reply = self._forced(request, context, self.decide(request, context, state))
+        try:
+            context = Context.of(request)
+            state = _State()
+            reply = self._forced(request, context, self.decide(request, context, state))
+        except Exception:  # noqa: BLE001 - a turn is never lost to a flaw of the policy: the rule set answers
+            logger.exception("The offline dialogue policy failed on a turn; the rule set answers it")
+            yield from self._rule_set(request)
+            return
         for word in re.findall(r"\S+\s*", reply.text):
             yield TextDelta(word)
         for index, (name, arguments) in enumerate(reply.calls, start=1):
@@ -983,7 +1024,7 @@ class DialoguePolicy:
             return _Reply(lead + say["read_back"].format(digits=read_back(flow.phone, context.language)),
                           pending="confirm_phone")
         time_name = _property_name(schema, "time")
-        wants_time = time_name and (context.spoken or time_name in (schema.get("required") or ()))
+        wants_time = time_name and (context.spoken or time_name in _required(schema))
         if wants_time and not flow.when.known() and not flow.time_asked and not flow.bye:
             flow.time_asked = True
             question = "ask_time_appointment" if flow.kind == "appointment" else "ask_time_callback"
@@ -1131,8 +1172,8 @@ class DialoguePolicy:
             if ok:
                 text = self._confirmation(flow, context)
                 if flow.bye:
-                    return _Reply(f"{text} {say['bye']}", self._call(context, "end_call", {"reason": say["reason_bye"]}),
-                                  pending="ended")
+                    calls = self._call(context, "end_call", {"reason": say["reason_bye"]})
+                    return _Reply(f"{text} {say['bye']}", calls, pending="ended")
                 return _Reply(f"{text} {say['else']}", pending="else")
             if "phone" in json.dumps(data, ensure_ascii=False).lower():
                 flow.phone, flow.confirmed, flow.sent, flow.caller_declined = None, False, False, True

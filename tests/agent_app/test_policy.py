@@ -112,9 +112,11 @@ def test_a_callback_by_voice_asks_for_the_number_reads_it_back_takes_a_correctio
     said, calls = talk.say("Ich hätte gern einen Rückruf.")
     assert "Nummer" in said and calls == []
     said, calls = talk.say("null eins sieben sechs eins zwei drei vier fünf sechs sieben neun")
-    assert said == "Ich wiederhole: null eins sieben sechs, eins zwei drei vier, fünf sechs sieben neun. Ist das richtig?"
+    assert said == ("Ich wiederhole: null eins sieben sechs, eins zwei drei vier, fünf sechs sieben neun. "
+                    "Ist das richtig?")
     said, calls = talk.say("Nein, null eins sieben sechs, eins zwei drei vier, fünf sechs sieben acht.")
-    assert said == "Ich wiederhole: null eins sieben sechs, eins zwei drei vier, fünf sechs sieben acht. Ist das richtig?"
+    assert said == ("Ich wiederhole: null eins sieben sechs, eins zwei drei vier, fünf sechs sieben acht. "
+                    "Ist das richtig?")
     said, calls = talk.say("Ja, genau.")
     assert said == "Wann passt Ihnen der Rückruf am besten?" and calls == []
     said, calls = talk.say("Morgen um halb drei.")
@@ -225,7 +227,8 @@ def test_thanks_and_goodbye_after_the_read_back_still_leaves_the_callback():
     talk.say("Rückruf bitte, morgen früh, unter 0176 12345678.")
     said, calls = talk.say("Ja, stimmt. Danke, tschüss!")
     assert names(calls) == ["create_callback", "end_call"]
-    assert said == "Vielen Dank, wir rufen Sie morgen Vormittag zurück. Vielen Dank für Ihren Anruf. Auf Wiederhören!"
+    assert said == ("Vielen Dank, wir rufen Sie morgen Vormittag zurück. Vielen Dank für Ihren Anruf. "
+                    "Auf Wiederhören!")
 
 
 def test_an_appointment_wish_is_a_callback_with_the_wished_time():
@@ -492,7 +495,8 @@ def test_a_history_from_another_model_is_answered_too():
         {"role": "assistant", "content": "Hallo, was kann ich tun?"},
         {"role": "user", "content": "Wann haben Sie offen?"},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "abc", "type": "function", "function": {"name": "lookup_knowledge", "arguments": "{\"query\": \"x\"}"}}]},
+            {"id": "abc", "type": "function",
+             "function": {"name": "lookup_knowledge", "arguments": "{\"query\": \"x\"}"}}]},
         {"role": "tool", "tool_call_id": "abc", "content": "Dienstags von 7 bis 13 Uhr geöffnet."},
     ]
     text, calls = talk.turn()
@@ -509,3 +513,25 @@ def test_tool_arguments_fit_the_schema_or_are_none():
                                                "phone": {"type": "string"}}, "required": ["phone"]}
     assert tool_arguments(schema, {"phone": "+4917612345678", "time": "morgen"}) == {"phone": "+4917612345678"}
     assert tool_arguments(schema, {"time": "am"}) is None
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"phone": {"type": "string"}}, "required": 5},
+    {"type": "object", "properties": {"phone": {"type": "string", "minLength": 50}}, "required": ["phone"]},
+    {"type": "object", "properties": {"phone": {"type": "no-such-type"}}},
+    {"type": "object", "properties": {"phone": {"type": "string", "pattern": "(unclosed"}}},
+    {"type": "object", "properties": {"phone": 3, "reason": None}},
+])
+def test_odd_schemas_a_client_may_send_never_break_the_turn(schema):
+    talk = Dialogue(system=TEXT, offered=tools("create_callback", schemas={"create_callback": schema}))
+    said, calls = talk.say("Rückruf bitte unter 0176 12345678 " + "und so weiter " * 20_000)
+    assert said and calls == []  # a schema that cannot be checked: its tool is not called
+
+
+def test_a_flaw_of_the_policy_falls_back_to_the_rule_set(monkeypatch, caplog):
+    monkeypatch.setattr(DialoguePolicy, "decide", lambda *args: 1 / 0)
+    talk = Dialogue()
+    talk.messages.append({"role": "user", "content": "ping"})
+    assert talk.turn() == ("pong", [])
+    assert "The offline dialogue policy failed" in caplog.text
+
