@@ -13,7 +13,7 @@ import pytest
 from console.errors import ValidationFailed
 from gateway_app.errors import AnswerInterrupted, NoLaneAnswered, OverBudget
 from gateway_app.models import LaneUsage
-from gateway_app.providers.mock import register_mock_policy
+from gateway_app.providers.mock import RuleSetPolicy, register_mock_policy
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
 from registry_app.models import LaneCooldown
@@ -312,8 +312,13 @@ def test_the_mock_lane_streams_its_rule_sets_answer_word_by_word(db):
 
 
 def test_a_turn_that_requires_a_tool_skips_a_mock_lane_without_tools(db):
-    with pytest.raises(NoLaneAnswered) as refused:
-        gateway_chat(messages=HISTORY, tools=[CALLBACK_TOOL], tool_choice="required")
+    # The rule set calls no tools (agent_app installs a dialogue policy that does).
+    previous = register_mock_policy(RuleSetPolicy())
+    try:
+        with pytest.raises(NoLaneAnswered) as refused:
+            gateway_chat(messages=HISTORY, tools=[CALLBACK_TOOL], tool_choice="required")
+    finally:
+        register_mock_policy(previous)
     assert refused.value.details["attempts"][0]["outcome"] == "unavailable"
 
 
