@@ -10,7 +10,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app import redaction
+from calls_app.analysis import analyses_erase
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
+from calls_app.services import call_tool_notes_erase
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
@@ -33,7 +35,7 @@ ERASED_REQUEST_HASH = "erased"
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
                     "erasedCallers")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
-                  "idempotencyRecords", "adminLogEntries")
+                  "idempotencyRecords", "adminLogEntries", "analyses")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
@@ -196,6 +198,7 @@ def erasure_create(*, tenant, e164, actor, request_id="", now=None):
                         .values_list("pk", flat=True))
         lead_ids = list(selectors.leads_naming(tenant=tenant, e164=e164).values_list("pk", flat=True))
         _erase_calls(call_ids, e164, pseudonym, counts)
+        _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts)
         counts["leads"] = _deleted(Lead.objects.filter(pk__in=lead_ids))
         counts["exports"] = _deleted(Export.objects.for_tenant(tenant).filter(subject=pseudonym))
         counts["idempotencyRecords"] = IdempotencyRecord.objects.filter(
@@ -230,6 +233,16 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
             changed.append(event)
     _rewrite_event_data(changed)
     counts["carrierEvents"] = len(changed)
+
+
+def _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts):
+    """The assistants' records (issue 28, calls_app): the analyses of the caller's
+    calls and of calls whose callback lead is the caller's (and any whose summary names
+    the number), and the system notes of tool calls that name the number in the
+    tenant's other calls (a callback taken for this number during someone else's call).
+    Run before the leads are deleted: the analyses are found through them."""
+    counts["analyses"] = analyses_erase(tenant=tenant, call_ids=call_ids, lead_ids=lead_ids, e164=e164)
+    counts["transcriptLines"] += call_tool_notes_erase(tenant=tenant, e164=e164)
 
 
 def _rewrite_event_data(events):

@@ -5,7 +5,7 @@ from django.db import models
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
 
-EVENT_TYPES = ("lead.created", "lead.updated", "call.started", "call.ended", "usage.threshold")
+EVENT_TYPES = ("lead.created", "lead.updated", "call.started", "call.ended", "call.analyzed", "usage.threshold")
 
 
 class Endpoint(models.Model):
