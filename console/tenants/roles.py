@@ -22,6 +22,7 @@ MEMBER_PERMISSIONS = {
     "leads_app.lead": ("view", "change"),
     "calls_app.call": ("view",),
     "calls_app.usagecounter": ("view",),
+    "tools_app.httptool": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -32,6 +33,7 @@ OWNER_PERMISSIONS = {
     "assistants.assistant": _ALL,
     "numbers.phonenumber": _ALL,
     "scripts_app.scriptoverride": _ALL,
+    "tools_app.httptool": _ALL,
     "privacy_app.retentionsettings": ("view", "add", "change"),
     "privacy_app.erasure": ("view", "add"),
     "privacy_app.export": ("view", "add"),
