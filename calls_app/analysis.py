@@ -374,3 +374,11 @@ def analyses_erase(*, tenant, call_ids, lead_ids, e164):
     found = CallAnalysis.objects.for_tenant(tenant).filter(
         Q(call_id__in=call_ids) | Q(call__lead_id__in=lead_ids) | Q(summary__contains=e164))
     return found.delete()[1].get(CallAnalysis._meta.label, 0)
+
+
+def analyses_redact(*, calls):
+    """For the transcript period (privacy_app's retention): the analyses of `calls` lose
+    their content (summary, structured data and its errors); what happened (outcome,
+    success, engine) stays, as the call's duration does. Returns how many changed."""
+    return (CallAnalysis.objects.filter(call__in=calls).exclude(summary="", structured__isnull=True)
+            .update(summary="", structured=None, structured_errors=[]))

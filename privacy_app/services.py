@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app import redaction
-from calls_app.analysis import analyses_erase
+from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
 from calls_app.services import call_tool_notes_erase
 from console.audit.services import audit_record
@@ -33,7 +33,7 @@ PENDING_EVENT_LIFETIME = timedelta(days=7)
 ERASED_REQUEST_HASH = "erased"
 
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
-                    "erasedCallers")
+                    "erasedCallers", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
                   "idempotencyRecords", "adminLogEntries", "analyses")
 SYSTEM_ACTOR = "system:apply_retention"
@@ -109,6 +109,7 @@ def _expire_transcripts(tenant, cutoff, counts):
     # Their events are copies of the same content (and numbers); a carrier does not
     # retry an event for months, and if one did, the redacted call would drop it.
     counts["carrierEvents"] += _deleted(selectors.events_of_calls(old).filter(state=CarrierEvent.State.APPLIED))
+    counts["analyses"] = analyses_redact(calls=old)
 
 
 def _expire_recordings(tenant, cutoff, counts):
