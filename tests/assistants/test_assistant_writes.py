@@ -173,3 +173,16 @@ def test_writes_are_in_the_audit_trail(api_a, tenant_a):
     api_a.delete(f"{URL}/{created['id']}")
     actions = list(AuditEntry.objects.filter(tenant=tenant_a).order_by("at", "id").values_list("action", flat=True))
     assert actions == ["POST /v2/assistants", "PATCH /v2/assistants/{pk}", "DELETE /v2/assistants/{pk}"]
+
+
+def test_the_demo_assistants_are_what_the_api_accepts(db):
+    from console.assistants.serializers import AssistantSerializer
+    from console.assistants.validation import API_FIELDS, assistant_values
+    from console.demo import seed_assistants_and_numbers, seed_tenant
+
+    tenant = seed_tenant()
+    seed_assistants_and_numbers(tenant)
+    for assistant in Assistant.objects.for_tenant(tenant):
+        shown = AssistantSerializer(assistant).data
+        assistant_values(tenant=tenant, data={name: shown[name] for name in API_FIELDS})  # raises if not
+    assert "create_callback" in Assistant.objects.get(tenant=tenant, name="Empfang").tools
