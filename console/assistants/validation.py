@@ -154,7 +154,8 @@ def _model(problems, tenant, value, current):
         if temperature is None:
             merged["temperature"] = None
         elif isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not math.isfinite(temperature) or not 0 <= temperature <= MAX_TEMPERATURE:
+                or (isinstance(temperature, float) and not math.isfinite(temperature)) \
+                or not 0 <= temperature <= MAX_TEMPERATURE:  # an int of 4,000 digits compares, never converts
             problems.add("model.temperature", f"Send a number from 0 to {MAX_TEMPERATURE}, or null for the lane's "
                                               "default.")
         else:
