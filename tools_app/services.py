@@ -25,6 +25,7 @@ from console.assistants.services import TransferRefused
 from console.errors import ValidationFailed
 from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
+from console.phone import InvalidPhoneNumber, to_e164
 from tools_app.definitions import BUILTIN_DEFINITIONS
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
@@ -265,6 +266,36 @@ def tool_http_call(*, tool, call_id, arguments):
     except (UnicodeDecodeError, ValueError, RecursionError):
         return _error(tool.name, "invalid_json", "The tool's answer is not JSON.")
     return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
+
+
+_PHONE_LIKE = re.compile(r"(?<![\w+])\+?\d[\d ()/.-]{4,18}\d(?!\w)")
+MAX_NOTE = 500
+
+
+def _numbers_in_e164(text):
+    def e164(match):
+        try:
+            return to_e164(match.group(0))
+        except InvalidPhoneNumber:
+            return match.group(0)
+    return _PHONE_LIKE.sub(e164, text)
+
+
+def tool_call_note(*, name, arguments, result):
+    """The transcript's system note of one tool call (role `system`, written by the
+    conversation with calls_app.services.call_web_line): the tool, its arguments and
+    what came of it, compact, at most 500 characters, every phone number in E.164 (an
+    erasure by caller finds the notes that name the number by it: docs/privacy.md)."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            pass
+    shown = json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "), default=str)
+    outcome = (f"ok {json.dumps(result.get('result'), ensure_ascii=False, default=str)}" if result.get("ok")
+               else f"error {result.get('error')}: {result.get('message', '')}")
+    note = _numbers_in_e164(f"Tool {name} {shown} → {outcome}")
+    return note if len(note) <= MAX_NOTE else note[:MAX_NOTE - 1] + "…"
 
 
 def _validation_message(exc):

@@ -170,3 +170,18 @@ def test_knowledge_is_searched_through_the_callers_selector(assistant, web_call,
     assert asked == [(tenant_a, "Wann ist offen?", None)]
     unavailable = run(assistant, web_call, "lookup_knowledge", query="x")
     assert unavailable["ok"] is False and unavailable["error"] == "knowledge_unavailable"
+
+
+def test_a_tool_calls_note_names_numbers_in_e164_for_the_erasure(assistant, web_call):
+    from tools_app.services import tool_call_note
+
+    arguments = {"phone": "0176 12345678", "preferred_time": "morgen um 9"}
+    result = run(assistant, web_call, "create_callback", **arguments)
+    note = tool_call_note(name="create_callback", arguments=arguments, result=result)
+    assert note.startswith("Tool create_callback {") and "0176 12345678" not in note
+    assert note.count("+4917612345678") == 2 and "morgen um 9" in note
+    refused = run(assistant, web_call, "transfer_call", target="+49 170 9999999")
+    assert tool_call_note(name="transfer_call", arguments='{"target": "+49 170 9999999"}', result=refused) == (
+        "Tool transfer_call {\"target\": \"+491709999999\"} → error transfer_refused: "
+        + refused["message"])
+    assert len(tool_call_note(name="x", arguments={"t": "a" * 900}, result={"ok": True, "result": None})) == 500
