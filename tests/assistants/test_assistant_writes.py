@@ -186,3 +186,10 @@ def test_the_demo_assistants_are_what_the_api_accepts(db):
         shown = AssistantSerializer(assistant).data
         assistant_values(tenant=tenant, data={name: shown[name] for name in API_FIELDS})  # raises if not
     assert "create_callback" in Assistant.objects.get(tenant=tenant, name="Empfang").tools
+
+
+def test_a_tenants_deletion_still_takes_its_assistants_and_numbers(tenant_a):
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Empfang")
+    number_create(tenant=tenant_a, e164="+4930555000222", assistant_id=assistant.pk)
+    tenant_a.delete()
+    assert not Assistant.objects.exists() and not PhoneNumber.objects.exists()
