@@ -27,14 +27,14 @@ def agent_session_create(*, tenant, assistant_id="", language=None, variables=No
     token. Returns (session, token); the token is shown once and only its digest is kept."""
     now = now or timezone.now()
     agent_sessions_expire(tenant=tenant, now=now)
-    voice = ""
+    voice, assistant = "", None
     if assistant_id:
         assistant = Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first()
         if assistant is None:  # another tenant's assistant answers like none
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
     opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
-    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now)
+    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=assistant)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(
         tenant=tenant, call=call, token_digest=token_digest(token),

@@ -86,6 +86,15 @@ class Call(models.Model):
     # no more content from late carrier events (calls_app.redaction).
     redacted = models.BooleanField(_("redacted"), default=False)
     lead_id = models.CharField(_("lead id"), max_length=ID_LENGTH, blank=True)
+    # The assistant that answered: an inbound call's number's, a voice agent session's.
+    # Its analysis settings apply after the call (calls_app.analysis). Nullable
+    # columns, added in place (SQLite does not remake the table, whose triggers stay).
+    assistant = models.ForeignKey("assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="calls", verbose_name="Assistenz")
+    # What the assistant did through its built-in tools, in order: [{"tool", "at",
+    # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
+    # Null: nothing. The analysis reads its outcome from it.
+    assistant_actions = models.JSONField("Aktionen der Assistenz", null=True, blank=True, editable=False)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
     reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)
@@ -259,3 +268,38 @@ class SimDial(models.Model):
         ordering = ["-dialled_at"]
         verbose_name = _("simulated dial")
         verbose_name_plural = _("simulated dials")
+
+
+class CallAnalysis(models.Model):
+    """What was written about a call after it ended (calls_app.analysis): a German
+    summary, the structured data the assistant's schema asks for (checked against it:
+    data that does not fit is kept as invalid with the reasons, never as valid),
+    whether the call met the success criteria, and outcome tags. Written once per call
+    by a background job; `engine` says whether a language model or the offline policy
+    wrote it."""
+
+    class Engine(models.TextChoices):
+        LLM = "llm", "Sprachmodell"
+        POLICY = "policy", "Regelwerk (offline)"
+
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, primary_key=True, related_name="analysis",
+                                verbose_name="Anruf")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", verbose_name="Mandant")
+    summary = models.TextField("Zusammenfassung", blank=True)
+    structured = models.JSONField("Strukturierte Angaben", null=True, blank=True)
+    # None: the assistant asks for no structured data.
+    structured_valid = models.BooleanField("Angaben passen zum Schema", null=True, blank=True)
+    structured_errors = models.JSONField("Abweichungen vom Schema", default=list, blank=True)
+    success = models.BooleanField("Erfolgreich", null=True, blank=True)
+    outcome = models.JSONField("Ergebnis", default=list, blank=True)
+    engine = models.CharField("Erstellt von", max_length=8, choices=Engine.choices)
+    created_at = models.DateTimeField("Erstellt am", auto_now_add=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "Anrufauswertung"
+        verbose_name_plural = "Anrufauswertungen"
+
+    def __str__(self):
+        return f"Auswertung {self.call_id}"

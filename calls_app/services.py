@@ -14,11 +14,15 @@ from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, ou
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
+from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ApiError, NotFound, ValidationFailed
+from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
 from leads_app.models import Lead
+from leads_app.preferred_time import from_words
+from leads_app.services import lead_callback_revise, lead_create
 from webhooks_app.services import event_publish
 
 logger = logging.getLogger("calls_app.webhook")
@@ -278,16 +282,18 @@ def _web_carrier():
 
 
 @transaction.atomic
-def call_request_web(*, tenant, max_minutes=None, now=None):
+def call_request_web(*, tenant, max_minutes=None, now=None, assistant=None):
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
-    caps the grant further (the public demo page's grants)."""
+    caps the grant further (the public demo page's grants). `assistant` (the tenant's,
+    or None) answers it: its tools and analysis apply."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     if max_minutes is not None:
         minutes = max(1, min(minutes, max_minutes))
     call = Call.objects.create(
         tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+        assistant=assistant,
         status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,
         max_seconds=60 * minutes, recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
@@ -339,6 +345,111 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
         seconds = min(seconds, call.max_seconds or seconds)
     _finish(call, status=status, seconds=seconds, ended_at=now, recording_url="")
     return call
+
+
+# --- What the assistant does through its built-in tools -----------------------------------
+# The conversation core runs the model's tool calls (tools_app.services.tool_run); the
+# calls' side of them is here, the only writer of calls: a callback lead linked to the
+# call, the one check of a transfer, and the record of what the assistant did
+# (`Call.assistant_actions`: names and times, which the analysis reads).
+
+ACTION_TOOLS = ("create_callback", "transfer_call", "end_call", "opt_out")
+MAX_ACTIONS = 50
+
+
+def _record_action(call, tool, **details):
+    actions = list(call.assistant_actions or [])
+    actions.append({"tool": tool, "at": timezone.now().isoformat().replace("+00:00", "Z"), **details})
+    call.assistant_actions = actions[-MAX_ACTIONS:]
+    call.save(update_fields=["assistant_actions"])
+
+
+def _caller_number(call):
+    """The caller's number of a call in E.164, or "" (web calls, withheld or erased numbers)."""
+    number = call.from_e164 if call.direction == Call.Direction.INBOUND else call.to_e164
+    return number if number.startswith("+") else ""
+
+
+@transaction.atomic
+def call_callback_create(*, call_id, phone=None, preferred_time=None, reason="", now=None):
+    """The built-in tool create_callback: a lead of kind `callback` for the call's
+    caller, linked to the call (`Call.lead_id`, when the call names no lead yet), with
+    its `lead.created` webhook as every lead. `phone` in any format (default: the
+    caller's number; a web call has none, so the caller must be asked); `preferred_time`
+    a token (`tomorrow-am`), an ISO time or the caller's words ("morgen Vormittag",
+    "Dienstag um 10 Uhr"), resolved on the tenant's clock where they name a moment and
+    kept as words in the lead's notes where they do not. A second callback in the same
+    call corrects the first (`lead.updated`) instead of adding another. Returns the lead;
+    ValidationFailed naming `phone` or `preferred_time`."""
+    now = now or timezone.now()
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call_id)
+    tenant = call.tenant
+    if phone not in (None, ""):
+        try:
+            e164 = to_e164(str(phone))
+        except InvalidPhoneNumber as exc:
+            raise ValidationFailed.field("phone", str(exc)) from None
+    else:
+        e164 = _caller_number(call)
+        if not e164:
+            raise ValidationFailed.field("phone", "No caller number is known for this call: ask the caller for "
+                                                  "the number to call back.")
+    words = " ".join(str(preferred_time or "").split())[:200]
+    parsed = from_words(words, now=now, time_zone=tenant.time_zone) if words else None
+    notes = [f"Rückrufwunsch aus dem Anruf {call.pk}."]
+    if words and (parsed is None or parsed.token != words):
+        notes.append(f"Wunschzeit laut Anrufer: {words}")
+    if reason:
+        notes.append(f"Anliegen: {' '.join(str(reason).split())[:500]}")
+    earlier = None
+    if call.lead_id:
+        earlier = Lead.objects.for_tenant(tenant).filter(
+            pk=call.lead_id, kind=Lead.Kind.CALLBACK, created_at__gte=call.created_at).select_related("tenant").first()
+    if earlier is not None:
+        lead = lead_callback_revise(lead=earlier, phone=e164, preferred_time=parsed, notes="\n".join(notes))
+    else:
+        lead = lead_create(tenant=tenant, kind=Lead.Kind.CALLBACK, phone=e164, preferred_time=parsed,
+                           notes="\n".join(notes))
+        if not call.lead_id:
+            call.lead_id = lead.pk
+            call.save(update_fields=["lead_id"])
+    _record_action(call, "create_callback")
+    return lead
+
+
+@transaction.atomic
+def call_transfer(*, call_id, target):
+    """The built-in tool transfer_call: the transfer target of the call's assistant
+    that `target` names (its name, or its number in any format) as `{"name", "e164"}`,
+    recorded on the call; TransferRefused (400 `transfer_refused`) for anything else —
+    a number the caller, a knowledge passage or a tool's answer put into the model's
+    request is never reached. The transport (ending the browser call with a system
+    note, a carrier's transfer) is the conversation's."""
+    call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
+    if call.assistant is None:
+        raise TransferRefused("This call has no assistant, so it has no transfer targets.")
+    chosen = assistant_transfer_target_named(assistant=call.assistant, name=target)
+    _record_action(call, "transfer_call", target=chosen["name"])
+    return chosen
+
+
+@transaction.atomic
+def call_action_record(*, call_id, tool):
+    """Records a built-in tool without data of its own on the call: `end_call` (the
+    assistant ends the call after its goodbye) or `opt_out` (the caller objects to
+    further contact). The conversation ends the call itself (`call_web_end`)."""
+    if tool not in ("end_call", "opt_out"):
+        raise ValueError(f"{tool} is recorded by its own service")
+    _record_action(_locked(Call.objects.all()).get(pk=call_id), tool)
+
+
+def call_tool_notes_erase(*, tenant, e164):
+    """For an erasure by caller (privacy_app): deletes the system notes of the tenant's
+    calls that name the number (the conversation writes tool calls as system notes,
+    numbers in E.164); returns how many."""
+    notes = TranscriptEntry.objects.filter(call__tenant=tenant, role=TranscriptEntry.Role.SYSTEM,
+                                           text__contains=e164)
+    return notes.delete()[1].get(TranscriptEntry._meta.label, 0)
 
 
 # --- Owners' heartbeats ------------------------------------------------------------------
@@ -574,7 +685,7 @@ def _inbound_start(carrier, event):
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=event.carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=pseudonym or data["from"], to_e164=data["to"], status=Call.Status.ACTIVE,
-        started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
+        assistant_id=number.assistant_id, started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled, redacted=pseudonym is not None,
     )
     _announce(call, "call.started")
@@ -641,6 +752,14 @@ def _finish(call, *, status, seconds, ended_at, recording_url):
     call.save(update_fields=["status", "seconds", "ended_at", "recording_url", "usage_period"])
     _announce(call, "call.ended")
     _announce_thresholds(tenant, period, minutes_before, booked.minutes)
+    if call.started_at is not None:
+        # Once per call: _finish runs only for a call not yet ended, under its lock, and
+        # the job is queued only if this transaction commits (calls_app.analysis).
+        job_enqueue_on_commit(ANALYSIS_JOB, kwargs={"call_id": call.pk})
+
+
+# The analysis of an ended call that had a conversation (calls_app.analysis).
+ANALYSIS_JOB = "calls_app.analysis.call_analyze"
 
 
 # Shares of the monthly minute cap at which `usage.threshold` is announced (once each).

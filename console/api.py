@@ -125,6 +125,9 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, view
     checks it), so scoping cannot be forgotten in a new viewset."""
 
     model = None
+    # The 404's message; default "No <the model's verbose name> with this id." (a model
+    # whose verbose name is German for the admin names itself here in English).
+    not_found_message = None
 
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
@@ -134,7 +137,7 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, view
         try:
             row = super().get_object()
         except Http404:
-            raise NotFound(f"No {self.model._meta.verbose_name} with this id.") from None
+            raise NotFound(self.not_found_message or f"No {self.model._meta.verbose_name} with this id.") from None
         # Selected by the request's tenant, so that is its tenant: a serializer naming
         # it (a lead's `tenant`) then costs no query.
         row.tenant = self.request.tenant

@@ -38,6 +38,7 @@ TAGS = (
     ("/v2/webhooks", "Webhooks"),
     ("/v2/campaigns", "Campaigns"),
     ("/v2/blocklist", "Blocklist"),
+    ("/v2/tools", "Tools"),
     ("/voice/v1", "Voice runtime"),
     ("/voice/webhook", "Carrier webhooks"),
     ("/api/voice/agent", "Voice agent"),

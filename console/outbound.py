@@ -1,5 +1,5 @@
-"""Connections to hosts that a tenant named (webhook endpoints; later an agent's tool
-calls): the one guard against server-side request forgery (SSRF).
+"""Connections to hosts that a tenant named (webhook endpoints; the assistants' HTTP
+tools): the one guard against server-side request forgery (SSRF).
 
 - `address_allowed`: whether an address may be connected to. IPv4: globally routable
   unicast only (`DENIED_V4` lists what is not, from IANA's special-purpose registry;

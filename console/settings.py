@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "privacy_app",
     "gateway_app",
     "webhooks_app",
+    "tools_app",
     "dashboard_app",
     "agent_app",
     "campaigns_app",
@@ -517,6 +518,22 @@ WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 
 # Key from which the endpoints' signing secrets are derived. Empty: derived from
 # SECRET_KEY; set it so that SECRET_KEY can rotate without new webhook secrets.
 WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
+
+# --- The assistant's HTTP tools (tools_app; docs/api.md, "HTTP tools") ---
+# Tests only: lets a tool's URL be plain http on loopback and its calls reach loopback
+# and private addresses. Off (everywhere else, development too: a tool is a tenant's
+# URL the model's turn reaches), such URLs and addresses are refused.
+TOOLS_ALLOW_PRIVATE_TARGETS = env.bool("TOOLS_ALLOW_PRIVATE_TARGETS", default=False)
+# HTTP tools one tenant may have; more → 409.
+TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
+
+# --- After the call (calls_app.analysis; docs/api.md, "Call analysis") ---
+# auto: a chat lane of the registry writes the analysis where one other than the
+# gateway's simulated lane is routed, else (and when it fails) the offline policy;
+# policy: always the offline policy.
+CALL_ANALYSIS_ENGINE = env.str("CALL_ANALYSIS_ENGINE", default="auto")
+if CALL_ANALYSIS_ENGINE not in ("auto", "policy"):
+    raise ImproperlyConfigured("CALL_ANALYSIS_ENGINE must be auto or policy.")
 
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.

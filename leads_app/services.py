@@ -25,7 +25,7 @@ def _announce(lead, event_type):
 
 
 @transaction.atomic
-def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
+def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version="", notes=""):
     """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's clock."""
     now = timezone.now()
     lead = Lead.objects.create(
@@ -36,6 +36,7 @@ def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consen
         preferred_at_resolved=preferred_time.resolve(now=now, time_zone=tenant.time_zone) if preferred_time else None,
         page_url=page_url,
         consent_version=consent_version,
+        notes=notes,
     )
     _announce(lead, "lead.created")
     if settings.LEADS_NOTIFY_BY_EMAIL:
@@ -71,6 +72,22 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
     # The receivers learn that the number asked again (and its newer wish).
     _announce(first, "lead.updated")
     return first
+
+
+@transaction.atomic
+def lead_callback_revise(*, lead, phone, preferred_time=None, notes=""):
+    """A callback request corrected while it is being taken (an assistant's second
+    create_callback in the same call: the caller gave another number or time): the
+    lead's number, preferred time and notes, announced as `lead.updated`."""
+    now = timezone.now()
+    lead.phone = phone
+    lead.preferred_at = preferred_time.token if preferred_time else ""
+    lead.preferred_at_resolved = (preferred_time.resolve(now=now, time_zone=lead.tenant.time_zone)
+                                  if preferred_time else None)
+    lead.notes = notes
+    lead.save(update_fields=["phone", "preferred_at", "preferred_at_resolved", "notes", "updated_at"])
+    _announce(lead, "lead.updated")
+    return lead
 
 
 @transaction.atomic

@@ -10,8 +10,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app import redaction
+from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
+from calls_app.services import call_tool_notes_erase
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
@@ -34,9 +36,9 @@ PENDING_EVENT_LIFETIME = timedelta(days=7)
 ERASED_REQUEST_HASH = "erased"
 
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
-                    "erasedCallers", "webhookDeliveries")
+                    "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
-                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries")
+                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
@@ -130,6 +132,7 @@ def _expire_transcripts(tenant, cutoff, counts):
     # Their events are copies of the same content (and numbers); a carrier does not
     # retry an event for months, and if one did, the redacted call would drop it.
     counts["carrierEvents"] += _deleted(selectors.events_of_calls(old).filter(state=CarrierEvent.State.APPLIED))
+    counts["analyses"] = analyses_redact(calls=old)
     # What other apps keep per call (the agent's sessions with their variables) goes
     # with the transcript: it is the same conversation's data.
     for data in registered_call_data():
@@ -242,6 +245,7 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
         pseudonym = pseudonym_for(tenant=tenant, e164=number) if number else ""
         deliveries = selectors.subject_deliveries(subject, call_ids)
         _erase_calls(call_ids, number, pseudonym, counts)
+        _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, number, counts)
         counts["leads"] = _deleted(Lead.objects.filter(pk__in=lead_ids))
         counts["exports"] = _deleted(selectors.exports_holding(
             tenant=tenant, pseudonym=pseudonym if subject.e164 else "", call_ids=call_ids, lead_ids=lead_ids))
@@ -300,6 +304,17 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
             changed.append(event)
     _rewrite_event_data(changed)
     counts["carrierEvents"] = len(changed)
+
+
+def _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts):
+    """The assistants' records (issue 28, calls_app): the analyses of the caller's
+    calls and of calls whose callback lead is the caller's (and any whose summary names
+    the number), and the system notes of tool calls that name the number in the
+    tenant's other calls (a callback taken for this number during someone else's call).
+    Run before the leads are deleted: the analyses are found through them."""
+    counts["analyses"] = analyses_erase(tenant=tenant, call_ids=call_ids, lead_ids=lead_ids, e164=e164)
+    if e164:  # a web call's erasure has no number to look for in the other calls
+        counts["transcriptLines"] += call_tool_notes_erase(tenant=tenant, e164=e164)
 
 
 def _rewrite_event_data(events):

@@ -25,6 +25,7 @@ MEMBER_PERMISSIONS = {
     "campaigns_app.campaign": ("view", "change"),
     "campaigns_app.campaigncontact": ("view",),
     "campaigns_app.blockednumber": ("view", "add"),
+    "tools_app.httptool": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -35,6 +36,7 @@ OWNER_PERMISSIONS = {
     "assistants.assistant": _ALL,
     "numbers.phonenumber": _ALL,
     "scripts_app.scriptoverride": _ALL,
+    "tools_app.httptool": _ALL,
     "privacy_app.retentionsettings": ("view", "add", "change"),
     "privacy_app.erasure": ("view", "add"),
     "privacy_app.export": ("view", "add"),

@@ -13,7 +13,7 @@ from django.apps import apps
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
-            "webhooks_app", "dashboard_app", "agent_app", "campaigns_app"]
+            "webhooks_app", "dashboard_app", "agent_app", "campaigns_app", "tools_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -58,6 +58,10 @@ def test_the_contracts_hold_on_the_project():
     ("console/_probe.py", "import webhooks_app.services\n", "Layers"),
     ("webhooks_app/_probe.py", "import speech_app.cache\n", "Webhooks know no feature"),
     ("calls_app/_probe.py", "import agent_app.services\n", "Layers"),
+    ("calls_app/_probe.py", "from tools_app import services\n", "none of them imports tools_app"),
+    ("leads_app/_probe.py", "import tools_app.definitions\n", "none of them imports tools_app"),
+    ("console/_probe.py", "from tools_app.models import HttpTool\n", "Layers"),
+    ("webhooks_app/_probe.py", "import tools_app.services\n", "Webhooks know no feature"),
     ("console/_probe.py", "import agent_app.routing\n", "Layers"),
     ("agent_app/_probe.py", "from calls_app.models import TranscriptEntry\n",
      "The agent writes calls only through calls_app's services"),

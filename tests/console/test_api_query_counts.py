@@ -24,6 +24,7 @@ from privacy_app.services import erasure_create, export_create
 from scripts_app.models import ScriptOverride
 from tests.queries import assert_query_count
 from tests.speech_app.audio_samples import silence, wav_file
+from tools_app.services import http_tool_create
 from webhooks_app.services import endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
@@ -37,6 +38,21 @@ TOUCHPOINT = "inbound.greeting"
 ENDPOINTS = [
     ("GET", "/v2/assistants", None, 1, "the assistants"),
     ("GET", "/v2/assistants/{assistant}", None, 1, "the assistant"),
+    ("POST", "/v2/assistants", {"name": "Neu", "tools": ["end_call", "{tool}"],
+                                "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}]}, 2 + AUDIT,
+     "the HTTP tools it names (are they the tenant's), insert"),
+    ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
+     "the assistant, update"),
+    ("DELETE", "/v2/assistants/{assistant}", None, 5 + AUDIT,
+     "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' reference"
+     " cleared (SET_NULL), delete"),
+    ("GET", "/v2/tools", None, 1, "the HTTP tools"),
+    ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
+    ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
+     "is the name taken, the tenant's tools counted, insert"),
+    ("PATCH", "/v2/tools/{tool}", {"timeoutMs": 1000}, 2 + AUDIT, "the tool, update"),
+    ("DELETE", "/v2/tools/{tool}", None, 3 + AUDIT, "the tool, the assistants (which use it?), delete"),
+    ("POST", "/v2/tools/{tool}/rotate-secret", {}, 3 + AUDIT, "the tool, locked, update"),
     ("GET", "/v2/numbers", None, 1, "the numbers"),
     ("GET", "/v2/numbers/{number}", None, 1, "the number"),
     ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2 + AUDIT, "is the number taken, insert"),
@@ -75,10 +91,11 @@ ENDPOINTS = [
      " document (leads, deliveries); store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 13 + AUDIT,
-     "is it an own number; the agent sessions naming it, the calls (locked) and leads; delete the leads, the"
-     " exports; blank the idempotency records, the admin log; the webhook deliveries naming it (locked), rewritten"
-     " by one prepared UPDATE; the erased caller (get or create); the receipt (the service audits it)"),
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 15 + AUDIT,
+     "is it an own number; the agent sessions naming it, the calls (locked) and leads; delete the analyses and the"
+     " tool notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
+     " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
+     " receipt (the service audits it)"),
     ("POST", "/api/voice/agent/sessions", {}, 10 + AUDIT,
      "the tenant's open sessions; the greeting's override; the month's counter (get or create, then locked);"
      " stale reservations; the web carrier; insert the call, update the counter; insert the session"),
@@ -132,6 +149,7 @@ def seeded(tenant_a, tenant_b, korean_model):
         for n in range(2):
             webhook, _ = endpoint_create(tenant=tenant, url=f"https://hooks.example/{n}", event_types=["lead.created"])
             assistant = Assistant.objects.create(tenant=tenant, name=f"Assistent {n}")
+            tool, _ = http_tool_create(tenant=tenant, data={"name": f"werkzeug_{n}", "url": f"https://t.example/{n}"})
             number = number_create(tenant=tenant, e164=f"{prefix}{n:04d}", label=assistant.name)
             call = Call.objects.create(tenant=tenant, carrier_id="testcarrier", direction="inbound",
                                        to_e164=number.e164, status="completed", started_at=moment)
@@ -140,7 +158,8 @@ def seeded(tenant_a, tenant_b, korean_model):
             lead = lead_create(tenant=tenant, kind="callback", phone="+491711234567", preferred_time=None,
                                page_url="")
             if tenant == tenant_a:
-                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id)
+                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id,
+                           tool=tool.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
         campaigns_made = {}
         for name in ("campaign", "running", "paused"):
@@ -171,6 +190,8 @@ def request(client, method, path, body):
 def with_ids(value, ids):
     if isinstance(value, dict):
         return {key: with_ids(item, ids) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_ids(item, ids) for item in value]
     return value.format(**ids) if isinstance(value, str) else value
 
 
@@ -215,6 +236,7 @@ def tenant_bound_routes():
 def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
-                  webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x")).route)
+                  webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x",
+                  tool="tl_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

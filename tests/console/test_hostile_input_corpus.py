@@ -26,6 +26,7 @@ from privacy_app import services as privacy
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
 from tests.speech_app.audio_samples import encode, silence
+from tools_app.services import http_tool_create
 from webhooks_app.services import endpoint_create
 
 PREFIXES = ("v2/", "voice/", "api/voice/")
@@ -64,6 +65,20 @@ def _wav():
     return encode(silence(0.3), 16000, "wav")
 
 
+ASSISTANT = {
+    "name": "Empfang", "description": "Rezeption", "language": "de", "voice": "de+f3",
+    "instructions": "Sie sind die Telefonassistenz der Praxis.", "openingTouchpoint": "inbound.greeting",
+    "tools": ["create_callback", "transfer_call"], "knowledge": ["kd_eins"],
+    "model": {"capability": "chat", "lane": None, "temperature": 0.3, "maxTokens": 200},
+    "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}],
+    "analysis": {"summary": True, "schema": {"type": "object", "properties": {"grund": {"type": "string"}}},
+                 "successCriteria": "Rückruf vereinbart."},
+    "maxDurationSec": 300, "silenceTimeoutSec": 20, "endCallPhrases": ["Auf Wiederhören"],
+}
+TOOL = {"name": "termin", "description": "Prüft Termine.", "url": "https://tools.acme.example/termin",
+        "parameters": {"type": "object", "properties": {"datum": {"type": "string"}}}, "timeoutMs": 2000}
+
+
 def templates(objects):
     """{(route, method): body} — a valid body for every route and method that takes one."""
     wav64 = base64.b64encode(_wav()).decode()
@@ -95,6 +110,11 @@ def templates(objects):
         ("v2/^webhooks/(?P<pk>[^/]+)$", "patch"): {"url": "https://hooks.acme.example/y",
                                                    "event_types": ["call.ended"], "description": "CRM",
                                                    "active": True},
+        ("v2/^assistants$", "post"): ASSISTANT,
+        ("v2/^assistants/(?P<pk>[^/]+)$", "patch"): ASSISTANT,
+        ("v2/^tools$", "post"): TOOL,
+        ("v2/^tools/(?P<pk>[^/]+)$", "patch"): {**TOOL, "name": "termin_neu"},
+        ("v2/^tools/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keepPrevious": False},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
         ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
@@ -128,6 +148,8 @@ def path_values(objects):
         **{f"v2/^campaigns/(?P<pk>[^/]+){suffix}$": {"pk": objects["campaign"]}
            for suffix in ("", "/start", "/pause", "/resume", "/cancel", "/contacts", "/results.csv")},
         "v2/^blocklist/(?P<pk>[^/]+)$": {"pk": objects["blocked"]},
+        "v2/^tools/(?P<pk>[^/]+)$": {"pk": objects["tool"]},
+        "v2/^tools/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["tool"]},
     }
 
 
@@ -257,6 +279,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
                                    event_types=["lead.created"])[0].pk,
         "campaign": campaign_create(tenant=tenant_a, name="Korpus", purpose="marketing").pk,
         "blocked": blocklist_add(tenant=tenant_a, phone="0176 99988877")[0].pk,
+        "tool": http_tool_create(tenant=tenant_a, data={"name": "vorhanden",
+                                                        "url": "https://tools.acme.example/v"})[0].pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -53,6 +53,8 @@ from scripts_app.models import ScriptOverride
 from scripts_app.services import script_override_put
 from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
 from tests.conftest import make_client
+from tools_app.models import HttpTool
+from tools_app.services import http_tool_create
 from webhooks_app.models import Attempt, Delivery, Endpoint
 from webhooks_app.services import delivery_attempt, endpoint_create
 
@@ -139,8 +141,18 @@ class Scenario:
 
 TOUCHPOINT = "call.hold"
 SCENARIOS = {
-    "assistant-list": Scenario({"get": 200}),
-    "assistant-detail": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk}),
+    # B adds its own assistants; naming A's HTTP tool is naming no tool (400).
+    "assistant-list": Scenario({"get": 200, "post": [201, 400]}, bodies={"post": [
+        {"name": "Globex-Empfang", "tools": ["end_call"]},
+        lambda a: {"name": "Globex-Empfang", "tools": [a.tool.pk]}]}),
+    "assistant-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.assistant.pk},
+                                 bodies={"patch": [{"name": "übernommen"}]}),
+    # Tool names are unique per tenant: B may have a tool of A's name, and only sees its own.
+    "tool-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        lambda a: {"name": a.tool.name, "url": "https://globex.example/tool"}]}),
+    "tool-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.tool.pk},
+                            bodies={"patch": [{"description": "übernommen"}]}),
+    "tool-rotate-secret": Scenario({"post": 404}, lambda a: {"pk": a.tool.pk}),
     # A number is one tenant's at most (it routes calls): taking A's is a conflict,
     # documented, that names nothing of A.
     "number-list": Scenario({"get": 200, "post": [400, 409]},
@@ -208,7 +220,8 @@ SCENARIOS = {
 @pytest.fixture
 def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     """Tenant A with one of everything, and the strings that must never reach B."""
-    assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang")
+    tool, _ = http_tool_create(tenant=tenant_a, data={"name": "acme_termin", "url": "https://acme-tools.example/t"})
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang", tools=["end_call", tool.pk])
     number = number_create(tenant=tenant_a, e164="+493055501234", label="acme-zentrale", assistant_id=assistant.pk)
     lead = lead_create(tenant=tenant_a, kind="callback", phone="+491701234567", page_url="https://acme.example/k")
     sim.play_inbound(number=number, caller="+4915112345670", seconds=75)
@@ -239,8 +252,8 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
-               blocked.phone, "Acme-Sperre"]
-    return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, assistant=assistant, number=number, lead=lead, call=call,
+               blocked.phone, "Acme-Sperre", tool.pk, "acme-tools"]
+    return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
                            campaign=campaign, contact=contact, blocked=blocked, markers=markers)
 
@@ -251,7 +264,7 @@ def state_of(tenant):
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
-                      CampaignAttempt, BlockedNumber)
+                      CampaignAttempt, BlockedNumber, HttpTool)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)
