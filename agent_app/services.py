@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from agent_app.conversation import opening
 from agent_app.errors import UnknownAssistant
+from agent_app.mind import assistant_of
 from agent_app.models import AgentSession
 from calls_app import services as calls
 from console.assistants.models import Assistant
@@ -34,7 +35,10 @@ def agent_session_create(*, tenant, assistant_id="", language=None, variables=No
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
     opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
-    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=assistant)
+    # Without one named, the tenant's first assistant answers (agent_app.mind): its
+    # tools, transfer targets and analysis apply to the call.
+    answering = assistant or assistant_of(tenant=tenant)
+    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(
         tenant=tenant, call=call, token_digest=token_digest(token),

@@ -121,3 +121,14 @@ def usage_for(*, tenant, now=None):
         "remainingMinutes": remaining,
         "resetsAt": next_period_start(now, tenant.time_zone).isoformat().replace("+00:00", "Z"),
     }
+
+
+def caller_number(*, call_id: str) -> str:
+    """The caller's number of a call (E.164), or "" when it has none (a web call of the
+    voice agent) or it was erased (a pseudonym is no number)."""
+    row = Call.objects.filter(pk=call_id).values_list("direction", "from_e164", "to_e164").first()
+    if row is None:
+        return ""
+    direction, from_e164, to_e164 = row
+    number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
+    return number if number.startswith("+") else ""

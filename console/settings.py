@@ -548,6 +548,12 @@ AGENT_MAX_FRAMES_PER_SEC = env.int("AGENT_MAX_FRAMES_PER_SEC", default=100)
 AGENT_MAX_DTMF_PER_CALL = env.int("AGENT_MAX_DTMF_PER_CALL", default=100)
 # Seconds one utterance's recognition may take before the caller gets stt_busy.
 AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
+# The assistant's thinking per caller's utterance (agent_app/mind.py): the whole turn
+# with its tool rounds, the first token of a model's answer, and after how long without
+# an answer the caller hears a filler ("Einen Moment, bitte.") instead of dead air.
+AGENT_THINK_DEADLINE_SEC = env.float("AGENT_THINK_DEADLINE_SEC", default=15.0)
+AGENT_FIRST_TOKEN_SEC = env.float("AGENT_FIRST_TOKEN_SEC", default=4.0)
+AGENT_FILLER_AFTER_SEC = env.float("AGENT_FILLER_AFTER_SEC", default=0.8)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)

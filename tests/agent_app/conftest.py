@@ -13,6 +13,7 @@ import uvicorn
 from websockets.asyncio.client import connect
 
 from agent_app.audio import WireFormat
+from tests.gateway_app.conftest import chat_server, refused_url  # noqa: F401 - the fake model lanes' fixtures
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
 
 PORTS = range(18500, 18600)

@@ -43,9 +43,9 @@ ENDPOINTS = [
      "the HTTP tools it names (are they the tenant's), insert"),
     ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
      "the assistant, update"),
-    ("DELETE", "/v2/assistants/{assistant}", None, 5 + AUDIT,
-     "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' reference"
-     " cleared (SET_NULL), delete"),
+    ("DELETE", "/v2/assistants/{assistant}", None, 6 + AUDIT,
+     "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
+     " campaigns' references cleared (SET_NULL), delete"),
     ("GET", "/v2/tools", None, 1, "the HTTP tools"),
     ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
     ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
@@ -96,9 +96,10 @@ ENDPOINTS = [
      " tool notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
      " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
      " receipt (the service audits it)"),
-    ("POST", "/api/voice/agent/sessions", {}, 10 + AUDIT,
-     "the tenant's open sessions; the greeting's override; the month's counter (get or create, then locked);"
-     " stale reservations; the web carrier; insert the call, update the counter; insert the session"),
+    ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
+     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first); the"
+     " month's counter (get or create, then locked); stale reservations; the web carrier; insert the call, update"
+     " the counter; insert the session"),
     ("GET", "/v2/webhooks", None, 1, "the endpoints"),
     ("GET", "/v2/webhooks/{webhook}", None, 1, "the endpoint"),
     ("POST", "/v2/webhooks", {"url": "https://hooks.example/new", "event_types": ["lead.created"]}, 3 + AUDIT,
