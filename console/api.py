@@ -27,7 +27,7 @@ class TenantBoundMixin:
 
     def dispatch(self, request, *args, **kwargs):
         # Most reads come from a key verified a moment ago: DRF's decisions are known.
-        response = verified_read(self, request, args, kwargs)
+        response = verified_read(self, request, args, kwargs, tenant_bound=TenantBoundMixin)
         return response if response is not None else super().dispatch(request, *args, **kwargs)
 
     def initial(self, request, *args, **kwargs):

@@ -23,7 +23,7 @@ from django.conf import settings
 from speech_app import whisper_model
 from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable
-from speech_app.stt import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
 
 # faster-whisper reaches the model hub only for names and missing tokenizers, which
 # whisper_model never lets through; this makes sure of it.
