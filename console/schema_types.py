@@ -39,14 +39,6 @@ class EnginesSerializer(serializers.Serializer):
         ref_name = "Engines"
 
 
-class HealthEngineSerializer(serializers.Serializer):
-    engine = serializers.CharField()
-    mode = serializers.CharField()
-    usableNow = serializers.BooleanField()
-    languages = serializers.ListField(child=serializers.CharField(), required=False)
-    reason = serializers.CharField(required=False)
-
-
 class HealthSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     service = serializers.CharField()
@@ -64,29 +56,3 @@ class ModuleHealthSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "ModuleHealth"
-
-
-class WordSerializer(serializers.Serializer):
-    word = serializers.CharField()
-    start = serializers.FloatField()
-    end = serializers.FloatField()
-    conf = serializers.FloatField()
-
-
-class SegmentSerializer(serializers.Serializer):
-    start = serializers.FloatField()
-    end = serializers.FloatField()
-    text = serializers.CharField()
-
-
-class TranscriptSerializer(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
-    words = WordSerializer(many=True)
-    segments = SegmentSerializer(many=True)
-    durationSec = serializers.FloatField()
-    engine = serializers.CharField()
-    model = serializers.CharField()
-    language = serializers.CharField()
-
-    class Meta:
-        ref_name = "Transcript"

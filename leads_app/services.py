@@ -65,13 +65,6 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
 
 
 @transaction.atomic
-def lead_note(*, lead, notes):
-    lead.notes = notes
-    lead.save(update_fields=["notes", "updated_at"])
-    return lead
-
-
-@transaction.atomic
 def lead_set_status(*, lead, status):
     if lead.status != status:
         lead.status = status

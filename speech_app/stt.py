@@ -96,9 +96,6 @@ class VoskRecognizer(Recognizer):
         self._models = {}  # path -> vosk.Model
         self._lock = threading.Lock()
 
-    def configured_languages(self):
-        return tuple(sorted(settings.VOSK_MODELS))
-
     def serves(self, language):
         return language in settings.VOSK_MODELS
 
