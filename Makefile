@@ -41,6 +41,7 @@ test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 bench: install

@@ -1,4 +1,7 @@
 """Base classes of the `/v2` views."""
+from typing import Any
+
+from django.db import models
 from django.http import Http404
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import SAFE_METHODS, AllowAny
@@ -124,7 +127,7 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, view
     never write their own `get_queryset` (tests/console/test_isolation_matrix.py
     checks it), so scoping cannot be forgotten in a new viewset."""
 
-    model = None
+    model: type[models.Model] | None = None
 
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
@@ -161,7 +164,7 @@ def validated(serializer_class, data):
 # (`?limit=200`, a status filter) come again and again, and building a serializer cost
 # more than the list's query (90 µs for the leads' filters).
 _VALID_QUERIES_KEPT = 512
-_valid_queries = {}
+_valid_queries: dict[Any, Any] = {}
 
 
 def _refuse_unknown_parameters(accepted, params):
@@ -235,7 +238,7 @@ class ClosedSerializer(serializers.Serializer):
     is a 400 that says which fields to send."""
 
     require_one = False
-    refused = {}
+    refused: dict[str, str] = {}
 
     def to_internal_value(self, data):
         problems = {}

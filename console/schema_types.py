@@ -13,7 +13,9 @@ class EngineStatusSerializer(serializers.Serializer):
     languages = serializers.ListField(child=serializers.CharField())
     usableNow = serializers.BooleanField()
     reason = serializers.CharField(required=False, help_text="Why the engine is not usable now.")
-    source = serializers.CharField(required=False, help_text="`process` or `registry` (/v2/meta/engines).")
+    # A field named like Field.source, which the stubs type as the attribute.
+    source = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text="`process` or `registry` (/v2/meta/engines).")
     status = serializers.CharField(required=False, help_text="Registry lanes: the lane's status.")
     servedBy = serializers.CharField(required=False, allow_null=True,
                                      help_text="Registry lanes: the engine of this process serving it, or null.")

@@ -5,6 +5,7 @@ production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start
 """
 import os
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp import constants as csp_constants
@@ -239,7 +240,7 @@ CONTRACT_VERSION = "2.0"
 # revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that a request without credentials answers 401 with
         # `WWW-Authenticate: Bearer` rather than 403.

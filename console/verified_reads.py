@@ -141,7 +141,7 @@ def _verified_key(header):
     return verified_keys.get(hash_key(raw_key))
 
 
-_policies_checked = {}  # view class -> whether it has the policies verified_read assumes
+_policies_checked: dict[type, bool] = {}  # view class -> whether it has the policies verified_read assumes
 # The methods whose answers verified_read gives on DRF's behalf: a view class that
 # overrides any of them (beyond console.api's own `initial`) takes DRF's path.
 _DECIDED_BY_DRF = ("perform_content_negotiation", "get_renderers", "determine_version", "perform_authentication",

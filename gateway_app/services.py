@@ -1,8 +1,11 @@
 """The gateway's writes: answering through the lanes, their cooldowns and usage."""
+import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -10,13 +13,14 @@ from django.utils import timezone
 
 from gateway_app.cost import Measures, lane_cost
 from gateway_app.errors import AudioTooLong, NoLaneAnswered
-from gateway_app.failover import run_steps
+from gateway_app.failover import Answer, LaneFailure, Step, run_steps
 from gateway_app.models import LaneUsage
 from gateway_app.planning import ChatQuery, chat_steps
 from gateway_app.roles import role_named
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
 from registry_app.routing import lane_state
 from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from registry_app.snapshot import SnapshotLane
 from speech_app import services as speech
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import EmptyAudio
@@ -35,13 +39,13 @@ class GatewayAnswer:
     cost_eur: float
     fallback: bool = False
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"lane": self.lane, "mode": self.mode, "attempts": [attempt.as_json() for attempt in self.attempts],
                 "costEur": round(self.cost_eur, 6)}
 
 
 @lru_cache(maxsize=32)
-def _increment_sql(names):
+def _increment_sql(names: tuple[str, ...]) -> str:
     """UPDATE … SET name = name + %s … for one lane's row of a day. Plain SQL: this runs
     on every answer, and building it with the ORM (F expressions) took longer than the
     gateway's whole routing."""
@@ -54,7 +58,7 @@ def _increment_sql(names):
             f"WHERE {quote('day')} = %s AND {quote('lane_id')} = %s AND {quote('mode')} = %s")
 
 
-def _increment(day, lane_id, mode, counts):
+def _increment(day: dt.date, lane_id: str, mode: str, counts: dict[str, Any]) -> int:
     names = tuple(sorted(counts))
     with connection.cursor() as cursor:
         cursor.execute(_increment_sql(names), [*(counts[name] for name in names),
@@ -62,7 +66,7 @@ def _increment(day, lane_id, mode, counts):
         return cursor.rowcount
 
 
-def lane_usage_add(*, lane, mode, day=None, **counts):
+def lane_usage_add(*, lane: SnapshotLane, mode: str, day: dt.date | None = None, **counts: Any) -> None:
     """Adds `counts` (requests, failures, tokens, characters, audio_seconds, eur) to the
     lane's row of the UTC day, creating it on first use; safe under concurrent requests."""
     unknown = set(counts) - set(_USAGE_FIELDS)
@@ -82,21 +86,21 @@ def lane_usage_add(*, lane, mode, day=None, **counts):
         _increment(day, lane.id, mode, counts)
 
 
-def _record_failure(step, failure):
+def _record_failure(step: Step, failure: LaneFailure) -> None:
     if failure.cools_down:
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
     lane_usage_add(lane=step.lane, mode=step.mode, failures=1)
 
 
-def _record_success(step, cost, **counts):
+def _record_success(step: Step, cost: float, **counts: Any) -> None:
     lane_usage_add(lane=step.lane, mode=step.mode, requests=1, eur=Decimal(f"{cost:.6f}"), **counts)
     # The lane answered: its failures in a row start from zero (a cooldown that has ended goes).
     if step.lane.id in lane_state().cooldowns:
         lane_cooldown_clear(lane_id=step.lane.id)
 
 
-def answer_through(steps, *, max_eur, what):
+def answer_through(steps: list[Step], *, max_eur: float, what: str) -> Answer:
     """The first answer of `steps` (failover.run_steps), or NoLaneAnswered with every attempt."""
     deadline = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
     answer = run_steps(steps, deadline=deadline, attempt_timeout=settings.GATEWAY_TIMEOUT_SEC, max_eur=max_eur,
@@ -113,7 +117,8 @@ def answer_through(steps, *, max_eur, what):
     return answer
 
 
-def gateway_chat(*, query, max_eur=None, min_quality=None, max_latency=None, hosted_fallback=False):
+def gateway_chat(*, query: ChatQuery, max_eur: float | None = None, min_quality: str | None = None,
+                 max_latency: str | None = None, hosted_fallback: bool = False) -> GatewayAnswer:
     """A GatewayAnswer whose result is a ChatResult."""
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     steps = chat_steps(query, max_eur=max_eur, min_quality=min_quality, max_latency=max_latency,
@@ -128,20 +133,22 @@ def gateway_chat(*, query, max_eur=None, min_quality=None, max_latency=None, hos
                          fallback=step.fallback)
 
 
-def gateway_agent_answer(*, prompt, capability="chat", language=None, max_eur=None, system=""):
+def gateway_agent_answer(*, prompt: str, capability: str = "chat", language: str | None = None,
+                         max_eur: float | None = None, system: str = "") -> GatewayAnswer:
     """POST /v1/agent."""
     query = ChatQuery(prompt=prompt, system=system or "", language=language, capability=capability)
     return gateway_chat(query=query, max_eur=max_eur)
 
 
-def gateway_role_answer(*, role, prompt, language=None):
+def gateway_role_answer(*, role: str, prompt: str, language: str | None = None) -> GatewayAnswer:
     """POST /agent: the role's lanes (gateway_app/roles.py), then the hosted fallback."""
     limits = role_named(role)
     return gateway_chat(query=ChatQuery(prompt=prompt, language=language), max_eur=limits.max_eur,
                         min_quality=limits.min_quality, max_latency=limits.max_latency, hosted_fallback=True)
 
 
-def _voice_answer(capability, *, measures, max_eur, local_call, hosted_call, language):
+def _voice_answer(capability: str, *, measures: Measures, max_eur: float | None, local_call: Callable[[], Any],
+                  hosted_call: Callable[..., Any], language: str | None) -> tuple[Answer, float]:
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     steps = voice_steps(capability, language=language, measures=measures, max_eur=max_eur, local_call=local_call,
                         hosted_call=hosted_call)
@@ -150,7 +157,8 @@ def _voice_answer(capability, *, measures, max_eur, local_call, hosted_call, lan
     return answer, cost
 
 
-def gateway_speak(*, text, voice=None, language=None, max_eur=None):
+def gateway_speak(*, text: str, voice: str | None = None, language: str | None = None,
+                  max_eur: float | None = None) -> GatewayAnswer:
     """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
     if voice is None and language is not None:
         voice = language  # eSpeak NG names its voices by language
@@ -175,12 +183,13 @@ class HeardText:
     model: str
     language: str
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"text": self.text, "words": [], "durationSec": round(self.duration_sec, 2), "engine": self.engine,
                 "model": self.model, "language": self.language}
 
 
-def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
+def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: float | None = None,
+                       phrases: list[str] | None = None) -> GatewayAnswer:
     """POST /v1/transcribe: a GatewayAnswer whose result has `as_json()` (the transcript).
 
     The audio is decoded once up front: undecodable or over-long audio is refused
@@ -195,7 +204,7 @@ def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
     measures = Measures(audio_seconds=seconds)
 
-    def hosted(endpoint, key, model, timeout):
+    def hosted(endpoint: str, key: str, model: str, timeout: float) -> HeardText:
         text = hosted_transcribe(audio, language)(endpoint, key, model, timeout)
         return HeardText(text=text, duration_sec=seconds, engine="api", model=model, language=language)
 

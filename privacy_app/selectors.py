@@ -1,8 +1,12 @@
 """Reads of the privacy features; every query starts from the tenant."""
-from django.db.models import Q, Subquery
+from datetime import datetime
+from typing import Any
 
-from calls_app.models import Call, CarrierEvent, TranscriptEntry
+from django.db.models import Q, QuerySet, Subquery
+
+from calls_app.models import Call, CallQuerySet, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
@@ -12,22 +16,22 @@ EXPORT_FORMAT = "stimmwerk.privacy-export"
 EXPORT_VERSION = 1
 
 
-def retention_settings_for(*, tenant):
+def retention_settings_for(*, tenant: Tenant) -> RetentionSettings:
     """The tenant's settings, or the defaults (unsaved) if it never chose."""
     return (RetentionSettings.objects.filter(tenant=tenant).first()
             or RetentionSettings(tenant=tenant, **DEFAULT_RETENTION_DAYS))
 
 
-def calls_naming(*, tenant, e164):
+def calls_naming(*, tenant: Tenant, e164: str) -> CallQuerySet:
     """The tenant's calls from or to the number."""
     return Call.objects.for_tenant(tenant).filter(Q(from_e164=e164) | Q(to_e164=e164))
 
 
-def leads_naming(*, tenant, e164):
+def leads_naming(*, tenant: Tenant, e164: str) -> QuerySet[Lead]:
     return Lead.objects.for_tenant(tenant).filter(phone=e164)
 
 
-def events_of_calls(calls):
+def events_of_calls(calls: QuerySet[Call]) -> QuerySet[CarrierEvent]:
     """The stored carrier events of `calls` (a queryset of Call), pending or applied.
     Events have no tenant of their own: they are found through the tenant's calls, one
     subquery per carrier (there are few), which the (carrier, call id) index serves."""
@@ -39,14 +43,14 @@ def events_of_calls(calls):
     return CarrierEvent.objects.filter(query) if carriers else CarrierEvent.objects.none()
 
 
-def export_size(*, tenant, e164):
+def export_size(*, tenant: Tenant, e164: str) -> int:
     """How many rows an export of the number reads: decides whether it is built now."""
     calls = calls_naming(tenant=tenant, e164=e164)
     return (calls.count() + TranscriptEntry.objects.filter(call__in=calls).count()
             + leads_naming(tenant=tenant, e164=e164).count() + events_of_calls(calls).count())
 
 
-def export_document(*, tenant, e164, created_at, expires_at):
+def export_document(*, tenant: Tenant, e164: str, created_at: datetime, expires_at: datetime) -> dict[str, Any]:
     """Everything the tenant holds that names the number, as one JSON-safe document."""
     calls = calls_naming(tenant=tenant, e164=e164).with_transcript().order_by("created_at", "id")
     events = events_of_calls(calls_naming(tenant=tenant, e164=e164)).order_by("received_at", "id")
@@ -69,27 +73,27 @@ def export_document(*, tenant, e164, created_at, expires_at):
     }
 
 
-def _iso(moment):
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def export_list(*, tenant, limit):
+def export_list(*, tenant: Tenant, limit: int) -> QuerySet[Export]:
     return Export.objects.for_tenant(tenant).defer("document")[:limit]
 
 
-def export_get(*, tenant, export_id):
+def export_get(*, tenant: Tenant, export_id: str) -> Export:
     return Export.objects.for_tenant(tenant).get(pk=export_id)
 
 
-def erasure_list(*, tenant, limit):
+def erasure_list(*, tenant: Tenant, limit: int) -> QuerySet[Erasure]:
     return Erasure.objects.for_tenant(tenant)[:limit]
 
 
-def erasure_get(*, tenant, erasure_id):
+def erasure_get(*, tenant: Tenant, erasure_id: str) -> Erasure:
     return Erasure.objects.for_tenant(tenant).get(pk=erasure_id)
 
 
-def erased_caller_pseudonym(*, tenant, e164, occurred_at):
+def erased_caller_pseudonym(*, tenant: Tenant, e164: str, occurred_at: datetime) -> str | None:
     """calls_app's hook: the pseudonym of `e164` if the tenant erased that caller's
     data after `occurred_at` (a call reported late), else None."""
     pseudonym = pseudonym_for(tenant=tenant, e164=e164)

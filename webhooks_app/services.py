@@ -12,7 +12,8 @@ import ipaddress
 import json
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from console.jobs.services import job_enqueue, job_enqueue_on_commit
+from console.tenants.models import Tenant
 from webhooks_app import signing, transport
 from webhooks_app.errors import EndpointUrlRefused
 from webhooks_app.models import Attempt, Delivery, Endpoint
@@ -60,7 +62,7 @@ def endpoint_url_check(url: str) -> str:
 
 
 @transaction.atomic
-def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
+def endpoint_create(*, tenant: Tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
     """A new endpoint and its signing secret (shown once)."""
     endpoint = Endpoint.objects.create(
         tenant=tenant, url=endpoint_url_check(url), event_types=sorted(set(event_types)), description=description,
@@ -70,7 +72,7 @@ def endpoint_create(*, tenant, url: str, event_types: list[str], description: st
 
 
 @transaction.atomic
-def endpoint_update(*, endpoint: Endpoint, **fields) -> Endpoint:
+def endpoint_update(*, endpoint: Endpoint, **fields: Any) -> Endpoint:
     if "url" in fields:
         endpoint_url_check(fields["url"])
     if "event_types" in fields:
@@ -87,7 +89,7 @@ def endpoint_delete(*, endpoint: Endpoint) -> None:
 
 
 @transaction.atomic
-def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now=None) -> str:
+def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now: datetime | None = None) -> str:
     """A new secret; the one it replaces still signs (beside it) for the overlap, or
     not at all without `keep_previous` (a leaked secret)."""
     now = now or timezone.now()
@@ -102,7 +104,8 @@ def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, no
     return signing.secret_for(endpoint.pk, endpoint.secret_nonce)
 
 
-def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) -> list[Delivery]:
+def event_publish(*, tenant: Tenant, event_type: str, data: dict[str, Any], key: str,
+                  now: datetime | None = None) -> list[Delivery]:
     """Records a delivery of the event for each of the tenant's active endpoints that
     subscribed to it, in the caller's transaction; each is queued after the commit.
     `key` names the event: a second publish of the same key delivers nothing again."""
@@ -130,7 +133,7 @@ def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) ->
     return created
 
 
-def _lease(delivery_id, now):
+def _lease(delivery_id: str, now: datetime) -> tuple[Delivery | None, Attempt | None]:
     """Takes the delivery for one attempt (committed at once, so that it shows while
     the request is under way); None when it is not due or someone else has it."""
     with transaction.atomic():
@@ -149,13 +152,13 @@ def _lease(delivery_id, now):
     return delivery, attempt
 
 
-def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
+def delivery_attempt(*, delivery_id: str, now: datetime | None = None) -> Delivery | None:
     """The job: one attempt of one delivery, recorded. Returns the delivery, or None
     when there was nothing to do (already sent, not yet due, taken by another worker)."""
     fixed_now = now
     now = now or timezone.now()
     delivery, attempt = _lease(delivery_id, now)
-    if delivery is None:
+    if delivery is None or attempt is None:  # both or neither
         return None
     endpoint = delivery.endpoint
     started = time.monotonic()
@@ -189,7 +192,7 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     return delivery
 
 
-def deliveries_sweep(*, now=None) -> int:
+def deliveries_sweep(*, now: datetime | None = None) -> int:
     """The periodic job: queues every due delivery that no worker holds (first
     attempts whose job was lost, retries, attempts whose worker died)."""
     now = now or timezone.now()
