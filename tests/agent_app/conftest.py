@@ -13,9 +13,10 @@ import uvicorn
 from websockets.asyncio.client import connect
 
 from agent_app.audio import WireFormat
+from tests.ports import worker_ports
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
 
-PORTS = range(18500, 18600)
+PORTS = worker_ports(range(18500, 18600))  # this xdist worker's share
 FRAME_SEC = 0.1
 RECEIVE_TIMEOUT = 150  # every wait for the server ends (beyond the recognition deadline)
 PCM = WireFormat("pcm_s16le", 16000)
@@ -31,7 +32,7 @@ def _listening_socket():
             continue
         sock.listen(64)
         return sock
-    raise RuntimeError("No free port in 18500-18599")
+    raise RuntimeError(f"No free port in {PORTS}")
 
 
 class AgentServer:
