@@ -162,7 +162,7 @@ def validated(serializer_class, data):
 
 # Valid query strings of list endpoints, validated once per process: the same few
 # (`?limit=200`, a status filter) come again and again, and building a serializer cost
-# more than the list's query (90 µs for the leads' filters).
+# more than the list's query (docs/performance-history.md).
 _VALID_QUERIES_KEPT = 512
 _valid_queries: dict[Any, Any] = {}
 

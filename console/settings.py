@@ -435,8 +435,9 @@ GATEWAY_DEADLINE_SEC = env.float("GATEWAY_DEADLINE_SEC", default=20.0)
 GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
 # Bytes a cli lane's command may print before it is stopped.
 GATEWAY_CLI_MAX_OUTPUT_BYTES = env.int("GATEWAY_CLI_MAX_OUTPUT_BYTES", default=64 * 1024)
-# Seconds of audio /v1/transcribe accepts: local recognition runs at about 3x real time on
-# one core, so 30 s of audio ends well inside gunicorn's 30 s even on a busy machine.
+# Seconds of audio /v1/transcribe accepts: local recognition runs several times faster than
+# real time on one core (docs/performance.md), so 30 s of audio ends well inside gunicorn's
+# 30 s even on a busy machine.
 GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 # Per lane, named after the lane id in capitals with `_` for other characters
 # (chat-mistral-api → CHAT_MISTRAL_API): GATEWAY_MODE_<LANE> (mock|api|cli),

@@ -6,9 +6,9 @@ verified less than API_KEY_CACHE_SECONDS ago (console/credentials/verified.py), 
 that key's tenant in X-Tenant and asking for JSON. For such a request every step of
 DRF's `initial()` has a known answer: the first renderer, no version, the key's user,
 the key's tenant, permission granted (IsAuthenticated), no throttle. Asking them, and
-DRF's request and template response around them, cost 20-55 µs of a read's 235-350 µs
-in process (authenticators, permissions and renderers built per request, the headers
-parsed into a dict to read one). `verified_read` sets those answers and
+DRF's request and template response around them, cost a tenth or more of a read in
+process (docs/performance-history.md; authenticators, permissions and renderers built
+per request, the headers parsed into a dict to read one). `verified_read` sets those answers and
 runs the rest of DRF's cycle as DRF does: the query parameters checked, the handler,
 `handle_exception` for what it raises, `finalize_response`; a plain successful
 Response is rendered without the template response's machinery. The answer is DRF's

@@ -238,8 +238,8 @@ def _erase_calls(call_ids: list[str], e164: str, pseudonym: str, counts: dict[st
 
 def _rewrite_event_data(events: list[CarrierEvent]) -> None:
     """Stores the new `data` of each event: one prepared UPDATE run for all rows. The
-    ORM's save() per row or bulk_update() (a CASE branch per row) took over a
-    millisecond a row, seconds for a frequent caller's erasure (docs/privacy.md)."""
+    ORM's save() per row or bulk_update() (a CASE branch per row) took seconds for a
+    frequent caller's erasure (docs/privacy.md, docs/performance-history.md)."""
     if not events:
         return
     quote = connection.ops.quote_name

@@ -59,7 +59,8 @@ class AgentServer:
 def agent_server(transactional_db, settings):
     settings.AGENT_WS_URL = ""
     # Behaviour is under test, not speed: on a machine busy with other work one
-    # recognition took 11 s, and concurrent ones queue on the one Whisper engine.
+    # recognition takes many times its usual time, and concurrent ones queue on the
+    # one Whisper engine.
     settings.AGENT_STT_DEADLINE_SEC = 120
     server = AgentServer()
     yield server
@@ -82,7 +83,7 @@ def grant(api, port, **body):
 
 
 # The caller speaks with eSpeak NG's de+m3, the German voice Whisper base hears best
-# (docs/performance.md; tests/speech_app/test_german_transcription.py). eSpeak's samples
+# (docs/performance-history.md; tests/speech_app/test_german_transcription.py). eSpeak's samples
 # differ from one synthesis to the next: with plain "de", "Ich hätte gerne einen Termin am
 # Montag." was heard at word error rates from 0 to 0.86 over six syntheses; with de+m3,
 # at 0.00 in 21 of 21.
