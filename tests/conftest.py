@@ -12,6 +12,25 @@ from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
 from console.views import recent_tenant_count
 
+# A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
+# uses: a browser (through pytest-django's live server, which every browser test needs),
+# a real speech engine or the voice agent's server. Files and tests that start server
+# processes, run a real recognition or send bursts say so themselves (`pytest.mark.slow`).
+SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
+# Whisper's tests share one pytest-xdist worker (`--dist loadgroup`): one model per run,
+# and no two recognitions at once on the two cores, whose deadlines are real.
+WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+        if used & WHISPER_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("whisper"))
+
 
 @pytest.fixture(autouse=True)
 def _nothing_cached_between_tests():

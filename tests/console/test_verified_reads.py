@@ -14,6 +14,13 @@ from tests.console.test_api_query_counts import ENDPOINTS, seeded, with_ids  # n
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
+
+@pytest.fixture(autouse=True)
+def _keys_stay_verified(settings):
+    """"Verified a moment ago" holds between a test's requests on a busy machine too
+    (the bound itself is tested in tests/credentials/test_verified_keys.py)."""
+    settings.API_KEY_CACHE_SECONDS = 600
+
 READS = [path for method, path, *_ in ENDPOINTS if method == "GET"]
 ERRORS = [
     "/v2/leads?stauts=new",  # an unknown query parameter (400)
