@@ -134,15 +134,20 @@ def with_ids(value, ids):
     return value.format(**ids) if isinstance(value, str) else value
 
 
+@pytest.fixture
+def recognition_ready(request):
+    """For the transcription: Whisper loaded and its probe done in this process, so that
+    the recognition is not queued behind the probe's (which can pass the deadline on a
+    busy machine)."""
+    if "transcribe" in request.node.callspec.params["path"]:
+        request.getfixturevalue("whisper_ready")
+
+
 @pytest.mark.parametrize("method, path, body, queries, what", ENDPOINTS, ids=[f"{m} {p}" for m, p, *_ in ENDPOINTS])
-def test_endpoint_queries_are_pinned(api_a, seeded, settings, request, method, path, body, queries, what):
+def test_endpoint_queries_are_pinned(api_a, seeded, settings, recognition_ready, method, path, body, queries, what):
     # "Verified a moment ago" must hold between the two requests on a busy machine too
     # (the bound itself is tested in tests/credentials/test_verified_keys.py).
     settings.API_KEY_CACHE_SECONDS = 600
-    if "transcribe" in path:
-        # Whisper loaded and its probe done in this process: the recognition is not
-        # queued behind the probe's (which can pass the deadline on a busy machine).
-        request.getfixturevalue("whisper_ready")
     path, body = with_ids(path, seeded), with_ids(body, seeded)
     # The first and a repeated request's queries, where a process cache spares the second some.
     first, repeated = queries if isinstance(queries, tuple) else (queries, queries)
