@@ -30,6 +30,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if used & WHISPER_FIXTURES:
             item.add_marker(pytest.mark.xdist_group("whisper"))
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+
+
+def _name_the_group(item):
+    """The item's `xdist_group`s as its node id's suffix (`…@whisper`), which is how
+    pytest-xdist's loadgroup scheduler finds them. pytest-xdist 3.8 writes the suffix
+    to `item._nodeid`, which pytest 9.2 no longer reads (the node id is `item._id`), so
+    without this every group would be scattered over the workers."""
+    names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                    for mark in item.iter_markers("xdist_group")})
+    if names and "@" not in item.nodeid.rpartition("]")[2]:
+        item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 @pytest.fixture(autouse=True)
