@@ -18,6 +18,14 @@ from tests.speech_app.wer import normalised, word_error_rate
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _hearing_not_speed(settings):
+    """What Whisper hears is under test here, not how fast (bench/bench_whisper.py): on a
+    machine busy with other work a recognition takes many times its usual time, so the
+    deadline is generous unless a test sets its own."""
+    settings.STT_DEADLINE_BASE_SEC = settings.STT_DEADLINE_MAX_SEC = 120
+
 URL = "/v2/audio/transcribe"
 VOICE = "de+m3"
 MAX_WER = 0.30  # the mean over the voicemails
