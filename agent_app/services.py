@@ -2,7 +2,7 @@
 they are recorded as (through calls_app's services, the only writer of calls)."""
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -14,9 +14,10 @@ from agent_app.mind import assistant_of
 from agent_app.models import AgentSession
 from calls_app import services as calls
 from console.assistants.models import Assistant
+from console.tenants.models import Tenant
 
 
-def token_digest(token):
+def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -49,7 +50,7 @@ def agent_session_create(*, tenant, assistant_id="", language=None, variables=No
     return session, token
 
 
-def agent_sessions_expire(*, tenant, now=None):
+def agent_sessions_expire(*, tenant: Tenant, now: datetime | None = None) -> None:
     """Ends the calls of the tenant's sessions whose token expired unused (canceled, 0 s),
     which gives their reserved minutes back."""
     now = now or timezone.now()
@@ -60,7 +61,7 @@ def agent_sessions_expire(*, tenant, now=None):
 
 
 @transaction.atomic
-def agent_session_claim(*, token, now=None):
+def agent_session_claim(*, token: object, now: datetime | None = None) -> AgentSession | None:
     """The session of `token` if the token is unused and unexpired, now marked used (one
     conditional UPDATE, so two connections with one token cannot both win); else None.
     An expired token's call is ended on the spot."""

@@ -61,8 +61,6 @@ class Call(models.Model):
         NO_ANSWER = "no-answer", pgettext_lazy("choice", "No answer")
         CANCELED = "canceled", pgettext_lazy("choice", "Canceled")
 
-    ENDED_STATUSES = (Status.COMPLETED, Status.FAILED, Status.BUSY, Status.NO_ANSWER, Status.CANCELED)
-
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cl"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls",
                                verbose_name=_("tenant"))

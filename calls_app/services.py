@@ -3,9 +3,10 @@ carrier events (the only writer of calls)."""
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from calls_app import event_sql, redaction
@@ -20,6 +21,7 @@ from console.errors import ApiError, NotFound, ValidationFailed
 from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from leads_app.preferred_time import from_words
 from leads_app.services import lead_callback_revise, lead_create
@@ -49,7 +51,7 @@ class UnknownCall(NotFound):
 # --- Carriers ---------------------------------------------------------------------------
 
 @transaction.atomic
-def carrier_create(*, carrier_id, name="", caller_id=""):
+def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "") -> tuple[Carrier, str]:
     """A new carrier: returns (Carrier, its secret to show once)."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
@@ -65,7 +67,7 @@ def carrier_create(*, carrier_id, name="", caller_id=""):
 
 
 @transaction.atomic
-def carrier_rotate_secret(*, carrier):
+def carrier_rotate_secret(*, carrier: Carrier) -> str:
     """A new secret for `carrier`; the old one stops working at once."""
     carrier.secret_nonce = new_nonce()
     carrier.secret_rotated_at = timezone.now()
@@ -100,7 +102,7 @@ def _locked(queryset):
 
 # --- Usage counters ---------------------------------------------------------------------
 
-def _locked_counter(tenant, period):
+def _locked_counter(tenant: Tenant, period: str) -> UsageCounter:
     """The counter row of (tenant, period), created if missing and locked until commit.
 
     On PostgreSQL the row lock serialises cap checks and bookings of one tenant; on
@@ -109,7 +111,7 @@ def _locked_counter(tenant, period):
     return UsageCounter.objects.select_for_update().get(tenant=tenant, period=period)
 
 
-def _cap_details(tenant, counter, now):
+def _cap_details(tenant: Tenant, counter: UsageCounter, now: datetime) -> dict[str, Any]:
     return {
         "used": counter.minutes,
         "cap": tenant.minute_cap,
@@ -122,7 +124,8 @@ def _cap_details(tenant, counter, now):
 # --- Outbound calls ---------------------------------------------------------------------
 
 @transaction.atomic
-def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id="", now=None):
+def call_request_outbound(*, tenant: Tenant, carrier: Carrier, to_e164: str, from_number: str | None = None,
+                          lead_id: str = "", now: datetime | None = None) -> Call:
     """Checks the cap and reserves minutes for a new outbound call (status `queued`).
 
     One transaction holding the tenant's counter row: used + reserved minutes are
@@ -142,7 +145,7 @@ def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id
     return call
 
 
-def _cap_checked(tenant, now):
+def _cap_checked(tenant: Tenant, now: datetime) -> tuple[UsageCounter, int]:
     """Under the tenant's counter lock: (counter, minutes to grant), or 402 when the cap
     leaves nothing. Used + reserved minutes are read and the reservation written in one
     transaction, so concurrent requests can never be granted more than the cap together."""
@@ -154,7 +157,7 @@ def _cap_checked(tenant, now):
     return counter, min(details["remaining"], tenant.max_call_minutes)
 
 
-def _reserve(counter, minutes):
+def _reserve(counter: UsageCounter, minutes: int) -> None:
     counter.reserved_minutes += minutes
     counter.save(update_fields=["reserved_minutes", "updated_at"])
 
@@ -166,7 +169,7 @@ def _reserve(counter, minutes):
 RESERVATION_GRACE = timedelta(minutes=15)
 
 
-def _release_stale_reservations(tenant, counter, now):
+def _release_stale_reservations(tenant: Tenant, counter: UsageCounter, now: datetime) -> None:
     """Under the counter's lock: gives back the minutes of this period's calls that
     cannot still be running. Only calls under way are looked at, so it stays cheap."""
     stale = [
@@ -194,7 +197,7 @@ def _release_stale_reservations(tenant, counter, now):
     counter.save(update_fields=["reserved_minutes", "updated_at"])
 
 
-def reservations_release_expired(*, now=None):
+def reservations_release_expired(*, now: datetime | None = None) -> int:
     """The periodic job: releases the stale reservations of every tenant that holds any
     this period (a tenant that books no new call would otherwise keep them all month).
     Returns how many counters it looked at."""
@@ -210,7 +213,7 @@ def reservations_release_expired(*, now=None):
     return looked_at
 
 
-def _caller_id(tenant, carrier, from_number):
+def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str:
     """`from` must be one of the tenant's numbers; by default the first of them, else
     the carrier's own caller id (so a tenant without numbers can still call out)."""
     numbers = PhoneNumber.objects.for_tenant(tenant)
@@ -226,13 +229,13 @@ def _caller_id(tenant, carrier, from_number):
     return e164
 
 
-def _check_lead(tenant, lead_id):
+def _check_lead(tenant: Tenant, lead_id: str) -> None:
     if lead_id and not Lead.objects.for_tenant(tenant).filter(pk=lead_id).exists():
         # Another tenant's lead answers like one that does not exist.
         raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
 
 
-def call_dial(*, call):
+def call_dial(*, call: Call) -> Call:
     """Hands the call to its carrier with the granted time limit. Runs after the
     reservation is committed, so a slow carrier never holds the counter lock.
 
@@ -253,7 +256,7 @@ def call_dial(*, call):
     return call
 
 
-def call_start_for_lead(*, lead):
+def call_start_for_lead(*, lead: Lead) -> Call:
     """The callback inbox's "Rückruf starten": an outbound call to the lead's number,
     linked to the lead, through the same cap check and dial as POST /voice/v1/calls
     (MinuteCapReached, CarrierUnavailable as there)."""
@@ -273,7 +276,7 @@ def call_fail_undialled(*, call):
 WEB_CARRIER = "web"
 
 
-def _web_carrier():
+def _web_carrier() -> Carrier:
     """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
     posts no webhooks: the agent writes its calls through the services below."""
     carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
@@ -311,7 +314,7 @@ def call_web_start(*, call_id, now=None):
 
 
 @transaction.atomic
-def call_web_line(*, call_id, role, text, ts):
+def call_web_line(*, call_id: str, role: str, text: str, ts: datetime) -> None:
     """One transcript line or system note of a web call, at its time; kept only where the
     call keeps transcripts, and never after the call ended."""
     call = Call.objects.filter(pk=call_id).only("transcription_enabled", "redacted", "ended_at").first()
@@ -320,14 +323,14 @@ def call_web_line(*, call_id, role, text, ts):
 
 
 @transaction.atomic
-def call_web_disclosed(*, call_id):
+def call_web_disclosed(*, call_id: str) -> None:
     """The disclosure was spoken to the caller in full."""
     Call.objects.filter(pk=call_id).update(disclosed=True)
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
-def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
+def call_web_end(*, call_id: str, status: str = Call.Status.COMPLETED, now: datetime | None = None) -> Call:
     """Ends a web call, releases its reservation and books its seconds — once, whatever
     ends it (the client, a timeout, a dropped connection, the end of the grant): a
     second end finds the call ended and changes nothing. A call that never started
@@ -511,7 +514,7 @@ class EventOutcome:
     state: str  # "applied", "pending" or "duplicate"
 
     @property
-    def body(self):
+    def body(self) -> dict[str, Any]:
         return {"received": True, "state": self.state}
 
 
@@ -519,7 +522,8 @@ APPLIED = EventOutcome(200, CarrierEvent.State.APPLIED)
 PENDING = EventOutcome(202, CarrierEvent.State.PENDING)
 
 
-def event_receive(*, carrier_id, raw_body, signature, now=None):
+def event_receive(*, carrier_id: str, raw_body: bytes, signature: str | None,
+                  now: datetime | None = None) -> EventOutcome:
     """Verifies, parses and applies one signed carrier event (CONTRACT §5).
 
     Idempotent by event id; events of a call whose call.started has not arrived are
@@ -540,7 +544,7 @@ def event_receive(*, carrier_id, raw_body, signature, now=None):
     return _event_receive(carrier_id, event)
 
 
-def _transcript_receive(carrier_id, event):
+def _transcript_receive(carrier_id: str, event: ev.Event) -> EventOutcome | None:
     """The hot path: a transcript line of a call that has started, in hand-written SQL
     (calls_app.event_sql). None when the call has not started (or is unknown): then
     the general path decides under the write lock whether the event waits.
@@ -575,7 +579,7 @@ def _transcript_receive(carrier_id, event):
     return APPLIED
 
 
-def _known_event(state):
+def _known_event(state: str) -> EventOutcome:
     """Carriers retry: a known id changes nothing."""
     return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
 
@@ -607,7 +611,7 @@ def _event_receive(carrier_id, event):
     return APPLIED
 
 
-def _apply(carrier, event):
+def _apply(carrier: Carrier, event: ev.Event) -> tuple[EventOutcome, Call | None]:
     """(APPLIED or PENDING, the event's call or None)."""
     if event.type == ev.STARTED:
         call = _call_start(carrier, event)
@@ -621,7 +625,7 @@ def _apply(carrier, event):
     return APPLIED, call
 
 
-def _keep_only_what_the_call_keeps(record, call):
+def _keep_only_what_the_call_keeps(record: CarrierEvent, call: Call | None) -> None:
     """The stored event after it was applied to `call`: without the text, recording
     link or numbers that the call does not keep (calls_app.redaction)."""
     kept = redaction.kept_of_call(record.type, record.data, call)
@@ -630,7 +634,7 @@ def _keep_only_what_the_call_keeps(record, call):
         record.save(update_fields=["data"])
 
 
-def _one(queryset):
+def _one(queryset: models.QuerySet[Any]) -> Any:
     """The row of a unique lookup, or None (no ORDER BY/LIMIT as with .first(): hot path)."""
     try:
         return queryset.get()
@@ -638,7 +642,7 @@ def _one(queryset):
         return None
 
 
-def _applicable(call, event):
+def _applicable(call: Call, event: ev.Event) -> bool:
     if call.started_at is not None or call.is_ended:
         return True
     # A dialled call that never connected ends without a call.started (busy,
@@ -646,7 +650,7 @@ def _applicable(call, event):
     return event.type == ev.ENDED and event.data["seconds"] == 0
 
 
-def _call_start(carrier, event):
+def _call_start(carrier: Carrier, event: ev.Event) -> Call:
     data = event.data
     if data["direction"] == "inbound":
         return _inbound_start(carrier, event)
@@ -666,7 +670,7 @@ def _call_start(carrier, event):
     return call
 
 
-def _inbound_start(carrier, event):
+def _inbound_start(carrier: Carrier, event: ev.Event) -> Call:
     data = event.data
     existing = Call.objects.select_related("tenant").filter(carrier=carrier, carrier_call_id=event.carrier_call_id).first()
     if existing is not None:
@@ -692,7 +696,7 @@ def _inbound_start(carrier, event):
     return call
 
 
-def _apply_pending(carrier, call):
+def _apply_pending(carrier: Carrier, call: Call) -> None:
     pending = list(
         CarrierEvent.objects.filter(carrier=carrier, carrier_call_id=call.carrier_call_id,
                                     state=CarrierEvent.State.PENDING).order_by("occurred_at", "id")
@@ -705,7 +709,7 @@ def _apply_pending(carrier, call):
         _keep_only_what_the_call_keeps(record, call)
 
 
-def _apply_to_call(call, event_type, data, occurred_at):
+def _apply_to_call(call: Call, event_type: str, data: dict[str, Any], occurred_at: datetime) -> None:
     if event_type == ev.TRANSCRIPT:
         # The call keeps the switch that applied when it started (CONTRACT §5); a
         # redacted call takes no more content.
@@ -729,7 +733,7 @@ def _call_end(call, data, occurred_at):
     _finish(call, status=data["status"], seconds=data["seconds"], ended_at=occurred_at, recording_url=recording_url)
 
 
-def _finish(call, *, status, seconds, ended_at, recording_url):
+def _finish(call: Call, *, status: str, seconds: int, ended_at: datetime, recording_url: str) -> None:
     """Ends the call, releases its reservation and books its minutes, in one transaction."""
     tenant = call.tenant
     # A call counts in the month in which it started; one that never started, in
@@ -766,7 +770,7 @@ ANALYSIS_JOB = "calls_app.analysis.call_analyze"
 USAGE_THRESHOLDS = (80, 100)
 
 
-def _announce(call, event_type):
+def _announce(call: Call, event_type: str) -> None:
     """The call's webhook event, in this transaction (sent after the commit); keyed by
     the call, so a carrier that reports the same start or end twice announces it once."""
     event_publish(tenant=call.tenant, event_type=event_type, key=f"{event_type}:{call.pk}", data={
@@ -776,7 +780,7 @@ def _announce(call, event_type):
     })
 
 
-def _announce_thresholds(tenant, period, before, after):
+def _announce_thresholds(tenant: Tenant, period: str, before: int, after: int) -> None:
     for percent in USAGE_THRESHOLDS:
         threshold = tenant.minute_cap * percent / 100
         if tenant.minute_cap and before < threshold <= after:
@@ -798,7 +802,7 @@ class UsageDrift:
 COUNTED_FIELDS = ("minutes", "seconds", "calls", "reserved_minutes")
 
 
-def usage_recompute(*, tenant, fix=True):
+def usage_recompute(*, tenant: Tenant, fix: bool = True) -> list[UsageDrift]:
     """Recounts the tenant's usage counters from its calls; returns the drift found
     (and, with `fix`, corrects it). The counters are locked first, so bookings that
     run meanwhile wait and are not lost."""
@@ -818,10 +822,10 @@ def usage_recompute(*, tenant, fix=True):
     return drift
 
 
-def _usage_from_calls(tenant):
-    totals = {}
+def _usage_from_calls(tenant: Tenant) -> dict[str, dict[str, int]]:
+    totals: dict[str, dict[str, int]] = {}
 
-    def period_totals(period):
+    def period_totals(period: str) -> dict[str, int]:
         return totals.setdefault(period, dict.fromkeys(COUNTED_FIELDS, 0))
 
     rows = Call.objects.for_tenant(tenant).values_list(

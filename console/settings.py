@@ -5,6 +5,7 @@ production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start
 """
 import os
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp import constants as csp_constants
@@ -252,7 +253,7 @@ CONTRACT_VERSION = "2.0"
 # revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that a request without credentials answers 401 with
         # `WWW-Authenticate: Bearer` rather than 403.
@@ -489,8 +490,9 @@ GATEWAY_STREAM_IDLE_SEC = env.float("GATEWAY_STREAM_IDLE_SEC", default=5.0)
 GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
 # Bytes a cli lane's command may print before it is stopped.
 GATEWAY_CLI_MAX_OUTPUT_BYTES = env.int("GATEWAY_CLI_MAX_OUTPUT_BYTES", default=64 * 1024)
-# Seconds of audio /v1/transcribe accepts: local recognition runs at about 3x real time on
-# one core, so 30 s of audio ends well inside gunicorn's 30 s even on a busy machine.
+# Seconds of audio /v1/transcribe accepts: local recognition runs several times faster than
+# real time on one core (docs/performance.md), so 30 s of audio ends well inside gunicorn's
+# 30 s even on a busy machine.
 GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 # Per lane, named after the lane id in capitals with `_` for other characters
 # (chat-mistral-api → CHAT_MISTRAL_API): GATEWAY_MODE_<LANE> (mock|api|cli),

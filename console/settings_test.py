@@ -35,3 +35,13 @@ TOOLS_ALLOW_PRIVATE_TARGETS = True
 # of its own, as with the per-process cache.
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405
     CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
+    # A test's `cache.clear()` is Redis's FLUSHDB, which empties a whole database: each
+    # pytest-xdist worker takes a database of its own (1, 2, …), so it never empties
+    # another worker's keys, nor those of the servers a test starts (REDIS_URL's own).
+    _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if _worker.startswith("gw"):
+        from urllib.parse import urlsplit, urlunsplit
+
+        _location = urlsplit(CACHES["default"]["LOCATION"])  # noqa: F405
+        CACHES["default"]["LOCATION"] = urlunsplit(  # noqa: F405
+            _location._replace(path=f"/{1 + int(_worker[2:]) % 15}"))

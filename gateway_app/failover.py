@@ -10,8 +10,10 @@ and the failures that say the lane is unwell right now (connection error, timeou
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from registry_app.routing import price_group
+from registry_app.snapshot import SnapshotLane
 
 logger = logging.getLogger("gateway_app.paid")
 
@@ -50,7 +52,7 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Step:
-    lane: object  # a registry_app.snapshot.SnapshotLane
+    lane: SnapshotLane
     mode: str  # mock, api, cli or local
     call: object = None  # call(timeout seconds) -> result; None when skipped
     skip: tuple = ()  # (outcome, detail) of a lane that is not called
@@ -65,7 +67,7 @@ class Step:
 @dataclass
 class Answer:
     step: Step
-    result: object
+    result: Any  # what the lane's call returned: a ChatResult, RenderedAudio or transcript
     attempts: list = field(default_factory=list)
 
 

@@ -1,9 +1,12 @@
 """The gateway's writes: answering through the lanes, their cooldowns and usage."""
+import datetime as dt
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -12,7 +15,7 @@ from django.utils import timezone
 from console.errors import ValidationFailed
 from gateway_app.cost import Measures, lane_cost
 from gateway_app.errors import AnswerInterrupted, AudioTooLong, NoLaneAnswered, OverBudget
-from gateway_app.failover import MIN_ATTEMPT_SECONDS, Attempt, LaneFailure, ms_since, run_steps, why_paid
+from gateway_app.failover import MIN_ATTEMPT_SECONDS, Answer, Attempt, LaneFailure, Step, ms_since, run_steps, why_paid
 from gateway_app.failover import logger as paid_logger
 from gateway_app.models import LaneUsage
 from gateway_app.planning import TURN_CAPABILITIES, ChatQuery, chat_steps, turn_lanes, turn_steps
@@ -22,6 +25,7 @@ from gateway_app.turns import ChatDone, LaneEnd, TextDelta, ToolCall, chat_reque
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
 from registry_app.routing import lane_state
 from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from registry_app.snapshot import SnapshotLane
 from speech_app import services as speech
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import EmptyAudio
@@ -40,13 +44,13 @@ class GatewayAnswer:
     cost_eur: float
     fallback: bool = False
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"lane": self.lane, "mode": self.mode, "attempts": [attempt.as_json() for attempt in self.attempts],
                 "costEur": round(self.cost_eur, 6)}
 
 
 @lru_cache(maxsize=32)
-def _increment_sql(names):
+def _increment_sql(names: tuple[str, ...]) -> str:
     """UPDATE … SET name = name + %s … for one lane's row of a day. Plain SQL: this runs
     on every answer, and building it with the ORM (F expressions) took longer than the
     gateway's whole routing."""
@@ -59,7 +63,7 @@ def _increment_sql(names):
             f"WHERE {quote('day')} = %s AND {quote('lane_id')} = %s AND {quote('mode')} = %s")
 
 
-def _increment(day, lane_id, mode, counts):
+def _increment(day: dt.date, lane_id: str, mode: str, counts: dict[str, Any]) -> int:
     names = tuple(sorted(counts))
     with connection.cursor() as cursor:
         cursor.execute(_increment_sql(names), [*(counts[name] for name in names),
@@ -67,7 +71,7 @@ def _increment(day, lane_id, mode, counts):
         return cursor.rowcount
 
 
-def lane_usage_add(*, lane, mode, day=None, **counts):
+def lane_usage_add(*, lane: SnapshotLane, mode: str, day: dt.date | None = None, **counts: Any) -> None:
     """Adds `counts` (requests, failures, tokens, characters, audio_seconds, eur) to the
     lane's row of the UTC day, creating it on first use; safe under concurrent requests."""
     unknown = set(counts) - set(_USAGE_FIELDS)
@@ -87,14 +91,14 @@ def lane_usage_add(*, lane, mode, day=None, **counts):
         _increment(day, lane.id, mode, counts)
 
 
-def _record_failure(step, failure):
+def _record_failure(step: Step, failure: LaneFailure) -> None:
     if failure.cools_down:
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
     lane_usage_add(lane=step.lane, mode=step.mode, failures=1)
 
 
-def _record_success(step, cost, **counts):
+def _record_success(step: Step, cost: float, **counts: Any) -> None:
     lane_usage_add(lane=step.lane, mode=step.mode, requests=1, eur=Decimal(f"{cost:.6f}"), **counts)
     # The lane answered: its failures in a row start from zero (a cooldown that has ended goes).
     if step.lane.id in lane_state().cooldowns:
@@ -162,13 +166,14 @@ def gateway_prompt_answer(*, query, max_eur=None, min_quality=None, max_latency=
                          fallback=step.fallback)
 
 
-def gateway_agent_answer(*, prompt, capability="chat", language=None, max_eur=None, system=""):
+def gateway_agent_answer(*, prompt: str, capability: str = "chat", language: str | None = None,
+                         max_eur: float | None = None, system: str = "") -> GatewayAnswer:
     """POST /v1/agent."""
     query = ChatQuery(prompt=prompt, system=system or "", language=language, capability=capability)
     return gateway_prompt_answer(query=query, max_eur=max_eur)
 
 
-def gateway_role_answer(*, role, prompt, language=None):
+def gateway_role_answer(*, role: str, prompt: str, language: str | None = None) -> GatewayAnswer:
     """POST /agent: the role's lanes (gateway_app/roles.py), then the hosted fallback."""
     limits = role_named(role)
     return gateway_prompt_answer(query=ChatQuery(prompt=prompt, language=language), max_eur=limits.max_eur,
@@ -388,7 +393,8 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                       ends_by=time.monotonic() + seconds, whole=not stream)
 
 
-def _voice_answer(capability, *, measures, max_eur, local_call, hosted_call, language):
+def _voice_answer(capability: str, *, measures: Measures, max_eur: float | None, local_call: Callable[[], Any],
+                  hosted_call: Callable[..., Any], language: str | None) -> tuple[Answer, float]:
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     steps = voice_steps(capability, language=language, measures=measures, max_eur=max_eur, local_call=local_call,
                         hosted_call=hosted_call)
@@ -397,7 +403,8 @@ def _voice_answer(capability, *, measures, max_eur, local_call, hosted_call, lan
     return answer, cost
 
 
-def gateway_speak(*, text, voice=None, language=None, max_eur=None):
+def gateway_speak(*, text: str, voice: str | None = None, language: str | None = None,
+                  max_eur: float | None = None) -> GatewayAnswer:
     """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
     if voice is None and language is not None:
         voice = language  # eSpeak NG names its voices by language
@@ -422,12 +429,13 @@ class HeardText:
     model: str
     language: str
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"text": self.text, "words": [], "durationSec": round(self.duration_sec, 2), "engine": self.engine,
                 "model": self.model, "language": self.language}
 
 
-def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
+def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: float | None = None,
+                       phrases: list[str] | None = None) -> GatewayAnswer:
     """POST /v1/transcribe: a GatewayAnswer whose result has `as_json()` (the transcript).
 
     The audio is decoded once up front: undecodable or over-long audio is refused
@@ -442,7 +450,7 @@ def gateway_transcribe(*, audio, language=None, max_eur=None, phrases=None):
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
     measures = Measures(audio_seconds=seconds)
 
-    def hosted(endpoint, key, model, timeout):
+    def hosted(endpoint: str, key: str, model: str, timeout: float) -> HeardText:
         text = hosted_transcribe(audio, language)(endpoint, key, model, timeout)
         return HeardText(text=text, duration_sec=seconds, engine="api", model=model, language=language)
 

@@ -1,13 +1,16 @@
 from datetime import UTC, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from rest_framework import serializers
 
 from console.jobs.services import job_enqueue_on_commit
+from console.tenants.models import Tenant
 from leads_app.models import OPEN_STATUSES, Lead
+from leads_app.preferred_time import PreferredTime
 from leads_app.serializers import LeadSerializer
 from webhooks_app.services import event_publish
 
@@ -50,7 +53,8 @@ DUPLICATE_WINDOW = timedelta(hours=24)
 
 
 @transaction.atomic
-def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
+def lead_receive(*, tenant: Tenant, kind: str, phone: str, preferred_time: PreferredTime | None = None,
+                 page_url: str = "", consent_version: str = "") -> Lead:
     """A public post: the open lead of the same number from the last 24 hours with its
     repeat counter raised (and the newer preferred time), or a new lead.
 
@@ -63,7 +67,7 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
     if first is None:
         return lead_create(tenant=tenant, kind=kind, phone=phone, preferred_time=preferred_time, page_url=page_url,
                            consent_version=consent_version)
-    changes = {"repeat_count": F("repeat_count") + 1, "repeated_at": now, "updated_at": now}
+    changes: dict[str, Any] = {"repeat_count": F("repeat_count") + 1, "repeated_at": now, "updated_at": now}
     if preferred_time:
         changes["preferred_at"] = preferred_time.token
         changes["preferred_at_resolved"] = preferred_time.resolve(now=now, time_zone=tenant.time_zone)
@@ -107,7 +111,7 @@ def lead_set_status(*, lead, status):
 
 
 @transaction.atomic
-def leads_set_status(*, leads, status):
+def leads_set_status(*, leads: QuerySet[Lead], status: str) -> int:
     """Bulk change (admin action); returns how many leads changed."""
     changing = list(leads.exclude(status=status).select_related("tenant"))
     for lead in changing:

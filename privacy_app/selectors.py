@@ -7,14 +7,16 @@ their own (web calls, withheld numbers) whose transcript or stored call data (th
 agent's session variables, calls_app.call_data) holds it in any written form."""
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Q, Subquery, TextField
+from django.db.models import Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
 from console.phone import written_pattern
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
@@ -43,11 +45,6 @@ def retention_settings_for(*, tenant):
     """The tenant's settings, or the defaults (unsaved) if it never chose."""
     return (RetentionSettings.objects.filter(tenant=tenant).first()
             or RetentionSettings(tenant=tenant, **DEFAULT_RETENTION_DAYS))
-
-
-def calls_naming(*, tenant, e164):
-    """The tenant's calls from or to the number."""
-    return Call.objects.for_tenant(tenant).filter(Q(from_e164=e164) | Q(to_e164=e164))
 
 
 def subject_calls(subject):
@@ -160,27 +157,27 @@ def export_document(*, subject, created_at, expires_at, call_ids=None):
     return document
 
 
-def _iso(moment):
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def export_list(*, tenant, limit):
+def export_list(*, tenant: Tenant, limit: int) -> QuerySet[Export]:
     return Export.objects.for_tenant(tenant).defer("document")[:limit]
 
 
-def export_get(*, tenant, export_id):
+def export_get(*, tenant: Tenant, export_id: str) -> Export:
     return Export.objects.for_tenant(tenant).get(pk=export_id)
 
 
-def erasure_list(*, tenant, limit):
+def erasure_list(*, tenant: Tenant, limit: int) -> QuerySet[Erasure]:
     return Erasure.objects.for_tenant(tenant)[:limit]
 
 
-def erasure_get(*, tenant, erasure_id):
+def erasure_get(*, tenant: Tenant, erasure_id: str) -> Erasure:
     return Erasure.objects.for_tenant(tenant).get(pk=erasure_id)
 
 
-def erased_caller_pseudonym(*, tenant, e164, occurred_at):
+def erased_caller_pseudonym(*, tenant: Tenant, e164: str, occurred_at: datetime) -> str | None:
     """calls_app's hook: the pseudonym of `e164` if the tenant erased that caller's
     data after `occurred_at` (a call reported late), else None."""
     pseudonym = pseudonym_for(tenant=tenant, e164=e164)

@@ -1,12 +1,12 @@
 """Writes of the privacy features (docs/privacy.md): retention settings and their
 application, exports (access by caller) and erasures. Exports, erasures and retention
 runs record themselves in the audit trail in the same transaction as their work."""
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from calls_app import redaction
@@ -18,6 +18,7 @@ from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
@@ -53,7 +54,7 @@ def _deleted(queryset):
     return queryset.delete()[1].get(queryset.model._meta.label, 0)
 
 
-def _check_not_own_number(tenant, e164):
+def _check_not_own_number(tenant: Tenant, e164: str) -> None:
     # The tenant's own numbers are in every call; they name the business, not a caller.
     if PhoneNumber.objects.for_tenant(tenant).filter(e164=e164).exists():
         raise ValidationFailed.field("phone", "This is one of the tenant's own numbers, not a caller's.")
@@ -74,7 +75,7 @@ def _subject(tenant, e164, call_id):
 # --- Retention --------------------------------------------------------------------------
 
 @transaction.atomic
-def retention_settings_update(*, tenant, **days):
+def retention_settings_update(*, tenant: Tenant, **days: int | None) -> RetentionSettings:
     """Sets any of transcript_days, recording_days, lead_days (None: without limit)."""
     unknown = set(days) - set(DEFAULT_RETENTION_DAYS)
     if unknown:
@@ -91,7 +92,7 @@ def retention_settings_update(*, tenant, **days):
     return current
 
 
-def retention_apply(*, tenant, now=None, dry_run=False):
+def retention_apply(*, tenant: Tenant, now: datetime | None = None, dry_run: bool = False) -> dict[str, int]:
     """Removes what is older than the tenant's periods; returns the counts by kind.
 
     Transcript lines of calls older than the transcript period are deleted with the
@@ -123,7 +124,7 @@ def retention_apply(*, tenant, now=None, dry_run=False):
     return counts
 
 
-def _expire_transcripts(tenant, cutoff, counts):
+def _expire_transcripts(tenant: Tenant, cutoff: datetime, counts: dict[str, int]) -> None:
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     # The calls first: a transcript line arriving at this moment waits for this
     # transaction (calls_app.event_sql) and then sees the flag.
@@ -150,7 +151,7 @@ def _expire_deliveries(tenant, now, retention, counts):
             tenant=tenant, created_before=now - timedelta(days=retention.lead_days), event_type_prefix="lead.")
 
 
-def _expire_recordings(tenant, cutoff, counts):
+def _expire_recordings(tenant: Tenant, cutoff: datetime, counts: dict[str, int]) -> None:
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     with_links = old.exclude(recording_url="")
     counts["callsRedacted"] += with_links.filter(redacted=False).update(redacted=True)
@@ -164,7 +165,7 @@ def _expire_recordings(tenant, cutoff, counts):
 
 
 @transaction.atomic
-def pending_events_purge(*, now=None):
+def pending_events_purge(*, now: datetime | None = None) -> int:
     """Deletes events that waited for their call.started longer than it ever takes:
     they hold transcript text of calls that never reached any tenant."""
     cutoff = (now or timezone.now()) - PENDING_EVENT_LIFETIME
@@ -202,7 +203,7 @@ def _export_build(export, now, call_ids=None):
     export.save(update_fields=["document", "status", "ready_at"])
 
 
-def exports_build_pending(*, now=None):
+def exports_build_pending(*, now: datetime | None = None) -> int:
     """Builds every pending export (the job of `build_exports`); returns how many."""
     now = now or timezone.now()
     built = 0
@@ -218,7 +219,7 @@ def exports_build_pending(*, now=None):
 
 
 @transaction.atomic
-def export_record_download(*, export, actor, request_id=""):
+def export_record_download(*, export: Export, actor: str, request_id: str = "") -> None:
     """A download in the admin is an access to personal data: it goes into the trail."""
     audit_record(actor=actor, action="privacy.export.download", tenant=export.tenant, object_id=export.pk,
                  request_id=request_id)
@@ -319,8 +320,8 @@ def _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts):
 
 def _rewrite_event_data(events):
     """Stores the new `data` of each event: one prepared UPDATE run for all rows. The
-    ORM's save() per row or bulk_update() (a CASE branch per row) took over a
-    millisecond a row, seconds for a frequent caller's erasure (docs/privacy.md)."""
+    ORM's save() per row or bulk_update() (a CASE branch per row) took seconds for a
+    frequent caller's erasure (docs/privacy.md, docs/performance-history.md)."""
     if not events:
         return
     quote = connection.ops.quote_name
@@ -331,7 +332,7 @@ def _rewrite_event_data(events):
         cursor.executemany(sql, [(data.get_db_prep_save(event.data, connection), event.pk) for event in events])
 
 
-def _erase_admin_log(objects):
+def _erase_admin_log(objects: list[tuple[type[models.Model], list[str]]]) -> int:
     """The admin's change log names objects by their title (numbers masked since
     console.phone.mask, but older entries may hold them whole)."""
     changed = 0

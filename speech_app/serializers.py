@@ -34,3 +34,31 @@ class TranscribeRequestSerializer(ClosedSerializer):
 class SpeakRequestSerializer(ClosedSerializer):
     text = serializers.CharField(max_length=5000)
     voice = VoiceField()
+
+
+# The transcript as /v2/audio/transcribe and /api/voice/transcribe answer it
+# (speech_app.recognition.Transcript.as_json), for the OpenAPI document only.
+class WordSerializer(serializers.Serializer):
+    word = serializers.CharField()
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    conf = serializers.FloatField()
+
+
+class SegmentSerializer(serializers.Serializer):
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    text = serializers.CharField()
+
+
+class TranscriptSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    words = WordSerializer(many=True)
+    segments = SegmentSerializer(many=True)
+    durationSec = serializers.FloatField()
+    engine = serializers.CharField()
+    model = serializers.CharField()
+    language = serializers.CharField()
+
+    class Meta:
+        ref_name = "Transcript"

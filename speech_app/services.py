@@ -10,6 +10,7 @@ from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
+from speech_app.recognition import Recognizer, Transcript
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
 
@@ -22,7 +23,7 @@ MAX_RENDER_CHARS = 6000
 MAX_AUDIO_BASE64_CHARS = 4 * -(-MAX_AUDIO_BYTES // 3)
 
 
-def render_key(text, voice, engine_version):
+def render_key(text: str, voice: str, engine_version: str) -> str:
     """The cache key and ETag: a hash of the effective text, the voice and the engine."""
     material = json.dumps([text, voice, engine_version], ensure_ascii=False).encode()
     return hashlib.sha256(material).hexdigest()
@@ -45,7 +46,7 @@ def synthesizer_for(language, voice=None):
     return synthesizer(DEFAULT_SYNTHESIZER)
 
 
-def speech_render(*, text, voice=None):
+def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio, bool]:
     """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
 
     Returns (rendered, from_cache)."""
@@ -58,7 +59,7 @@ def speech_render(*, text, voice=None):
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 
-    def render():
+    def render() -> RenderedAudio:
         speech = engine.synthesize(text, voice=voice)
         return RenderedAudio(key=key, mp3=mp3_from_pcm(speech.pcm, speech.sample_rate),
                              duration_sec=round(speech.duration_sec, 2))
@@ -66,7 +67,7 @@ def speech_render(*, text, voice=None):
     return render_cache().get_or_render(key, render)
 
 
-def audio_from_base64(value):
+def audio_from_base64(value: str) -> bytes:
     """The bytes of a base64 upload (a `data:` URL prefix and line breaks are allowed)."""
     if value.startswith("data:") and "," in value:
         value = value.partition(",")[2]
@@ -81,7 +82,7 @@ def audio_from_base64(value):
         raise InvalidBase64() from None
 
 
-def recognizer_for(language):
+def recognizer_for(language: str) -> Recognizer:
     """The recognition engine for `language` (or "auto"), chosen like synthesis: the
     first lane of the registry's stt route whose engine runs in this process and
     serves that language here. Without a registry, or when no routed lane is served
@@ -95,7 +96,8 @@ def recognizer_for(language):
     return vosk if vosk.serves(language) else recognizer()
 
 
-def audio_transcribe(*, audio, language=None, default_language=DEFAULT_LANGUAGE, phrases=None):
+def audio_transcribe(*, audio: bytes, language: str | None = None, default_language: str = DEFAULT_LANGUAGE,
+                     phrases: list[str] | None = None) -> Transcript:
     """A Transcript of `audio` (bytes of any accepted format) in `language`
     (`default_language` when None; "auto" lets Whisper detect it).
 

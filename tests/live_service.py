@@ -21,10 +21,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from tests.ports import worker_ports
+
 PROJECT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60
-# Our loopback ports (other tests and servers of this machine keep off them).
-PORTS = range(8500, 8600)
+# Our loopback ports (other tests and servers of this machine keep off them), this
+# xdist worker's share of them.
+PORTS = worker_ports(range(8500, 8600))
 
 
 def free_port():

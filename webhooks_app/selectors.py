@@ -4,10 +4,11 @@ from operator import or_
 from django.db.models import Q
 
 from console.pagination import after_cursor, page_of
-from webhooks_app.models import Delivery
+from webhooks_app.models import Delivery, Endpoint
 
 
-def delivery_page(*, endpoint, limit, cursor=None, state=None):
+def delivery_page(*, endpoint: Endpoint, limit: int, cursor: str | None = None,
+                  state: str | None = None) -> tuple[list[Delivery], str | None]:
     """A page of the endpoint's deliveries, newest first, each with its attempts:
     `(deliveries, next)` (console/pagination.py; the cursor is bound to the endpoint)."""
     deliveries = Delivery.objects.for_tenant(endpoint.tenant).filter(endpoint=endpoint)

@@ -13,7 +13,8 @@ import ipaddress
 import json
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -71,7 +72,7 @@ def endpoint_url_check(url: str) -> str:
 
 
 @transaction.atomic
-def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
+def endpoint_create(*, tenant: Tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
     """A new endpoint and its signing secret (shown once). A tenant has at most
     WEBHOOK_MAX_ENDPOINTS (EndpointLimitReached, 409): every endpoint is one more
     request per event. The tenant's row is locked (FOR NO KEY UPDATE, which foreign
@@ -90,7 +91,7 @@ def endpoint_create(*, tenant, url: str, event_types: list[str], description: st
 
 
 @transaction.atomic
-def endpoint_update(*, endpoint: Endpoint, **fields) -> Endpoint:
+def endpoint_update(*, endpoint: Endpoint, **fields: Any) -> Endpoint:
     if "url" in fields:
         endpoint_url_check(fields["url"])
     if "event_types" in fields:
@@ -107,7 +108,7 @@ def endpoint_delete(*, endpoint: Endpoint) -> None:
 
 
 @transaction.atomic
-def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now=None) -> str:
+def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now: datetime | None = None) -> str:
     """A new secret; the one it replaces still signs (beside it) for the overlap, or
     not at all without `keep_previous` (a leaked secret)."""
     now = now or timezone.now()
@@ -122,7 +123,8 @@ def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, no
     return signing.secret_for(endpoint.pk, endpoint.secret_nonce)
 
 
-def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) -> list[Delivery]:
+def event_publish(*, tenant: Tenant, event_type: str, data: dict[str, Any], key: str,
+                  now: datetime | None = None) -> list[Delivery]:
     """Records a delivery of the event for each of the tenant's active endpoints that
     subscribed to it, in the caller's transaction; each is queued after the commit.
     `key` names the event: a second publish of the same key delivers nothing again."""
@@ -150,7 +152,7 @@ def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) ->
     return created
 
 
-def _lease(delivery_id, now):
+def _lease(delivery_id: str, now: datetime) -> tuple[Delivery | None, Attempt | None]:
     """Takes the delivery for one attempt (committed at once, so that it shows while
     the request is under way): (delivery, attempt); (None, None) when it is not due or
     someone else has it; (delivery, None) when it is dead now instead."""
@@ -180,7 +182,7 @@ def _lease(delivery_id, now):
     return delivery, attempt
 
 
-def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
+def delivery_attempt(*, delivery_id: str, now: datetime | None = None) -> Delivery | None:
     """The job: one attempt of one delivery, recorded. Returns the delivery, or None
     when there was nothing to do (already sent, not yet due, taken by another worker)."""
     fixed_now = now
@@ -235,7 +237,7 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     return delivery
 
 
-def deliveries_sweep(*, now=None) -> int:
+def deliveries_sweep(*, now: datetime | None = None) -> int:
     """The periodic job: queues every due delivery that no worker holds (first
     attempts whose job was lost, retries, attempts whose worker died)."""
     now = now or timezone.now()
