@@ -10,9 +10,10 @@ from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
+from speech_app.piper import piper_voices
 from speech_app.recognition import Recognizer, Transcript
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
-from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
+from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
 PIPER_SYNTHESIZER = "piper"
 
@@ -29,19 +30,20 @@ def render_key(text: str, voice: str, engine_version: str) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-def synthesizer_for(language, voice=None):
+def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
     """The synthesis engine for `voice` in `language`: an operator's Piper voice of that
     name (PIPER_VOICES), or without a voice the Piper voice named after the language
     (`de=…onnx` makes it German's voice); else the first lane of the registry's tts
     route (CONTRACT §7 order) that an engine of this process serves; without a
     registry, or when no routed lane is served here, the default engine — the engines
     of this process serve whether or not a registry is loaded (CONTRACT §4)."""
-    piper = synthesizer(PIPER_SYNTHESIZER)
-    if piper.serves(voice or language):
-        return piper
+    if (voice or language) in piper_voices():
+        return synthesizer(PIPER_SYNTHESIZER)
     for candidate in route("tts", language=language).candidates:
         engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
-        if engine_id is not None:
+        # A routed engine that has no voice for it here (Piper without a voice file for
+        # the language) is skipped like a lane no engine here serves.
+        if engine_id is not None and synthesizer(engine_id).serves(voice or language):
             return synthesizer(engine_id)
     return synthesizer(DEFAULT_SYNTHESIZER)
 
