@@ -72,7 +72,7 @@ class AssistantForm(forms.ModelForm):
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
-        if touchpoints:
+        if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
         instance = self.instance if self.instance.pk else None
         if instance is not None:
@@ -146,6 +146,19 @@ class AssistantAdmin(TenantScopedAdmin):
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    # A user who may only view reads the stored fields, not the editor's lines (which
+    # only a form has).
+    VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
+                        "knowledge_all": ["knowledge"], "knowledge_ids": []}
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        return [(title, {**options, "fields": [shown for name in options["fields"]
+                                               for shown in self.VIEW_ONLY_FIELDS.get(name, [name])]})
+                for title, options in fieldsets]
 
     # Deleting an assistant that numbers answer with: Django's page names the numbers
     # that stand in the way (their reference is RESTRICT), as for protected objects.
