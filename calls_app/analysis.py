@@ -27,6 +27,7 @@ import zoneinfo
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import pgettext_lazy
 
 from calls_app.models import Call, CallAnalysis
 from console.json_schemas import instance_errors
@@ -38,9 +39,11 @@ logger = logging.getLogger(__name__)
 
 OUTCOME_TAGS = ("callback_requested", "transferred", "opted_out", "ended_by_assistant", "answered")
 # How the admin names them.
-OUTCOME_LABELS = {"callback_requested": "Rückruf gewünscht", "transferred": "Weitergeleitet",
-                  "opted_out": "Widerspruch gegen weitere Kontakte", "ended_by_assistant": "Von der Assistenz beendet",
-                  "answered": "Beantwortet"}
+OUTCOME_LABELS = {"callback_requested": pgettext_lazy("choice", "Callback requested"),
+                  "transferred": pgettext_lazy("choice", "Transferred"),
+                  "opted_out": pgettext_lazy("choice", "Objected to further contact"),
+                  "ended_by_assistant": pgettext_lazy("choice", "Ended by the assistant"),
+                  "answered": pgettext_lazy("choice", "Answered")}
 MAX_TRANSCRIPT_CHARS = 24_000  # what a lane is given (the call's end matters least)
 MAX_SUMMARY_CHARS = 4_000
 

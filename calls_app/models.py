@@ -3,8 +3,8 @@
 The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
 """
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.phone import mask
@@ -88,11 +88,11 @@ class Call(models.Model):
     # Its analysis settings apply after the call (calls_app.analysis). Nullable
     # columns, added in place (SQLite does not remake the table, whose triggers stay).
     assistant = models.ForeignKey("assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL,
-                                  related_name="calls", verbose_name="Assistenz")
+                                  related_name="calls", verbose_name=_("answering assistant"))
     # What the assistant did through its built-in tools, in order: [{"tool", "at",
     # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
     # Null: nothing. The analysis reads its outcome from it.
-    assistant_actions = models.JSONField("Aktionen der Assistenz", null=True, blank=True, editable=False)
+    assistant_actions = models.JSONField(_("assistant's actions"), null=True, blank=True, editable=False)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
     reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)
@@ -277,27 +277,27 @@ class CallAnalysis(models.Model):
     wrote it."""
 
     class Engine(models.TextChoices):
-        LLM = "llm", "Sprachmodell"
-        POLICY = "policy", "Regelwerk (offline)"
+        LLM = "llm", pgettext_lazy("choice", "Language model")
+        POLICY = "policy", pgettext_lazy("choice", "Rule set (offline)")
 
     call = models.OneToOneField(Call, on_delete=models.CASCADE, primary_key=True, related_name="analysis",
-                                verbose_name="Anruf")
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", verbose_name="Mandant")
-    summary = models.TextField("Zusammenfassung", blank=True)
-    structured = models.JSONField("Strukturierte Angaben", null=True, blank=True)
+                                verbose_name=_("call"))
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", verbose_name=_("tenant"))
+    summary = models.TextField(_("summary"), blank=True)
+    structured = models.JSONField(_("structured data"), null=True, blank=True)
     # None: the assistant asks for no structured data.
-    structured_valid = models.BooleanField("Angaben passen zum Schema", null=True, blank=True)
-    structured_errors = models.JSONField("Abweichungen vom Schema", default=list, blank=True)
-    success = models.BooleanField("Erfolgreich", null=True, blank=True)
-    outcome = models.JSONField("Ergebnis", default=list, blank=True)
-    engine = models.CharField("Erstellt von", max_length=8, choices=Engine.choices)
-    created_at = models.DateTimeField("Erstellt am", auto_now_add=True)
+    structured_valid = models.BooleanField(_("data fit the schema"), null=True, blank=True)
+    structured_errors = models.JSONField(_("deviations from the schema"), default=list, blank=True)
+    success = models.BooleanField(_("successful"), null=True, blank=True)
+    outcome = models.JSONField(_("outcome"), default=list, blank=True)
+    engine = models.CharField(_("written by"), max_length=8, choices=Engine.choices)
+    created_at = models.DateTimeField(_("written on"), auto_now_add=True)
 
     objects = TenantOwnedQuerySet.as_manager()
 
     class Meta:
-        verbose_name = "Anrufauswertung"
-        verbose_name_plural = "Anrufauswertungen"
+        verbose_name = _("call analysis")
+        verbose_name_plural = _("call analyses")
 
     def __str__(self):
-        return f"Auswertung {self.call_id}"
+        return gettext("analysis %(call)s") % {"call": self.call_id}

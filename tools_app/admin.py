@@ -2,6 +2,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.template.response import TemplateResponse
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
 from console.errors import ApiError
 from console.tenants.admin_scoping import TenantScopedAdmin
@@ -17,16 +19,17 @@ class HttpToolForm(forms.ModelForm):
     """The same fields as POST /v2/tools, checked by the same code."""
 
     parameters = forms.JSONField(
-        label="Parameter (JSON Schema)", initial={"type": "object", "properties": {}},
+        label=capfirst(_("parameters (JSON Schema)")), initial={"type": "object", "properties": {}},
         widget=forms.Textarea(attrs={"rows": 8}),
-        help_text="Welche Angaben das Sprachmodell mitschickt: ein JSON Schema mit \"type\": \"object\".")
-    url = forms.URLField(label="Adresse (https)", max_length=2000, assume_scheme="https",
-                         help_text="Feste https-Adresse; jeder Aufruf wird wie ein Webhook signiert (Standard Webhooks).")
+        help_text=_('What the language model sends along: a JSON Schema with "type": "object".'))
+    url = forms.URLField(label=capfirst(_("address (https)")), max_length=2000, assume_scheme="https",
+                         help_text=_("A fixed https address; every call is signed like a webhook "
+                                     "(Standard Webhooks)."))
 
     class Meta:
         model = HttpTool
         fields = ["tenant", "name", "description", "parameters", "url", "timeout_ms"]
-        help_texts = {"timeout_ms": "100 bis 5000 Millisekunden."}
+        help_texts = {"timeout_ms": _("100 to 5000 milliseconds.")}
 
     def clean(self):
         cleaned = super().clean()
@@ -58,7 +61,7 @@ class HttpToolAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [*self.readonly_fields, "tenant"] if obj is not None else self.readonly_fields
 
-    @admin.display(description="Genutzt von")
+    @admin.display(description=_("used by"))
     def used_by(self, tool):
         return ", ".join(assistant["name"] for assistant in assistants_using(tool)) or "—" if tool.pk else "—"
 
@@ -72,14 +75,14 @@ class HttpToolAdmin(TenantScopedAdmin):
     def response_add(self, request, obj, post_url_continue=None):
         """The secret is shown once, on this page only (never stored, never in a message cookie)."""
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "tool": obj,
-                   "title": "Neues HTTP-Werkzeug", "secret": signing.secret_for(obj.pk, obj.secret_nonce)}
+                   "title": _("New HTTP tool"), "secret": signing.secret_for(obj.pk, obj.secret_nonce)}
         return TemplateResponse(request, "admin/tools_app/httptool/created.html", context)
 
     def delete_queryset(self, request, queryset):
         kept = [tool for tool in queryset if assistants_using(tool)]
         if kept:
-            self.message_user(request, "Nicht gelöscht, weil Assistenzen sie nutzen: "
-                              + ", ".join(tool.name for tool in kept), messages.WARNING)
+            self.message_user(request, _("Not deleted, because assistants use them: %(tools)s")
+                              % {"tools": ", ".join(tool.name for tool in kept)}, messages.WARNING)
         super().delete_queryset(request, queryset.exclude(pk__in=[tool.pk for tool in kept]))
 
     def has_delete_permission(self, request, obj=None):

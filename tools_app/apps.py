@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ToolsAppConfig(AppConfig):
     name = "tools_app"
-    verbose_name = "Werkzeuge der Assistenzen"
+    verbose_name = _("Assistants' tools")
 
     def ready(self):
         # What an assistant names that the core cannot check itself

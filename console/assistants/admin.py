@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
 from console.assistants import references
 from console.assistants.models import BUILTIN_TOOLS, Assistant
@@ -10,11 +12,11 @@ from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
 
 BUILTIN_LABELS = {
-    "create_callback": "Rückruf anlegen (create_callback)",
-    "lookup_knowledge": "Im Wissen nachschlagen (lookup_knowledge)",
-    "transfer_call": "Anruf weiterleiten (transfer_call)",
-    "end_call": "Gespräch beenden (end_call)",
-    "opt_out": "Widerspruch aufnehmen (opt_out)",
+    "create_callback": _("Create a callback (create_callback)"),
+    "lookup_knowledge": _("Look up the knowledge (lookup_knowledge)"),
+    "transfer_call": _("Transfer the call (transfer_call)"),
+    "end_call": _("End the conversation (end_call)"),
+    "opt_out": _("Record an objection (opt_out)"),
 }
 # The API's field of each form field: a problem with `transferTargets[1].e164` shows at
 # the transfer targets.
@@ -38,23 +40,24 @@ class AssistantForm(forms.ModelForm):
     """The same fields as the API, checked by the same code (console.assistants.validation);
     lists are edited as lines."""
 
-    tools = forms.MultipleChoiceField(label="Werkzeuge", required=False, widget=forms.CheckboxSelectMultiple,
-                                      help_text="Eingebaute Werkzeuge und die HTTP-Werkzeuge des Mandanten.")
-    knowledge_all = forms.BooleanField(label="Alle Wissensdokumente", required=False, initial=True,
-                                       help_text="Die Assistenz darf alle Wissensdokumente des Mandanten nutzen.")
+    tools = forms.MultipleChoiceField(label=capfirst(_("tools")), required=False,
+                                      widget=forms.CheckboxSelectMultiple,
+                                      help_text=_("Built-in tools and the tenant's HTTP tools."))
+    knowledge_all = forms.BooleanField(label=_("All knowledge documents"), required=False, initial=True,
+                                       help_text=_("The assistant may use all of the tenant's knowledge documents."))
     knowledge_ids = forms.CharField(
-        label="Wissensdokumente (IDs)", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Nur wenn nicht alle: eine Dokument-ID pro Zeile (leer: keine).")
+        label=_("Knowledge documents (ids)"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("Only if not all: one document id per line (empty: none)."))
     transfer_targets_text = forms.CharField(
-        label="Weiterleitungsziele", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Ein Ziel pro Zeile: „Name: Nummer“, z. B. „Zentrale: 030 901820“. Nur an diese Nummern "
-                  "leitet die Assistenz weiter.")
+        label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
+                    "transfers to these numbers only."))
     end_call_phrases_text = forms.CharField(
-        label="Schlusssätze", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="Ein Satz pro Zeile, nach dem die Assistenz das Gespräch beendet.")
+        label=capfirst(_("closing phrases")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One phrase per line after which the assistant ends the conversation."))
     analysis_schema = forms.JSONField(
-        label="Schema der Auswertung", required=False, widget=forms.Textarea(attrs={"rows": 6}),
-        help_text="JSON Schema (Draft 2020-12) mit \"type\": \"object\"; leer: keine strukturierte Auswertung.")
+        label=capfirst(_("analysis schema")), required=False, widget=forms.Textarea(attrs={"rows": 6}),
+        help_text=_('JSON Schema (Draft 2020-12) with "type": "object"; empty: no structured analysis.'))
 
     class Meta:
         model = Assistant
@@ -69,7 +72,7 @@ class AssistantForm(forms.ModelForm):
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
-        if touchpoints:
+        if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
         instance = self.instance if self.instance.pk else None
         if instance is not None:
@@ -135,14 +138,27 @@ class AssistantAdmin(TenantScopedAdmin):
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice"]}),
-        ("Gespräch", {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
-                                 "max_duration_sec", "silence_timeout_sec"]}),
-        ("Werkzeuge und Wissen", {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
-        ("Modell", {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
-        ("Auswertung nach dem Anruf", {"fields": ["analysis_summary", "analysis_schema",
-                                                  "analysis_success_criteria"]}),
-        ("Zeiten", {"fields": ["created_at", "updated_at"]}),
+        (_("Conversation"), {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
+                                    "max_duration_sec", "silence_timeout_sec"]}),
+        (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
+        (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
+        (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
+                                                    "analysis_success_criteria"]}),
+        (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    # A user who may only view reads the stored fields, not the editor's lines (which
+    # only a form has).
+    VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
+                        "knowledge_all": ["knowledge"], "knowledge_ids": []}
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        return [(title, {**options, "fields": [shown for name in options["fields"]
+                                               for shown in self.VIEW_ONLY_FIELDS.get(name, [name])]})
+                for title, options in fieldsets]
 
     # Deleting an assistant that numbers answer with: Django's page names the numbers
     # that stand in the way (their reference is RESTRICT), as for protected objects.

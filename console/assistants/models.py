@@ -28,43 +28,43 @@ class Assistant(models.Model):
     voice = models.CharField(_("voice"), max_length=64, blank=True,
                              help_text=_("TTS voice; empty for the engine's default."))
     instructions = models.TextField(
-        "Anweisungen", blank=True,
-        help_text="Der Systemprompt: wer die Assistenz ist und wie sie spricht (höchstens 20.000 Zeichen).")
+        _("instructions"), blank=True,
+        help_text=_("The system prompt: who the assistant is and how it speaks (at most 20,000 characters)."))
     opening_touchpoint = models.CharField(
-        "Eröffnungstext", max_length=64, default=DEFAULT_OPENING_TOUCHPOINT,
-        help_text="Touchpoint des Skripts, mit dem der Anruf beginnt (der KI-Hinweis wird vorangestellt).")
+        _("opening text"), max_length=64, default=DEFAULT_OPENING_TOUCHPOINT,
+        help_text=_("The script's touchpoint the call begins with (the AI notice is put before it)."))
     tools = models.JSONField(
-        "Werkzeuge", default=list, blank=True,
-        help_text="Eingebaute Werkzeuge (Namen) und HTTP-Werkzeuge des Mandanten (IDs), die die Assistenz nutzen darf.")
+        _("tools"), default=list, blank=True,
+        help_text=_("Built-in tools (names) and the tenant's HTTP tools (ids) the assistant may use."))
     # None: every knowledge document of the tenant; a list: those documents only.
     knowledge = models.JSONField(
-        "Wissensdokumente", null=True, blank=True, default=None,
-        help_text="IDs der Wissensdokumente, die die Assistenz nutzen darf; leer: alle Dokumente des Mandanten.")
+        _("knowledge documents"), null=True, blank=True, default=None,
+        help_text=_("Ids of the knowledge documents the assistant may use; empty: all of the tenant's documents."))
     model_lane = models.CharField(
-        "Modell-Lane", max_length=100, blank=True,
-        help_text="ID einer Chat-Lane der Registry; leer: die Wahl des Routers (Kostenregeln wie bei /v1/agent).")
-    model_temperature = models.FloatField("Temperatur", null=True, blank=True,
-                                          help_text="0 bis 2; leer: der Standard der Lane.")
-    model_max_tokens = models.PositiveIntegerField("Höchstzahl Tokens", null=True, blank=True,
-                                                   help_text="Längste Antwort in Tokens; leer: der Standard des Gateways.")
+        _("model lane"), max_length=100, blank=True,
+        help_text=_("Id of a chat lane of the registry; empty: the router's choice (cost rules as for /v1/agent)."))
+    model_temperature = models.FloatField(_("temperature"), null=True, blank=True,
+                                          help_text=_("0 to 2; empty: the lane's default."))
+    model_max_tokens = models.PositiveIntegerField(_("maximum tokens"), null=True, blank=True,
+                                                   help_text=_("Longest answer in tokens; empty: the gateway's default."))
     transfer_targets = models.JSONField(
-        "Weiterleitungsziele", default=list, blank=True,
-        help_text="Die einzigen Nummern, an die die Assistenz Anrufe weiterleiten darf.")
-    analysis_summary = models.BooleanField("Zusammenfassung schreiben", default=True)
+        _("transfer targets"), default=list, blank=True,
+        help_text=_("The only numbers the assistant may transfer calls to."))
+    analysis_summary = models.BooleanField(_("write a summary"), default=True)
     analysis_schema = models.JSONField(
-        "Schema der Auswertung", null=True, blank=True, default=None,
-        help_text="JSON Schema (Draft 2020-12) der strukturierten Angaben, die nach jedem Anruf erhoben werden.")
+        _("analysis schema"), null=True, blank=True, default=None,
+        help_text=_("JSON Schema (Draft 2020-12) of the structured data gathered after each call."))
     analysis_success_criteria = models.TextField(
-        "Erfolgskriterien", blank=True, help_text="Wann ein Anruf als erfolgreich gilt.")
+        _("success criteria"), blank=True, help_text=_("When a call counts as successful."))
     max_duration_sec = models.PositiveIntegerField(
-        "Höchstdauer (Sekunden)", null=True, blank=True,
-        help_text="Längste Gesprächsdauer; leer: die Höchstdauer des Mandanten.")
+        _("maximum duration (seconds)"), null=True, blank=True,
+        help_text=_("Longest conversation; empty: the tenant's maximum."))
     silence_timeout_sec = models.PositiveIntegerField(
-        "Schweigen bis zum Auflegen (Sekunden)", null=True, blank=True,
-        help_text="Nach so langer Stille beendet die Assistenz den Anruf; leer: der Standard des Agenten.")
+        _("silence before hanging up (seconds)"), null=True, blank=True,
+        help_text=_("After this much silence the assistant ends the call; empty: the agent's default."))
     end_call_phrases = models.JSONField(
-        "Schlusssätze", default=list, blank=True,
-        help_text="Sätze, nach denen die Assistenz das Gespräch beendet (z. B. „Auf Wiederhören“).")
+        _("closing phrases"), default=list, blank=True,
+        help_text=_("Phrases after which the assistant ends the conversation (e.g. “Goodbye”)."))
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("last changed"), auto_now=True)
 

@@ -227,6 +227,7 @@ def demo(django_user_model):
     from privacy_app import services as privacy
     from privacy_app.models import RetentionSettings
     from registry_app.models import LaneCooldown, LaneHealth
+    from tools_app.services import http_tool_create
     from webhooks_app.models import Attempt, Delivery
     from webhooks_app.services import endpoint_create
 
@@ -239,6 +240,8 @@ def demo(django_user_model):
     Attempt.objects.create(tenant=tenant, delivery=delivery, number=1, outcome="failed", started_at=now,
                            duration_ms=120, response_status=500, error="HTTP 500")
     RetentionSettings.objects.get_or_create(tenant=tenant)
+    http_tool_create(tenant=tenant, data={"name": "termin_pruefen", "description": "Prüft, ob ein Termin frei ist.",
+                                          "url": "https://praxis.example/termine"})
     privacy.export_create(tenant=tenant, e164="+4917612345678", actor="user:operator")
     privacy.erasure_create(tenant=tenant, e164="+4915112345670", actor="user:operator")
     LaneUsage.objects.create(day=now.date(), lane_id="demo-lane", capability="tts", mode="mock", requests=3)
