@@ -18,7 +18,7 @@ from console.phone import written_pattern
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
-from privacy_app.pseudonyms import pseudonym_for
+from console.pseudonyms import pseudonym_for
 from webhooks_app.selectors import deliveries_mentioning
 
 EXPORT_FORMAT = "stimmwerk.privacy-export"

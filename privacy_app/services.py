@@ -19,7 +19,7 @@ from console.numbers.models import PhoneNumber
 from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
-from privacy_app.pseudonyms import pseudonym_for
+from console.pseudonyms import pseudonym_for
 from privacy_app.selectors import Subject
 from webhooks_app import services as webhooks
 

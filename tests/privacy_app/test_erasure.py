@@ -21,7 +21,7 @@ from calls_app.signing import carrier_secret
 from console.audit.models import AuditEntry
 from leads_app.models import Lead
 from privacy_app.models import ErasedCaller, Erasure
-from privacy_app.pseudonyms import pseudonym_for
+from console.pseudonyms import pseudonym_for
 from tests.calls_app.conftest import CarrierClient
 from tests.conftest import error_of
 from tests.privacy_app.conftest import (
