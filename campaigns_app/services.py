@@ -384,12 +384,13 @@ class ErasedNumber:
     attempts_stopped: int
 
 
-def _kept_consent(contact):
-    """Whether an erased contact keeps its consent proof: it was called under a
-    documented consent, which § 7a UWG requires to be kept five years after each use
-    (Art. 17(3)(b) GDPR; docs/privacy.md). Its number is the pseudonym then, and the
-    retention job removes the proof when the five years are over."""
-    return contact.consent_at is not None and contact.attempts > 0
+def _kept_consent(contact, dialled):
+    """Whether an erased contact keeps its consent proof: it was dialled (`dialled`: the
+    ids of such contacts) under a documented consent, which § 7a UWG requires to be
+    kept five years after each use (Art. 17(3)(b) GDPR; docs/privacy.md). Its number is
+    the pseudonym then, and the retention job removes the proof when the five years are
+    over."""
+    return contact.consent_at is not None and contact.pk in dialled
 
 
 def _number_in_text(e164):
@@ -433,10 +434,13 @@ def number_erase(*, tenant, e164, now=None):
     for attempt in stopped:
         if attempt.call is not None:
             call_fail_undialled(call=attempt.call)
+    # A dial request was sent (or a worker won it, in which case it may have been).
+    dialled = set(CampaignAttempt.objects.filter(contact_id__in=contact_ids, dials__gt=0)
+                  .values_list("contact_id", flat=True))
     for contact in contacts:
         contact.phone, contact.name, contact.variables, contact.redacted = pseudonym, "", {}, True
         fields = ["phone", "name", "variables", "redacted"]
-        if _kept_consent(contact):
+        if _kept_consent(contact, dialled):
             contact.consent_source = pattern.sub(pseudonym, contact.consent_source)
             contact.consent_text = pattern.sub(pseudonym, contact.consent_text)
         else:

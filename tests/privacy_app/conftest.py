@@ -113,10 +113,10 @@ CONSENT = {"consentSource": "Webformular acme.example/angebote, Rückrufnummer 0
            "consentAt": "2025-02-01T10:00:00+01:00", "consentText": "Ja, rufen Sie mich zu Angeboten an."}
 
 
-def campaign_of(tenant, people, *, purpose="marketing", name="Frühjahrsaktion", now=START):
+def campaign_of(tenant, people, *, purpose="marketing", name="Frühjahrsaktion", now=START, **fields):
     """A running campaign of the tenant, calling from NUMBER_A, with `people` (rows as
     the API takes them) as its contacts; returns it and the upload's report."""
-    campaign = campaign_create(tenant=tenant, name=name, purpose=purpose, from_number=NUMBER_A)
+    campaign = campaign_create(tenant=tenant, name=name, purpose=purpose, from_number=NUMBER_A, **fields)
     rows, errors = from_json(list(people), time_zone=tenant.time_zone, now=now)
     assert not errors, errors
     report = contacts_add(campaign=campaign, rows=rows, now=now)
