@@ -4,7 +4,8 @@ An export or an erasure is about a *subject*: a phone number, or one call (a web
 of the voice agent has no number; its caller is found by the call's id). A number
 finds the calls from or to it, the leads with it, and the calls without a number of
 their own (web calls, withheld numbers) whose transcript or stored call data (the
-agent's session variables, calls_app.call_data) holds it in any written form."""
+agent's session variables, calls_app.call_data) holds it in any written form, and the
+campaigns' contacts and blocklist entries of the number (campaigns_app.selectors)."""
 import json
 from dataclasses import dataclass
 
