@@ -210,7 +210,8 @@ class BlockedNumberAdmin(TenantScopedAdmin):
     list_filter = ["reason"]
     search_fields = ["phone", "note"]
     list_select_related = ["tenant"]
-    readonly_fields = ["call_id", "created_at"]
+    # An erased number's entry holds its pseudonym since `erased_at` (docs/privacy.md).
+    readonly_fields = ["call_id", "created_at", "erased_at"]
 
     def get_readonly_fields(self, request, obj=None):
         # A number that is on the list stays that number; its note may change.

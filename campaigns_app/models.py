@@ -30,6 +30,9 @@ class Outcome(models.TextChoices):
     OPTED_OUT = "opted_out", pgettext_lazy("choice", "Opted out")
     SKIPPED_BLOCKLIST = "skipped_blocklist", pgettext_lazy("choice", "Skipped: blocklist")
     SKIPPED_NO_CONSENT = "skipped_no_consent", pgettext_lazy("choice", "Skipped: no consent")
+    # The number's data was erased on the person's request (privacy_app) while the
+    # contact was still open: it is never called (docs/privacy.md).
+    ERASED = "erased", pgettext_lazy("choice", "Erased on request")
 
 
 # Outcomes after which a contact is called again (after retryAfterMin, up to maxAttempts).
@@ -216,7 +219,12 @@ class CampaignAttempt(models.Model):
 
 class BlockedNumber(models.Model):
     """A number that no campaign of the tenant calls: the callee asked for no more
-    calls (`opt_out`), or the tenant put it here."""
+    calls (`opt_out`), or the tenant put it here.
+
+    An erasure of the number (privacy_app) keeps the entry, because it is what makes
+    the objection last, but not the number: `phone` becomes the tenant's pseudonym of
+    it (`console.pseudonyms`, a keyed hash) and `erased_at` is set; the blocklist is
+    matched by number and by pseudonym (campaigns_app.selectors.blocked_among)."""
 
     class Reason(models.TextChoices):
         OPT_OUT = "opt_out", pgettext_lazy("choice", "Asked for no more calls")
@@ -225,12 +233,15 @@ class BlockedNumber(models.Model):
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("bl"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="blocked_numbers",
                                verbose_name=_("tenant"))
+    # E.164, or the pseudonym of the number once it was erased (`erased_at`).
     phone = models.CharField(_("phone number (E.164)"), max_length=16)
     reason = models.CharField(_("reason"), max_length=10, choices=Reason.choices, default=Reason.MANUAL)
     note = models.CharField(_("note"), max_length=200, blank=True)
     # The call in which the callee opted out, if it was one.
     call_id = models.CharField(_("call"), max_length=ID_LENGTH, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    # When the number's data was erased: `phone` holds its pseudonym since, `note` is empty.
+    erased_at = models.DateTimeField(_("number erased"), null=True, blank=True, editable=False)
 
     objects = TenantOwnedQuerySet.as_manager()
 

@@ -6,8 +6,11 @@ the proof must be kept that long). A contact without consent (service campaigns,
 businesses, skipped contacts) keeps its data CAMPAIGN_CONTACT_DAYS after its last use.
 Only contacts that are done, or whose campaign is finished, expire; then their
 personal data is removed and the row stays, flagged `redacted`, so the campaign's
-counts do not change. The blocklist is kept as long as the tenant exists: it is what
-makes an opt-out last.
+counts do not change. A contact whose number was erased (privacy_app) is redacted at
+once, but keeps the proof of a consent it was called under, under the number's
+pseudonym (campaigns_app.services.number_erase); that proof goes here, when its five
+years are over. The blocklist is kept as long as the tenant exists: it is what makes
+an opt-out last.
 """
 from datetime import timedelta
 
@@ -28,8 +31,10 @@ def expired_contacts(now):
         campaign__state__in=(Campaign.State.COMPLETED, Campaign.State.CANCELED))
     with_consent = Q(consent_at__isnull=False, consent_at__lt=now - CONSENT_KEPT, last_use__lt=now - CONSENT_KEPT)
     without = Q(consent_at__isnull=True, last_use__lt=now - timedelta(days=settings.CAMPAIGN_CONTACT_DAYS))
+    # Not yet redacted, or erased with its consent proof kept.
+    unredacted = Q(redacted=False) | Q(consent_at__isnull=False)
     return (CampaignContact.objects.annotate(last_use=last_use)
-            .filter(closed, with_consent | without, redacted=False))
+            .filter(closed, with_consent | without).filter(unredacted))
 
 
 def contacts_redact_expired(*, now=None):

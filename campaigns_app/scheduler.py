@@ -31,10 +31,11 @@ from django.utils import timezone
 
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
-from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_request_outbound
+from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_fail_undialled, call_request_outbound
 from campaigns_app import services
-from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact, Outcome
+from campaigns_app.models import Campaign, CampaignAttempt, CampaignContact, Outcome
 from campaigns_app.outcomes import attempt_end
+from campaigns_app.selectors import blocked_among
 from campaigns_app.window import next_slot
 from console.errors import ValidationFailed
 
@@ -106,7 +107,7 @@ def campaign_step(*, campaign_id, now):
 def _claim(campaign, due, now):
     tenant = campaign.tenant
     phones = [contact.phone for contact in due]
-    blocked = set(BlockedNumber.objects.for_tenant(tenant).filter(phone__in=phones).values_list("phone", flat=True))
+    blocked = blocked_among(tenant=tenant, phones=phones)
     # A number another campaign of the tenant is calling right now waits for a later tick.
     busy = set(CampaignAttempt.objects.for_tenant(tenant).filter(state__in=CampaignAttempt.IN_FLIGHT,
                                                                  contact__phone__in=phones)
@@ -156,8 +157,20 @@ def attempt_dial(*, attempt_id, now):
     return won
 
 
+def _erased(call):
+    """Whether the number of the call was erased (privacy_app) after its attempt was
+    claimed: it holds the number's pseudonym now, which is never dialled."""
+    return call is not None and not call.to_e164.startswith("+")
+
+
 def _send(attempt_id, now, *, repeat=False):
     attempt = CampaignAttempt.objects.select_related("call").get(pk=attempt_id)
+    if _erased(attempt.call):
+        # Won from the erasure's compare-and-set, read after its commit: nothing was sent.
+        call_fail_undialled(call=attempt.call)
+        CampaignAttempt.objects.filter(pk=attempt_id, state=CampaignAttempt.State.DIALING).update(
+            state=CampaignAttempt.State.ENDED, outcome=Outcome.ERASED, ended_at=now)
+        return
     options = DialOptions(idempotency_key=attempt.pk, machine_detection=settings.CAMPAIGN_MACHINE_DETECTION,
                           repeat=repeat)
     try:
@@ -188,8 +201,8 @@ def dials_resend(*, now):
             CampaignAttempt.objects.filter(pk=attempt.pk, state=CampaignAttempt.State.DIALING).update(
                 state=CampaignAttempt.State.DIALLED, dialled_at=now)
             continue
-        if not dials_idempotently(adapter_of(call)):
-            continue
+        if _erased(call) or not dials_idempotently(adapter_of(call)):
+            continue  # never sent again: the call's own events, or their absence, decide
         with transaction.atomic():
             won = CampaignAttempt.objects.filter(
                 pk=attempt.pk, state=CampaignAttempt.State.DIALING, dial_started_at=attempt.dial_started_at,

@@ -1,8 +1,10 @@
-"""Reads of campaigns: the counts by outcome, pages of contacts, the results export."""
-from django.db.models import Count
+"""Reads of campaigns: the counts by outcome, pages of contacts, the results export,
+the blocklist's matches, and what a privacy export holds of one number."""
+from django.db.models import Count, Prefetch
 
-from campaigns_app.models import Campaign, CampaignAttempt, CampaignContact, Outcome
+from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact, Outcome
 from console.pagination import after_cursor, page_of
+from console.pseudonyms import pseudonym_for
 
 COUNT_KEYS = ("total", "pending", "calling", "done", *Outcome.values)
 
@@ -75,3 +77,78 @@ def export_rows(campaign):
 
 def running_campaign_ids():
     return list(Campaign.objects.filter(state=Campaign.State.RUNNING).values_list("pk", flat=True))
+
+
+# --- The blocklist ---------------------------------------------------------------------
+
+def blocklist_keys(*, tenant, e164):
+    """What a blocklist entry of `e164` holds as its `phone`: the number, or its pseudonym
+    once the number was erased (privacy_app)."""
+    return [e164, pseudonym_for(tenant=tenant, e164=e164)]
+
+
+def blocklist_entries_for(*, tenant, e164):
+    """The tenant's blocklist entries of the number, erased ones included (at most one
+    of each)."""
+    return BlockedNumber.objects.for_tenant(tenant).filter(phone__in=blocklist_keys(tenant=tenant, e164=e164))
+
+
+def blocked_among(*, tenant, phones):
+    """The numbers among `phones` (E.164) that no campaign of the tenant may call: on its
+    blocklist by number, or by the pseudonym an erasure left in the number's place. The
+    pseudonyms are computed only when the tenant has erased entries (an upload of
+    50,000 contacts would compute 50,000 keyed hashes for nothing)."""
+    phones, blocked = list(set(phones)), set()
+    entries = BlockedNumber.objects.for_tenant(tenant)
+    for start in range(0, len(phones), 500):
+        blocked.update(entries.filter(phone__in=phones[start:start + 500]).values_list("phone", flat=True))
+    if entries.filter(erased_at__isnull=False).exists():
+        by_pseudonym = {pseudonym_for(tenant=tenant, e164=phone): phone for phone in phones if phone not in blocked}
+        keys = list(by_pseudonym)
+        for start in range(0, len(keys), 500):
+            blocked.update(by_pseudonym[key] for key in entries.filter(
+                phone__in=keys[start:start + 500], erased_at__isnull=False).values_list("phone", flat=True))
+    return blocked
+
+
+# --- Privacy (privacy_app's exports) ---------------------------------------------------
+
+def contacts_of_number(*, tenant, e164):
+    """The tenant's campaign contacts of the number, and those an erasure of it left
+    under its pseudonym (with a consent proof kept, docs/privacy.md)."""
+    return CampaignContact.objects.for_tenant(tenant).filter(phone__in=blocklist_keys(tenant=tenant, e164=e164))
+
+
+def privacy_export(*, tenant, e164):
+    """What the tenant's campaigns hold of the number, for privacy_app's export (Art. 15):
+    `{"campaignContacts": [...], "blocklist": [...]}`, oldest first, JSON-safe."""
+    contacts = (contacts_of_number(tenant=tenant, e164=e164).select_related("campaign")
+                .prefetch_related(Prefetch("attempt_set", queryset=CampaignAttempt.objects.order_by("number")))
+                .order_by("created_at", "id"))
+    return {
+        "campaignContacts": [{
+            "id": contact.pk,
+            "campaign": {"id": contact.campaign_id, "name": contact.campaign.name,
+                         "purpose": contact.campaign.purpose},
+            "phone": contact.phone, "name": contact.name, "variables": contact.variables, "b2b": contact.b2b,
+            "consent": {"source": contact.consent_source, "at": _iso(contact.consent_at),
+                        "text": contact.consent_text},
+            "status": contact.status, "outcome": contact.outcome or None, "attempts": [{
+                "id": attempt.pk, "number": attempt.number, "call": attempt.call_id, "state": attempt.state,
+                "outcome": attempt.outcome or None, "answeredBy": attempt.answered_by or None,
+                "claimedAt": _iso(attempt.claimed_at), "dialledAt": _iso(attempt.dialled_at),
+                "endedAt": _iso(attempt.ended_at),
+            } for attempt in contact.attempt_set.all()],
+            "createdAt": _iso(contact.created_at), "lastAttemptAt": _iso(contact.last_attempt_at),
+            "completedAt": _iso(contact.completed_at), "redacted": contact.redacted,
+        } for contact in contacts],
+        "blocklist": [{
+            "id": entry.pk, "reason": entry.reason, "note": entry.note, "call": entry.call_id or None,
+            "createdAt": _iso(entry.created_at), "erasedAt": _iso(entry.erased_at),
+        } for entry in blocklist_entries_for(tenant=tenant, e164=e164).order_by("created_at", "id")],
+    }
+
+
+def privacy_export_size(*, tenant, e164):
+    """The rows `privacy_export` reads (contacts; their attempts are few)."""
+    return contacts_of_number(tenant=tenant, e164=e164).count()

@@ -265,12 +265,16 @@ class ContactListQuerySerializer(ClosedSerializer):
 
 
 class BlockedNumberSerializer(serializers.ModelSerializer):
+    phone = serializers.CharField(help_text=(
+        "E.164; once the number was erased (privacy), its pseudonym (`anon-…`), by which the entry still blocks."))
     call = serializers.CharField(source="call_id", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
+    erasedAt = serializers.DateTimeField(source="erased_at", allow_null=True, help_text=(
+        "When the number's data was erased (privacy); the entry is kept: it makes an objection last."))
 
     class Meta:
         model = BlockedNumber
-        fields = ["id", "phone", "reason", "note", "call", "createdAt"]
+        fields = ["id", "phone", "reason", "note", "call", "createdAt", "erasedAt"]
         read_only_fields = fields
 
     def to_representation(self, entry):

@@ -1,24 +1,32 @@
 """Writes of campaigns: the campaign and its state, its contacts, the blocklist and
-`opt_out` (the dialling itself is campaigns_app/scheduler.py)."""
+`opt_out`, and the erasure of a number (called by privacy_app); the dialling itself is
+campaigns_app/scheduler.py."""
+import re
+from dataclasses import dataclass
+
 from django.db import connection, transaction
 from django.utils import timezone
 
+from calls_app.services import call_fail_undialled
 from campaigns_app.contact_rows import ContactRow
 from campaigns_app.errors import CampaignFinished, CampaignStateConflict, OptOutKept, TooManyContacts
 from campaigns_app.models import (
     MAX_CONTACTS_PER_CAMPAIGN,
     BlockedNumber,
     Campaign,
+    CampaignAttempt,
     CampaignContact,
     Outcome,
 )
+from campaigns_app.selectors import blocked_among, blocklist_entries_for
 from campaigns_app.window import DEFAULT_WINDOW
 from console.assistants.models import Assistant
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
-from console.phone import InvalidPhoneNumber, to_e164
+from console.phone import InvalidPhoneNumber, to_e164, written_pattern
+from console.pseudonyms import pseudonym_for
 from scripts_app.catalog import catalog
 from webhooks_app.services import event_publish
 
@@ -201,9 +209,11 @@ def announce(campaign, event_type, *, key, extra=None):
 
 
 def contact_announce(contact, campaign):
+    # An erased contact's number is gone; its pseudonym is no business of the receiver.
     event_publish(tenant=campaign.tenant, event_type="campaign.contact.completed",
                   key=f"campaign.contact.completed:{contact.pk}", data={
-                      "id": contact.pk, "campaign": campaign.pk, "phone": contact.phone, "outcome": contact.outcome,
+                      "id": contact.pk, "campaign": campaign.pk, "phone": None if contact.redacted else contact.phone,
+                      "outcome": contact.outcome,
                       "attempts": contact.attempts, "completedAt": contact.completed_at,
                   })
 
@@ -222,7 +232,7 @@ def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
     if campaign.is_finished:
         raise CampaignFinished(details={"state": campaign.state})
     existing = set(CampaignContact.objects.filter(campaign=campaign, redacted=False).values_list("phone", flat=True))
-    blocked = _blocked_among(campaign.tenant, {row.phone for row in rows})
+    blocked = blocked_among(tenant=campaign.tenant, phones={row.phone for row in rows})
     marketing = campaign.purpose == Campaign.Purpose.MARKETING
     first_row_of, new, folded, skipped = {}, [], [], []
     for row in rows:
@@ -296,14 +306,6 @@ def _insert(contacts):
             cursor.executemany(sql, rows[start:start + 5000])
 
 
-def _blocked_among(tenant, phones):
-    phones, blocked = list(phones), set()
-    for start in range(0, len(phones), 500):
-        blocked.update(BlockedNumber.objects.for_tenant(tenant).filter(phone__in=phones[start:start + 500])
-                       .values_list("phone", flat=True))
-    return blocked
-
-
 # --- Blocklist and opt-out -------------------------------------------------------------
 
 def _finish_open_contacts(tenant, e164, outcome, *, statuses, now):
@@ -323,15 +325,22 @@ def blocklist_add(*, tenant, phone, note="", reason=BlockedNumber.Reason.MANUAL,
     contacts in every campaign of the tenant end `skipped_blocklist` (a call under way
     ends as it ends, and is not repeated)."""
     now = now or timezone.now()
-    entry, created = _block(tenant, to_e164(phone), reason=reason, note=note, call_id=call_id)
-    _finish_open_contacts(tenant, entry.phone, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
+    e164 = to_e164(phone)
+    entry, created = _block(tenant, e164, reason=reason, note=note, call_id=call_id)
+    _finish_open_contacts(tenant, e164, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
                           now=now)
     return entry, created
 
 
 def _block(tenant, e164, *, reason, note, call_id):
-    entry, created = BlockedNumber.objects.get_or_create(
-        tenant=tenant, phone=e164, defaults={"reason": reason, "note": note, "call_id": call_id})
+    """The entry of `e164`, made if there is none. An entry an erasure left under the
+    number's pseudonym is that entry: it blocks already, and the number is not written
+    back into it (an opt-out still makes it one)."""
+    entry = blocklist_entries_for(tenant=tenant, e164=e164).filter(erased_at__isnull=False).first()
+    created = False
+    if entry is None:
+        entry, created = BlockedNumber.objects.get_or_create(
+            tenant=tenant, phone=e164, defaults={"reason": reason, "note": note, "call_id": call_id})
     if not created and reason == BlockedNumber.Reason.OPT_OUT and entry.reason != reason:
         entry.reason, entry.call_id = reason, call_id or entry.call_id
         entry.save(update_fields=["reason", "call_id"])
@@ -345,8 +354,9 @@ def opt_out(*, tenant, phone, call_id="", note="", now=None):
     end `opted_out`, so that no campaign of the tenant calls it again. The voice agent's
     built-in `opt_out` tool calls this (with the call's id). Returns the entry."""
     now = now or timezone.now()
-    entry, _ = _block(tenant, to_e164(phone), reason=BlockedNumber.Reason.OPT_OUT, note=note, call_id=call_id)
-    ended = _finish_open_contacts(tenant, entry.phone, Outcome.OPTED_OUT,
+    e164 = to_e164(phone)
+    entry, _ = _block(tenant, e164, reason=BlockedNumber.Reason.OPT_OUT, note=note, call_id=call_id)
+    ended = _finish_open_contacts(tenant, e164, Outcome.OPTED_OUT,
                                   statuses=[CampaignContact.Status.PENDING, CampaignContact.Status.CALLING], now=now)
     audit_record(actor=f"system:opt_out{':' + call_id if call_id else ''}", action="campaigns.opt_out",
                  tenant=tenant, object_id=entry.pk, details={"contactsEnded": ended})
@@ -360,3 +370,107 @@ def blocklist_remove(*, entry, by_operator=False):
     if entry.reason == BlockedNumber.Reason.OPT_OUT and not by_operator:
         raise OptOutKept()
     entry.delete()
+
+
+# --- Erasure of a number (privacy_app) -------------------------------------------------
+
+@dataclass(frozen=True)
+class ErasedNumber:
+    """What `number_erase` changed: the ids of the contacts and blocklist entries (for
+    the admin's change log) and how many attempts it stopped before their dial."""
+
+    contact_ids: list
+    blocklist_ids: list
+    attempts_stopped: int
+
+
+def _kept_consent(contact, dialled):
+    """Whether an erased contact keeps its consent proof: it was dialled (`dialled`: the
+    ids of such contacts) under a documented consent, which § 7a UWG requires to be
+    kept five years after each use (Art. 17(3)(b) GDPR; docs/privacy.md). Its number is
+    the pseudonym then, and the retention job removes the proof when the five years are
+    over."""
+    return contact.consent_at is not None and contact.pk in dialled
+
+
+def _number_in_text(e164):
+    """`console.phone.written_pattern` for Python's `re`, its edges as lookarounds, so
+    that replacing the number keeps the characters around it."""
+    pattern, head, tail = written_pattern(e164), "(?:^|[^0-9])", "(?:[^0-9]|$)"
+    if not (pattern.startswith(head) and pattern.endswith(tail)):
+        raise ValueError("console.phone.written_pattern changed its edges")
+    return re.compile(f"(?<![0-9]){pattern[len(head):-len(tail)]}(?![0-9])")
+
+
+@transaction.atomic
+def number_erase(*, tenant, e164, now=None):
+    """privacy_app's erasure of a number, in its transaction (which has locked the
+    number's calls already): the tenant's campaign contacts of the number are
+    redacted — the number becomes its pseudonym, name and variables are emptied, and
+    the consent too unless it must be kept (`_kept_consent`) —; the open ones are done
+    with the outcome `erased` (announced, without a number), and their attempts not
+    yet dialled are never dialled (their calls fail unbooked, the minutes released).
+    An attempt already dialled ends as its call ends. The number's blocklist entry
+    stays as what makes an objection last, under the pseudonym, without its note
+    (`erased_at`): the blocklist still matches it (selectors.blocked_among).
+
+    Locks as `opt_out` does: the blocklist's rows of the number, then its contacts."""
+    now = now or timezone.now()
+    pseudonym = pseudonym_for(tenant=tenant, e164=e164)
+    pattern = _number_in_text(e164)
+    entries = {entry.phone: entry for entry in blocklist_entries_for(tenant=tenant, e164=e164)
+               .select_for_update().order_by("pk")}
+    contacts = list(CampaignContact.objects.for_tenant(tenant).filter(phone=e164).select_for_update(of=("self",))
+                    .select_related("campaign__tenant").order_by("pk"))
+    contact_ids = [contact.pk for contact in contacts]
+    # The attempts claimed but not yet dialled: whoever wins this compare-and-set dials
+    # (a job worker) or never does (the erasure). A worker that won it finds a pseudonym
+    # in the call's number and does not dial either (scheduler._send).
+    stopped = list(CampaignAttempt.objects.filter(contact_id__in=contact_ids, state=CampaignAttempt.State.CLAIMED)
+                   .select_related("call").order_by("pk"))
+    CampaignAttempt.objects.filter(pk__in=[attempt.pk for attempt in stopped],
+                                   state=CampaignAttempt.State.CLAIMED).update(
+        state=CampaignAttempt.State.ENDED, outcome=Outcome.ERASED, ended_at=now)
+    for attempt in stopped:
+        if attempt.call is not None:
+            call_fail_undialled(call=attempt.call)
+    # A dial request was sent (or a worker won it, in which case it may have been).
+    dialled = set(CampaignAttempt.objects.filter(contact_id__in=contact_ids, dials__gt=0)
+                  .values_list("contact_id", flat=True))
+    for contact in contacts:
+        contact.phone, contact.name, contact.variables, contact.redacted = pseudonym, "", {}, True
+        fields = ["phone", "name", "variables", "redacted"]
+        if _kept_consent(contact, dialled):
+            contact.consent_source = pattern.sub(pseudonym, contact.consent_source)
+            contact.consent_text = pattern.sub(pseudonym, contact.consent_text)
+        else:
+            contact.consent_source, contact.consent_at, contact.consent_text = "", None, ""
+        fields += ["consent_source", "consent_at", "consent_text"]
+        if contact.status != CampaignContact.Status.DONE:
+            contact.status, contact.outcome, contact.completed_at = CampaignContact.Status.DONE, Outcome.ERASED, now
+            fields += ["status", "outcome", "completed_at"]
+            contact.save(update_fields=fields)
+            contact_announce(contact, contact.campaign)
+        else:
+            contact.save(update_fields=fields)
+    return ErasedNumber(contact_ids=contact_ids,
+                        blocklist_ids=_blocklist_erase(entries.get(e164), entries.get(pseudonym), pseudonym, now),
+                        attempts_stopped=len(stopped))
+
+
+def _blocklist_erase(entry, erased, pseudonym, now):
+    """The number's entry goes under its pseudonym. If one is there already (the number
+    came onto the list again at the moment of an earlier erasure), the two become one,
+    an opt-out winning."""
+    if entry is None:
+        return []
+    if erased is not None:
+        if entry.reason == BlockedNumber.Reason.OPT_OUT and erased.reason != entry.reason:
+            erased.reason, erased.call_id = entry.reason, entry.call_id or erased.call_id
+            erased.save(update_fields=["reason", "call_id"])
+        merged = entry.pk
+        entry.delete()
+        return [merged, erased.pk]
+    entry.phone, entry.note, entry.erased_at = pseudonym, "", now
+    entry.save(update_fields=["phone", "note", "erased_at"])
+    return [entry.pk]

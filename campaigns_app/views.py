@@ -231,7 +231,8 @@ class BlocklistViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         query = validated_query(BlocklistQuerySerializer, request)
         entries = self.get_queryset()
         if query.get("phone"):
-            entries = entries.filter(phone=query["phone"])
+            # Its entry, also one whose number was erased (it blocks by the pseudonym).
+            entries = entries.filter(phone__in=selectors.blocklist_keys(tenant=request.tenant, e164=query["phone"]))
         entries = after_cursor(entries, tenant=request.tenant, scope="blocklist", cursor=query.get("cursor"))
         rows, next_cursor = page_of(list(entries[:query["limit"] + 1]), tenant=request.tenant, scope="blocklist",
                                     limit=query["limit"], position=lambda entry: (entry.created_at, entry.pk))
@@ -244,8 +245,7 @@ class BlocklistViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         data = validated(BlockedNumberCreateSerializer, request.data)
         try:
             if data["reason"] == BlockedNumber.Reason.OPT_OUT:
-                existed = BlockedNumber.objects.for_tenant(request.tenant).filter(
-                    phone=to_e164(data["phone"])).exists()
+                existed = selectors.blocklist_entries_for(tenant=request.tenant, e164=to_e164(data["phone"])).exists()
                 entry = services.opt_out(tenant=request.tenant, phone=data["phone"], note=data["note"])
                 created = not existed
             else:

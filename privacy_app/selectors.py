@@ -4,7 +4,8 @@ An export or an erasure is about a *subject*: a phone number, or one call (a web
 of the voice agent has no number; its caller is found by the call's id). A number
 finds the calls from or to it, the leads with it, and the calls without a number of
 their own (web calls, withheld numbers) whose transcript or stored call data (the
-agent's session variables, calls_app.call_data) holds it in any written form."""
+agent's session variables, calls_app.call_data) holds it in any written form, and the
+campaigns' contacts and blocklist entries of the number (campaigns_app.selectors)."""
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,12 +16,13 @@ from django.db.models.functions import Cast
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
+from campaigns_app import selectors as campaigns
 from console.phone import written_pattern
 from console.tenants.models import Tenant
+from console.pseudonyms import pseudonym_for
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
-from privacy_app.pseudonyms import pseudonym_for
 from webhooks_app.selectors import deliveries_mentioning
 
 EXPORT_FORMAT = "stimmwerk.privacy-export"
@@ -116,9 +118,10 @@ def export_size(subject, call_ids):
     """How many rows an export of the subject (whose calls are `call_ids`) reads:
     decides whether it is built now."""
     calls = Call.objects.filter(pk__in=call_ids)
+    contacts = campaigns.privacy_export_size(tenant=subject.tenant, e164=subject.e164) if subject.e164 else 0
     return (len(call_ids) + TranscriptEntry.objects.filter(call_id__in=call_ids).count()
             + subject_leads(subject).count() + events_of_calls(calls).count()
-            + subject_deliveries(subject, call_ids).count())
+            + subject_deliveries(subject, call_ids).count() + contacts)
 
 
 def export_document(*, subject, created_at, expires_at, call_ids=None):
@@ -154,6 +157,10 @@ def export_document(*, subject, created_at, expires_at, call_ids=None):
     }
     for data in registered_call_data():
         document[data.name] = data.export(tenant=tenant, call_ids=call_ids)
+    # The campaigns' contacts of the number (with their attempts) and its blocklist
+    # entries, those an erasure left under its pseudonym included; by number only.
+    document.update(campaigns.privacy_export(tenant=tenant, e164=subject.e164) if subject.e164
+                    else {"campaignContacts": [], "blocklist": []})
     return document
 
 

@@ -14,15 +14,17 @@ from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
 from calls_app.services import call_tool_notes_erase
+from campaigns_app.models import BlockedNumber, CampaignContact
+from campaigns_app.services import number_erase as campaigns_number_erase
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
+from console.pseudonyms import pseudonym_for
 from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
-from privacy_app.pseudonyms import pseudonym_for
 from privacy_app.selectors import Subject
 from webhooks_app import services as webhooks
 
@@ -39,7 +41,8 @@ ERASED_REQUEST_HASH = "erased"
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
                     "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
-                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses")
+                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses", "campaignContacts",
+                  "blocklistEntries")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
@@ -244,6 +247,10 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
         # The caller's number: the subject's, or the one call's (a web call has none).
         number = subject.e164 or next((_caller_number(*call[1:]) for call in calls), "")
         pseudonym = pseudonym_for(tenant=tenant, e164=number) if number else ""
+        # The campaigns' contacts of the number (not of one call: they are by number),
+        # before the calls: an attempt stopped before its dial fails its call, whose
+        # `call.ended` delivery the deliveries' erasure below then finds.
+        campaigns = campaigns_number_erase(tenant=tenant, e164=subject.e164, now=now) if subject.e164 else None
         deliveries = selectors.subject_deliveries(subject, call_ids)
         _erase_calls(call_ids, number, pseudonym, counts)
         _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, number, counts)
@@ -253,7 +260,12 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
         counts["idempotencyRecords"] = IdempotencyRecord.objects.filter(
             scope__endswith=f":{tenant.pk}", body__id__in=call_ids + lead_ids,
         ).update(request_hash=ERASED_REQUEST_HASH, body=None)
-        counts["adminLogEntries"] = _erase_admin_log([(Call, call_ids), (Lead, lead_ids)])
+        if campaigns is not None:
+            counts["campaignContacts"] = len(campaigns.contact_ids)
+            counts["blocklistEntries"] = len(campaigns.blocklist_ids)
+        counts["adminLogEntries"] = _erase_admin_log([
+            (Call, call_ids), (Lead, lead_ids), (CampaignContact, campaigns.contact_ids if campaigns else []),
+            (BlockedNumber, campaigns.blocklist_ids if campaigns else [])])
         counts["webhookDeliveries"] = webhooks.deliveries_erase(deliveries=deliveries, rewrite=_erased_payload,
                                                                 now=now)
         for data in registered_call_data():

@@ -55,7 +55,7 @@ def test_the_campaign_shows_its_counts_by_outcome(api_a, make_campaign):
 
     assert body["counts"] == {"total": 3, "pending": 0, "calling": 1, "done": 2, "reached": 1, "voicemail": 0,
                               "no_answer": 0, "busy": 1, "failed": 0, "opted_out": 0, "skipped_blocklist": 0,
-                              "skipped_no_consent": 0}
+                              "skipped_no_consent": 0, "erased": 0}
     assert body["progress"] == 66 and body["state"] == "running"
 
 

@@ -85,15 +85,17 @@ ENDPOINTS = [
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 9 + AUDIT,
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 12 + AUDIT,
      "is it an own number; the agent sessions and the calls naming it (read once for size and document); the"
-     " rows (leads, webhook deliveries; no calls here, so no lines or carriers); insert the export; its"
-     " document (leads, deliveries); store it (the service audits it)"),
+     " rows (campaign contacts, leads, webhook deliveries; no calls here, so no lines or carriers); insert the"
+     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist);"
+     " store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 15 + AUDIT,
-     "is it an own number; the agent sessions naming it, the calls (locked) and leads; delete the analyses and the"
-     " tool notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 17 + AUDIT,
+     "is it an own number; the agent sessions naming it, the calls (locked) and leads; its blocklist entries and"
+     " campaign contacts (locked; none here, so nothing more of campaigns); delete the analyses and the tool"
+     " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
      " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
      " receipt (the service audits it)"),
     ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
@@ -125,14 +127,16 @@ ENDPOINTS = [
     ("POST", "/v2/campaigns/{running}/cancel", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
     ("GET", "/v2/campaigns/{campaign}/contacts?limit=200", None, 3,
      "the campaign, the page of contacts, their attempts"),
-    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 6 + AUDIT,
-     "the campaign, locked; its numbers; the blocklist among the upload's; insert (one statement run for all rows);"
+    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 7 + AUDIT,
+     "the campaign, locked; its numbers; the blocklist among the upload's, and whether it has erased entries (only"
+     " then are the upload's pseudonyms looked up); insert (one statement run for all rows);"
      " the counts"),
     ("GET", "/v2/campaigns/{campaign}/results.csv", None, 1,
      "the campaign (its attempts and contacts are read while the answer streams)"),
     ("GET", "/v2/blocklist", None, 1, "the page of entries"),
-    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 3 + AUDIT,
-     "the entry (get or create), the number's waiting contacts (locked)"),
+    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 4 + AUDIT,
+     "an entry an erasure left under the number's pseudonym; the entry (get or create), the number's waiting"
+     " contacts (locked)"),
     ("GET", "/v2/blocklist/{blocked}", None, 1, "the entry"),
     ("DELETE", "/v2/blocklist/{blocked}", None, 2 + AUDIT, "the entry, delete it"),
 ]
