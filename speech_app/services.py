@@ -12,7 +12,7 @@ from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
 from speech_app.recognition import Recognizer, Transcript
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
-from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
+from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
 PIPER_SYNTHESIZER = "piper"
 
@@ -29,7 +29,7 @@ def render_key(text: str, voice: str, engine_version: str) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-def synthesizer_for(language, voice=None):
+def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
     """The synthesis engine for `voice` in `language`: an operator's Piper voice of that
     name (PIPER_VOICES), or without a voice the Piper voice named after the language
     (`de=…onnx` makes it German's voice); else the first lane of the registry's tts
