@@ -1,4 +1,8 @@
 """Reads of campaigns: the counts by outcome, pages of contacts, the results export."""
+from collections.abc import Collection, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
 from django.db.models import Count
 
 from campaigns_app.models import Campaign, CampaignAttempt, CampaignContact, Outcome
@@ -7,11 +11,11 @@ from console.pagination import after_cursor, page_of
 COUNT_KEYS = ("total", "pending", "calling", "done", *Outcome.values)
 
 
-def _empty():
+def _empty() -> dict[str, int]:
     return dict.fromkeys(COUNT_KEYS, 0)
 
 
-def counts_for(campaign_ids):
+def counts_for(campaign_ids: Collection[str]) -> dict[str, dict[str, int]]:
     """{campaign id: counts} in one grouped query: `total`; `pending` (waiting for a
     first or further attempt), `calling`, `done`; and per outcome the contacts done
     with it (reached, voicemail, no_answer, busy, failed, opted_out, skipped_*)."""
@@ -27,15 +31,16 @@ def counts_for(campaign_ids):
     return counts
 
 
-def counts_of(campaign):
+def counts_of(campaign: Campaign) -> dict[str, int]:
     return counts_for([campaign.pk])[campaign.pk]
 
 
-def progress_percent(counts):
+def progress_percent(counts: Mapping[str, int]) -> int:
     return (100 * counts["done"] // counts["total"]) if counts["total"] else 0
 
 
-def contact_page(*, campaign, limit, cursor=None, status=None, outcome=None):
+def contact_page(*, campaign: Campaign, limit: int, cursor: str | None = None, status: str | None = None,
+                 outcome: str | None = None) -> tuple[list[CampaignContact], str | None]:
     """A page of the campaign's contacts, newest first, each with its attempts."""
     contacts = CampaignContact.objects.for_tenant(campaign.tenant).filter(campaign=campaign)
     if status:
@@ -53,13 +58,13 @@ EXPORT_HEADER = ("id", "row", "phone", "name", "b2b", "status", "outcome", "atte
                  "completedAt", "consentSource", "consentAt", "consentText", "variables")
 
 
-def _iso(moment):
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def export_rows(campaign):
+def export_rows(campaign: Campaign) -> Iterator[tuple[Any, ...]]:
     """The cells of the results export, one row per contact in upload order (streamed)."""
-    calls = {}
+    calls: dict[str, list[str]] = {}
     for contact_id, call_id in (CampaignAttempt.objects.filter(campaign=campaign).order_by("contact_id", "number")
                                 .values_list("contact_id", "call_id")):
         if call_id:
@@ -73,5 +78,5 @@ def export_rows(campaign):
                " ".join(f"{name}={value}" for name, value in contact.variables.items()))
 
 
-def running_campaign_ids():
+def running_campaign_ids() -> list[str]:
     return list(Campaign.objects.filter(state=Campaign.State.RUNNING).values_list("pk", flat=True))
