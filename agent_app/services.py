@@ -2,7 +2,9 @@
 they are recorded as (through calls_app's services, the only writer of calls)."""
 import hashlib
 import secrets
+from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -22,8 +24,10 @@ def token_digest(token: str) -> str:
 
 
 @transaction.atomic
-def agent_session_create(*, tenant, assistant_id="", language=None, variables=None, encoding="pcm_s16le",
-                         sample_rate=16000, max_minutes=None, now=None):
+def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: str | None = None,
+                         variables: dict[str, Any] | None = None, encoding: str = "pcm_s16le",
+                         sample_rate: int = 16000, max_minutes: int | None = None,
+                         now: datetime | None = None) -> tuple[AgentSession, str]:
     """A new session: checks the minute cap and reserves minutes like an outbound call
     (402 minute_cap_reached), at most `max_minutes` if given, and issues its single-use
     token. Returns (session, token); the token is shown once and only its digest is kept."""
@@ -86,7 +90,7 @@ def agent_session_claim(*, token: object, now: datetime | None = None) -> AgentS
 # --- The privacy features' part (calls_app.call_data, registered in apps.py) ------------
 
 @transaction.atomic
-def agent_sessions_erase(*, tenant, call_ids):
+def agent_sessions_erase(*, tenant: Tenant, call_ids: Iterable[str]) -> int:
     """Erasure: the sessions of those calls keep no variables (what the caller or the
     page gave: names, numbers). Returns how many sessions had any. A session still
     under way keeps its opening as spoken; nothing is read from the row afterwards."""
@@ -95,7 +99,7 @@ def agent_sessions_erase(*, tenant, call_ids):
 
 
 @transaction.atomic
-def agent_sessions_purge(*, tenant, created_before):
+def agent_sessions_purge(*, tenant: Tenant, created_before: datetime) -> int:
     """Retention (the transcript period): deletes the sessions of ended calls created
     before the moment; their calls stay. Returns how many."""
     old = AgentSession.objects.for_tenant(tenant).filter(call__created_at__lt=created_before,

@@ -3,7 +3,7 @@ carrier events (the only writer of calls)."""
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
@@ -15,6 +15,7 @@ from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, ou
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
+from console.assistants.models import Assistant
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ApiError, NotFound, ValidationFailed
@@ -92,7 +93,10 @@ def carrier_rotate_secret(*, carrier: Carrier) -> str:
 END_ATTEMPTS = 5
 
 
-def _locked(queryset):
+_Calls = TypeVar("_Calls", bound=models.QuerySet[Call])
+
+
+def _locked(queryset: _Calls) -> _Calls:
     """`queryset` locking only its own model's rows (FOR UPDATE OF), never the rows its
     select_related joins in: a lock on the tenant's row, held until the commit, made
     every end of the tenant's calls wait for the others and deadlock with the job
@@ -265,7 +269,7 @@ def call_start_for_lead(*, lead: Lead) -> Call:
 
 
 @transaction.atomic
-def call_fail_undialled(*, call):
+def call_fail_undialled(*, call: Call) -> None:
     call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if not call.is_ended:
         _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
@@ -285,7 +289,8 @@ def _web_carrier() -> Carrier:
 
 
 @transaction.atomic
-def call_request_web(*, tenant, max_minutes=None, now=None, assistant=None):
+def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: datetime | None = None,
+                     assistant: Assistant | None = None) -> Call:
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
@@ -305,7 +310,7 @@ def call_request_web(*, tenant, max_minutes=None, now=None, assistant=None):
 
 
 @transaction.atomic
-def call_web_start(*, call_id, now=None):
+def call_web_start(*, call_id: str, now: datetime | None = None) -> None:
     """The session's WebSocket is open: the call is active from now on, and its owner's
     first heartbeat is now (`call_heartbeat`)."""
     now = now or timezone.now()
@@ -360,21 +365,22 @@ ACTION_TOOLS = ("create_callback", "transfer_call", "end_call", "opt_out")
 MAX_ACTIONS = 50
 
 
-def _record_action(call, tool, **details):
+def _record_action(call: Call, tool: str, **details: Any) -> None:
     actions = list(call.assistant_actions or [])
     actions.append({"tool": tool, "at": timezone.now().isoformat().replace("+00:00", "Z"), **details})
     call.assistant_actions = actions[-MAX_ACTIONS:]
     call.save(update_fields=["assistant_actions"])
 
 
-def _caller_number(call):
+def _caller_number(call: Call) -> str:
     """The caller's number of a call in E.164, or "" (web calls, withheld or erased numbers)."""
     number = call.from_e164 if call.direction == Call.Direction.INBOUND else call.to_e164
     return number if number.startswith("+") else ""
 
 
 @transaction.atomic
-def call_callback_create(*, call_id, phone=None, preferred_time=None, reason="", now=None):
+def call_callback_create(*, call_id: str, phone: str | None = None, preferred_time: str | None = None,
+                         reason: str = "", now: datetime | None = None) -> Lead:
     """The built-in tool create_callback: a lead of kind `callback` for the call's
     caller, linked to the call (`Call.lead_id`, when the call names no lead yet), with
     its `lead.created` webhook as every lead. `phone` in any format (default: the
@@ -421,7 +427,7 @@ def call_callback_create(*, call_id, phone=None, preferred_time=None, reason="",
 
 
 @transaction.atomic
-def call_transfer(*, call_id, target):
+def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
     """The built-in tool transfer_call: the transfer target of the call's assistant
     that `target` names (its name, or its number in any format) as `{"name", "e164"}`,
     recorded on the call; TransferRefused (400 `transfer_refused`) for anything else —
@@ -437,7 +443,7 @@ def call_transfer(*, call_id, target):
 
 
 @transaction.atomic
-def call_action_record(*, call_id, tool):
+def call_action_record(*, call_id: str, tool: str) -> None:
     """Records a built-in tool without data of its own on the call: `end_call` (the
     assistant ends the call after its goodbye) or `opt_out` (the caller objects to
     further contact). The conversation ends the call itself (`call_web_end`)."""
@@ -446,7 +452,7 @@ def call_action_record(*, call_id, tool):
     _record_action(_locked(Call.objects.all()).get(pk=call_id), tool)
 
 
-def call_tool_notes_erase(*, tenant, e164):
+def call_tool_notes_erase(*, tenant: Tenant, e164: str) -> int:
     """For an erasure by caller (privacy_app): deletes the system notes of the tenant's
     calls that name the number (the conversation writes tool calls as system notes,
     numbers in E.164); returns how many."""
@@ -462,14 +468,14 @@ def call_tool_notes_erase(*, tenant, e164):
 # sweep books its calls (docs/operations.md, "When something dies").
 
 @transaction.atomic
-def call_heartbeat(*, call_id, now=None):
+def call_heartbeat(*, call_id: str, now: datetime | None = None) -> bool:
     """The owner of a call under way (the process that holds its conversation) still
     holds it; called every CALL_HEARTBEAT_SEC. Returns False when the call has ended
     meanwhile (e.g. the sweep took the owner for dead): the owner should stop."""
     return Call.objects.filter(pk=call_id, ended_at__isnull=True).update(heartbeat_at=now or timezone.now()) == 1
 
 
-def calls_orphaned_end(*, now=None):
+def calls_orphaned_end(*, now: datetime | None = None) -> int:
     """The periodic job: ends every call under way whose owner has not written a
     heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
     web or phone alike, through the one booking path (`_finish`): `completed`, ended
@@ -489,7 +495,7 @@ def calls_orphaned_end(*, now=None):
 
 @retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
-def _orphan_end(*, call_id, cutoff):
+def _orphan_end(*, call_id: str, cutoff: datetime) -> bool:
     """Under the call's lock: ends it if it is still under way without a heartbeat since
     `cutoff` (its owner may have ended it, or come back, since the sweep's read)."""
     call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
@@ -585,7 +591,7 @@ def _known_event(state: str) -> EventOutcome:
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
-def _event_receive(carrier_id, event):
+def _event_receive(carrier_id: str, event: ev.Event) -> EventOutcome:
     """The general path, one transaction; run again when the database aborts it for a
     deadlock (the carrier would otherwise get a 500 and have to retry itself)."""
     carrier = _one(Carrier.objects.filter(pk=carrier_id))
@@ -725,7 +731,7 @@ def _apply_to_call(call: Call, event_type: str, data: dict[str, Any], occurred_a
         _call_end(call, data, occurred_at)
 
 
-def _call_end(call, data, occurred_at):
+def _call_end(call: Call, data: dict[str, Any], occurred_at: datetime) -> None:
     call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if call.is_ended:
         return  # a second call.ended under another event id: usage is counted once

@@ -1,19 +1,24 @@
 """Reads of campaigns: the counts by outcome, pages of contacts, the results export,
 the blocklist's matches, and what a privacy export holds of one number."""
-from django.db.models import Count, Prefetch
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Prefetch, QuerySet
 
 from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact, Outcome
 from console.pagination import after_cursor, page_of
 from console.pseudonyms import pseudonym_for
+from console.tenants.models import Tenant
 
 COUNT_KEYS = ("total", "pending", "calling", "done", *Outcome.values)
 
 
-def _empty():
+def _empty() -> dict[str, int]:
     return dict.fromkeys(COUNT_KEYS, 0)
 
 
-def counts_for(campaign_ids):
+def counts_for(campaign_ids: Collection[str]) -> dict[str, dict[str, int]]:
     """{campaign id: counts} in one grouped query: `total`; `pending` (waiting for a
     first or further attempt), `calling`, `done`; and per outcome the contacts done
     with it (reached, voicemail, no_answer, busy, failed, opted_out, skipped_*)."""
@@ -29,15 +34,16 @@ def counts_for(campaign_ids):
     return counts
 
 
-def counts_of(campaign):
+def counts_of(campaign: Campaign) -> dict[str, int]:
     return counts_for([campaign.pk])[campaign.pk]
 
 
-def progress_percent(counts):
+def progress_percent(counts: Mapping[str, int]) -> int:
     return (100 * counts["done"] // counts["total"]) if counts["total"] else 0
 
 
-def contact_page(*, campaign, limit, cursor=None, status=None, outcome=None):
+def contact_page(*, campaign: Campaign, limit: int, cursor: str | None = None, status: str | None = None,
+                 outcome: str | None = None) -> tuple[list[CampaignContact], str | None]:
     """A page of the campaign's contacts, newest first, each with its attempts."""
     contacts = CampaignContact.objects.for_tenant(campaign.tenant).filter(campaign=campaign)
     if status:
@@ -55,13 +61,13 @@ EXPORT_HEADER = ("id", "row", "phone", "name", "b2b", "status", "outcome", "atte
                  "completedAt", "consentSource", "consentAt", "consentText", "variables")
 
 
-def _iso(moment):
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def export_rows(campaign):
+def export_rows(campaign: Campaign) -> Iterator[tuple[Any, ...]]:
     """The cells of the results export, one row per contact in upload order (streamed)."""
-    calls = {}
+    calls: dict[str, list[str]] = {}
     for contact_id, call_id in (CampaignAttempt.objects.filter(campaign=campaign).order_by("contact_id", "number")
                                 .values_list("contact_id", "call_id")):
         if call_id:
@@ -75,25 +81,25 @@ def export_rows(campaign):
                " ".join(f"{name}={value}" for name, value in contact.variables.items()))
 
 
-def running_campaign_ids():
+def running_campaign_ids() -> list[str]:
     return list(Campaign.objects.filter(state=Campaign.State.RUNNING).values_list("pk", flat=True))
 
 
 # --- The blocklist ---------------------------------------------------------------------
 
-def blocklist_keys(*, tenant, e164):
+def blocklist_keys(*, tenant: Tenant, e164: str) -> list[str]:
     """What a blocklist entry of `e164` holds as its `phone`: the number, or its pseudonym
     once the number was erased (privacy_app)."""
     return [e164, pseudonym_for(tenant=tenant, e164=e164)]
 
 
-def blocklist_entries_for(*, tenant, e164):
+def blocklist_entries_for(*, tenant: Tenant, e164: str) -> QuerySet[BlockedNumber]:
     """The tenant's blocklist entries of the number, erased ones included (at most one
     of each)."""
     return BlockedNumber.objects.for_tenant(tenant).filter(phone__in=blocklist_keys(tenant=tenant, e164=e164))
 
 
-def blocked_among(*, tenant, phones):
+def blocked_among(*, tenant: Tenant, phones: Iterable[str]) -> set[str]:
     """The numbers among `phones` (E.164) that no campaign of the tenant may call: on its
     blocklist by number, or by the pseudonym an erasure left in the number's place. The
     pseudonyms are computed only when the tenant has erased entries (an upload of
@@ -113,13 +119,13 @@ def blocked_among(*, tenant, phones):
 
 # --- Privacy (privacy_app's exports) ---------------------------------------------------
 
-def contacts_of_number(*, tenant, e164):
+def contacts_of_number(*, tenant: Tenant, e164: str) -> QuerySet[CampaignContact]:
     """The tenant's campaign contacts of the number, and those an erasure of it left
     under its pseudonym (with a consent proof kept, docs/privacy.md)."""
     return CampaignContact.objects.for_tenant(tenant).filter(phone__in=blocklist_keys(tenant=tenant, e164=e164))
 
 
-def privacy_export(*, tenant, e164):
+def privacy_export(*, tenant: Tenant, e164: str) -> dict[str, Any]:
     """What the tenant's campaigns hold of the number, for privacy_app's export (Art. 15):
     `{"campaignContacts": [...], "blocklist": [...]}`, oldest first, JSON-safe."""
     contacts = (contacts_of_number(tenant=tenant, e164=e164).select_related("campaign")
@@ -149,6 +155,6 @@ def privacy_export(*, tenant, e164):
     }
 
 
-def privacy_export_size(*, tenant, e164):
+def privacy_export_size(*, tenant: Tenant, e164: str) -> int:
     """The rows `privacy_export` reads (contacts; their attempts are few)."""
     return contacts_of_number(tenant=tenant, e164=e164).count()

@@ -2,13 +2,16 @@
 `opt_out`, and the erasure of a number (called by privacy_app); the dialling itself is
 campaigns_app/scheduler.py."""
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from calls_app.services import call_fail_undialled
-from campaigns_app.contact_rows import ContactRow
+from campaigns_app.contact_rows import ContactRow, RowError
 from campaigns_app.errors import CampaignFinished, CampaignStateConflict, OptOutKept, TooManyContacts
 from campaigns_app.models import (
     MAX_CONTACTS_PER_CAMPAIGN,
@@ -27,6 +30,7 @@ from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164, written_pattern
 from console.pseudonyms import pseudonym_for
+from console.tenants.models import Tenant
 from scripts_app.catalog import catalog
 from webhooks_app.services import event_publish
 
@@ -45,7 +49,7 @@ TRANSITIONS = {
 
 # --- The campaign ----------------------------------------------------------------------
 
-def _from_number(tenant, value):
+def _from_number(tenant: Tenant, value: str | None) -> str:
     numbers = PhoneNumber.objects.for_tenant(tenant)
     if value is None:
         first = numbers.order_by("e164").values_list("e164", flat=True).first()
@@ -62,7 +66,7 @@ def _from_number(tenant, value):
     return e164
 
 
-def _assistant(tenant, assistant_id):
+def _assistant(tenant: Tenant, assistant_id: str | None) -> Assistant | None:
     if not assistant_id:
         return None
     assistant = Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first()
@@ -71,10 +75,10 @@ def _assistant(tenant, assistant_id):
     return assistant
 
 
-def _checked(tenant, fields):
+def _checked(tenant: Tenant, fields: dict[str, Any]) -> dict[str, Any]:
     """The fields of a create or change, checked against the tenant (numbers, assistants,
     its concurrency limit) and the touchpoint catalog."""
-    errors = {}
+    errors: dict[str, list[str]] = {}
     limit = tenant.campaign_concurrency_limit
     if fields.get("concurrency") is not None and fields["concurrency"] > limit:
         errors["concurrency"] = [f"At most {limit} simultaneous calls for this tenant (its campaign limit)."]
@@ -86,7 +90,7 @@ def _checked(tenant, fields):
     return fields
 
 
-def _voicemail_defaults(campaign):
+def _voicemail_defaults(campaign: Campaign) -> None:
     if campaign.voicemail == Campaign.Voicemail.LEAVE_MESSAGE and not campaign.voicemail_touchpoint:
         campaign.voicemail_touchpoint = DEFAULT_VOICEMAIL_TOUCHPOINT
     if campaign.start_at and campaign.end_at and campaign.start_at >= campaign.end_at:
@@ -94,9 +98,11 @@ def _voicemail_defaults(campaign):
 
 
 @transaction.atomic
-def campaign_create(*, tenant, name, purpose, assistant=None, from_number=None, window=None, concurrency=1,
-                    max_attempts=3, retry_after_min=120, voicemail=Campaign.Voicemail.HANGUP,
-                    voicemail_touchpoint="", start_at=None, end_at=None):
+def campaign_create(*, tenant: Tenant, name: str, purpose: str, assistant: str | None = None,
+                    from_number: str | None = None, window: dict[str, Any] | None = None, concurrency: int = 1,
+                    max_attempts: int = 3, retry_after_min: int = 120, voicemail: str = Campaign.Voicemail.HANGUP,
+                    voicemail_touchpoint: str = "", start_at: datetime | None = None,
+                    end_at: datetime | None = None) -> Campaign:
     _checked(tenant, {"concurrency": concurrency, "voicemail_touchpoint": voicemail_touchpoint})
     campaign = Campaign(
         tenant=tenant, name=name, purpose=purpose, assistant=_assistant(tenant, assistant),
@@ -109,12 +115,12 @@ def campaign_create(*, tenant, name, purpose, assistant=None, from_number=None, 
     return campaign
 
 
-def _locked(campaign):
+def _locked(campaign: Campaign) -> Campaign:
     return Campaign.objects.select_for_update().select_related("tenant").get(pk=campaign.pk)
 
 
 @transaction.atomic
-def campaign_update(*, campaign, **fields):
+def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
     """Changes a campaign that is not finished; its purpose only while it is a draft
     (its contacts were checked for consent by it)."""
     campaign = _locked(campaign)
@@ -136,7 +142,7 @@ def campaign_update(*, campaign, **fields):
 
 
 @transaction.atomic
-def campaign_delete(*, campaign):
+def campaign_delete(*, campaign: Campaign) -> None:
     """Only a draft goes: a campaign that called keeps its contacts' consent and outcomes."""
     campaign = _locked(campaign)
     if campaign.state != Campaign.State.DRAFT:
@@ -146,7 +152,7 @@ def campaign_delete(*, campaign):
 
 
 @transaction.atomic
-def campaign_transition(*, campaign, change, actor="", now=None):
+def campaign_transition(*, campaign: Campaign, change: str, actor: str = "", now: datetime | None = None) -> Campaign:
     """`start`, `pause`, `resume` or `cancel`; a change the state does not allow → 409."""
     allowed_from, target = TRANSITIONS[change]
     campaign = _locked(campaign)
@@ -174,7 +180,8 @@ def campaign_transition(*, campaign, change, actor="", now=None):
     return campaign
 
 
-def campaign_pause(*, campaign, reason, details=None, locked=False, now=None):
+def campaign_pause(*, campaign: Campaign, reason: str, details: dict[str, Any] | None = None, locked: bool = False,
+                   now: datetime | None = None) -> Campaign:
     """Pauses a running campaign (in the caller's transaction) with its reason and the
     `campaign.paused` webhook."""
     if not locked:
@@ -190,7 +197,7 @@ def campaign_pause(*, campaign, reason, details=None, locked=False, now=None):
     return campaign
 
 
-def campaign_complete(*, campaign, now):
+def campaign_complete(*, campaign: Campaign, now: datetime) -> Campaign:
     """Completes a running campaign (in the caller's transaction, campaign locked)."""
     campaign.state = Campaign.State.COMPLETED
     campaign.finished_at = now
@@ -199,7 +206,7 @@ def campaign_complete(*, campaign, now):
     return campaign
 
 
-def announce(campaign, event_type, *, key, extra=None):
+def announce(campaign: Campaign, event_type: str, *, key: str, extra: dict[str, Any] | None = None) -> None:
     from campaigns_app.selectors import counts_of
 
     event_publish(tenant=campaign.tenant, event_type=event_type, key=key, data={
@@ -208,7 +215,7 @@ def announce(campaign, event_type, *, key, extra=None):
     })
 
 
-def contact_announce(contact, campaign):
+def contact_announce(contact: CampaignContact, campaign: Campaign) -> None:
     # An erased contact's number is gone; its pseudonym is no business of the receiver.
     event_publish(tenant=campaign.tenant, event_type="campaign.contact.completed",
                   key=f"campaign.contact.completed:{contact.pk}", data={
@@ -221,7 +228,8 @@ def contact_announce(contact, campaign):
 # --- Contacts --------------------------------------------------------------------------
 
 @transaction.atomic
-def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
+def contacts_add(*, campaign: Campaign, rows: list[ContactRow], errors: Iterable[RowError] = (),
+                 now: datetime | None = None) -> dict[str, Any]:
     """Takes the good rows of an upload (the bad ones are reported with their row and
     reason); folds duplicates (in the upload and with the campaign's contacts); stores
     numbers of the blocklist as `skipped_blocklist` and, for `marketing`, contacts
@@ -234,7 +242,10 @@ def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
     existing = set(CampaignContact.objects.filter(campaign=campaign, redacted=False).values_list("phone", flat=True))
     blocked = blocked_among(tenant=campaign.tenant, phones={row.phone for row in rows})
     marketing = campaign.purpose == Campaign.Purpose.MARKETING
-    first_row_of, new, folded, skipped = {}, [], [], []
+    first_row_of: dict[str, int] = {}
+    new: list[CampaignContact] = []
+    folded: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     for row in rows:
         if row.phone in first_row_of or row.phone in existing:
             same = first_row_of.get(row.phone)
@@ -282,7 +293,7 @@ def contacts_add(*, campaign, rows: list[ContactRow], errors=(), now=None):
     }
 
 
-def _insert(contacts):
+def _insert(contacts: list[CampaignContact]) -> None:
     """Inserts new contacts with one prepared INSERT run for all rows (executemany): an
     upload of 50,000 contacts spent most of its time in bulk_create's per-field
     preparation of every value (docs/performance.md). The values are prepared as the
@@ -308,7 +319,7 @@ def _insert(contacts):
 
 # --- Blocklist and opt-out -------------------------------------------------------------
 
-def _finish_open_contacts(tenant, e164, outcome, *, statuses, now):
+def _finish_open_contacts(tenant: Tenant, e164: str, outcome: str, *, statuses: list[str], now: datetime) -> int:
     """Marks the tenant's open contacts of `e164` done with `outcome` (each announced)."""
     contacts = list(CampaignContact.objects.for_tenant(tenant).filter(phone=e164, status__in=statuses)
                     .select_for_update().select_related("campaign__tenant"))
@@ -320,7 +331,8 @@ def _finish_open_contacts(tenant, e164, outcome, *, statuses, now):
 
 
 @transaction.atomic
-def blocklist_add(*, tenant, phone, note="", reason=BlockedNumber.Reason.MANUAL, call_id="", now=None):
+def blocklist_add(*, tenant: Tenant, phone: str, note: str = "", reason: str = BlockedNumber.Reason.MANUAL,
+                  call_id: str = "", now: datetime | None = None) -> tuple[BlockedNumber, bool]:
     """Puts `phone` on the tenant's blocklist (returns (entry, created)); its waiting
     contacts in every campaign of the tenant end `skipped_blocklist` (a call under way
     ends as it ends, and is not repeated)."""
@@ -332,7 +344,7 @@ def blocklist_add(*, tenant, phone, note="", reason=BlockedNumber.Reason.MANUAL,
     return entry, created
 
 
-def _block(tenant, e164, *, reason, note, call_id):
+def _block(tenant: Tenant, e164: str, *, reason: str, note: str, call_id: str) -> tuple[BlockedNumber, bool]:
     """The entry of `e164`, made if there is none. An entry an erasure left under the
     number's pseudonym is that entry: it blocks already, and the number is not written
     back into it (an opt-out still makes it one)."""
@@ -348,7 +360,8 @@ def _block(tenant, e164, *, reason, note, call_id):
 
 
 @transaction.atomic
-def opt_out(*, tenant, phone, call_id="", note="", now=None):
+def opt_out(*, tenant: Tenant, phone: str, call_id: str = "", note: str = "",
+            now: datetime | None = None) -> BlockedNumber:
     """The callee wants no more calls ("Bitte rufen Sie mich nicht mehr an"): the number
     goes on the tenant's blocklist and its open contacts of every campaign of the tenant
     end `opted_out`, so that no campaign of the tenant calls it again. The voice agent's
@@ -364,7 +377,7 @@ def opt_out(*, tenant, phone, call_id="", note="", now=None):
 
 
 @transaction.atomic
-def blocklist_remove(*, entry, by_operator=False):
+def blocklist_remove(*, entry: BlockedNumber, by_operator: bool = False) -> None:
     """Takes a number off the blocklist. An opt-out stays unless an operator removes it
     in the admin (with the callee's new consent)."""
     if entry.reason == BlockedNumber.Reason.OPT_OUT and not by_operator:
@@ -384,7 +397,7 @@ class ErasedNumber:
     attempts_stopped: int
 
 
-def _kept_consent(contact, dialled):
+def _kept_consent(contact: CampaignContact, dialled: Collection[str]) -> bool:
     """Whether an erased contact keeps its consent proof: it was dialled (`dialled`: the
     ids of such contacts) under a documented consent, which § 7a UWG requires to be
     kept five years after each use (Art. 17(3)(b) GDPR; docs/privacy.md). Its number is
@@ -393,7 +406,7 @@ def _kept_consent(contact, dialled):
     return contact.consent_at is not None and contact.pk in dialled
 
 
-def _number_in_text(e164):
+def _number_in_text(e164: str) -> re.Pattern[str]:
     """`console.phone.written_pattern` for Python's `re`, its edges as lookarounds, so
     that replacing the number keeps the characters around it."""
     pattern, head, tail = written_pattern(e164), "(?:^|[^0-9])", "(?:[^0-9]|$)"
@@ -403,7 +416,7 @@ def _number_in_text(e164):
 
 
 @transaction.atomic
-def number_erase(*, tenant, e164, now=None):
+def number_erase(*, tenant: Tenant, e164: str, now: datetime | None = None) -> "ErasedNumber":
     """privacy_app's erasure of a number, in its transaction (which has locked the
     number's calls already): the tenant's campaign contacts of the number are
     redacted — the number becomes its pseudonym, name and variables are emptied, and
@@ -458,7 +471,8 @@ def number_erase(*, tenant, e164, now=None):
                         attempts_stopped=len(stopped))
 
 
-def _blocklist_erase(entry, erased, pseudonym, now):
+def _blocklist_erase(entry: BlockedNumber | None, erased: BlockedNumber | None, pseudonym: str,
+                     now: datetime) -> list[str]:
     """The number's entry goes under its pseudonym. If one is there already (the number
     came onto the list again at the moment of an earlier erasure), the two become one,
     an opt-out winning."""

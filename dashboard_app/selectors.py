@@ -89,7 +89,7 @@ def dashboard_figures(*, tenant: Tenant, now: dt.datetime) -> dict[str, Any]:
     }
 
 
-def _days_since(now, zone):
+def _days_since(now: dt.datetime, zone: zoneinfo.ZoneInfo) -> tuple[list[dt.date], dt.datetime]:
     """The last DAYS days of `zone` up to today, and the moment the first one began."""
     today = now.astimezone(zone).date()
     first_day = today - dt.timedelta(days=DAYS - 1)
@@ -97,7 +97,7 @@ def _days_since(now, zone):
                                                                                          tzinfo=zone)
 
 
-def platform_figures(*, now, time_zone=ADMIN_TIME_ZONE):
+def platform_figures(*, now: dt.datetime, time_zone: str = ADMIN_TIME_ZONE) -> dict[str, Any]:
     """For superusers, across all tenants: the totals, minutes and calls per day of
     the last 30 days (days of `time_zone`, the zone the admin shows a superuser), and
     the tenants that used the largest share of their cap this month. 6 queries."""

@@ -2,11 +2,11 @@
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -21,7 +21,16 @@ from gateway_app.models import LaneUsage
 from gateway_app.planning import TURN_CAPABILITIES, ChatQuery, chat_steps, turn_lanes, turn_steps
 from gateway_app.providers.http import Cancel
 from gateway_app.roles import role_named
-from gateway_app.turns import ChatDone, LaneEnd, TextDelta, ToolCall, chat_request, request_token_bound, token_bound
+from gateway_app.turns import (
+    ChatDone,
+    ChatRequest,
+    LaneEnd,
+    TextDelta,
+    ToolCall,
+    chat_request,
+    request_token_bound,
+    token_bound,
+)
 from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
 from registry_app.routing import lane_state
 from registry_app.services import lane_cooldown_clear, lane_cooldown_start
@@ -109,7 +118,8 @@ def _record_success(step: Step, cost: float, **counts: Any) -> None:
 LASTING_OUTCOMES = frozenset({"over_budget", "price_unknown", "no_key", "unavailable"})
 
 
-def _over_budget(steps, attempts, *, max_eur, what):
+def _over_budget(steps: Sequence[Step], attempts: Sequence[Attempt], *, max_eur: float,
+                 what: str) -> OverBudget | None:
     """OverBudget when the budget is what stands between the request and an answer: a
     lane was refused for it and every other one is out of reach for lasting reasons
     (none failed or cooled down, so a retry would end the same way). Else None."""
@@ -125,7 +135,7 @@ def _over_budget(steps, attempts, *, max_eur, what):
                  "attempts": [attempt.as_json() for attempt in attempts]})
 
 
-def answer_through(steps, *, max_eur, what):
+def answer_through(steps: Sequence[Step], *, max_eur: float, what: str) -> Answer:
     """The first answer of `steps` (failover.run_steps); OverBudget when only the budget
     stood in the way, else NoLaneAnswered, with every attempt."""
     deadline = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
@@ -136,7 +146,8 @@ def answer_through(steps, *, max_eur, what):
     return answer
 
 
-def _no_answer(steps, attempts, *, max_eur, what):
+def _no_answer(steps: Sequence[Step], attempts: Sequence[Attempt], *, max_eur: float,
+               what: str) -> OverBudget | NoLaneAnswered:
     """The error of a request no lane answered: OverBudget when only the budget stood
     in the way, else NoLaneAnswered, with every attempt."""
     refusal = _over_budget(steps, attempts, max_eur=max_eur, what=what)
@@ -151,7 +162,8 @@ def _no_answer(steps, attempts, *, max_eur, what):
     return NoLaneAnswered(message, details={"attempts": [attempt.as_json() for attempt in attempts]})
 
 
-def gateway_prompt_answer(*, query, max_eur=None, min_quality=None, max_latency=None, hosted_fallback=False):
+def gateway_prompt_answer(*, query: ChatQuery, max_eur: float | None = None, min_quality: str | None = None,
+                          max_latency: str | None = None, hosted_fallback: bool = False) -> GatewayAnswer:
     """One prompt's answer (/v1/agent, /agent): a GatewayAnswer whose result is a ChatResult."""
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     steps = chat_steps(query, max_eur=max_eur, min_quality=min_quality, max_latency=max_latency,
@@ -196,7 +208,8 @@ class ChatStream:
     counted in its usage. It may be called from another thread while one is waiting
     for the next event: that wait ends at once, without another event."""
 
-    def __init__(self, steps, request, *, max_eur, what, first_token_sec, ends_by, whole):
+    def __init__(self, steps: Sequence[Step], request: ChatRequest, *, max_eur: float, what: str,
+                 first_token_sec: float, ends_by: float, whole: bool) -> None:
         self.lane, self.mode, self.attempts = "", "", ()
         self._step, self._output_bytes, self._closed, self._held = None, 0, False, None
         self._request, self._counted, self._count_lock = request, False, threading.Lock()
@@ -209,6 +222,8 @@ class ChatStream:
     lane: str  # the lane that answers
     mode: str  # mock, api or cli
     attempts: tuple  # failover.Attempt, every lane tried up to this one
+    _step: Step | None  # the lane's step, once it has handed on its first event
+    _held: TextDelta | ToolCall | ChatDone | None  # an event read but not yet handed on
 
     def __iter__(self) -> "ChatStream":
         return self
@@ -241,13 +256,14 @@ class ChatStream:
     def __enter__(self) -> "ChatStream":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _commit(self, step, attempts):
+    def _commit(self, step: Step, attempts: Sequence[Attempt]) -> None:
         self._step, self.lane, self.mode, self.attempts = step, step.lane.id, step.mode, tuple(attempts)
 
-    def _count(self, input_tokens, output_tokens, *, failure=None):
+    def _count(self, input_tokens: int | None, output_tokens: int | None, *,
+               failure: LaneFailure | None = None) -> tuple[int, int, float] | None:
         """Books the turn in the lane's usage (the lane's counts, else the bounds), once,
         and returns (input tokens, output tokens, euros)."""
         with self._count_lock:
@@ -255,6 +271,7 @@ class ChatStream:
                 return None
             self._counted = True
         step = self._step
+        assert step is not None  # counted only once a lane has answered (_commit)
         input_tokens = input_tokens if input_tokens is not None else request_token_bound(self._request)
         output_tokens = (output_tokens if output_tokens is not None
                          else min(self._output_bytes, self._request.max_tokens))
@@ -267,7 +284,8 @@ class ChatStream:
                            eur=Decimal(f"{cost:.6f}"))
         return input_tokens, output_tokens, cost
 
-    def _run(self, steps, *, max_eur, what, first_token_sec, ends_by, whole):
+    def _run(self, steps: Sequence[Step], *, max_eur: float, what: str, first_token_sec: float, ends_by: float,
+             whole: bool) -> Generator[TextDelta | ToolCall | ChatDone, None, None]:
         attempts = []
         for step in steps:
             if step.skip:
@@ -286,12 +304,15 @@ class ChatStream:
                 return
         raise _no_answer(steps, attempts, max_eur=max_eur, what=what)
 
-    def _lane(self, step, attempts, *, started, first_by, ends_by, whole):
+    def _lane(self, step: Step, attempts: list[Attempt], *, started: float, first_by: float, ends_by: float,
+              whole: bool) -> Generator[TextDelta | ToolCall | ChatDone, None, bool]:
         """Yields one lane's events; True when it answered, False when it failed before
         handing anything on (the next lane is tried)."""
         held, text, calls, end, emitted = [], [], [], None, False
         self._output_bytes = 0
-        events = step.call(first_by, ends_by, self._cancel)
+        # A turn's step: call(first_by, ends_by, cancel) reads the lane's events (gateway_app.planning).
+        call = cast(Callable[[float, float, Cancel], Generator[TextDelta | ToolCall | LaneEnd, None, None]], step.call)
+        events = call(first_by, ends_by, self._cancel)
         try:
             for event in events:
                 if isinstance(event, LaneEnd):
@@ -348,7 +369,7 @@ class ChatStream:
         return True
 
 
-def turn_lane(lane_id, capability):
+def turn_lane(lane_id: str, capability: str) -> SnapshotLane:
     """The registry's lane called `lane_id` that a turn of `capability` may name, or a
     400 on `lane` listing them."""
     lanes = turn_lanes(capability)

@@ -122,8 +122,8 @@ class ChatDone:
 @dataclass(frozen=True)
 class LaneEnd:
     finish_reason: str
-    input_tokens: object = None  # the lane's counts, or None when it gave none
-    output_tokens: object = None
+    input_tokens: int | None = None  # the lane's counts, or None when it gave none
+    output_tokens: int | None = None
 
 
 def token_bound(text):

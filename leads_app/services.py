@@ -15,7 +15,7 @@ from leads_app.serializers import LeadSerializer
 from webhooks_app.services import event_publish
 
 
-def _announce(lead, event_type):
+def _announce(lead: Lead, event_type: str) -> None:
     """The lead's webhook event, published in the caller's transaction (sent after it):
     the lead as the API shows it, with how often its number posted again (docs/api.md)."""
     # In UTC, as the API writes times, also when an admin request activated the tenant's zone.
@@ -28,7 +28,8 @@ def _announce(lead, event_type):
 
 
 @transaction.atomic
-def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version="", notes=""):
+def lead_create(*, tenant: Tenant, kind: str, phone: str, preferred_time: PreferredTime | None = None,
+                page_url: str = "", consent_version: str = "", notes: str = "") -> Lead:
     """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's clock."""
     now = timezone.now()
     lead = Lead.objects.create(
@@ -79,7 +80,8 @@ def lead_receive(*, tenant: Tenant, kind: str, phone: str, preferred_time: Prefe
 
 
 @transaction.atomic
-def lead_callback_revise(*, lead, phone, preferred_time=None, notes=""):
+def lead_callback_revise(*, lead: Lead, phone: str, preferred_time: PreferredTime | None = None,
+                         notes: str = "") -> Lead:
     """A callback request corrected while it is being taken (an assistant's second
     create_callback in the same call: the caller gave another number or time): the
     lead's number, preferred time and notes, announced as `lead.updated`."""
@@ -95,14 +97,14 @@ def lead_callback_revise(*, lead, phone, preferred_time=None, notes=""):
 
 
 @transaction.atomic
-def lead_note(*, lead, notes):
+def lead_note(*, lead: Lead, notes: str) -> Lead:
     lead.notes = notes
     lead.save(update_fields=["notes", "updated_at"])
     return lead
 
 
 @transaction.atomic
-def lead_set_status(*, lead, status):
+def lead_set_status(*, lead: Lead, status: str) -> Lead:
     if lead.status != status:
         lead.status = status
         lead.save(update_fields=["status", "updated_at"])
@@ -120,7 +122,7 @@ def leads_set_status(*, leads: QuerySet[Lead], status: str) -> int:
 
 
 @transaction.atomic
-def lead_update(*, lead, status=None, notes=None):
+def lead_update(*, lead: Lead, status: str | None = None, notes: str | None = None) -> Lead:
     """The console's change of a lead (the admin's change form): its status and the
     operator's notes, compared with the stored row. A new status is announced
     (`lead.updated`) like the API's and the bulk actions'; notes are the console's

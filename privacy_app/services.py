@@ -1,12 +1,15 @@
 """Writes of the privacy features (docs/privacy.md): retention settings and their
 application, exports (access by caller) and erasures. Exports, erasures and retention
 runs record themselves in the audit trail in the same transaction as their work."""
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection, models, transaction
+from django.db.models import Field, QuerySet
 from django.utils import timezone
 
 from calls_app import redaction
@@ -20,8 +23,8 @@ from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
-from console.tenants.models import Tenant
 from console.pseudonyms import pseudonym_for
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
@@ -46,13 +49,13 @@ ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents",
 SYSTEM_ACTOR = "system:apply_retention"
 
 
-def _counts(names):
+def _counts(names: Iterable[str]) -> dict[str, int]:
     """The counts of a receipt: ours, then one per kind of call data other apps keep
     (calls_app.call_data, e.g. `agentSessions`)."""
     return dict.fromkeys([*names, *(data.name for data in registered_call_data())], 0)
 
 
-def _deleted(queryset):
+def _deleted(queryset: QuerySet[Any]) -> int:
     """How many rows of the queryset's own model a delete removed."""
     return queryset.delete()[1].get(queryset.model._meta.label, 0)
 
@@ -63,7 +66,7 @@ def _check_not_own_number(tenant: Tenant, e164: str) -> None:
         raise ValidationFailed.field("phone", "This is one of the tenant's own numbers, not a caller's.")
 
 
-def _subject(tenant, e164, call_id):
+def _subject(tenant: Tenant, e164: str | None, call_id: str | None) -> Subject:
     """The subject of an export or erasure: a caller's number or one of the tenant's
     calls (exactly one of them; another tenant's call is unknown, 400 on `callId`)."""
     if bool(e164) == bool(call_id):
@@ -143,7 +146,7 @@ def _expire_transcripts(tenant: Tenant, cutoff: datetime, counts: dict[str, int]
         counts[data.name] += data.expire(tenant=tenant, created_before=cutoff)
 
 
-def _expire_deliveries(tenant, now, retention, counts):
+def _expire_deliveries(tenant: Tenant, now: datetime, retention: RetentionSettings, counts: dict[str, int]) -> None:
     """Webhook deliveries (with their attempts) go after `delivery_days`; a delivery of
     a lead's event never outlives the lead's period (it is a copy of the lead)."""
     if retention.delivery_days:
@@ -177,7 +180,8 @@ def pending_events_purge(*, now: datetime | None = None) -> int:
 
 # --- Exports ----------------------------------------------------------------------------
 
-def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+def export_create(*, tenant: Tenant, e164: str | None = None, call_id: str | None = None, actor: str,
+                  request_id: str = "", now: datetime | None = None) -> Export:
     """An export of everything the tenant holds about the number, or about one call
     (`call_id`: a web call of the voice agent has no number). Built at once up to
     PRIVACY_EXPORT_SYNC_ROWS rows, else left `pending` for `build_exports`."""
@@ -198,7 +202,7 @@ def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=
     return export
 
 
-def _export_build(export, now, call_ids=None):
+def _export_build(export: Export, now: datetime, call_ids: Collection[str] | None = None) -> None:
     subject = Subject(tenant=export.tenant, e164=export.phone, call_id=export.call_id)
     export.document = selectors.export_document(subject=subject, created_at=export.created_at,
                                                 expires_at=export.expires_at, call_ids=call_ids)
@@ -230,7 +234,8 @@ def export_record_download(*, export: Export, actor: str, request_id: str = "") 
 
 # --- Erasure ----------------------------------------------------------------------------
 
-def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+def erasure_create(*, tenant: Tenant, e164: str | None = None, call_id: str | None = None, actor: str,
+                   request_id: str = "", now: datetime | None = None) -> Erasure:
     """Erases the number from everything of the tenant, or one call's data (`call_id`),
     in one transaction; returns the receipt (counts by kind, no personal data). A second
     erasure of the same subject finds nothing and counts 0 everywhere."""
@@ -278,21 +283,23 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
     return receipt
 
 
-def _caller_number(direction, from_e164, to_e164):
+def _caller_number(direction: str, from_e164: str, to_e164: str) -> str:
     """The caller's side of a call, if it is a number (not empty, not a pseudonym)."""
     number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
     return number if number.startswith("+") else ""
 
 
-def _erased_payload(payload):
+def _erased_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """What an erased webhook delivery keeps: the event's type and time and the id of
     the lead or call it announced (the lead is deleted, the call pseudonymised)."""
-    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        data = {}
     return {"type": payload.get("type"), "timestamp": payload.get("timestamp"),
             "data": {"id": data.get("id"), "erased": True}}
 
 
-def _erase_calls(call_ids, e164, pseudonym, counts):
+def _erase_calls(call_ids: list[str], e164: str, pseudonym: str, counts: dict[str, int]) -> None:
     calls = Call.objects.filter(pk__in=call_ids)
     events = list(selectors.events_of_calls(calls).only("pk", "type", "data"))
     counts["calls"] = len(call_ids)
@@ -319,7 +326,8 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
     counts["carrierEvents"] = len(changed)
 
 
-def _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts):
+def _erase_what_the_assistants_wrote(tenant: Tenant, call_ids: list[str], lead_ids: list[str], e164: str,
+                                     counts: dict[str, int]) -> None:
     """The assistants' records (issue 28, calls_app): the analyses of the caller's
     calls and of calls whose callback lead is the caller's (and any whose summary names
     the number), and the system notes of tool calls that name the number in the
@@ -330,14 +338,15 @@ def _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, e164, counts):
         counts["transcriptLines"] += call_tool_notes_erase(tenant=tenant, e164=e164)
 
 
-def _rewrite_event_data(events):
+def _rewrite_event_data(events: list[CarrierEvent]) -> None:
     """Stores the new `data` of each event: one prepared UPDATE run for all rows. The
     ORM's save() per row or bulk_update() (a CASE branch per row) took seconds for a
     frequent caller's erasure (docs/privacy.md, docs/performance-history.md)."""
     if not events:
         return
     quote = connection.ops.quote_name
-    data = CarrierEvent._meta.get_field("data")
+    # The event's own column: get_field's type also covers relations, which have none.
+    data = cast(Field, CarrierEvent._meta.get_field("data"))
     sql = "UPDATE {table} SET {data} = %s WHERE {pk} = %s".format(
         table=quote(CarrierEvent._meta.db_table), data=quote(data.column), pk=quote(CarrierEvent._meta.pk.column))
     with connection.cursor() as cursor:

@@ -9,10 +9,12 @@ tenant's HTTP tools are defined by the tenant (name, description, parameters).
 Nothing here depends on the conversation core (agent_app): it hands
 `tool_definitions(assistant=…)` to the model and each call back to `tool_run`.
 """
+from typing import Any
+
 from console.assistants.models import BUILTIN_TOOLS
 from tools_app.models import HttpTool
 
-BUILTIN_DEFINITIONS = {
+BUILTIN_DEFINITIONS: dict[str, dict[str, Any]] = {
     "create_callback": {
         "description": (
             "Legt eine Rückrufbitte des Anrufers an (auch für Terminwünsche). Ohne phone gilt die Nummer des "

@@ -11,7 +11,9 @@ import json
 import logging
 import re
 import time
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -26,6 +28,7 @@ from console.errors import ValidationFailed
 from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
 from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.models import Tenant
 from tools_app.definitions import BUILTIN_DEFINITIONS
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
@@ -48,7 +51,7 @@ new_tool_call_id = PrefixedId("tc")  # the `webhook-id` of each call
 
 # --- The tools ---------------------------------------------------------------------------
 
-def tool_url_check(url):
+def tool_url_check(url: object) -> str:
     """`url` if tool calls may go there, else ToolUrlRefused (400) or a 400
     validation_error: https only, no user or password, a port of 1–65535, no host
     that is an address other than a public one (a name's addresses are checked at
@@ -83,12 +86,12 @@ def tool_url_check(url):
     return url
 
 
-def http_tool_values(*, tenant, data, instance=None):
+def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpTool | None = None) -> dict[str, Any]:
     """The model's values for the API fields in `data`, checked (a create needs name,
     url; a change changes what it names). ValidationFailed/ToolUrlRefused name the
     field; ToolNameTaken (409) for a name the tenant has."""
-    problems = {}
-    values = {}
+    problems: dict[str, list[str]] = {}
+    values: dict[str, Any] = {}
     for key in sorted(set(data) - set(API_FIELDS)):
         problems[key] = [f"Unknown field. Accepted: {', '.join(API_FIELDS)}."]
     if instance is None:
@@ -138,7 +141,7 @@ def http_tool_values(*, tenant, data, instance=None):
 
 
 @transaction.atomic
-def http_tool_create(*, tenant, data):
+def http_tool_create(*, tenant: Tenant, data: Mapping[str, Any]) -> tuple[HttpTool, str]:
     """A new HTTP tool and its signing secret (shown once)."""
     values = http_tool_values(tenant=tenant, data=data)
     limit = settings.TOOLS_MAX_PER_TENANT
@@ -153,7 +156,7 @@ def http_tool_create(*, tenant, data):
 
 
 @transaction.atomic
-def http_tool_update(*, tool, data):
+def http_tool_update(*, tool: HttpTool, data: Mapping[str, Any]) -> HttpTool:
     values = http_tool_values(tenant=tool.tenant, data=data, instance=tool)
     for name, value in values.items():
         setattr(tool, name, value)
@@ -165,14 +168,14 @@ def http_tool_update(*, tool, data):
     return tool
 
 
-def assistants_using(tool):
+def assistants_using(tool: HttpTool) -> list[dict[str, str]]:
     return [{"id": assistant.pk, "name": assistant.name}
             for assistant in Assistant.objects.for_tenant(tool.tenant_id).only("id", "name", "tools")
             if tool.pk in (assistant.tools or [])]
 
 
 @transaction.atomic
-def http_tool_delete(*, tool):
+def http_tool_delete(*, tool: HttpTool) -> None:
     """Deletes a tool no assistant uses; else ToolInUse (409) naming the assistants."""
     using = assistants_using(tool)
     if using:
@@ -181,7 +184,8 @@ def http_tool_delete(*, tool):
 
 
 @transaction.atomic
-def http_tool_rotate_secret(*, tool, keep_previous=True, now=None):
+def http_tool_rotate_secret(*, tool: HttpTool, keep_previous: bool = True,
+                            now: datetime | None = None) -> tuple[HttpTool, str]:
     """A new secret; the one it replaces still signs (beside it) for
     WEBHOOK_SECRET_OVERLAP_SEC, or not at all without `keep_previous` (a leaked one)."""
     now = now or timezone.now()
@@ -198,11 +202,12 @@ def http_tool_rotate_secret(*, tool, keep_previous=True, now=None):
 
 # --- Calling them --------------------------------------------------------------------------
 
-def _error(tool, code, message):
+def _error(tool: str, code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "tool": tool, "error": code, "message": message}
 
 
-def _arguments_checked(name, parameters, arguments):
+def _arguments_checked(name: str, parameters: dict[str, Any],
+                       arguments: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(arguments as a dict, None) or (None, a tool error)."""
     if isinstance(arguments, (str, bytes)):
         try:
@@ -228,7 +233,7 @@ _TRANSPORT_ERRORS = (("refused:", "refused"), ("connection failed", "connection_
                      ("redirect not followed", "http_error"), ("HTTP ", "http_error"))
 
 
-def tool_http_call(*, tool, call_id, arguments):
+def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[str, Any]:
     """Calls the HTTP tool: `arguments` (a dict, or its JSON text) checked against the
     tool's `parameters`, POSTed as `{"type": "tool.call", "tool", "callId", "arguments"}`
     to its fixed URL, signed by the Standard Webhooks scheme with the tool's secret
@@ -272,8 +277,8 @@ _PHONE_LIKE = re.compile(r"(?<![\w+])\+?\d[\d ()/.-]{4,18}\d(?!\w)")
 MAX_NOTE = 500
 
 
-def _numbers_in_e164(text):
-    def e164(match):
+def _numbers_in_e164(text: str) -> str:
+    def e164(match: re.Match[str]) -> str:
         try:
             return to_e164(match.group(0))
         except InvalidPhoneNumber:
@@ -281,7 +286,7 @@ def _numbers_in_e164(text):
     return _PHONE_LIKE.sub(e164, text)
 
 
-def tool_call_note(*, name, arguments, result):
+def tool_call_note(*, name: str, arguments: object, result: Mapping[str, Any]) -> str:
     """The transcript's system note of one tool call (role `system`, written by the
     conversation with calls_app.services.call_web_line): the tool, its arguments and
     what came of it, compact, at most 500 characters, every phone number in E.164 (an
@@ -298,11 +303,12 @@ def tool_call_note(*, name, arguments, result):
     return note if len(note) <= MAX_NOTE else note[:MAX_NOTE - 1] + "…"
 
 
-def _validation_message(exc):
+def _validation_message(exc: ValidationFailed) -> str:
     return " ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.details.items()) or exc.message
 
 
-def tool_run(*, assistant, call_id, name, arguments, knowledge_search=None):
+def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object,
+             knowledge_search: Callable[..., Iterable[Any]] | None = None) -> dict[str, Any]:
     """One tool call of the assistant's model during the call `call_id`: the one
     entry point of the conversation core. `name` must be one of the assistant's tools
     (`tool_definitions`); `arguments` (a dict or its JSON text) must fit its
@@ -319,7 +325,8 @@ def tool_run(*, assistant, call_id, name, arguments, knowledge_search=None):
         return _error(str(name), "internal_error", "The tool failed.")
 
 
-def _tool_run(assistant, call_id, name, arguments, knowledge_search):
+def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
+              knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
     enabled = list(assistant.tools or [])
     if name in BUILTIN_TOOLS:
         if name not in enabled:
@@ -329,6 +336,7 @@ def _tool_run(assistant, call_id, name, arguments, knowledge_search):
         arguments, error = _arguments_checked(name, BUILTIN_DEFINITIONS[name]["parameters"], arguments)
         if error is not None:
             return error
+        assert arguments is not None  # _arguments_checked gives the arguments or the error
         return _builtin(assistant, call_id, name, arguments, knowledge_search)
     tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
     if tool is None:
@@ -336,7 +344,8 @@ def _tool_run(assistant, call_id, name, arguments, knowledge_search):
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)
 
 
-def _builtin(assistant, call_id, name, arguments, knowledge_search):
+def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str, Any],
+             knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
     if name == "create_callback":
         try:
             lead = call_callback_create(call_id=call_id, phone=arguments.get("phone"),

@@ -1,9 +1,11 @@
+from collections.abc import Iterable
 from functools import reduce
 from operator import or_
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from console.pagination import after_cursor, page_of
+from console.tenants.models import Tenant
 from webhooks_app.models import Delivery, Endpoint
 
 
@@ -21,7 +23,8 @@ def delivery_page(*, endpoint: Endpoint, limit: int, cursor: str | None = None,
                    position=lambda delivery: (delivery.created_at, delivery.pk))
 
 
-def deliveries_mentioning(*, tenant, texts=(), pattern=None):
+def deliveries_mentioning(*, tenant: Tenant, texts: Iterable[str] = (),
+                          pattern: str | None = None) -> QuerySet[Delivery]:
     """The tenant's deliveries whose payload contains any of `texts` (e.g. object ids)
     or matches the regular expression `pattern` (a number in any written form, see
     `console.phone.written_pattern`): what an export or an erasure of a caller finds.

@@ -13,14 +13,15 @@ import ipaddress
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Field, Q, QuerySet
 from django.utils import timezone
 
 from console import outbound
@@ -188,7 +189,7 @@ def delivery_attempt(*, delivery_id: str, now: datetime | None = None) -> Delive
     fixed_now = now
     now = now or timezone.now()
     delivery, attempt = _lease(delivery_id, now)
-    if attempt is None:
+    if delivery is None or attempt is None:
         return delivery  # None (nothing to do), or made dead by an interrupted last attempt
     endpoint = delivery.endpoint
     started = time.monotonic()
@@ -254,7 +255,8 @@ def deliveries_sweep(*, now: datetime | None = None) -> int:
 # --- Privacy (called by privacy_app, which knows the payloads' shapes) -----------------
 
 @transaction.atomic
-def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
+def deliveries_erase(*, deliveries: QuerySet[Delivery], rewrite: Callable[[dict[str, Any]], dict[str, Any]],
+                     now: datetime | None = None) -> int:
     """An erasure's part: each delivery of the queryset gets the payload `rewrite(payload
     as dict)` returns, and one still pending is finished as `erased`, so neither the
     worker nor the sweep sends it again (an attempt under way at this moment completes;
@@ -273,7 +275,9 @@ def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
                          now if pending else delivery.finished_at, None if pending else delivery.leased_until,
                          delivery.pk))
     if rows:
-        fields = [Delivery._meta.get_field(name) for name in ("payload", "state", "finished_at", "leased_until")]
+        # Columns of the delivery's own: get_field's type also covers relations, which have none.
+        fields = [cast(Field, Delivery._meta.get_field(name))
+                  for name in ("payload", "state", "finished_at", "leased_until")]
         quote = connection.ops.quote_name
         sql = "UPDATE {table} SET {columns} WHERE {pk} = %s".format(
             table=quote(Delivery._meta.db_table), pk=quote(Delivery._meta.pk.column),
@@ -285,7 +289,7 @@ def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
 
 
 @transaction.atomic
-def deliveries_purge(*, tenant, created_before, event_type_prefix="") -> int:
+def deliveries_purge(*, tenant: Tenant, created_before: datetime, event_type_prefix: str = "") -> int:
     """Retention: deletes the tenant's deliveries created before the moment (of one kind
     of event when `event_type_prefix` is given, e.g. "lead."), with their attempts.
     Returns how many deliveries."""

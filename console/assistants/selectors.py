@@ -21,7 +21,7 @@ def assistant_rows(*, tenant: Tenant) -> list[tuple[Any, ...]]:
     return _assistant_rows(tenant.id)
 
 
-def assistant_of(*, tenant, assistant_id):
+def assistant_of(*, tenant: Tenant, assistant_id: str | None) -> Assistant | None:
     """The tenant's assistant with this id, or None (another tenant's is None too)."""
     if not assistant_id:
         return None

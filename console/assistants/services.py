@@ -1,4 +1,6 @@
 """Writes of assistants (API and admin alike), and the one check of a transfer."""
+from typing import Any
+
 from django.db import transaction
 from django.db.models import RestrictedError
 
@@ -7,6 +9,7 @@ from console.assistants.validation import assistant_values
 from console.errors import ApiError, Conflict
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.tenants.models import Tenant
 
 
 class AssistantInUse(Conflict):
@@ -23,13 +26,13 @@ class TransferRefused(ApiError):
 
 
 @transaction.atomic
-def assistant_create(*, tenant, data):
+def assistant_create(*, tenant: Tenant, data: dict[str, Any]) -> Assistant:
     """A new assistant from the API's fields (`data`, checked here)."""
     return Assistant.objects.create(tenant=tenant, **assistant_values(tenant=tenant, data=data))
 
 
 @transaction.atomic
-def assistant_update(*, assistant, data):
+def assistant_update(*, assistant: Assistant, data: dict[str, Any]) -> Assistant:
     """Changes the fields `data` names (within `model` and `analysis`, the keys it names)."""
     values = assistant_values(tenant=assistant.tenant, data=data, instance=assistant)
     for name, value in values.items():
@@ -38,12 +41,12 @@ def assistant_update(*, assistant, data):
     return assistant
 
 
-def _numbers_of(assistant):
+def _numbers_of(assistant: Assistant) -> list[dict[str, Any]]:
     return list(PhoneNumber.objects.filter(assistant=assistant).order_by("e164").values("id", "e164"))
 
 
 @transaction.atomic
-def assistant_delete(*, assistant):
+def assistant_delete(*, assistant: Assistant) -> None:
     """Deletes an assistant no phone number answers with; else AssistantInUse (409)
     naming the numbers. The numbers' reference is RESTRICT, so a number given to the
     assistant at the same moment makes the delete fail in the database, not dangle."""
@@ -57,7 +60,7 @@ def assistant_delete(*, assistant):
         raise AssistantInUse(details={"numbers": _numbers_of(assistant)}) from None
 
 
-def assistant_transfer_target(*, assistant, number):
+def assistant_transfer_target(*, assistant: Assistant, number: object) -> dict[str, Any]:
     """The transfer target `{"name", "e164"}` of `assistant` that `number` (any format
     a person or a model writes) names; TransferRefused for every other number, for an
     assistant without `transfer_call` among its tools, or without targets. The one
@@ -77,7 +80,7 @@ def assistant_transfer_target(*, assistant, number):
     return dict(target)
 
 
-def assistant_transfer_target_named(*, assistant, name):
+def assistant_transfer_target_named(*, assistant: Assistant, name: object) -> dict[str, Any]:
     """The transfer target called `name` (case and spaces ignored), or TransferRefused:
     for a model that names the target (\"Zentrale\") rather than its number."""
     wanted = " ".join(str(name).split()).casefold()
