@@ -226,6 +226,9 @@ class AttemptSerializer(serializers.Serializer):
     claimedAt = serializers.DateTimeField(source="claimed_at")
     endedAt = serializers.DateTimeField(source="ended_at", allow_null=True)
 
+    class Meta:
+        ref_name = "CampaignAttempt"  # webhooks_app has an Attempt of its own
+
     def to_representation(self, attempt):
         data = super().to_representation(attempt)
         data["outcome"] = data["outcome"] or None

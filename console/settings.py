@@ -289,7 +289,8 @@ SPECTACULAR_SETTINGS = {
         "FinishReasonEnum": ["stop", "length", "tool_calls", "content_filter"],
         # Choice sets that share a field name with another (`kind`) get a name of their own.
         "KindEnum": "leads_app.models.Lead.Kind",
-        "EntityReferenceKindEnum": "console.schema_types.REFERENCE_KINDS",
+        "StatusEnum": "leads_app.models.Lead.Status",
+        "EntityReferenceKindEnum": "speech_app.serializers.REFERENCE_KINDS",
     },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [

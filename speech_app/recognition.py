@@ -5,6 +5,8 @@ interface and the `Transcript` it returns. Its own module so that the engines
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from speech_app.entities import entities
+
 # `"language": "auto"` lets an engine that can (Whisper) detect the language.
 AUTO_LANGUAGE = "auto"
 
@@ -40,7 +42,9 @@ class Transcript:
     words: list = field(default_factory=list)
     segments: list = field(default_factory=list)
 
-    def as_json(self):
+    def as_json(self, *, now=None):
+        """The transcript's JSON; `now` (an aware datetime on the tenant's clock) resolves
+        the relative dates and times among the entities ("morgen um halb drei")."""
         return {
             "text": self.text,
             "words": [word.as_json() for word in self.words],
@@ -49,7 +53,14 @@ class Transcript:
             "engine": self.engine,
             "model": self.model,
             "language": self.language,
+            "entities": self.entities(now=now),
         }
+
+    def entities(self, *, now=None):
+        """Phone numbers, dates, times, amounts and reference numbers in a German text
+        (speech_app.entities); none in other languages, whose number words it does not
+        read."""
+        return entities(self.text, now=now) if self.language == "de" else []
 
 
 class Recognizer(ABC):

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.utils import label_for_field
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.messages import get_messages
 from django.core.management import call_command
 from django.test import Client, RequestFactory
@@ -258,6 +259,11 @@ def demo(django_user_model):
     membership_add(tenant=tenant, user=owner, role=Membership.Role.OWNER)
     staff = django_user_model.objects.create_user("mitarbeiter", "mitarbeiter@demo.localhost", "pw", is_staff=True)
     membership_add(tenant=tenant, user=staff, role=Membership.Role.MEMBER)
+    # A fixed salt: the user page shows the hash's first characters ("salt: is****"
+    # from a random salt would read as the English word "is").
+    for user in (owner, staff, django_user_model.objects.get(username="operator")):
+        user.password = make_password("pw", salt="xqzkwvjrtplmnbcd")
+        user.save(update_fields=["password"])
     return {"superuser": django_user_model.objects.get(username="operator"), "owner": owner, "staff": staff,
             "tenant": tenant}
 

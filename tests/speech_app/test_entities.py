@@ -74,7 +74,7 @@ def test_no_entities_in_plain_conversation():
 
 
 def test_the_documented_kinds_are_the_ones_read():
-    from console.schema_types import ENTITY_TYPES, REFERENCE_KINDS
+    from speech_app.serializers import ENTITY_TYPES, REFERENCE_KINDS
 
     found = [entity for case in CASES for entity in case["entities"]]
     assert {entity["type"] for entity in found} == set(ENTITY_TYPES)
