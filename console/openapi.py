@@ -36,6 +36,7 @@ TAGS = (
     ("/v2/registry", "Registry"),
     ("/v2/privacy", "Privacy"),
     ("/v2/webhooks", "Webhooks"),
+    ("/v2/knowledge", "Knowledge"),
     ("/voice/v1", "Voice runtime"),
     ("/voice/webhook", "Carrier webhooks"),
     ("/api/voice/agent", "Voice agent"),

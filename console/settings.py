@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "privacy_app",
     "gateway_app",
     "webhooks_app",
+    "knowledge_app",
     "dashboard_app",
     "agent_app",
 ]
@@ -469,6 +470,28 @@ WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 
 # Key from which the endpoints' signing secrets are derived. Empty: derived from
 # SECRET_KEY; set it so that SECRET_KEY can rotate without new webhook secrets.
 WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
+
+# --- Knowledge (knowledge_app; docs/api.md "Knowledge") ---
+# Bytes of one uploaded document (text, Markdown or PDF), and of all of a tenant's together.
+KNOWLEDGE_MAX_DOCUMENT_BYTES = env.int("KNOWLEDGE_MAX_DOCUMENT_BYTES", default=2 * 1024 * 1024)
+KNOWLEDGE_MAX_TENANT_BYTES = env.int("KNOWLEDGE_MAX_TENANT_BYTES", default=50 * 1024 * 1024)
+# Documents per tenant (the list shows them all).
+KNOWLEDGE_MAX_DOCUMENTS = env.int("KNOWLEDGE_MAX_DOCUMENTS", default=500)
+# Characters a document's text may have (a PDF's extracted text too), and one line of it.
+KNOWLEDGE_MAX_DOCUMENT_CHARS = env.int("KNOWLEDGE_MAX_DOCUMENT_CHARS", default=2_000_000)
+KNOWLEDGE_MAX_LINE_CHARS = env.int("KNOWLEDGE_MAX_LINE_CHARS", default=10_000)
+# A PDF is read in a process of its own: at most these pages, this much memory, this
+# long (wall time; the process is killed then).
+KNOWLEDGE_PDF_MAX_PAGES = env.int("KNOWLEDGE_PDF_MAX_PAGES", default=500)
+KNOWLEDGE_PDF_MEMORY_MB = env.int("KNOWLEDGE_PDF_MEMORY_MB", default=512)
+KNOWLEDGE_PDF_TIMEOUT_SEC = env.float("KNOWLEDGE_PDF_TIMEOUT_SEC", default=10.0)
+# Characters of one passage (documents are split at headings, paragraphs, sentences).
+KNOWLEDGE_PASSAGE_MAX_CHARS = env.int("KNOWLEDGE_PASSAGE_MAX_CHARS", default=1000)
+# What one retrieval gives a conversation turn: at most this many passages and characters.
+KNOWLEDGE_SEARCH_LIMIT = env.int("KNOWLEDGE_SEARCH_LIMIT", default=3)
+KNOWLEDGE_SEARCH_MAX_CHARS = env.int("KNOWLEDGE_SEARCH_MAX_CHARS", default=2400)
+# Synonym groups per tenant.
+KNOWLEDGE_MAX_SYNONYM_GROUPS = env.int("KNOWLEDGE_MAX_SYNONYM_GROUPS", default=200)
 
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.

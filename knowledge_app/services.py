@@ -1,0 +1,118 @@
+"""Writes of the knowledge base: documents in (read, split, indexed), documents out,
+the synonym groups replaced."""
+import re
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+
+from console.errors import ValidationFailed
+from console.tenants.models import Tenant
+from knowledge_app import analysis, readers, splitting
+from knowledge_app.errors import KnowledgeLimitReached, UnreadableDocument
+from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+MAX_TITLE = 200
+MAX_MEMBERS = 20
+MAX_MEMBER_CHARS = 60
+
+
+def clean_title(title, field="title"):
+    title = " ".join((title or "").split())
+    if not title:
+        raise ValidationFailed.field(field, "Send a title of 1 to 200 characters.")
+    if len(title) > MAX_TITLE or _UNPRINTABLE.search(title):
+        raise ValidationFailed.field(field, "Send a title of 1 to 200 printable characters.")
+    return title
+
+
+def _check_room(tenant, size_bytes, *, lock=False):
+    """409 `knowledge_limit_reached` when the tenant's documents (count or bytes) leave
+    no room for `size_bytes` more."""
+    documents = KnowledgeDocument.objects.for_tenant(tenant)
+    if lock:
+        # Two uploads at once must not both fit into the last free megabyte.
+        Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
+    used = documents.aggregate(total=Sum("size_bytes"))["total"] or 0
+    count = documents.count()
+    max_bytes, max_documents = settings.KNOWLEDGE_MAX_TENANT_BYTES, settings.KNOWLEDGE_MAX_DOCUMENTS
+    if count >= max_documents:
+        raise KnowledgeLimitReached(f"The tenant has {count} documents, the most allowed. Delete one first.",
+                                    details={"documents": count, "maxDocuments": max_documents})
+    if used + size_bytes > max_bytes:
+        raise KnowledgeLimitReached(
+            f"The tenant's documents take {used} bytes; with this one ({size_bytes}) they would exceed "
+            f"{max_bytes}. Delete documents first.",
+            details={"usedBytes": used, "bytes": size_bytes, "maxBytes": max_bytes})
+
+
+def knowledge_document_create(*, tenant, title, content_type, data=None, text=None):
+    """A document from uploaded bytes (`data`: text, Markdown or PDF) or from `text`,
+    split into passages and indexed; refused (before anything is stored) when it is too
+    large, unreadable, too complex, or the tenant's knowledge is full."""
+    title = clean_title(title)
+    raw = data if data is not None else text.encode("utf-8")
+    size_bytes = len(raw)
+    readers.check_size(size_bytes)
+    _check_room(tenant, size_bytes)  # before the work of reading it
+    sections = readers.sections_of(content_type, data=data, text=text)
+    pieces = splitting.passages(sections, settings.KNOWLEDGE_PASSAGE_MAX_CHARS)
+    if not pieces:
+        raise UnreadableDocument("The document holds no text.", details={"reason": "no_text"})
+    with transaction.atomic():
+        _check_room(tenant, size_bytes, lock=True)
+        document = KnowledgeDocument.objects.create(
+            tenant=tenant, title=title, content_type=content_type, size_bytes=size_bytes,
+            characters=sum(len(piece.text) for piece in pieces), passage_count=len(pieces))
+        KnowledgePassage.objects.bulk_create([
+            KnowledgePassage(tenant=tenant, document=document, ordinal=ordinal, heading=piece.heading,
+                             text=piece.text, index_extra=index_extra(title, piece))
+            for ordinal, piece in enumerate(pieces)
+        ], batch_size=500)
+    return document
+
+
+def index_extra(title, piece):
+    """The title and the compound tails of the passage's words (knowledge_app/analysis.py)."""
+    tails = analysis.compound_tails(f"{title} {piece.heading} {piece.text}")
+    return f"{title} {tails}".strip()
+
+
+def knowledge_document_delete(*, document):
+    """The document and its passages (the index follows them: knowledge_app/index.py)."""
+    with transaction.atomic():
+        document.delete()
+
+
+def clean_synonym_groups(groups, field="synonyms"):
+    """Groups of 2–20 members (words or short phrases, no `=`), as lists of strings."""
+    problem = None
+    cleaned = []
+    if not isinstance(groups, list) or len(groups) > settings.KNOWLEDGE_MAX_SYNONYM_GROUPS:
+        problem = f"Send a list of at most {settings.KNOWLEDGE_MAX_SYNONYM_GROUPS} groups."
+    else:
+        for index, group in enumerate(groups):
+            if not isinstance(group, list) or not 2 <= len(group) <= MAX_MEMBERS:
+                problem = f"Group {index + 1}: send a list of 2 to {MAX_MEMBERS} words or phrases."
+                break
+            members = [" ".join(member.split()) if isinstance(member, str) else None for member in group]
+            if any(not member or len(member) > MAX_MEMBER_CHARS or "=" in member or _UNPRINTABLE.search(member)
+                   or not analysis.words(member) for member in members):
+                problem = (f"Group {index + 1}: each member is a word or phrase of 1 to {MAX_MEMBER_CHARS} "
+                           "characters, without '='.")
+                break
+            cleaned.append(list(dict.fromkeys(members)))
+    if problem:
+        raise ValidationFailed.field(field, problem)
+    return cleaned
+
+
+def knowledge_synonyms_replace(*, tenant, groups):
+    """The tenant's synonym groups are `groups` (lists of members) from now on."""
+    groups = clean_synonym_groups(groups)
+    with transaction.atomic():
+        KnowledgeSynonym.objects.for_tenant(tenant).delete()
+        KnowledgeSynonym.objects.bulk_create(
+            [KnowledgeSynonym(tenant=tenant, terms=" = ".join(group)) for group in groups])
+    return groups
