@@ -29,7 +29,7 @@ class KnowledgeDocument(models.Model):
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="knowledge_documents",
                                verbose_name=_("tenant"))
     title = models.CharField(_("title"), max_length=200)
-    content_type = models.CharField(_("content type"), max_length=40, choices=ContentType.choices)
+    content_type = models.CharField(_("file type"), max_length=40, choices=ContentType.choices)
     # The bytes uploaded (what counts against KNOWLEDGE_MAX_TENANT_BYTES).
     size_bytes = models.PositiveIntegerField(_("size (bytes)"))
     characters = models.PositiveIntegerField(_("characters"), default=0)

@@ -14,6 +14,7 @@ a hostile PDF costs at most those, whatever it holds, and never the server proce
 """
 import io
 import json
+import logging
 import resource
 import sys
 
@@ -25,6 +26,14 @@ REASONS = {
     "too_complex": "The PDF is too deeply nested or too large once decompressed.",
 }
 MB = 1024 * 1024
+# What pypdf logged while reading around broken parts of the file.
+_complaints = []
+
+
+class _Complaints(logging.Handler):
+    def emit(self, record):
+        if len(_complaints) < 100:
+            _complaints.append(record.getMessage()[:200])
 
 
 def _limits(memory_mb, cpu_sec):
@@ -35,7 +44,7 @@ def _limits(memory_mb, cpu_sec):
 
 def extract(data, max_pages, max_chars):
     import pypdf
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PdfReadError
 
     # Far below pypdf's defaults (75 MB per stream): a document of 2 MB holds text,
     # not images, and its streams inflate to a few megabytes at most.
@@ -47,6 +56,9 @@ def extract(data, max_pages, max_chars):
         stream_decoding_work_maximum_length=64 * MB, page_tree_maximum_entries=max_pages * 4,
         page_tree_maximum_depth=32, page_tree_maximum_page_entries=max_pages * 64,
         outline_maximum_entries=10_000, outline_maximum_depth=32, jbig2dec_binary=None,
+        # Operators and operands of one content stream: a dense page of text has some
+        # thousands; a million is a bomb that keeps extraction busy for seconds.
+        stream_parsing_work_maximum_count=200_000, xform_maximum_invocations_per_extraction=500,
     )
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
@@ -64,15 +76,28 @@ def extract(data, max_pages, max_chars):
             return {"error": "too_many_pages", "pages": count}
         pages, total = [], 0
         for page in reader.pages:
+            # Read what text extraction would read, so that a stream over its limit or
+            # resources nested too deep are an error here (extract_text swallows them).
+            page.get("/Resources")
+            contents = page.get_contents()
+            if contents is not None:
+                contents.get_data()
             text = page.extract_text() or ""
             total += len(text)
             if total > max_chars:
                 return {"error": "too_much_text"}
             pages.append(text)
+        if not any(page.strip() for page in pages) and _complaints:
+            # pypdf read around broken objects (e.g. nested too deep) and found nothing.
+            return {"error": "pdf_unreadable"}
         return {"pages": pages}
     except RecursionError:
         return {"error": "too_complex"}
     except MemoryError:
+        return {"error": "too_complex"}
+    except (FileNotDecryptedError, DependencyError):
+        return {"error": "pdf_encrypted"}
+    except LimitReachedError:
         return {"error": "too_complex"}
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, AssertionError,
             OSError, UnicodeError, ZeroDivisionError):
@@ -85,6 +110,9 @@ def extract(data, max_pages, max_chars):
 def main():
     max_pages, max_chars, memory_mb, cpu_sec = (int(value) for value in sys.argv[1:5])
     _limits(memory_mb, cpu_sec)
+    logger = logging.getLogger("pypdf")
+    logger.addHandler(_Complaints(logging.WARNING))
+    logger.propagate = False
     sys.setrecursionlimit(2000)
     data = sys.stdin.buffer.read()
     result = extract(data, max_pages, max_chars)

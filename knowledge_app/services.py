@@ -1,6 +1,7 @@
 """Writes of the knowledge base: documents in (read, split, indexed), documents out,
 the synonym groups replaced."""
 import re
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -47,30 +48,52 @@ def _check_room(tenant, size_bytes, *, lock=False):
             details={"usedBytes": used, "bytes": size_bytes, "maxBytes": max_bytes})
 
 
-def knowledge_document_create(*, tenant, title, content_type, data=None, text=None):
-    """A document from uploaded bytes (`data`: text, Markdown or PDF) or from `text`,
-    split into passages and indexed; refused (before anything is stored) when it is too
-    large, unreadable, too complex, or the tenant's knowledge is full."""
-    title = clean_title(title)
-    raw = data if data is not None else text.encode("utf-8")
-    size_bytes = len(raw)
+@dataclass(frozen=True)
+class ReadDocument:
+    """A document read and split, not stored yet."""
+
+    content_type: str
+    size_bytes: int
+    pieces: list
+
+
+def knowledge_document_read(*, tenant, content_type, data=None, text=None):
+    """Uploaded bytes (`data`: text, Markdown or PDF) or `text`, read and split into
+    passages; refused when too large, unreadable or too complex, or when the tenant's
+    knowledge has no room for it. Stores nothing (the admin reads while validating)."""
+    size_bytes = len(data) if data is not None else len(text.encode("utf-8"))
     readers.check_size(size_bytes)
     _check_room(tenant, size_bytes)  # before the work of reading it
     sections = readers.sections_of(content_type, data=data, text=text)
     pieces = splitting.passages(sections, settings.KNOWLEDGE_PASSAGE_MAX_CHARS)
     if not pieces:
         raise UnreadableDocument("The document holds no text.", details={"reason": "no_text"})
+    return ReadDocument(content_type, size_bytes, pieces)
+
+
+def knowledge_document_store(*, tenant, title, read):
+    """The read document with its passages (indexed by the database)."""
+    title = clean_title(title)
     with transaction.atomic():
-        _check_room(tenant, size_bytes, lock=True)
+        _check_room(tenant, read.size_bytes, lock=True)
         document = KnowledgeDocument.objects.create(
-            tenant=tenant, title=title, content_type=content_type, size_bytes=size_bytes,
-            characters=sum(len(piece.text) for piece in pieces), passage_count=len(pieces))
+            tenant=tenant, title=title, content_type=read.content_type, size_bytes=read.size_bytes,
+            characters=sum(len(piece.text) for piece in read.pieces), passage_count=len(read.pieces))
         KnowledgePassage.objects.bulk_create([
             KnowledgePassage(tenant=tenant, document=document, ordinal=ordinal, heading=piece.heading,
                              text=piece.text, index_extra=index_extra(title, piece))
-            for ordinal, piece in enumerate(pieces)
+            for ordinal, piece in enumerate(read.pieces)
         ], batch_size=500)
     return document
+
+
+def knowledge_document_create(*, tenant, title, content_type, data=None, text=None):
+    """A document from uploaded bytes or text: read, split into passages, stored and
+    indexed; refused (before anything is stored) when it is too large, unreadable, too
+    complex, or the tenant's knowledge is full."""
+    title = clean_title(title)
+    read = knowledge_document_read(tenant=tenant, content_type=content_type, data=data, text=text)
+    return knowledge_document_store(tenant=tenant, title=title, read=read)
 
 
 def index_extra(title, piece):
@@ -102,10 +125,34 @@ def clean_synonym_groups(groups, field="synonyms"):
                 problem = (f"Group {index + 1}: each member is a word or phrase of 1 to {MAX_MEMBER_CHARS} "
                            "characters, without '='.")
                 break
-            cleaned.append(list(dict.fromkeys(members)))
+            first = {}
+            for member in members:
+                first.setdefault(member.casefold(), member)
+            distinct = list(first.values())
+            if len(distinct) < 2:
+                problem = f"Group {index + 1}: send at least two different words or phrases."
+                break
+            cleaned.append(distinct)
     if problem:
         raise ValidationFailed.field(field, problem)
     return cleaned
+
+
+def synonym_room_left(*, tenant):
+    return KnowledgeSynonym.objects.for_tenant(tenant).count() < settings.KNOWLEDGE_MAX_SYNONYM_GROUPS
+
+
+def knowledge_synonym_group_save(*, synonym, members):
+    """One synonym group (the admin edits them one by one): `synonym` (new, with its
+    tenant, or stored) gets `members`."""
+    members = clean_synonym_groups([members], field="terms")[0]
+    with transaction.atomic():
+        if synonym.pk is None and not synonym_room_left(tenant=synonym.tenant):
+            raise ValidationFailed.field(
+                "terms", f"At most {settings.KNOWLEDGE_MAX_SYNONYM_GROUPS} synonym groups per tenant.")
+        synonym.terms = " = ".join(members)
+        synonym.save()
+    return synonym
 
 
 def knowledge_synonyms_replace(*, tenant, groups):

@@ -2,7 +2,7 @@
 no Django).
 
 - Markdown: ATX (`## Preise`) and setext headings (a line underlined with `===` or
-  `---`) open sections; the heading path is the chain of headings above a passage
+  `---`; a `---` after a blank line is a rule, not a heading) open sections; the heading path is the chain of headings above a passage
   (`Leistungen › Zahnreinigung`). Code fences are text, never headings. Inline markup
   is dropped (`**fett**` → `fett`, `[Anfahrt](https://…)` → `Anfahrt (https://…)`).
 - Plain text: paragraphs (separated by blank lines), no headings.
@@ -74,6 +74,7 @@ def markdown_sections(text):
 
     for line in text.split("\n"):
         if _FENCE.match(line):
+            end_block()  # a code block is a paragraph of its own
             fenced = not fenced
             continue
         if fenced:
@@ -84,7 +85,9 @@ def markdown_sections(text):
             open_heading(len(atx[1]), _clean_heading(atx[2] or ""))
             continue
         setext = _SETEXT.match(line)
-        if setext and len(block) == 1:
+        if setext and block:
+            # The underlined line is the heading; lines above it without a blank line
+            # between stay the paragraph they are (CommonMark would make them heading).
             title = _clean_heading(block.pop())
             open_heading(1 if setext[1][0] == "=" else 2, title)
             continue

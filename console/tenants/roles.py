@@ -22,6 +22,8 @@ MEMBER_PERMISSIONS = {
     "leads_app.lead": ("view", "change"),
     "calls_app.call": ("view",),
     "calls_app.usagecounter": ("view",),
+    "knowledge_app.knowledgedocument": ("view", "add"),
+    "knowledge_app.knowledgesynonym": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -36,6 +38,8 @@ OWNER_PERMISSIONS = {
     "privacy_app.erasure": ("view", "add"),
     "privacy_app.export": ("view", "add"),
     "audit.auditentry": ("view",),
+    "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
+    "knowledge_app.knowledgesynonym": _ALL,
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

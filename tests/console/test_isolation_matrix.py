@@ -38,6 +38,9 @@ from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
 from gateway_app.views import GatewayAPIView
+from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym
+from knowledge_app.selectors import knowledge_search
+from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
@@ -177,6 +180,15 @@ SCENARIOS = {
     # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
     "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
         lambda a: {"assistant": a.assistant.pk}, {}]}),
+    # B lists, adds, searches and names its own knowledge only. The search needs `q`,
+    # which the matrix does not send (400); test_tenant_b_searching_finds_nothing_of_a
+    # searches for A's words.
+    "knowledge-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        {"title": "Globex-Lager", "text": "## Lieferzeiten\n\nGlobex liefert in zwei Tagen."}]}),
+    "knowledge-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.document.pk}),
+    "knowledge-search": Scenario({"get": 400}),
+    "knowledge-synonyms": Scenario({"get": 200, "put": 200}, bodies={"put": [
+        {"synonyms": [["Lieferzeit", "Versanddauer"]]}]}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -202,13 +214,17 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     endpoint, _ = endpoint_create(tenant=tenant_a, url="http://127.0.0.1:9/acme-hook", event_types=["lead.created"])
     lead_create(tenant=tenant_a, kind="callback", phone="+491701234568")
     delivery_attempt(delivery_id=Delivery.objects.for_tenant(tenant_a).get().pk)
+    document = knowledge_document_create(
+        tenant=tenant_a, title="Wissen der Firma", content_type="text/markdown",
+        text="## Lieferzeiten\n\nDas Zentrallager Quarkwerk liefert binnen drei Tagen.")
+    knowledge_synonyms_replace(tenant=tenant_a, groups=[["Lieferzeit", "Zustelldauer", "Quarkversand"]])
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
-               endpoint.pk, "acme-hook"]
+               endpoint.pk, "acme-hook", document.pk, "Quarkwerk", "Wissen der Firma", "Quarkversand"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, assistant=assistant, number=number, lead=lead, call=call,
-                           export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
-                           markers=markers)
+                           export=export, erasure=erasure, document=document, key=key_a, key_b=key_b, owner=owner,
+                           outsider=outsider, markers=markers)
 
 
 def state_of(tenant):
@@ -216,7 +232,8 @@ def state_of(tenant):
     return json.dumps([
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
-                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt)
+                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, KnowledgeDocument,
+                      KnowledgePassage, KnowledgeSynonym)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)
@@ -304,6 +321,20 @@ def test_tenant_bs_render_of_a_touchpoint_a_changed_is_bs_own(world, client_b):
 
     assert theirs.status_code == own.status_code == default.status_code == 200
     assert theirs["ETag"] == default["ETag"] != own["ETag"]
+
+
+def test_tenant_b_searching_finds_nothing_of_a(world, client_b):
+    """B asks for A's words (and for A's document by id): no passage of A comes back,
+    neither through the API nor through the function the assistant's turn calls."""
+    for query in ("Quarkwerk liefert", "Wie lange dauert die Lieferzeit?", "Quarkversand"):
+        response = client_b.get(reverse("knowledge-search"), {"q": query})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        response = client_b.get(reverse("knowledge-search"), {"q": query, "document": world.document.pk})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        assert knowledge_search(tenant=Tenant.objects.get(slug="globex"), query=query,
+                                document_ids=[world.document.pk]) == []
+    # A's own search finds it: the check above is not empty.
+    assert knowledge_search(tenant=world.tenant, query="Quarkwerk liefert")
 
 
 def test_a_revoked_key_stops_at_once_on_every_route(world):
