@@ -6,20 +6,26 @@ and on SQLite the same stemmer runs here, in Python (the `snowballstemmer` packa
 on passages and queries alike (knowledge_app/index.py). So `Terminen`, `Termine` and
 `Termin` are one word, and `Zähne` is `zahn`.
 
-Stemming does not split compounds (`Zahnreinigung` is not `Reinigung`), and the
-platform has no compound dictionary that PostgreSQL could use. Two cheap rules cover
-the common cases without one:
+Stemming neither splits compounds (`Zahnreinigung` is not `Reinigung`) nor finds
+longer words (`Termin`, `Terminvereinbarung`), and the platform has no compound
+dictionary that PostgreSQL could use. The tenant's own vocabulary does the work
+instead (`vocabulary`: the `KnowledgeTerm` rows of its documents, each distinct word
+under its stem, each long word also under its tails' stems). A query then asks for,
+besides its own words (`query_terms`):
 
-- the tails of a passage's long words are indexed beside them, with less weight
-  (`compound_tails`): `Öffnungszeiten` is also found by `Zeiten`, `Zahnreinigung`
-  by `Reinigung` (German compounds end in their head word);
-- a long query word adds its heads and tails as alternatives (`query_terms`):
-  `Zahnreinigung` also asks for `Zahn…` and `Reinigung`, which finds "die Reinigung
-  Ihrer Zähne". Heads are asked as prefixes, so `Termin` finds `Terminvereinbarung`.
+- the tenant's words that begin with a query word's stem (`Termin` →
+  `Terminvereinbarung`, `Zähne` → `Zahnreinigung`);
+- the tenant's long words that end in it (`Reinigung` → `Zahnreinigung`, `Zeiten` →
+  `Öffnungszeiten`): German compounds end in their head word;
+- the heads and tails of a long query word that are words of the tenant
+  (`Zahnreinigung` → `Zahn`, `Reinigung`: finds "die Reinigung Ihrer Zähne");
+- the other members of the tenant's synonym groups a query word belongs to.
 
-Tails and heads that are no words (`hnreinigung`) match nothing, or by chance a
-rare word; they weigh little in the ranking either way.
+So every alternative asked is a word the tenant's passages contain (or a word of the
+query itself): no fragments (`hnreinigung`), no prefix scans over the whole index,
+and the full-text index holds only the passages' own words.
 """
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -52,12 +58,17 @@ wirst wo wollen wollte würde würden zu zum zur zwar zwischen
 COMPOUND_MIN = 9
 # The shortest head and tail of a compound that count (`Zahn`, `Arzt`, `Zeit`).
 PART_MIN = 4
-# A prefix query needs a stem this long (`zahn*`, not `ab*`).
+# A query word's stem this long is looked up as a prefix (`zahn…`, not `ab…`).
 PREFIX_MIN = 4
 # Linking elements a compound's head may end in (`Öffnung·s·zeiten`, `Kunde·n·nummer`).
 LINKS = ("es", "en", "s", "n")
-# At most this many words of a query are looked at (a query is a question, not a document).
+# At most this many words of a query are looked at (a query is a question, not a
+# document), and at most this many alternatives asked: its words first, then synonyms,
+# then the parts of compounds.
 MAX_QUERY_WORDS = 32
+MAX_TERMS = 96
+# Longer "words" are codes or garbage, not compounds.
+MAX_WORD = 40
 
 _stemmer = snowballstemmer.stemmer("german")
 
@@ -86,74 +97,112 @@ def stems(text):
     return " ".join(stem(word) for word in words(text) if word not in STOP_WORDS)
 
 
-def compound_tails(text):
-    """The tails of `text`'s long words (`zahnreinigung` → `reinigung`, `einigung`, …),
-    each once, space-separated: indexed beside the passage, with less weight."""
-    tails = []
-    seen = set()
-    for word in words(text):
-        if len(word) < COMPOUND_MIN or not word.isalpha():
+def vocabulary(text):
+    """(stem, word, whole) rows of `text`'s words: each distinct word but stop words
+    under its stem (whole), each long word also under the stem of each of its tails
+    (`zahnreinigung` under `reinig`, `einig`, …)."""
+    rows = set()
+    for word in set(words(text)):
+        if word in STOP_WORDS or len(word) > MAX_WORD:
             continue
-        for cut in range(PART_MIN - 1, len(word) - PART_MIN + 1):
-            tail = word[cut:]
-            if tail not in seen:
-                seen.add(tail)
-                tails.append(tail)
-    return " ".join(tails)
+        rows.add((stem(word)[:MAX_WORD], word, True))
+        if len(word) >= COMPOUND_MIN and word.isalpha():
+            for cut in range(PART_MIN - 1, len(word) - PART_MIN + 1):
+                tail = stem(word[cut:])
+                if len(tail) >= PART_MIN and tail not in STOP_WORDS:
+                    rows.add((tail, word, False))
+    return rows
 
 
 @dataclass(frozen=True)
-class Term:
-    """One alternative of a query: a word (normalised, unstemmed: PostgreSQL stems it
-    itself, SQLite through `stem`), asked as a prefix or exactly."""
+class Lookup:
+    """What a query asks of the tenant's vocabulary (all stems)."""
 
-    word: str
-    prefix: bool
-
-    @property
-    def stem(self):
-        return stem(self.word)
+    prefixes: frozenset  # words that begin with these
+    tails: frozenset  # long words that end in these
+    parts: frozenset  # words that are these
 
 
-def _heads_and_tails(word):
+@dataclass(frozen=True)
+class Query:
+    """The words a query asks for, each with its weight in the ranking: how rare it
+    is among the tenant's documents (an inverse document frequency), less for words
+    the vocabulary added than for the query's own. Without a vocabulary every word
+    weighs 1."""
+
+    words: tuple
+    weights: tuple
+
+    def __bool__(self):
+        return bool(self.words)
+
+
+# What a word the vocabulary added (a prefix, tail or part) weighs beside the query's own.
+ADDED_WEIGHT = 0.6
+
+
+def _idf(df, documents):
+    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+
+def _parts(word):
+    """Stems of the heads and tails of a long word (a linking `s`, `es`, `n`, `en`
+    dropped from a head: `öffnungs` → `öffnung`)."""
     for cut in range(PART_MIN, len(word) - PART_MIN + 1):
         head, tail = word[:cut], word[cut:]
-        yield head, tail
+        yield stem(head)
+        yield stem(tail)
         for link in LINKS:
             if head.endswith(link) and len(head) - len(link) >= PART_MIN:
-                yield head[: -len(link)], tail
+                yield stem(head[: -len(link)])
 
 
-def query_terms(query, synonyms=()):
-    """The alternatives a query asks for (any of them matches; the ranking prefers
-    passages with more and rarer ones): its words but stop words, each as a prefix
-    when its stem is long enough; the other members of each synonym group one of its
-    members appears in; the heads (as prefixes) and tails of its long words.
+def query_terms(query, synonyms=(), lookup=None):
+    """The words a query asks for (any of them matches; the ranking prefers passages
+    with more and rarer ones), as a `Query`: its words but stop words, the other
+    members of each synonym group one of its words belongs to, and what the tenant's
+    vocabulary adds (module docstring).
+
+    `lookup(Lookup)` → `{"prefixes": {stem: [words]}, "tails": {stem: [words]},
+    "parts": {stem: [words]}, "df": {stem: documents with it}, "documents": n}`
+    (knowledge_app/index.py); None: no vocabulary.
 
     `synonyms`: groups of terms (each a word or a few words), e.g.
     `[["Sprechzeiten", "Öffnungszeiten", "geöffnet"]]`; a member of several words
     counts as present when all its words are."""
+    asked = []
+
+    def add(word):
+        if word and word not in STOP_WORDS and word not in asked and len(asked) < MAX_TERMS:
+            asked.append(word)
+
     query_words = [word for word in words(query)[:MAX_QUERY_WORDS] if word not in STOP_WORDS]
-    terms = {}
-
-    def add(word, prefix):
-        if word in STOP_WORDS or not word:
-            return
-        prefix = prefix and len(stem(word)) >= PREFIX_MIN
-        terms[word] = terms.get(word, False) or prefix
-
     for word in query_words:
-        add(word, True)
+        add(word)
     present = {stem(word) for word in query_words}
     for group in synonyms:
         members = [[stem(word) for word in words(member) if word not in STOP_WORDS] for member in group]
         if any(member and all(s in present for s in member) for member in members):
             for member in group:
                 for word in words(member):
-                    add(word, True)
-    for word in list(terms):
-        if len(word) >= COMPOUND_MIN and word.isalpha():
-            for head, tail in _heads_and_tails(word):
-                add(head, True)
-                add(tail, False)
-    return [Term(word, prefix) for word, prefix in terms.items()]
+                    add(word)
+    if lookup is None:
+        return Query(tuple(asked), (1.0,) * len(asked))
+    own = list(asked)
+    own_stems = {stem(word) for word in own}
+    stems = {s for s in own_stems if len(s) >= PREFIX_MIN}
+    parts = {part for word in own if len(word) >= COMPOUND_MIN and word.isalpha() for part in _parts(word)}
+    found = lookup(Lookup(frozenset(stems), frozenset(stems), frozenset((parts | own_stems) - stems)))
+    for kind in ("parts", "tails", "prefixes"):
+        for key in sorted(found.get(kind, {})):
+            for word in found[kind][key]:
+                add(word)
+    df, documents = found.get("df", {}), max(found.get("documents", 0), 1)
+    kept, stems_kept = [], set()
+    for word in asked:  # the query's own words first: a stem once, with their weight
+        if stem(word) not in stems_kept:
+            stems_kept.add(stem(word))
+            # A word of the query the vocabulary does not know is kept as the rarest of
+            # all: it costs one empty look-up, and the index is the truth, not the vocabulary.
+            kept.append((word, _idf(df.get(stem(word), 0), documents) * (1.0 if word in own else ADDED_WEIGHT)))
+    return Query(tuple(word for word, _ in kept), tuple(weight for _, weight in kept))

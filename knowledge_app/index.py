@@ -22,8 +22,18 @@ from knowledge_app import analysis
 FTS_TABLE = "knowledge_app_passage_fts"
 PASSAGES = "knowledge_app_knowledgepassage"
 DOCUMENTS = "knowledge_app_knowledgedocument"
-# bm25 weights of the FTS5 columns (tenant, heading, body, extra).
+TERMS = "knowledge_app_knowledgeterm"
+# Words the vocabulary adds per stem of a query (`zahn…` → zahnarzt, zahnreinigung, …),
+# and rows it reads at most.
+WORDS_PER_STEM = 5
+MAX_VOCABULARY_ROWS = 2000
+# PostgreSQL ranks the query's words in this many groups of similar weight.
+RANK_GROUPS = 3
+# bm25 weights of the FTS5 columns (tenant, heading, body, extra), and ts_rank's of
+# the vector's labels D (unused), C (title), B (text), A (heading): the heading counts
+# twice the text on both databases.
 BM25_WEIGHTS = (0.0, 2.0, 1.0, 0.3)
+TS_RANK_WEIGHTS = "{0.1, 0.15, 0.5, 1.0}"
 
 
 def register_sqlite_functions(sender, connection, **kwargs):
@@ -47,13 +57,14 @@ class Hit:
     score: float
 
 
-def search(*, tenant_id, terms, document_ids=None, limit):
-    """The tenant's best passages for any of `terms` (analysis.Term), best first."""
-    if not terms or limit <= 0 or document_ids == []:
+def search(*, tenant_id, query, document_ids=None, limit):
+    """The tenant's best passages for any of the words of `query` (analysis.Query),
+    best first."""
+    if not query or limit <= 0 or document_ids == []:
         return []
     if connection.vendor == "postgresql":
-        return _search_postgresql(tenant_id, terms, document_ids, limit)
-    return _search_sqlite(tenant_id, terms, document_ids, limit)
+        return _search_postgresql(tenant_id, query, document_ids, limit)
+    return _search_sqlite(tenant_id, query.words, document_ids, limit)
 
 
 def _documents_clause(document_ids, params, *, postgresql):
@@ -66,35 +77,50 @@ def _documents_clause(document_ids, params, *, postgresql):
     return f" AND p.document_id IN ({', '.join(['%s'] * len(document_ids))})"
 
 
-def _search_postgresql(tenant_id, terms, document_ids, limit):
-    query = " | ".join(f"'{term.word}'{':*' if term.prefix else ''}" for term in terms)
-    params = [query, tenant_id]
+def tsquery(words):
+    """The `to_tsquery('german', …)` text: any of the words (letters and digits only,
+    analysis.WORD, so quoting them is enough)."""
+    return " | ".join(f"'{word}'" for word in words)
+
+
+def weight_groups(query, groups=RANK_GROUPS):
+    """The query's words in at most `groups` groups of similar weight, each with its
+    mean weight, heaviest first: PostgreSQL's ts_rank weighs no query word above
+    another, so each group is ranked on its own and the ranks are added, weighted."""
+    ordered = sorted(zip(query.weights, query.words, strict=True), reverse=True)
+    size = -(-len(ordered) // groups)
+    chunks = [ordered[start:start + size] for start in range(0, len(ordered), size)]
+    return [([word for _, word in chunk], sum(weight for weight, _ in chunk) / len(chunk)) for chunk in chunks]
+
+
+def _search_postgresql(tenant_id, query, document_ids, limit):
+    groups = weight_groups(query)
+    names = [f"q{index}" for index in range(len(groups))]
+    rank = " + ".join(f"%s * ts_rank('{TS_RANK_WEIGHTS}', p.search_vector, {name})" for name in names)
+    queries = ", ".join(f"to_tsquery('german', %s) {name}" for name in names)
+    params = [weight for _, weight in groups] + [tsquery(words) for words, _ in groups] + [tenant_id]
     documents = _documents_clause(document_ids, params, postgresql=True)
     params.append(limit)
-    sql = (f"SELECT p.id, p.document_id, d.title, p.heading, p.text, ts_rank(p.search_vector, q) AS score "
-           f"FROM {PASSAGES} p JOIN {DOCUMENTS} d ON d.id = p.document_id, to_tsquery('german', %s) q "
-           f"WHERE p.tenant_id = %s AND p.search_vector @@ q{documents} "
+    sql = (f"SELECT p.id, p.document_id, d.title, p.heading, p.text, {rank} AS score "
+           f"FROM {PASSAGES} p JOIN {DOCUMENTS} d ON d.id = p.document_id, {queries} "
+           f"WHERE p.tenant_id = %s AND p.search_vector @@ ({' || '.join(names)}){documents} "
            f"ORDER BY score DESC, p.id LIMIT %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(*row) for row in cursor.fetchall()]
 
 
-def fts_query(tenant_id, terms):
-    """The FTS5 MATCH expression: the tenant's token AND any of the terms' stems."""
-    alternatives = {}
-    for term in terms:
-        stem = term.stem
-        if stem:
-            alternatives[stem] = alternatives.get(stem, False) or term.prefix
-    if not alternatives:
+def fts_query(tenant_id, words):
+    """The FTS5 MATCH expression: the tenant's token AND any of the words' stems."""
+    stems = list(dict.fromkeys(filter(None, (analysis.stem(word) for word in words))))
+    if not stems:
         return None
-    either = " OR ".join(f'"{stem}"{" *" if prefix else ""}' for stem, prefix in alternatives.items())
+    either = " OR ".join(f'"{stem}"' for stem in stems)
     return f'tenant : "t{int(tenant_id)}" AND {{heading body extra}} : ({either})'
 
 
-def _search_sqlite(tenant_id, terms, document_ids, limit):
-    match = fts_query(tenant_id, terms)
+def _search_sqlite(tenant_id, words, document_ids, limit):
+    match = fts_query(tenant_id, words)
     if match is None:
         return []
     weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
@@ -107,3 +133,57 @@ def _search_sqlite(tenant_id, terms, document_ids, limit):
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(*row) for row in cursor.fetchall()]
+
+
+# --- The tenant's vocabulary ---------------------------------------------------------
+
+def vocabulary(*, tenant_id, lookup):
+    """What the tenant's vocabulary (KnowledgeTerm) says to an analysis.Lookup:
+    `{"prefixes": {stem: [words that begin with it]}, "tails": {stem: [long words that
+    end in it]}, "parts": {stem: [words that are it]}}`, at most WORDS_PER_STEM words
+    each, the shortest first; `"df"`: {stem: the tenant's documents with it} of every
+    word found, and `"documents"`: how many the tenant has. One query, each part of it
+    on the (tenant, stem) index."""
+    if not (lookup.prefixes or lookup.tails or lookup.parts):
+        return {}
+    # One indexed range or list per part of the union, so that each part reads only
+    # its rows of the (tenant, stem) index (an OR of them made SQLite read them all).
+    postgresql = connection.vendor == "postgresql"
+    selects, params = [], []
+    select = f"SELECT stem, word, whole, document_id FROM {TERMS} WHERE tenant_id = %s AND "
+    for prefix in sorted(lookup.prefixes):
+        if postgresql:  # the index's text_pattern_ops answers LIKE 'x%' (migration 0002)
+            selects.append(select + "whole AND stem LIKE %s")
+            params.extend([tenant_id, f"{prefix}%"])
+        else:  # SQLite compares bytes (BINARY): a prefix is a range
+            selects.append(select + "whole AND stem >= %s AND stem < %s")
+            params.extend([tenant_id, prefix, prefix + "\U0010ffff"])
+    for whole, stems in ((False, lookup.tails), (True, lookup.parts)):
+        if stems:
+            selects.append(select + f"{'' if whole else 'NOT '}whole AND stem IN ({', '.join(['%s'] * len(stems))})")
+            params.extend([tenant_id, *sorted(stems)])
+    # With each word, the number of the tenant's documents that have it, and the
+    # number of its documents: the weights of the ranking.
+    sql = (f"SELECT stem, word, whole, count(DISTINCT document_id), "
+           f"(SELECT count(*) FROM {DOCUMENTS} WHERE tenant_id = %s) "
+           f"FROM ({' UNION ALL '.join(selects)}) AS terms GROUP BY stem, word, whole LIMIT %s")
+    params = [tenant_id, *params, MAX_VOCABULARY_ROWS]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found = {"prefixes": {}, "tails": {}, "parts": {}, "df": {}, "documents": rows[0][4] if rows else 0}
+    for stem, word, whole, documents, _ in rows:
+        own_stem = stem if whole else analysis.stem(word)[:analysis.MAX_WORD]  # a compound found by its tail
+        found["df"][own_stem] = max(found["df"].get(own_stem, 0), documents)
+    for stem, word, whole, _, _ in sorted(rows, key=lambda row: (len(row[1]), row[1])):
+        if whole and stem in lookup.parts:
+            found["parts"].setdefault(stem, []).append(word)
+        if not whole and stem in lookup.tails:
+            found["tails"].setdefault(stem, []).append(word)
+        if whole:
+            for prefix in lookup.prefixes:
+                if stem.startswith(prefix):
+                    found["prefixes"].setdefault(prefix, []).append(word)
+    for kind in ("prefixes", "tails", "parts"):
+        found[kind] = {key: words[:WORDS_PER_STEM] for key, words in found[kind].items()}
+    return found

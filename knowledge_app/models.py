@@ -52,15 +52,17 @@ class KnowledgePassage(models.Model):
     """A piece of a document (at most KNOWLEDGE_PASSAGE_MAX_CHARS characters) with the
     headings it stands under; what retrieval finds and the assistant reads."""
 
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+",
+    # Not indexed on its own: the full-text index holds the tenant (PostgreSQL: GIN
+    # over tenant and vector; SQLite: a token of the FTS5 row). An index of the tenant
+    # alone lured PostgreSQL's planner into testing every passage of a tenant.
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False,
                                verbose_name=_("tenant"))
     document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="passages",
                                  verbose_name=_("document"))
     ordinal = models.PositiveIntegerField(_("position"))
     heading = models.CharField(_("heading"), max_length=300, blank=True, default="")
     text = models.TextField(_("text"))
-    # More words for the index, with less weight: the document's title and the tails of
-    # the passage's compounds (knowledge_app/analysis.py). Never shown.
+    # More words for the index, with less weight: the document's title. Never shown.
     index_extra = models.TextField(blank=True, default="", editable=False)
 
     objects = TenantOwnedQuerySet.as_manager()
@@ -73,6 +75,21 @@ class KnowledgePassage(models.Model):
 
     def __str__(self):
         return self.heading or self.text[:60]
+
+
+class KnowledgeTerm(models.Model):
+    """The tenant's vocabulary, per document: each distinct word under its stem
+    (`whole`), each long word also under its tails' stems (`zahnreinigung` under
+    `reinig`). A query is widened with it (knowledge_app/analysis.py). Goes with its
+    document. Its lookup index (tenant, stem; for prefixes) is made by migration 0002."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="+")
+    stem = models.CharField(max_length=40)
+    word = models.CharField(max_length=40)
+    whole = models.BooleanField()
+
+    objects = TenantOwnedQuerySet.as_manager()
 
 
 class KnowledgeSynonym(models.Model):

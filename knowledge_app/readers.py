@@ -36,14 +36,13 @@ def content_type_of(declared, filename):
     """The document type of an upload, from its declared type, else its extension."""
     declared = (declared or "").split(";")[0].strip().lower()
     declared = ALIASES.get(declared, declared)
+    extension = os.path.splitext(filename or "")[1].lower()
+    if declared == TEXT and EXTENSIONS.get(extension) == MARKDOWN:
+        return MARKDOWN  # many clients send any text file as text/plain
     if declared in CONTENT_TYPES:
         return declared
-    extension = os.path.splitext(filename or "")[1].lower()
-    if declared in UNTYPED or declared == TEXT:
-        if extension in EXTENSIONS:
-            return EXTENSIONS[extension]
-        if declared == TEXT:
-            return TEXT
+    if declared in UNTYPED and extension in EXTENSIONS:
+        return EXTENSIONS[extension]
     raise UnsupportedDocumentType(
         f"'{declared or extension or 'unknown'}' is not a document type this knowledge base reads. "
         "Upload plain text (.txt), Markdown (.md) or PDF (.pdf).",

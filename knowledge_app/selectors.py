@@ -41,9 +41,10 @@ def knowledge_search(*, tenant, query, document_ids=None, limit=None, max_chars=
     max_chars = settings.KNOWLEDGE_SEARCH_MAX_CHARS if max_chars is None else max_chars
     if not query or not query.strip() or limit <= 0 or max_chars <= 0:
         return []
-    terms = analysis.query_terms(query, synonym_groups(tenant=tenant))
+    asked = analysis.query_terms(query, synonym_groups(tenant=tenant),
+                                 lookup=lambda lookup: index.vocabulary(tenant_id=tenant.pk, lookup=lookup))
     document_ids = None if document_ids is None else list(document_ids)
-    hits = index.search(tenant_id=tenant.pk, terms=terms, document_ids=document_ids, limit=limit)
+    hits = index.search(tenant_id=tenant.pk, query=asked, document_ids=document_ids, limit=limit)
     found, used = [], 0
     for hit in hits:
         text = hit.text

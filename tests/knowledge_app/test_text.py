@@ -52,20 +52,38 @@ def test_stems_are_snowballs_without_stop_words():
     assert analysis.stems("ﬁnden Öffnungszeiten") == "find offnungszeit"  # NFKC: the ligature ﬁ
 
 
-def test_compound_tails_reach_the_head_word():
-    assert "reinigung" in analysis.compound_tails("Zahnreinigung").split()
-    assert "zeiten" in analysis.compound_tails("Öffnungszeiten").split()
-    assert analysis.compound_tails("Zahn Haus") == ""
+def test_the_vocabulary_lists_words_by_stem_and_long_words_by_their_tails():
+    rows = analysis.vocabulary("Die Zahnreinigung und die Öffnungszeiten, die Zähne")
+    assert {("zahn", "zähne", True), ("zahnrein", "zahnreinigung", True), ("reinig", "zahnreinigung", False),
+            ("zeit", "öffnungszeiten", False)} <= rows
+    assert {word for _, word, _ in rows} == {"zahnreinigung", "öffnungszeiten", "zähne"}  # no stop words
+    assert analysis.vocabulary("x" * 50) == set()
 
 
-def test_query_terms_add_synonyms_heads_and_tails():
-    terms = {term.word: term.prefix for term in analysis.query_terms(
-        "Wann ist die Praxis offen für eine Zahnreinigung?", [["geöffnet", "offen"], ["Urlaub", "Ferien"]])}
-    # `offen` stems to `off`: too short to be asked as a prefix.
-    assert terms["praxis"] is True and terms["offen"] is False and terms["geöffnet"] is True
-    assert "urlaub" not in terms and "die" not in terms and "ist" not in terms
-    assert terms["zahn"] is True and terms["reinigung"] is False
-    # A member of several words counts when all of them are asked.
-    words = {t.word for t in analysis.query_terms("Termin buchen", [["Termin vereinbaren", "Termin buchen"]])}
-    assert "vereinbaren" in words
-    assert "vereinbaren" not in {t.word for t in analysis.query_terms("buchen", [["Termin vereinbaren", "buchen x"]])}
+def test_query_words_are_widened_by_synonyms_and_the_tenants_vocabulary():
+    asked = []
+    vocabulary = {"prefixes": {"termin": ["termin", "terminabsage"]}, "tails": {"reinig": ["zahnreinigung"]},
+                  "parts": {"zahn": ["zähne"]}, "documents": 10,
+                  "df": {"praxis": 9, "off": 1, "termin": 3, "terminabsag": 1, "reinig": 1, "zahnrein": 2, "zahn": 4,
+                         "geoffn": 2}}
+
+    def lookup(request):
+        asked.append(request)
+        return vocabulary
+
+    query = analysis.query_terms("Ist die Praxis offen? Termin zur Reinigung, Zahnkontrolle",
+                                 [["geöffnet", "offen"], ["Urlaub", "Ferien"]], lookup=lookup)
+    assert query.words == ("praxis", "offen", "termin", "reinigung", "zahnkontrolle", "geöffnet", "zähne",
+                           "zahnreinigung", "terminabsage")
+    weights = dict(zip(query.words, query.weights, strict=True))
+    # Rarer words weigh more; a word the vocabulary added weighs less than the query's own.
+    assert weights["zahnkontrolle"] > weights["offen"] > weights["termin"] > weights["praxis"]
+    assert weights["terminabsage"] < weights["offen"]
+    request = asked[0]
+    assert request.prefixes == request.tails == {"praxis", "termin", "reinig", "zahnkontroll", "geoffn"}
+    assert {"zahn", "kontroll", "off"} <= request.parts
+    assert "urlaub" not in query.words and "die" not in query.words and "ist" not in query.words
+    # A member of several words counts when all of them are asked; without a vocabulary all weigh 1.
+    plain = analysis.query_terms("Termin buchen", [["Termin vereinbaren", "Termin buchen"]])
+    assert "vereinbaren" in plain.words and set(plain.weights) == {1.0}
+    assert "vereinbaren" not in analysis.query_terms("buchen", [["Termin vereinbaren", "buchen x"]]).words
