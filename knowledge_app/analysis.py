@@ -2,8 +2,8 @@
 
 Both databases stem with Snowball's German algorithm: PostgreSQL's `german` text
 search configuration is Snowball's German stemmer with Snowball's German stop words,
-and on SQLite the same stemmer runs here, in Python (the `snowballstemmer` package),
-on passages and queries alike (knowledge_app/index.py). So `Terminen`, `Termine` and
+and on SQLite the same stemmer runs here (the `PyStemmer` package, Snowball's C
+library), on passages and queries alike (knowledge_app/index.py). So `Terminen`, `Termine` and
 `Termin` are one word, and `Zähne` is `zahn`.
 
 Stemming neither splits compounds (`Zahnreinigung` is not `Reinigung`) nor finds
@@ -31,7 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-import snowballstemmer
+import Stemmer
 
 # Letters and digits; `_` and everything else separates words (as in PostgreSQL's parser).
 WORD = re.compile(r"[^\W_]+")
@@ -70,7 +70,7 @@ MAX_TERMS = 96
 # Longer "words" are codes or garbage, not compounds.
 MAX_WORD = 40
 
-_stemmer = snowballstemmer.stemmer("german")
+_stemmer = Stemmer.Stemmer("german")
 
 
 def normalized(text):

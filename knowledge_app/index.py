@@ -1,17 +1,18 @@
-"""The full-text index of the passages, per database vendor.
+"""The full-text index of the passages, per database vendor, and the tenant's
+vocabulary (knowledge_app/analysis.py) that widens a query.
 
 PostgreSQL: a stored generated column `search_vector` (the heading with weight A,
-the text B, `index_extra` C, each `to_tsvector('german', …)`) with a GIN index;
-queries are `to_tsquery('german', …)` of the query's alternatives joined by `|`,
-ranked by `ts_rank`.
+the text B, the title C, each `to_tsvector('german', …)`) with a GIN index over
+tenant and vector; a query is `to_tsquery('german', …)` of its words joined by `|`,
+ranked by `ts_rank` in groups of words of similar weight (`weight_groups`).
 
 SQLite: an FTS5 table `knowledge_app_passage_fts` (tenant, heading, body, extra)
-whose rows hold the stems of the same texts (knowledge_app/analysis.py), kept in step
-with the passages by triggers that call the SQL function `knowledge_stems`, which
+whose rows hold the stems of the same texts, kept in step with the passages by
+triggers that call the SQL function `knowledge_stems`, which
 `register_sqlite_functions` adds to every connection; queries MATCH the tenant's
-token AND any of the alternatives, ranked by `bm25` with the same weights' spirit.
-(bm25's term statistics span the table, every tenant's passages; only the order of
-a tenant's own results can depend on them, never which passages are found.)
+token AND any of the words' stems, ranked by `bm25`. (bm25's term statistics span
+the table, every tenant's passages; only the order of a tenant's own results can
+depend on them, never which passages are found.)
 """
 from dataclasses import dataclass
 

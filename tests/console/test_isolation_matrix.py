@@ -38,7 +38,7 @@ from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
 from gateway_app.views import GatewayAPIView
-from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym
+from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym, KnowledgeTerm
 from knowledge_app.selectors import knowledge_search
 from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app import widget_views
@@ -233,7 +233,7 @@ def state_of(tenant):
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, KnowledgeDocument,
-                      KnowledgePassage, KnowledgeSynonym)
+                      KnowledgePassage, KnowledgeSynonym, KnowledgeTerm)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

@@ -56,12 +56,12 @@ def test_a_changed_passage_is_found_by_its_new_words(tenant_a):
     assert indexed_rows() == 2
 
 
-def test_the_title_and_compound_tails_are_found_with_less_weight(tenant_a):
+def test_the_title_and_compounds_are_found_with_less_weight(tenant_a):
     services.knowledge_document_create(tenant=tenant_a, title="Preisliste Kaminholz", content_type="text/markdown",
                                        text="## Buche\n\nDer Raummeter kostet 95 Euro.")
     services.knowledge_document_create(tenant=tenant_a, title="Sonstiges", content_type="text/markdown",
                                        text="## Holz\n\nUnser Holz ist zwei Jahre getrocknet.")
     # "Preis" is only in the first document's title (a compound: Preis·liste).
     assert [p.title for p in knowledge_search(tenant=tenant_a, query="Preis")] == ["Preisliste Kaminholz"]
-    # "Holz" is the other's heading and text: that weighs more than a title's compound tail.
+    # "Holz" is the other's heading and text: that weighs more than the first's title's compound.
     assert [p.title for p in knowledge_search(tenant=tenant_a, query="Holz")][0] == "Sonstiges"
