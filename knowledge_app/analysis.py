@@ -97,20 +97,25 @@ def stems(text):
     return " ".join(stem(word) for word in words(text) if word not in STOP_WORDS)
 
 
-def vocabulary(text):
-    """(stem, word, whole) rows of `text`'s words: each distinct word but stop words
+def vocabulary(texts):
+    """(stem, word, whole, passages) rows of the words of `texts` (a document's
+    passages, each with its heading and the title): each distinct word but stop words
     under its stem (whole), each long word also under the stem of each of its tails
-    (`zahnreinigung` under `reinig`, `einig`, …)."""
+    (`zahnreinigung` under `reinig`, `einig`, …); `passages`: in how many of `texts`
+    the word is."""
+    counts = {}
+    for text in texts:
+        for word in set(words(text)):
+            if word not in STOP_WORDS and len(word) <= MAX_WORD:
+                counts[word] = counts.get(word, 0) + 1
     rows = set()
-    for word in set(words(text)):
-        if word in STOP_WORDS or len(word) > MAX_WORD:
-            continue
-        rows.add((stem(word)[:MAX_WORD], word, True))
+    for word, passages in counts.items():
+        rows.add((stem(word)[:MAX_WORD], word, True, passages))
         if len(word) >= COMPOUND_MIN and word.isalpha():
             for cut in range(PART_MIN - 1, len(word) - PART_MIN + 1):
                 tail = stem(word[cut:])
                 if len(tail) >= PART_MIN and tail not in STOP_WORDS:
-                    rows.add((tail, word, False))
+                    rows.add((tail, word, False, passages))
     return rows
 
 
@@ -126,12 +131,20 @@ class Lookup:
 @dataclass(frozen=True)
 class Query:
     """The words a query asks for, each with its weight in the ranking: how rare it
-    is among the tenant's documents (an inverse document frequency), less for words
-    the vocabulary added than for the query's own. Without a vocabulary every word
-    weighs 1."""
+    is among the tenant's passages (an inverse document frequency), less for words the
+    vocabulary added than for the query's own; and the share of the tenant's passages
+    that have it. Without a vocabulary every word weighs 1 and its share is unknown (0)."""
 
     words: tuple
     weights: tuple
+    shares: tuple = ()
+    passages: int = 0  # the tenant's
+
+    def rare_words(self, most):
+        """The words in at most the share `most` of the passages (all words when none is)."""
+        rare = tuple(word for word, share in zip(self.words, self.shares or (0,) * len(self.words), strict=True)
+                     if share <= most)
+        return rare or self.words
 
     def __bool__(self):
         return bool(self.words)
@@ -141,8 +154,8 @@ class Query:
 ADDED_WEIGHT = 0.6
 
 
-def _idf(df, documents):
-    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+def _idf(df, passages):
+    return math.log(1 + (passages - df + 0.5) / (df + 0.5))
 
 
 def _parts(word):
@@ -164,7 +177,7 @@ def query_terms(query, synonyms=(), lookup=None):
     vocabulary adds (module docstring).
 
     `lookup(Lookup)` → `{"prefixes": {stem: [words]}, "tails": {stem: [words]},
-    "parts": {stem: [words]}, "df": {stem: documents with it}, "documents": n}`
+    "parts": {stem: [words]}, "df": {stem: passages with it}, "passages": n}`
     (knowledge_app/index.py); None: no vocabulary.
 
     `synonyms`: groups of terms (each a word or a few words), e.g.
@@ -197,12 +210,14 @@ def query_terms(query, synonyms=(), lookup=None):
         for key in sorted(found.get(kind, {})):
             for word in found[kind][key]:
                 add(word)
-    df, documents = found.get("df", {}), max(found.get("documents", 0), 1)
+    df, passages = found.get("df", {}), max(found.get("passages", 0), 1)
     kept, stems_kept = [], set()
     for word in asked:  # the query's own words first: a stem once, with their weight
         if stem(word) not in stems_kept:
             stems_kept.add(stem(word))
             # A word of the query the vocabulary does not know is kept as the rarest of
             # all: it costs one empty look-up, and the index is the truth, not the vocabulary.
-            kept.append((word, _idf(df.get(stem(word), 0), documents) * (1.0 if word in own else ADDED_WEIGHT)))
-    return Query(tuple(word for word, _ in kept), tuple(weight for _, weight in kept))
+            count = min(df.get(stem(word), 0), passages)
+            kept.append((word, _idf(count, passages) * (1.0 if word in own else ADDED_WEIGHT), count / passages))
+    return Query(tuple(word for word, _, _ in kept), tuple(weight for _, weight, _ in kept),
+                 tuple(share for _, _, share in kept), passages)

@@ -28,8 +28,11 @@ TERMS = "knowledge_app_knowledgeterm"
 # and rows it reads at most.
 WORDS_PER_STEM = 5
 MAX_VOCABULARY_ROWS = 2000
-# PostgreSQL ranks the query's words in this many groups of similar weight.
+# PostgreSQL ranks the query's words in this many groups of similar weight, and looks
+# for candidates by the words in at most this share of the tenant's passages first.
 RANK_GROUPS = 3
+COMMON_SHARE = 0.05
+PRUNE_FROM_PASSAGES = 500
 # bm25 weights of the FTS5 columns (tenant, heading, body, extra), and ts_rank's of
 # the vector's labels D (unused), C (title), B (text), A (heading): the heading counts
 # twice the text on both databases.
@@ -95,16 +98,30 @@ def weight_groups(query, groups=RANK_GROUPS):
 
 
 def _search_postgresql(tenant_id, query, document_ids, limit):
+    """Candidates are the passages with one of the query's rarer words (ts_rank then
+    weighs all of them): a word in most passages changes the order little but made
+    every passage a candidate to rank. If that finds fewer than `limit`, all words.
+    Tenants with fewer than PRUNE_FROM_PASSAGES passages are searched by all words at once."""
+    rare = query.rare_words(COMMON_SHARE) if query.passages >= PRUNE_FROM_PASSAGES else query.words
+    hits = _ranked_postgresql(tenant_id, query, rare, document_ids, limit)
+    if len(hits) < limit and len(rare) < len(query.words):
+        hits = _ranked_postgresql(tenant_id, query, query.words, document_ids, limit)
+    return hits
+
+
+def _ranked_postgresql(tenant_id, query, candidates, document_ids, limit):
     groups = weight_groups(query)
     names = [f"q{index}" for index in range(len(groups))]
     rank = " + ".join(f"%s * ts_rank('{TS_RANK_WEIGHTS}', p.search_vector, {name})" for name in names)
     queries = ", ".join(f"to_tsquery('german', %s) {name}" for name in names)
-    params = [weight for _, weight in groups] + [tsquery(words) for words, _ in groups] + [tenant_id]
+    params = [weight for _, weight in groups] + [tsquery(words) for words, _ in groups]
+    params += [tsquery(candidates), tenant_id]
     documents = _documents_clause(document_ids, params, postgresql=True)
     params.append(limit)
     sql = (f"SELECT p.id, p.document_id, d.title, p.heading, p.text, {rank} AS score "
-           f"FROM {PASSAGES} p JOIN {DOCUMENTS} d ON d.id = p.document_id, {queries} "
-           f"WHERE p.tenant_id = %s AND p.search_vector @@ ({' || '.join(names)}){documents} "
+           f"FROM {PASSAGES} p JOIN {DOCUMENTS} d ON d.id = p.document_id, {queries}, "
+           f"to_tsquery('german', %s) candidates "
+           f"WHERE p.tenant_id = %s AND p.search_vector @@ candidates{documents} "
            f"ORDER BY score DESC, p.id LIMIT %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -142,16 +159,16 @@ def vocabulary(*, tenant_id, lookup):
     """What the tenant's vocabulary (KnowledgeTerm) says to an analysis.Lookup:
     `{"prefixes": {stem: [words that begin with it]}, "tails": {stem: [long words that
     end in it]}, "parts": {stem: [words that are it]}}`, at most WORDS_PER_STEM words
-    each, the shortest first; `"df"`: {stem: the tenant's documents with it} of every
-    word found, and `"documents"`: how many the tenant has. One query, each part of it
-    on the (tenant, stem) index."""
+    each, the shortest first; `"df"`: {stem: the tenant's passages with it} of every
+    word found (of its forms, the most), and `"passages"`: how many the tenant has. One
+    query, each part of it on the (tenant, stem) index."""
     if not (lookup.prefixes or lookup.tails or lookup.parts):
         return {}
     # One indexed range or list per part of the union, so that each part reads only
     # its rows of the (tenant, stem) index (an OR of them made SQLite read them all).
     postgresql = connection.vendor == "postgresql"
     selects, params = [], []
-    select = f"SELECT stem, word, whole, document_id FROM {TERMS} WHERE tenant_id = %s AND "
+    select = f"SELECT stem, word, whole, passages FROM {TERMS} WHERE tenant_id = %s AND "
     for prefix in sorted(lookup.prefixes):
         if postgresql:  # the index's text_pattern_ops answers LIKE 'x%' (migration 0002)
             selects.append(select + "whole AND stem LIKE %s")
@@ -163,19 +180,19 @@ def vocabulary(*, tenant_id, lookup):
         if stems:
             selects.append(select + f"{'' if whole else 'NOT '}whole AND stem IN ({', '.join(['%s'] * len(stems))})")
             params.extend([tenant_id, *sorted(stems)])
-    # With each word, the number of the tenant's documents that have it, and the
-    # number of its documents: the weights of the ranking.
-    sql = (f"SELECT stem, word, whole, count(DISTINCT document_id), "
-           f"(SELECT count(*) FROM {DOCUMENTS} WHERE tenant_id = %s) "
+    # With each word, the number of the tenant's passages that have it, and the number
+    # of its passages: the weights of the ranking.
+    sql = (f"SELECT stem, word, whole, sum(passages), "
+           f"(SELECT coalesce(sum(passage_count), 0) FROM {DOCUMENTS} WHERE tenant_id = %s) "
            f"FROM ({' UNION ALL '.join(selects)}) AS terms GROUP BY stem, word, whole LIMIT %s")
     params = [tenant_id, *params, MAX_VOCABULARY_ROWS]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    found = {"prefixes": {}, "tails": {}, "parts": {}, "df": {}, "documents": rows[0][4] if rows else 0}
-    for stem, word, whole, documents, _ in rows:
+    found = {"prefixes": {}, "tails": {}, "parts": {}, "df": {}, "passages": int(rows[0][4]) if rows else 0}
+    for stem, word, whole, passages, _ in rows:
         own_stem = stem if whole else analysis.stem(word)[:analysis.MAX_WORD]  # a compound found by its tail
-        found["df"][own_stem] = max(found["df"].get(own_stem, 0), documents)
+        found["df"][own_stem] = max(found["df"].get(own_stem, 0), int(passages))
     for stem, word, whole, _, _ in sorted(rows, key=lambda row: (len(row[1]), row[1])):
         if whole and stem in lookup.parts:
             found["parts"].setdefault(stem, []).append(word)

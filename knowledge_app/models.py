@@ -88,6 +88,7 @@ class KnowledgeTerm(models.Model):
     stem = models.CharField(max_length=40)
     word = models.CharField(max_length=40)
     whole = models.BooleanField()
+    passages = models.PositiveIntegerField()  # of the document's passages with the word
 
     objects = TenantOwnedQuerySet.as_manager()
 

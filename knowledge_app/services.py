@@ -85,8 +85,8 @@ def knowledge_document_store(*, tenant, title, read):
                              text=piece.text, index_extra=title)
             for ordinal, piece in enumerate(read.pieces)
         ], batch_size=500)
-        text = "\n".join([title, *(f"{piece.heading}\n{piece.text}" for piece in read.pieces)])
-        _vocabulary_insert(tenant=tenant, document=document, rows=analysis.vocabulary(text))
+        texts = [f"{title}\n{piece.heading}\n{piece.text}" for piece in read.pieces]
+        _vocabulary_insert(tenant=tenant, document=document, rows=analysis.vocabulary(texts))
     return document
 
 
@@ -97,8 +97,9 @@ def _vocabulary_insert(*, tenant, document, rows):
     table = KnowledgeTerm._meta.db_table
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {table} (tenant_id, document_id, stem, word, whole) VALUES (%s, %s, %s, %s, %s)",
-            [(tenant.pk, document.pk, stem, word, whole) for stem, word, whole in sorted(rows)])
+            f"INSERT INTO {table} (tenant_id, document_id, stem, word, whole, passages) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            [(tenant.pk, document.pk, *row) for row in sorted(rows)])
 
 
 def knowledge_document_create(*, tenant, title, content_type, data=None, text=None):

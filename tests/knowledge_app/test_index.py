@@ -65,3 +65,19 @@ def test_the_title_and_compounds_are_found_with_less_weight(tenant_a):
     assert [p.title for p in knowledge_search(tenant=tenant_a, query="Preis")] == ["Preisliste Kaminholz"]
     # "Holz" is the other's heading and text: that weighs more than the first's title's compound.
     assert [p.title for p in knowledge_search(tenant=tenant_a, query="Holz")][0] == "Sonstiges"
+
+
+def test_postgresql_takes_candidates_by_the_rarer_words_and_falls_back_to_all(tenant_a, monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's ranking only (SQLite's bm25 needs no candidates first)")
+    from knowledge_app import index
+
+    monkeypatch.setattr(index, "PRUNE_FROM_PASSAGES", 0)
+    monkeypatch.setattr(index, "COMMON_SHARE", 0.5)
+    services.knowledge_document_create(tenant=tenant_a, title="Holz", content_type="text/markdown", text=(
+        "## Eiche\n\nHolz aus Eiche.\n\n## Buche\n\nHolz aus Buche.\n\n## Lärche\n\nHolz aus Lärche, wetterfest."))
+    # "Holz" is in every passage: the candidates are those with "wetterfest".
+    assert [p.heading for p in knowledge_search(tenant=tenant_a, query="wetterfestes Holz", limit=1)] == ["Lärche"]
+    # Fewer candidates than asked for: then all words are searched, the rarer still first.
+    assert [p.heading for p in knowledge_search(tenant=tenant_a, query="wetterfestes Holz", limit=3)][0] == "Lärche"
+    assert len(knowledge_search(tenant=tenant_a, query="wetterfestes Holz", limit=3)) == 3

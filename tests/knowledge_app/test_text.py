@@ -53,17 +53,17 @@ def test_stems_are_snowballs_without_stop_words():
 
 
 def test_the_vocabulary_lists_words_by_stem_and_long_words_by_their_tails():
-    rows = analysis.vocabulary("Die Zahnreinigung und die Öffnungszeiten, die Zähne")
-    assert {("zahn", "zähne", True), ("zahnrein", "zahnreinigung", True), ("reinig", "zahnreinigung", False),
-            ("zeit", "öffnungszeiten", False)} <= rows
-    assert {word for _, word, _ in rows} == {"zahnreinigung", "öffnungszeiten", "zähne"}  # no stop words
-    assert analysis.vocabulary("x" * 50) == set()
+    rows = analysis.vocabulary(["Die Zahnreinigung und die Öffnungszeiten, die Zähne", "Zähne und Zähne"])
+    assert {("zahn", "zähne", True, 2), ("zahnrein", "zahnreinigung", True, 1),
+            ("reinig", "zahnreinigung", False, 1), ("zeit", "öffnungszeiten", False, 1)} <= rows
+    assert {word for _, word, _, _ in rows} == {"zahnreinigung", "öffnungszeiten", "zähne"}  # no stop words
+    assert analysis.vocabulary(["x" * 50]) == set()
 
 
 def test_query_words_are_widened_by_synonyms_and_the_tenants_vocabulary():
     asked = []
     vocabulary = {"prefixes": {"termin": ["termin", "terminabsage"]}, "tails": {"reinig": ["zahnreinigung"]},
-                  "parts": {"zahn": ["zähne"]}, "documents": 10,
+                  "parts": {"zahn": ["zähne"]}, "passages": 10,
                   "df": {"praxis": 9, "off": 1, "termin": 3, "terminabsag": 1, "reinig": 1, "zahnrein": 2, "zahn": 4,
                          "geoffn": 2}}
 
@@ -79,6 +79,8 @@ def test_query_words_are_widened_by_synonyms_and_the_tenants_vocabulary():
     # Rarer words weigh more; a word the vocabulary added weighs less than the query's own.
     assert weights["zahnkontrolle"] > weights["offen"] > weights["termin"] > weights["praxis"]
     assert weights["terminabsage"] < weights["offen"]
+    assert query.passages == 10 and dict(zip(query.words, query.shares, strict=True))["praxis"] == 0.9
+    assert "praxis" not in query.rare_words(0.5) and "offen" in query.rare_words(0.5)
     request = asked[0]
     assert request.prefixes == request.tails == {"praxis", "termin", "reinig", "zahnkontroll", "geoffn"}
     assert {"zahn", "kontroll", "off"} <= request.parts
