@@ -81,7 +81,7 @@ class KnowledgeTerm(models.Model):
     """The tenant's vocabulary, per document: each distinct word under its stem
     (`whole`), each long word also under its tails' stems (`zahnreinigung` under
     `reinig`). A query is widened with it (knowledge_app/analysis.py). Goes with its
-    document. Its lookup index (tenant, stem; for prefixes) is made by migration 0002."""
+    document. Its lookup index (tenant, whole, stem; for prefixes) is made by migration 0002."""
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False)
     document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="+")

@@ -32,8 +32,8 @@ SQLITE = [
     f"CREATE TRIGGER knowledge_passage_fts_update AFTER UPDATE OF tenant_id, heading, text, index_extra "
     f"ON {PASSAGES} BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
     f"INSERT INTO {FTS_TABLE}(rowid, tenant, heading, body, extra) VALUES ({_fts_values('new')}); END",
-    # The vocabulary by tenant and stem: SQLite compares bytes, so a prefix is a range.
-    f"CREATE INDEX {TERMS_INDEX} ON {TERMS} (tenant_id, stem)",
+    # The vocabulary by tenant, kind and stem: SQLite compares bytes, so a prefix is a range.
+    f"CREATE INDEX {TERMS_INDEX} ON {TERMS} (tenant_id, whole, stem)",
 ]
 SQLITE_DROP = [
     f"DROP INDEX IF EXISTS {TERMS_INDEX}",
@@ -47,9 +47,9 @@ POSTGRESQL = [
     "setweight(to_tsvector('german'::regconfig, heading), 'A') || "
     "setweight(to_tsvector('german'::regconfig, text), 'B') || "
     "setweight(to_tsvector('german'::regconfig, index_extra), 'C')) STORED",
-    # The vocabulary by tenant and stem; text_pattern_ops answers `stem LIKE 'zahn%'`
-    # whatever the database's collation.
-    f"CREATE INDEX {TERMS_INDEX} ON {TERMS} (tenant_id, stem text_pattern_ops)",
+    # The vocabulary by tenant, kind and stem; text_pattern_ops answers
+    # `stem LIKE 'zahn%'` whatever the database's collation.
+    f"CREATE INDEX {TERMS_INDEX} ON {TERMS} (tenant_id, whole, stem text_pattern_ops)",
 ]
 POSTGRESQL_DROP = [
     f"DROP INDEX IF EXISTS {TERMS_INDEX}",
