@@ -29,6 +29,7 @@ from console.assistants.models import Assistant
 from console.errors import ApiError
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
+from knowledge_app.selectors import knowledge_search
 from tools_app.definitions import tool_definitions
 from tools_app.services import tool_call_note, tool_run
 
@@ -176,6 +177,6 @@ class Mind:
 
 
 def _knowledge_search():
-    """The knowledge search the lookup_knowledge tool asks, once a knowledge app is
-    installed; None before (the tool then answers that nothing can be searched)."""
-    return None
+    """The knowledge search the lookup_knowledge tool asks (knowledge_app: the tenant's
+    documents, German full-text search, bounded passages)."""
+    return knowledge_search

@@ -23,6 +23,7 @@ from bench import (
     bench_chat,  # noqa: E402
     bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
+    bench_knowledge,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_pages,  # noqa: E402
     bench_privacy,  # noqa: E402
@@ -51,6 +52,7 @@ BENCHMARKS = [
     bench_agent.reply_latency,
     bench_chat.first_sentence,
     bench_campaigns.import_and_tick,
+    bench_knowledge.retrieval,
 ]
 
 

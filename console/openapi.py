@@ -39,6 +39,7 @@ TAGS = (
     ("/v2/campaigns", "Campaigns"),
     ("/v2/blocklist", "Blocklist"),
     ("/v2/tools", "Tools"),
+    ("/v2/knowledge", "Knowledge"),
     ("/voice/v1", "Voice runtime"),
     ("/voice/webhook", "Carrier webhooks"),
     ("/api/voice/agent", "Voice agent"),

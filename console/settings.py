@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "gateway_app",
     "webhooks_app",
     "tools_app",
+    "knowledge_app",
     "dashboard_app",
     "agent_app",
     "campaigns_app",
@@ -537,6 +538,27 @@ TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
 CALL_ANALYSIS_ENGINE = env.str("CALL_ANALYSIS_ENGINE", default="auto")
 if CALL_ANALYSIS_ENGINE not in ("auto", "policy"):
     raise ImproperlyConfigured("CALL_ANALYSIS_ENGINE must be auto or policy.")
+# --- Knowledge (knowledge_app; docs/api.md "Knowledge") ---
+# Bytes of one uploaded document (text, Markdown or PDF), and of all of a tenant's together.
+KNOWLEDGE_MAX_DOCUMENT_BYTES = env.int("KNOWLEDGE_MAX_DOCUMENT_BYTES", default=2 * 1024 * 1024)
+KNOWLEDGE_MAX_TENANT_BYTES = env.int("KNOWLEDGE_MAX_TENANT_BYTES", default=50 * 1024 * 1024)
+# Documents per tenant (the list shows them all).
+KNOWLEDGE_MAX_DOCUMENTS = env.int("KNOWLEDGE_MAX_DOCUMENTS", default=500)
+# Characters a document's text may have (a PDF's extracted text too), and one line of it.
+KNOWLEDGE_MAX_DOCUMENT_CHARS = env.int("KNOWLEDGE_MAX_DOCUMENT_CHARS", default=2_000_000)
+KNOWLEDGE_MAX_LINE_CHARS = env.int("KNOWLEDGE_MAX_LINE_CHARS", default=10_000)
+# A PDF is read in a process of its own: at most these pages, this much memory, this
+# long (wall time; the process is killed then).
+KNOWLEDGE_PDF_MAX_PAGES = env.int("KNOWLEDGE_PDF_MAX_PAGES", default=500)
+KNOWLEDGE_PDF_MEMORY_MB = env.int("KNOWLEDGE_PDF_MEMORY_MB", default=512)
+KNOWLEDGE_PDF_TIMEOUT_SEC = env.float("KNOWLEDGE_PDF_TIMEOUT_SEC", default=10.0)
+# Characters of one passage (documents are split at headings, paragraphs, sentences).
+KNOWLEDGE_PASSAGE_MAX_CHARS = env.int("KNOWLEDGE_PASSAGE_MAX_CHARS", default=1000)
+# What one retrieval gives a conversation turn: at most this many passages and characters.
+KNOWLEDGE_SEARCH_LIMIT = env.int("KNOWLEDGE_SEARCH_LIMIT", default=3)
+KNOWLEDGE_SEARCH_MAX_CHARS = env.int("KNOWLEDGE_SEARCH_MAX_CHARS", default=2400)
+# Synonym groups per tenant.
+KNOWLEDGE_MAX_SYNONYM_GROUPS = env.int("KNOWLEDGE_MAX_SYNONYM_GROUPS", default=200)
 
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.

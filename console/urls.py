@@ -37,6 +37,7 @@ urlpatterns = [
     path("v2/", include("webhooks_app.urls")),
     path("v2/", include("campaigns_app.urls")),
     path("v2/", include("tools_app.urls")),
+    path("v2/", include("knowledge_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
     path("api/voice/agent/", include("agent_app.urls")),
     path("api/voice/", include("speech_app.module_urls")),

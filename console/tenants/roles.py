@@ -26,6 +26,8 @@ MEMBER_PERMISSIONS = {
     "campaigns_app.campaigncontact": ("view",),
     "campaigns_app.blockednumber": ("view", "add"),
     "tools_app.httptool": ("view",),
+    "knowledge_app.knowledgedocument": ("view", "add"),
+    "knowledge_app.knowledgesynonym": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -43,6 +45,8 @@ OWNER_PERMISSIONS = {
     "audit.auditentry": ("view",),
     "campaigns_app.campaign": _ALL,
     "campaigns_app.blockednumber": _ALL,
+    "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
+    "knowledge_app.knowledgesynonym": _ALL,
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

@@ -18,6 +18,7 @@ from campaigns_app.services import blocklist_add, campaign_create, campaign_tran
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app.models import Lead
 from leads_app.services import lead_create
 from privacy_app.services import erasure_create, export_create
@@ -139,6 +140,16 @@ ENDPOINTS = [
      " contacts (locked)"),
     ("GET", "/v2/blocklist/{blocked}", None, 1, "the entry"),
     ("DELETE", "/v2/blocklist/{blocked}", None, 2 + AUDIT, "the entry, delete it"),
+    ("GET", "/v2/knowledge", None, 2, "the documents, the tenant's usage"),
+    ("GET", "/v2/knowledge/{knowledge}", None, 2, "the document, its passages"),
+    ("POST", "/v2/knowledge", {"title": "Preise", "text": "## Aufmaß\n\nEin Aufmaß kostet 60 Euro."}, 7 + AUDIT,
+     "room left, then in the transaction: the tenant locked, room left, the document, its passages, its "
+     "vocabulary; the passages of the answer"),
+    ("DELETE", "/v2/knowledge/{knowledge}", None, 4 + AUDIT, "the document, its passages, vocabulary and itself"),
+    ("GET", "/v2/knowledge/search?q=Was%20kostet%20ein%20Aufma%C3%9F%3F", None, 3,
+     "the synonyms, the vocabulary, the passages"),
+    ("GET", "/v2/knowledge/synonyms", None, 1, "the synonym groups"),
+    ("PUT", "/v2/knowledge/synonyms", {"synonyms": [["Aufmaß", "Ausmessen"]]}, 2 + AUDIT, "delete, insert"),
 ]
 
 
@@ -162,9 +173,11 @@ def seeded(tenant_a, tenant_b, korean_model):
                 TranscriptEntry.objects.create(call=call, role="user", text=f"Zeile {k}", ts=moment)
             lead = lead_create(tenant=tenant, kind="callback", phone="+491711234567", preferred_time=None,
                                page_url="")
+            knowledge = knowledge_document_create(tenant=tenant, title=f"Wissen {n}", content_type="text/markdown",
+                                                  text="## Aufmaß\n\nEin Aufmaß kostet 60 Euro.\n\n## Küchen\n\nNach Maß.")
             if tenant == tenant_a:
                 ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id,
-                           tool=tool.id)
+                           tool=tool.id, knowledge=knowledge.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
         campaigns_made = {}
         for name in ("campaign", "running", "paused"):
@@ -178,6 +191,7 @@ def seeded(tenant_a, tenant_b, korean_model):
         blocked, _ = blocklist_add(tenant=tenant, phone="0176 99900099")
         if tenant == tenant_a:
             ids.update(campaigns_made, blocked=blocked.id)
+        knowledge_synonyms_replace(tenant=tenant, groups=[["Aufmaß", "Vermessung"]])
         export = export_create(tenant=tenant, e164="+491719999999", actor="tests")
         erasure = erasure_create(tenant=tenant, e164="+491719999998", actor="tests")
         if tenant == tenant_a:
@@ -248,6 +262,6 @@ def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
                   webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x",
-                  tool="tl_x")).route)
+                  tool="tl_x", knowledge="kd_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

@@ -21,6 +21,7 @@ from calls_app.signing import signature_header
 from campaigns_app.services import blocklist_add, campaign_create
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from knowledge_app.services import knowledge_document_create
 from leads_app.services import lead_create
 from privacy_app import services as privacy
 from registry_app.demo import SHIPPED_DOCUMENT
@@ -94,6 +95,9 @@ def templates(objects):
         ("v2/public/leads", "post"): {"tenant": "acme", "kind": "callback", "phone": "0171 2345678",
                                       "preferred_at": "asap", "page_url": "https://acme.example/k"},
         ("v2/^leads/(?P<pk>[^/]+)$", "patch"): {"status": "contacted"},
+        ("v2/^knowledge$", "post"): {"title": "Häufige Fragen", "text": "## Öffnungszeiten\n\nMontag bis Freitag.",
+                                     "contentType": "text/markdown"},
+        ("v2/knowledge/synonyms", "put"): {"synonyms": [["offen", "geöffnet"]]},
         ("v2/audio/transcribe", "post"): {"audio_base64": wav64, "filename": "a.wav", "language": "ko",
                                           "phrases": ["서울"]},
         ("voice/v1/calls", "post"): {"to": "+493055500999", "leadId": objects["lead"]},
@@ -145,6 +149,7 @@ def path_values(objects):
         "v2/privacy/exports/<str:export_id>": {"export_id": objects["export"]},
         "v2/privacy/erasures/<str:erasure_id>": {"erasure_id": objects["erasure"]},
         "v2/^webhooks/(?P<pk>[^/]+)$": {"pk": objects["webhook"]},
+        "v2/^knowledge/(?P<pk>[^/]+)$": {"pk": objects["knowledge"]},
         "v2/^webhooks/(?P<pk>[^/]+)/deliveries$": {"pk": objects["webhook"]},
         "v2/^webhooks/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["webhook"]},
         **{f"v2/^campaigns/(?P<pk>[^/]+){suffix}$": {"pk": objects["campaign"]}
@@ -286,6 +291,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "blocked": blocklist_add(tenant=tenant_a, phone="0176 99988877")[0].pk,
         "tool": http_tool_create(tenant=tenant_a, data={"name": "vorhanden",
                                                         "url": "https://tools.acme.example/v"})[0].pk,
+        "knowledge": knowledge_document_create(tenant=tenant_a, title="FAQ", content_type="text/markdown",
+                                               text="## Preise\n\nEin Aufmaß kostet 60 Euro.").pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -43,6 +43,9 @@ from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
 from gateway_app.views import GatewayAPIView
+from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym, KnowledgeTerm
+from knowledge_app.selectors import knowledge_search
+from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
@@ -210,6 +213,15 @@ SCENARIOS = {
     # B blocks the number A calls: B's own list; A's contacts and blocklist stay.
     "blocklist-list": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.contact.phone}]}),
     "blocklist-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.blocked.pk}),
+    # B lists, adds, searches and names its own knowledge only. The search needs `q`,
+    # which the matrix does not send (400); test_tenant_b_searching_finds_nothing_of_a
+    # searches for A's words.
+    "knowledge-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        {"title": "Globex-Lager", "text": "## Lieferzeiten\n\nGlobex liefert in zwei Tagen."}]}),
+    "knowledge-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.document.pk}),
+    "knowledge-search": Scenario({"get": 400}),
+    "knowledge-synonyms": Scenario({"get": 200, "put": 200}, bodies={"put": [
+        {"synonyms": [["Lieferzeit", "Versanddauer"]]}]}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -236,6 +248,10 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     endpoint, _ = endpoint_create(tenant=tenant_a, url="http://127.0.0.1:9/acme-hook", event_types=["lead.created"])
     lead_create(tenant=tenant_a, kind="callback", phone="+491701234568")
     delivery_attempt(delivery_id=Delivery.objects.for_tenant(tenant_a).get().pk)
+    document = knowledge_document_create(
+        tenant=tenant_a, title="Wissen der Firma", content_type="text/markdown",
+        text="## Lieferzeiten\n\nDas Zentrallager Quarkwerk liefert binnen drei Tagen.")
+    knowledge_synonyms_replace(tenant=tenant_a, groups=[["Lieferzeit", "Zustelldauer", "Quarkversand"]])
     # A campaign that called its contact once (a Tuesday 10:00, inside the window).
     campaign = campaigns.campaign_create(tenant=tenant_a, name="Acme-Kampagne", purpose="service",
                                          assistant=assistant.pk)
@@ -252,10 +268,11 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
-               blocked.phone, "Acme-Sperre", tool.pk, "acme-tools"]
+               blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
+               "Quarkversand"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
-                           campaign=campaign, contact=contact, blocked=blocked, markers=markers)
+                           campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers)
 
 
 def state_of(tenant):
@@ -264,7 +281,8 @@ def state_of(tenant):
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
-                      CampaignAttempt, BlockedNumber, HttpTool)
+                      CampaignAttempt, BlockedNumber, HttpTool, KnowledgeDocument, KnowledgePassage, KnowledgeSynonym,
+                      KnowledgeTerm)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)
@@ -352,6 +370,20 @@ def test_tenant_bs_render_of_a_touchpoint_a_changed_is_bs_own(world, client_b):
 
     assert theirs.status_code == own.status_code == default.status_code == 200
     assert theirs["ETag"] == default["ETag"] != own["ETag"]
+
+
+def test_tenant_b_searching_finds_nothing_of_a(world, client_b):
+    """B asks for A's words (and for A's document by id): no passage of A comes back,
+    neither through the API nor through the function the assistant's turn calls."""
+    for query in ("Quarkwerk liefert", "Wie lange dauert die Lieferzeit?", "Quarkversand"):
+        response = client_b.get(reverse("knowledge-search"), {"q": query})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        response = client_b.get(reverse("knowledge-search"), {"q": query, "document": world.document.pk})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        assert knowledge_search(tenant=Tenant.objects.get(slug="globex"), query=query,
+                                document_ids=[world.document.pk]) == []
+    # A's own search finds it: the check above is not empty.
+    assert knowledge_search(tenant=world.tenant, query="Quarkwerk liefert")
 
 
 def test_a_revoked_key_stops_at_once_on_every_route(world):
