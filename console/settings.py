@@ -291,6 +291,7 @@ SPECTACULAR_SETTINGS = {
         # Choice sets that share a field name with another (`kind`) get a name of their own.
         "KindEnum": "leads_app.models.Lead.Kind",
         "StatusEnum": "leads_app.models.Lead.Status",
+        "KnowledgeDocumentStatusEnum": "knowledge_app.models.KnowledgeDocument.Status",
         "EntityReferenceKindEnum": "speech_app.serializers.REFERENCE_KINDS",
     },
     "SERVERS": [{"url": "/", "description": "This server"}],

@@ -59,11 +59,11 @@ class KnowledgePassage(models.Model):
                                verbose_name=_("tenant"))
     document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="passages",
                                  verbose_name=_("document"))
-    ordinal = models.PositiveIntegerField(_("position"))
+    ordinal = models.PositiveIntegerField(_("position in the document"))
     heading = models.CharField(_("heading"), max_length=300, blank=True, default="")
     text = models.TextField(_("text"))
     # More words for the index, with less weight: the document's title. Never shown.
-    index_extra = models.TextField(blank=True, default="", editable=False)
+    index_extra = models.TextField(_("search words beside the text"), blank=True, default="", editable=False)
 
     objects = TenantOwnedQuerySet.as_manager()
 
@@ -83,14 +83,20 @@ class KnowledgeTerm(models.Model):
     `reinig`). A query is widened with it (knowledge_app/analysis.py). Goes with its
     document. Its lookup index (tenant, whole, stem; for prefixes) is made by migration 0002."""
 
-    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False)
-    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="+")
-    stem = models.CharField(max_length=40)
-    word = models.CharField(max_length=40)
-    whole = models.BooleanField()
-    passages = models.PositiveIntegerField()  # of the document's passages with the word
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", db_index=False,
+                               verbose_name=_("tenant"))
+    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="+",
+                                 verbose_name=_("knowledge document"))
+    stem = models.CharField(_("word stem"), max_length=40)
+    word = models.CharField(_("word of the document"), max_length=40)
+    whole = models.BooleanField(_("whole word"))
+    passages = models.PositiveIntegerField(_("passages with the word"))  # of the document's passages with the word
 
     objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("vocabulary entry")
+        verbose_name_plural = _("vocabulary entries")
 
 
 class KnowledgeSynonym(models.Model):

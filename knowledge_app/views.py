@@ -33,6 +33,9 @@ class UsageSerializer(serializers.Serializer):
     maxDocuments = serializers.IntegerField()
     maxBytes = serializers.IntegerField()
 
+    class Meta:
+        ref_name = "KnowledgeUsage"  # calls_app's Usage is the minutes
+
 
 class KnowledgeViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     """The tenant's knowledge documents."""

@@ -44,8 +44,8 @@ SAME_IN_GERMAN = {
     "minuten",
     # names of audio encodings
     "pcm s16le", "μ-law",
-    # a campaign's purposes, words German uses as they are
-    "service", "marketing",
+    # a campaign's purposes and document types, words German uses as they are
+    "service", "marketing", "pdf", "markdown",
     # the federal states (a tenant's `state`), named in German already
     "baden-württemberg", "bayern", "berlin", "brandenburg", "bremen", "hamburg", "hessen", "mecklenburg-vorpommern",
     "niedersachsen", "nordrhein-westfalen", "rheinland-pfalz", "saarland", "sachsen", "sachsen-anhalt",

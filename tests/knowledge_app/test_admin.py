@@ -41,7 +41,7 @@ def test_an_owner_uploads_a_document_and_reads_its_passages(owner, tenant_a):
     assert AuditEntry.objects.filter(action="admin.add knowledge_app.knowledgedocument", object_id=document.pk).exists()
 
     listing = client.get("/admin/knowledge_app/knowledgedocument/").content.decode()
-    for label in ("Wissensdokumente", "Titel", "Dateityp", "Größe", "Abschnitte", "Angelegt", "Markdown", "Bereit"):
+    for label in ("Wissensdokumente", "Titel", "Dateityp", "Größe", "Abschnitte", "Angelegt", "Markdown", "Fertig"):
         assert label in listing, label
     detail = client.get(f"/admin/knowledge_app/knowledgedocument/{document.pk}/change/").content.decode()
     assert "Montag bis Freitag von 8 bis 18 Uhr." in detail and "Fragen › Öffnungszeiten" in detail
