@@ -81,6 +81,10 @@ class LiveService:
             "STATIC_ROOT": str(self.tmp / "static"),
             "VAR_DIR": str(self.tmp / "var"),
             "CACHE_URL": "locmemcache://",
+            # With REDIS_URL the servers share Redis: one prefix for this service's servers
+            # (their rate-limit windows are one), none shared with another service's, which
+            # may run at the same moment on the other test worker.
+            "CACHE_KEY_PREFIX": "live-" + uuid.uuid4().hex[:12],
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }
