@@ -46,8 +46,10 @@ def test_a_plain_completion_from_the_mock_lane(client):
     assert choice.message.tool_calls is None
     assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens > 0
     assert raw.headers["X-Gateway-Lane"] == "chat-gateway-mock"
-    assert json.loads(raw.headers["X-Gateway-Attempts"]) == [
-        {"lane": "chat-gateway-mock", "outcome": "ok", "ms": 0, "mode": "mock"}]
+    attempt, = json.loads(raw.headers["X-Gateway-Attempts"])
+    # The mock answers at once, but a loaded machine may round its time up to a millisecond or two.
+    assert attempt.pop("ms") < 100
+    assert attempt == {"lane": "chat-gateway-mock", "outcome": "ok", "mode": "mock"}
     assert raw.headers["X-Gateway-Cost-Eur"] == "0.000000"
 
 
