@@ -123,10 +123,6 @@ class Endpointer:
         self.speech_start = 0
         self.silent_run = 0
 
-    @property
-    def speaking(self):
-        return self.speech is not None
-
     def feed(self, pcm):
         """Returns the events the audio completes: ("start", seconds) and ("end", Utterance)."""
         events = []

@@ -1,10 +1,10 @@
-"""The blocking steps of a conversation — what the agent says first, hearing, thinking
-and speaking — each run in a worker thread by the consumer, never on the event loop."""
+"""The blocking steps of a conversation — what the agent says first, hearing and
+speaking — each run in a worker thread by the conversation core, never on the event
+loop (thinking is the assistant's mind, agent_app/mind.py)."""
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from gateway_app.services import gateway_agent_answer
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
@@ -44,11 +44,6 @@ def get_ready(*, language):
     server is not asked to hear a second of silence for every session."""
     engine = local_recognizer(language)
     engine.transcribe(b"\0" * 16000, language=language, deadline=Deadline(60))
-
-
-def think(text, *, language):
-    """The agent's answer through the gateway (/v1/agent's service, routed by the registry)."""
-    return gateway_agent_answer(prompt=text, language=language).result.text
 
 
 def speak(text, *, language, voice, wire):

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from agent_app import conversation
 from agent_app.audio import Endpointer, WireFormat
+from agent_app.mind import Mind, assistant_of, filler
 from calls_app import services as calls
 from console.errors import ApiError
 
@@ -65,7 +66,19 @@ _heartbeat = off_loop(calls.call_heartbeat)
 _opening = off_loop(conversation.opening)
 _hear = off_loop(conversation.hear)
 _get_ready = off_loop(conversation.get_ready)
-_think = off_loop(conversation.think)
+
+
+def _mind_for(context):
+    assistant = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    return Mind(tenant=context.tenant, call_id=context.call_id, language=context.language, assistant=assistant,
+                caller_e164=context.caller_e164, channel=context.channel)
+
+
+_new_mind = off_loop(_mind_for)
+
+
+def _think(mind, text):
+    return off_loop(mind.turn)(text)
 _speak = off_loop(conversation.speak)
 
 
@@ -91,6 +104,11 @@ class Transport(ABC):
         `clear`); nothing to do where the conversation's pacing is the only buffer."""
         return None
 
+    async def transfer(self, target):
+        """Hands the call to a person ({"name", "e164"}) before the conversation ends;
+        a phone bridge redirects its call there. The browser has no phone line."""
+        return None
+
     @abstractmethod
     async def close(self, code):
         """Ends the connection with `code` (CLOSE_*); called once."""
@@ -108,12 +126,15 @@ class CallContext:
     voice: str = ""
     variables: dict = field(default_factory=dict)
     max_seconds: int = 0
+    assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
+    caller_e164: str = ""  # the caller's number where the call has one (not a web call)
+    channel: str = "Sprache"  # what the assistant is told: a spoken conversation
 
     @classmethod
     def of_agent_session(cls, session):
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
-                   max_seconds=session.call.max_seconds)
+                   max_seconds=session.call.max_seconds, assistant_id=session.assistant_id)
 
 
 class Conversation:
@@ -139,6 +160,7 @@ class Conversation:
         self.went_idle = asyncio.Event()
         self.utterances = asyncio.Queue()
         self.speech_task = None
+        self.mind = None  # made when the conversation starts (it reads the assistant)
         self.tasks = []
 
     def start(self):
@@ -248,6 +270,7 @@ class Conversation:
     async def _turns(self):
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
+        self.mind = await _new_mind(self.context)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure)
@@ -278,8 +301,31 @@ class Conversation:
         await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
                                "end": utterance.end})
         await self._note(USER, text)
-        reply = await _think(text, language=self.language)
-        await self._say(reply)
+        thinking = asyncio.create_task(_think(self.mind, text))
+        try:
+            # No dead air: a model or a tool that has not answered soon gets a filler.
+            done, _ = await asyncio.wait({thinking}, timeout=settings.AGENT_FILLER_AFTER_SEC)
+            if not done:
+                await self._say(filler(self.language))
+            reply = await thinking
+        finally:
+            thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
+        for note in reply.notes:
+            await self._note(SYSTEM, note)
+        if reply.text:
+            await self._say(reply.text)
+        if reply.action == "transfer":
+            await self._note(SYSTEM, f"Weitergeleitet an {reply.target['name']} ({reply.target['e164']})")
+            await self.transfer(reply.target)
+        elif reply.action == "end_call":
+            await self.end(CLOSE_NORMAL)
+
+    async def transfer(self, target):
+        """Hands the call to a person at `target` ({"name", "e164"}): a phone transport
+        bridges it (Transport.transfer); the browser cannot, so the conversation ends
+        there with the note in the transcript."""
+        await self.transport.transfer(target)
+        await self.end(CLOSE_NORMAL)
 
     async def _say(self, text, *, disclosure=""):
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the

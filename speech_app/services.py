@@ -33,17 +33,9 @@ from speech_app.lanes import (
     tts_plan,
 )
 from speech_app.piper import piper_voices
+from speech_app.recognition import Recognizer, Transcript
 from speech_app.remote import RemoteSynthesizer
-from speech_app.stt import (
-    AUTO_LANGUAGE,
-    DEFAULT_LANGUAGE,
-    RECOGNIZERS,
-    Deadline,
-    Recognizer,
-    Transcript,
-    checked_language,
-    recognizer,
-)
+from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
 PIPER_SYNTHESIZER = "piper"
@@ -69,11 +61,12 @@ def local_synthesizer(language: str, voice: str | None = None, routed: Route | N
     voice (a Piper lane without such a voice is passed over); without a registry, or
     when no routed lane is served here, the default engine — the engines of this
     process serve whether or not a registry is loaded (CONTRACT §4)."""
-    piper = synthesizer(PIPER_SYNTHESIZER)
-    if piper.serves(voice or language):
-        return piper
+    if (voice or language) in piper_voices():
+        return synthesizer(PIPER_SYNTHESIZER)
     for candidate in (routed or route("tts", language=language)).candidates:
         engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
+        # A routed engine that has no voice for it here (Piper without a voice file for
+        # the language) is skipped like a lane no engine here serves.
         if engine_id is not None and synthesizer(engine_id).serves(voice or language):
             return synthesizer(engine_id)
     return synthesizer(DEFAULT_SYNTHESIZER)
@@ -171,7 +164,7 @@ def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio
     return rendered, from_cache
 
 
-def audio_from_base64(value):
+def audio_from_base64(value: str) -> bytes:
     """The bytes of a base64 upload (a `data:` URL prefix and line breaks are allowed)."""
     if value.startswith("data:") and "," in value:
         value = value.partition(",")[2]

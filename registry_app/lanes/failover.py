@@ -12,8 +12,10 @@ it is.
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from registry_app.routing import price_group
+from registry_app.snapshot import SnapshotLane
 
 logger = logging.getLogger("gateway_app.paid")
 
@@ -55,7 +57,7 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Step:
-    lane: object  # a registry_app.snapshot.SnapshotLane
+    lane: SnapshotLane
     mode: str  # mock, api, cli or local
     call: object = None  # call(timeout seconds) -> result; None when skipped
     skip: tuple = ()  # (outcome, detail) of a lane that is not called
@@ -74,7 +76,7 @@ class Step:
 @dataclass
 class Answer:
     step: Step
-    result: object
+    result: Any  # what the lane's call returned: a ChatResult, RenderedAudio or transcript
     attempts: list = field(default_factory=list)
 
 
