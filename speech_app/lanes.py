@@ -42,12 +42,13 @@ from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import LaneFailure, Step, run_steps
 from registry_app.lanes.outcomes import record_failure, record_success
 from registry_app.lanes.plans import api_target, budget_skip, lane_model, ordered_lanes
-from registry_app.routing import UNREAD, price_group, route
+from registry_app.routing import UNREAD, Route, price_group, route
 from registry_app.snapshot import SnapshotLane
 from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable, TtsUnavailable
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer
 from speech_app.remote import RemoteRecognizer, RemoteSynthesizer
-from speech_app.stt import AUTO_LANGUAGE, Deadline, Recognizer
+from speech_app.stt import Deadline
 from speech_app.tts import Synthesizer
 
 
@@ -115,7 +116,7 @@ def _remote_stt(lane, language):
 class SpeechPlan:
     capability: str
     lanes: list  # PlannedLanes in the order they are tried
-    route: object  # the registry_app.routing.Route it was made of
+    route: Route  # the registry's route it was made of
 
     def calls_remote(self, max_eur):
         """Whether a remote lane may be called (one that is free, or paid with a budget)."""

@@ -32,7 +32,8 @@ from console.errors import ApiError
 from registry_app.lanes.failover import MIN_ATTEMPT_SECONDS, LaneFailure
 from speech_app import openai_audio
 from speech_app.decode import SAMPLE_RATE, decode_to_pcm
-from speech_app.stt import AUTO_LANGUAGE, LANGUAGE_PATTERN, Recognizer, Segment, Transcript, Word
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
+from speech_app.stt import LANGUAGE_PATTERN
 from speech_app.tts import (
     MAX_PIECE_CHARS,
     SPOKEN_VERSION,

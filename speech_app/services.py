@@ -10,6 +10,7 @@ import binascii
 import hashlib
 import json
 import time
+from typing import cast
 
 from django.conf import settings
 
@@ -18,6 +19,7 @@ from registry_app import snapshot as registry_snapshot
 from registry_app.lanes.cost import Measures
 from registry_app.lanes.failover import Step
 from registry_app.routing import UNREAD, USABLE_STATUSES, Route, route
+from registry_app.snapshot import Snapshot
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
@@ -84,9 +86,8 @@ def voice_language(voice: str, current: object = UNREAD) -> tuple[str | None, st
     spec = piper_voices().get(voice)
     if spec is not None:
         return spec.language or voice, voice
-    if current is UNREAD:
-        current = registry_snapshot.current()
-    for lane in current.by_capability.get("tts", ()) if current is not None else ():
+    snapshot = registry_snapshot.current() if current is UNREAD else cast(Snapshot | None, current)
+    for lane in snapshot.by_capability.get("tts", ()) if snapshot is not None else ():
         params = lane.entry.get("params") or {}
         if (lane.status in USABLE_STATUSES and lane.entry.get("endpoint") != SPEECH_MODULE_ENDPOINTS["tts"]
                 and voice in (params.get("voices") or ())):
