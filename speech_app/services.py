@@ -97,10 +97,16 @@ def voice_language(voice: str, current: object = UNREAD) -> tuple[str | None, st
 
 
 def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
-    """The synthesis engine for `voice` (None: the language's) in `language`: this
-    process's (local_synthesizer) when no remote lane can be called, else a
-    LaneSynthesizer that tries the registry's tts lanes in order, remote speech
-    servers among them, with this process's engines as the fallback."""
+    """The synthesis engine for `voice` (None: the language's) in `language`, the one
+    choice of render, the agent and the voice gateway:
+
+    - when no remote tts lane can be called, this process's engine
+      (local_synthesizer): an operator's Piper voice (PIPER_VOICES) by its name or its
+      language, else the first routed lane whose engine here speaks the voice, else
+      eSpeak NG;
+    - else a LaneSynthesizer that tries the registry's tts lanes in order, remote
+      speech servers among them (they get the German normaliser's spoken text as
+      every engine does), with that same local engine as the fallback."""
     current = registry_snapshot.current()
     local_voice = voice_language(voice, current)[1] if voice else language
     plan = tts_plan(language, voice, current=current)
