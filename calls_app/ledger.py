@@ -162,6 +162,18 @@ def _finish(call, *, status, seconds, ended_at, recording_url):
     _announce_thresholds(tenant, period, minutes_before, booked.minutes)
 
 
+def call_seconds_correct(call, seconds):
+    """Books an ended call (locked by the caller) with `seconds` instead of the seconds
+    it was booked with: the carrier's own duration arrived after our side had ended it.
+    Its period's counter moves by the difference; the call is still counted once."""
+    counter = _locked_counter(call.tenant, call.usage_period)
+    counter.minutes = max(0, counter.minutes + billable_minutes(seconds) - billable_minutes(call.seconds))
+    counter.seconds = max(0, counter.seconds + seconds - call.seconds)
+    counter.save(update_fields=["minutes", "seconds", "updated_at"])
+    call.seconds = seconds
+    call.save(update_fields=["seconds"])
+
+
 # Shares of the monthly minute cap at which `usage.threshold` is announced (once each).
 USAGE_THRESHOLDS = (80, 100)
 

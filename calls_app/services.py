@@ -34,7 +34,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     usage_recompute,
 )
 from calls_app.models import Call, Carrier, TranscriptEntry
-from calls_app.signing import carrier_secret, new_nonce
+from calls_app.signing import carrier_secret, new_nonce, seal
 from console.db.conflicts import retry_conflicts
 from console.errors import ValidationFailed
 from console.numbers.models import PhoneNumber
@@ -46,20 +46,45 @@ logger = logging.getLogger("calls_app.webhook")
 
 # --- Carriers ---------------------------------------------------------------------------
 
+TWILIO_API_BASE = "https://api.twilio.com"
+
+
 @transaction.atomic
-def carrier_create(*, carrier_id, name="", caller_id=""):
-    """A new carrier: returns (Carrier, its secret to show once)."""
+def carrier_create(*, carrier_id, name="", caller_id="", kind=Carrier.Kind.SIGNED_WEBHOOK, account_sid="",
+                   auth_token="", api_base=""):
+    """A new carrier: returns (Carrier, its secret to show once). A `twilio` carrier
+    needs its account's SID and auth token (kept sealed, never shown again; its secret
+    is not used by Twilio and is returned only for symmetry); `api_base` defaults to
+    Twilio's REST host."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
+    if kind not in Carrier.Kind.values:
+        raise ValidationFailed.field("kind", f"One of {', '.join(Carrier.Kind.values)}.")
     if caller_id:
         try:
             caller_id = to_e164(caller_id)
         except InvalidPhoneNumber as exc:
             raise ValidationFailed.field("caller_id", str(exc)) from None
-    carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce())
+    if kind == Carrier.Kind.TWILIO:
+        if not (account_sid and auth_token):
+            raise ValidationFailed.field("account_sid", "A twilio carrier needs --account-sid and --auth-token.")
+        api_base = (api_base or TWILIO_API_BASE).rstrip("/")
+    elif account_sid or auth_token or api_base:
+        raise ValidationFailed.field("kind", "--account-sid, --auth-token and --api-base are for twilio carriers.")
+    carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce(), kind=kind,
+                      account_sid=account_sid, auth_token_sealed=seal(auth_token) if auth_token else "",
+                      api_base=api_base)
     carrier.full_clean()
     carrier.save()
     return carrier, carrier_secret(carrier)
+
+
+@transaction.atomic
+def carrier_token_replace(*, carrier, auth_token):
+    """A twilio carrier's new auth token (after the account's token was rotated)."""
+    carrier.auth_token_sealed = seal(auth_token)
+    carrier.secret_rotated_at = timezone.now()
+    carrier.save(update_fields=["auth_token_sealed", "secret_rotated_at"])
 
 
 @transaction.atomic
@@ -116,16 +141,19 @@ def _check_lead(tenant, lead_id):
         raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
 
 
-def call_dial(*, call):
+def call_dial(*, call, **options):
     """Hands the call to its carrier with the granted time limit. Runs after the
     reservation is committed, so a slow carrier never holds the counter lock.
 
     A carrier that refuses (CarrierError) fails the call and releases its minutes
     (502). Any other failure leaves the outcome unknown (the carrier may have placed
     the call): the call stays queued, its events still apply if they come, and its
-    reservation is released after its granted time like any call without call.ended."""
+    reservation is released after its granted time like any call without call.ended.
+
+    `options` go to the carrier's adapter as they are (e.g. a twilio carrier's
+    `machine_detection` and `idempotency_key`; calls_app/twilio.py)."""
     try:
-        carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
+        carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds, **options)
     except CarrierError as exc:
         logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
         call_fail_undialled(call=call)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from calls_app import redaction
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
+from calls_app.recordings import recordings_delete
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
@@ -150,6 +151,7 @@ def _expire_deliveries(tenant, now, retention, counts):
 def _expire_recordings(tenant, cutoff, counts):
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     with_links = old.exclude(recording_url="")
+    recordings_delete(calls=with_links)  # our own recordings' files go with their links
     counts["callsRedacted"] += with_links.filter(redacted=False).update(redacted=True)
     counts["recordingLinks"] = with_links.update(recording_url="")
     ends = list(selectors.events_of_calls(old).filter(type="call.ended").exclude(data__recordingUrl="")
@@ -282,6 +284,7 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
     if e164:
         calls.filter(from_e164=e164).update(from_e164=pseudonym)
         calls.filter(to_e164=e164).update(to_e164=pseudonym)
+    recordings_delete(calls=calls)  # our own recordings' files go with their links
     counts["recordingLinks"] = calls.exclude(recording_url="").update(recording_url="")
     calls.update(redacted=True)
     counts["transcriptLines"] = _deleted(TranscriptEntry.objects.filter(call_id__in=call_ids))
