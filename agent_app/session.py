@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from agent_app import conversation
 from agent_app.audio import Endpointer, WireFormat
+from calls_app import phone_calls
 from calls_app import services as calls
 from console.errors import ApiError
 
@@ -44,6 +45,9 @@ SPEECH_CHUNK_SEC = 0.1
 # The caller's audio may run ahead of the wall clock by this much (a burst after a
 # network hiccup) before the 2x real-time limit applies.
 AUDIO_BURST_SEC = 1.0
+# What a phone caller hears when the call's granted minutes are used up (then it ends).
+GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vielen Dank für Ihren Anruf "
+           "und auf Wiederhören.")
 
 
 def off_loop(function):
@@ -61,6 +65,7 @@ def off_loop(function):
 _line = off_loop(calls.call_web_line)
 _disclosed = off_loop(calls.call_web_disclosed)
 _end_call = off_loop(calls.call_web_end)
+_transfer = off_loop(phone_calls.call_transfer)
 _heartbeat = off_loop(calls.call_heartbeat)
 _opening = off_loop(conversation.opening)
 _hear = off_loop(conversation.hear)
@@ -74,6 +79,10 @@ class Transport(ABC):
     out. Implementations only translate; they decide nothing about the conversation."""
 
     wire: WireFormat  # the encoding of the audio in both directions
+    # Seconds before the grant's end at which the agent says goodbye (GOODBYE) and hangs
+    # up: a phone caller hears why the call ends. 0: the grant's end closes at once
+    # (the browser's 4402 `grant_ended`).
+    goodbye_lead_sec = 0
 
     @abstractmethod
     async def send_event(self, event):
@@ -90,6 +99,19 @@ class Transport(ABC):
         """Barge-in: drop the agent's audio the far end still buffers (a media stream's
         `clear`); nothing to do where the conversation's pacing is the only buffer."""
         return None
+
+    async def speech_sent(self):
+        """The agent's audio of one spoken part (the disclosure, a turn; a sentence where
+        synthesis streams sentence by sentence) was handed over in full: a media stream
+        marks the spot (`mark`), so that what the caller heard is known."""
+        return None
+
+    async def transfer(self, target):
+        """Hands the call over to a person at `target` (E.164) on the carrier's side,
+        before the conversation books it and closes: a twilio call is redirected to a
+        `<Dial>`, an Asterisk dialplan dials the number the call keeps. Raises when the
+        carrier refuses (the conversation then goes on)."""
+        raise NotImplementedError("This transport cannot hand a call over.")
 
     @abstractmethod
     async def close(self, code):
@@ -119,6 +141,7 @@ class CallContext:
 class Conversation:
     booked = False
     closing = False
+    transfer_target = None  # set while the call is being handed over to a person
 
     def __init__(self, transport, context):
         self.transport = transport
@@ -215,11 +238,35 @@ class Conversation:
 
     async def book(self):
         """Ends the call and books it: the one booking path of every end. call_web_end
-        books once, so a second call changes nothing."""
+        books once, so a second call changes nothing. A call being handed over is booked
+        as handed over (its note, its seconds up to now), whoever books it first."""
         if self.booked:
             return
-        await _end_call(call_id=self.call_id)
+        if self.transfer_target:
+            await _transfer(call_id=self.call_id, target=self.transfer_target)
+        else:
+            await _end_call(call_id=self.call_id)
         self.booked = True
+
+    async def transfer_to(self, target):
+        """Hands the call over to a person at `target` (E.164): the carrier is told first
+        (a refusal leaves the conversation going on: returns False), then the call is
+        booked with the note "Weitergeleitet an …" and its seconds up to now, and the
+        connection closes."""
+        if self.closing or self.transfer_target:
+            return False
+        self.transfer_target = target
+        try:
+            await self.transport.transfer(target)
+        except Exception:
+            logger.warning("Call %s could not be handed over", self.call_id, exc_info=True)
+            self.transfer_target = None
+            return False
+        self.closing = True
+        self.stop_tasks()
+        await self.book()
+        await self.transport.close(CLOSE_NORMAL)
+        return True
 
     async def fail(self, exc, where):
         """The conversation cannot go on after `exc`: an error event if the caller can
@@ -308,12 +355,14 @@ class Conversation:
                 if disclosure_bytes and sent >= disclosure_bytes and not self.barge_in_allowed:
                     await _disclosed(call_id=self.call_id)
                     self.barge_in_allowed = True
+                    await self.transport.speech_sent()
                 ahead = began + min(sent, len(audio)) / self.wire.bytes_per_second - lead - self.loop.time()
                 if ahead > 0:
                     await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
             if disclosure_bytes and not self.barge_in_allowed:
                 await _disclosed(call_id=self.call_id)
                 self.barge_in_allowed = True
+            await self.transport.speech_sent()
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
@@ -331,11 +380,13 @@ class Conversation:
         """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
         of the caller's silence: no frame since the agent finished its turn (its speech,
         hearing and thinking do not count; a connection that hangs)."""
-        grant_end = self.started + self.context.max_seconds
+        grant_end = self.started + self.context.max_seconds - self.transport.goodbye_lead_sec
         timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
             now = self.loop.time()
             if now >= grant_end:
+                if self.transport.goodbye_lead_sec:
+                    await self._goodbye()
                 return await self.refuse("grant_ended", "The minutes granted to this session are used up.",
                                          CLOSE_GRANT)
             wake = grant_end
@@ -351,6 +402,25 @@ class Conversation:
                 await asyncio.wait_for(self.went_idle.wait(), wake - now)
             except TimeoutError:
                 pass
+
+    async def _goodbye(self):
+        """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
+        full (no barge-in) before the call is hung up."""
+        for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        await self.transport.clear_audio()
+        audio = await _speak(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire)
+        await self.send_event({"type": "agent.speaking", "text": GOODBYE})
+        await self._note(ASSISTANT, GOODBYE)
+        chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
+        began = self.loop.time()
+        for offset in range(0, len(audio), chunk):
+            await self.transport.send_audio(audio[offset:offset + chunk])
+            ahead = began + min(offset + chunk, len(audio)) / self.wire.bytes_per_second - self.loop.time()
+            if ahead > 0:
+                await asyncio.sleep(ahead)  # real time: the caller hears it out before the hang-up
+        await self.transport.speech_sent()
 
     async def _heartbeats(self):
         """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it

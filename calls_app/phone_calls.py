@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from calls_app import event_sql
+from calls_app.carriers import adapter_for
 from calls_app.ledger import (
     END_ATTEMPTS,
     _announce,
@@ -199,3 +200,19 @@ def call_transfer(*, call_id, target, now=None):
 def call_transfer_target(*, call_id):
     """The number the call was handed over to, or ""."""
     return Call.objects.filter(pk=call_id).values_list("transferred_to", flat=True).first() or ""
+
+
+def carrier_transfer(*, call_id, target):
+    """Asks the carrier of a twilio call to hand it over to `target` (its REST API);
+    CarrierError when it refuses. The call is booked afterwards (call_transfer)."""
+    call = Call.objects.get(pk=call_id)
+    adapter_for(call.carrier_id).transfer(carrier_call_id=call.carrier_call_id, target=target)
+
+
+@transaction.atomic
+def call_outbound_answered(*, call, carrier_call_id):
+    """The callee of an outbound call answered (the carrier fetched our incoming URL for
+    it): the call learns its carrier call id if the dial's answer has not stored it yet.
+    Whether the call is the carrier's call `carrier_call_id`."""
+    Call.objects.filter(pk=call.pk, carrier_call_id__isnull=True).update(carrier_call_id=carrier_call_id)
+    return Call.objects.filter(pk=call.pk, carrier_call_id=carrier_call_id).exists()
