@@ -183,12 +183,16 @@ class AudioSocketCall(PhoneBridge):
         self.writer.close()
 
 
-async def serve(host, port, *, ready=None):
-    """Listens until cancelled; `ready` (an asyncio.Event) is set once it listens."""
+async def serve(host=None, port=None, *, sock=None, ready=None):
+    """Listens (on host:port, or the listening `sock`) until cancelled; `ready` (an
+    asyncio.Event) is set once it listens."""
     async def handle(reader, writer):
         await AudioSocketCall(reader, writer).run()
 
-    server = await asyncio.start_server(handle, host, port, limit=1 << 16)
+    if sock is not None:
+        server = await asyncio.start_server(handle, sock=sock, limit=1 << 16)
+    else:
+        server = await asyncio.start_server(handle, host, port, limit=1 << 16)
     logger.info("AudioSocket listening on %s:%s", host, port)
     if ready is not None:
         ready.set()

@@ -209,6 +209,7 @@ class TwilioStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
             return
         self.close_sent = True
         try:
-            await super().close(code=code, reason=reason)
+            # Channels' close (the transport's own is the abstract one next in the MRO).
+            await AsyncWebsocketConsumer.close(self, code=code, reason=reason)
         except Exception as exc:  # the connection is gone already
             logger.info("Media stream %s: no close frame (%r)", self.log_id, exc)

@@ -181,3 +181,33 @@ def booked_calls(monkeypatch):
     monkeypatch.setattr(session, "_end_call", book_and_tell)
     monkeypatch.setattr(consumer, "_end_call", book_and_tell)
     return booked
+
+
+# --- Phone calls (tests/agent_app/phone.py has the fake carriers) ----------------------------
+
+@pytest.fixture
+def fake_twilio():
+    from tests.agent_app.phone import FakeTwilioRest
+
+    server = FakeTwilioRest()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def twilio_carrier(transactional_db, fake_twilio):
+    """A twilio carrier whose REST API is the fake one on loopback."""
+    from calls_app.services import carrier_create
+    from tests.agent_app.phone import ACCOUNT, TOKEN
+
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
+                                api_base=fake_twilio.base)
+    return carrier
+
+
+@pytest.fixture
+def called_number(tenant_a):
+    from console.numbers.services import number_create
+    from tests.agent_app.phone import CALLED
+
+    return number_create(tenant=tenant_a, e164=CALLED)
