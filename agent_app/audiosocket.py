@@ -175,6 +175,7 @@ class AudioSocketCall(PhoneBridge):
         self.closed = True
         if self.sender is not None:
             self.sender.cancel()
+        await self.keep_recording()
         try:
             self.writer.write(frame(HANGUP))
             await asyncio.wait_for(self.writer.drain(), 2)

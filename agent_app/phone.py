@@ -150,10 +150,17 @@ class PhoneBridge(Transport):
             await conversation.stop()
         finally:
             live.pop(conversation.call_id, None)
-            recorder, self.recorder = self.recorder, None
-            if recorder is not None:
-                try:
-                    await _store_recording(call_id=conversation.call_id, mp3=await asyncio.to_thread(recorder.finish))
-                except Exception:
-                    logger.error("Phone call %s (%s): its recording could not be stored", conversation.call_id,
-                                 self.log_id, exc_info=True)
+            await self.keep_recording()
+
+    async def keep_recording(self):
+        """Stores the call's recording (once): when the call was booked and before the
+        transport lets its connection go (so the far end's hang-up finds it stored), or
+        when the connection dropped."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return
+        call_id = self.conversation.call_id
+        try:
+            await _store_recording(call_id=call_id, mp3=await asyncio.to_thread(recorder.finish))
+        except Exception:
+            logger.error("Phone call %s (%s): its recording could not be stored", call_id, self.log_id, exc_info=True)

@@ -32,8 +32,8 @@ from console.phone import InvalidPhoneNumber, mask, to_e164
 logger = logging.getLogger("agent_app.phone")
 
 TWILIO, ASTERISK = "twilio", "asterisk"
-# Twilio's call SIDs are "CA" and 32 hex digits; compatible carriers use other ids of letters, digits, '-' and '_'.
-_CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Twilio's call SIDs are "CA" and 32 hex digits; other carriers (and Asterisk's UNIQUEID) use letters, digits, ".", "-", "_".
+_CALL_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DURATION = re.compile(r"[0-9]{1,6}")
 
 

@@ -208,6 +208,7 @@ class TwilioStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         if self.close_sent:
             return
         self.close_sent = True
+        await self.keep_recording()
         try:
             # Channels' close (the transport's own is the abstract one next in the MRO).
             await AsyncWebsocketConsumer.close(self, code=code, reason=reason)

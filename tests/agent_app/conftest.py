@@ -211,3 +211,42 @@ def called_number(tenant_a):
     from tests.agent_app.phone import CALLED
 
     return number_create(tenant=tenant_a, e164=CALLED)
+
+
+class AudioSocketServer:
+    """`manage.py audiosocket`'s listener in a thread of the test process (the test's
+    settings and database apply), listening before the thread starts."""
+
+    def __init__(self):
+        from agent_app.audiosocket import serve
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.loop = asyncio.new_event_loop()
+        self.task = None
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.task = self.loop.create_task(serve(sock=self.sock))
+            try:
+                self.loop.run_until_complete(self.task)
+            except (asyncio.CancelledError, Exception):
+                pass
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(lambda: self.task and self.task.cancel())
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+
+@pytest.fixture
+def audiosocket(transactional_db, settings):
+    settings.AGENT_STT_DEADLINE_SEC = 120
+    server = AudioSocketServer()
+    yield server
+    server.stop()

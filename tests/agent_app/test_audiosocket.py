@@ -4,8 +4,6 @@ time, hears the agent's paced audio, presses a key and hangs up; strangers, reus
 UUIDs and hostile frames are closed at once; every call is booked once."""
 import asyncio
 import json
-import socket
-import threading
 import time
 import uuid
 
@@ -23,45 +21,6 @@ from tests.speech_app.wer import word_error_rate
 pytestmark = pytest.mark.django_db(transaction=True)
 PCM8K = WireFormat("pcm_s16le", 8000)
 ASKED = "Ich komme am Freitag um zehn Uhr zu Ihnen in die Praxis."
-
-
-class AudioSocketServer:
-    """`manage.py audiosocket`'s listener in a thread of the test process (the test's
-    settings and database apply), listening before the thread starts."""
-
-    def __init__(self):
-        from agent_app.audiosocket import serve
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.loop = asyncio.new_event_loop()
-        self.task = None
-
-        def run():
-            asyncio.set_event_loop(self.loop)
-            self.task = self.loop.create_task(serve(sock=self.sock))
-            try:
-                self.loop.run_until_complete(self.task)
-            except (asyncio.CancelledError, Exception):
-                pass
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.loop.call_soon_threadsafe(lambda: self.task and self.task.cancel())
-        self.thread.join(timeout=30)
-        self.sock.close()
-
-
-@pytest.fixture
-def audiosocket(transactional_db, settings):
-    settings.AGENT_STT_DEADLINE_SEC = 120
-    server = AudioSocketServer()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
