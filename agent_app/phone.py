@@ -96,9 +96,8 @@ class Recorder:
         self.agent = numpy.concatenate([self.agent, self._at_8k(data)])
 
     def _encode(self, count):
-        caller, agent = self.caller[:count], self.agent[:count]
-        if len(agent) < count:
-            agent = numpy.concatenate([agent, numpy.zeros(count - len(agent), dtype=numpy.int16)])
+        caller, agent = (numpy.pad(channel[:count], (0, count - len(channel[:count])))
+                         for channel in (self.caller, self.agent))
         self.mp3 += self.encoder.encode(numpy.stack([caller, agent], axis=1).astype("<i2").tobytes())
         self.caller, self.agent = self.caller[count:], self.agent[count:]
         self.seconds += count / RECORDING_RATE

@@ -33,7 +33,7 @@ def _rates():
 
 
 @pytest.fixture(scope="module")
-def rates(django_db_blocker, whisper_ready):
+def rates(django_db_setup, django_db_blocker, whisper_ready):
     with django_db_blocker.unblock():
         return _rates()
 

@@ -42,7 +42,7 @@ SAME_IN_GERMAN = {
     # django-q2's own words that German keeps
     "minuten",
     # names of audio encodings
-    "pcm s16le", "μ-law",
+    "pcm s16le", "μ-law", "a-law",
 }
 
 OUR_ROOT = Path(settings.BASE_DIR)
