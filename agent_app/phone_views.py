@@ -23,7 +23,7 @@ from agent_app.models import AgentSession
 from calls_app import phone_calls, twilio
 from calls_app.carrier_events import UnknownCarrier, UnknownNumber
 from calls_app.ledger import MinuteCapReached
-from console.api import OpenAPIView
+from console.api import OpenAPIView, accepts_query
 from console.errors import ApiError, ValidationFailed
 from console.openapi import errors
 from console.parsers import json_loads
@@ -90,12 +90,12 @@ TWILIO_FORM = inline_serializer("TwilioVoiceWebhook", {
 
 
 class TwilioIncomingView(_PlainPost):
+    @accepts_query(OpenApiParameter("call", str, OpenApiParameter.QUERY, required=False,
+                                    description="The outbound call (`cl_…`) the carrier dialled for us."))
     @extend_schema(
         request={"application/x-www-form-urlencoded": TWILIO_FORM},
         responses={(200, "text/xml"): OpenApiTypes.STR},
-        parameters=[OpenApiParameter("X-Twilio-Signature", str, OpenApiParameter.HEADER, required=True),
-                    OpenApiParameter("call", str, OpenApiParameter.QUERY, required=False,
-                                     description="The outbound call (`cl_…`) the carrier dialled for us.")],
+        parameters=[OpenApiParameter("X-Twilio-Signature", str, OpenApiParameter.HEADER, required=True)],
         extensions=errors(403, 404),
         summary="A Twilio-compatible carrier's voice webhook: TwiML that connects the call to the agent's stream",
     )

@@ -23,6 +23,7 @@ from bench import (
     bench_gateway,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_pages,  # noqa: E402
+    bench_phone,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
@@ -47,6 +48,7 @@ BENCHMARKS = [
     bench_webhooks.two_servers_against_one,
     bench_console.dashboard_and_search,
     bench_agent.reply_latency,
+    bench_phone.phone_reply_latency,
 ]
 
 

@@ -11,7 +11,7 @@ from calls_app import selectors, services
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.recordings import recording_file
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
-from console.api import OpenAPIView, TenantAPIView, validated
+from console.api import OpenAPIView, TenantAPIView, accepts_query, validated
 from console.errors import NotFound
 from console.idempotency.services import idempotent
 from console.openapi import errors
@@ -95,9 +95,9 @@ class RecordingView(OpenAPIView):
     """A call's recording behind its signed, expiring link (the link is the credential:
     the API and the admin hand out fresh ones)."""
 
+    @accepts_query(OpenApiParameter("expires", str, OpenApiParameter.QUERY, required=True),
+                   OpenApiParameter("signature", str, OpenApiParameter.QUERY, required=True))
     @extend_schema(
-        parameters=[OpenApiParameter("expires", str, OpenApiParameter.QUERY, required=True),
-                    OpenApiParameter("signature", str, OpenApiParameter.QUERY, required=True)],
         responses={(200, "audio/mpeg"): OpenApiTypes.BINARY},
         extensions=errors(404),
         summary="A phone call's recording (caller and agent as two channels, MP3), by its signed link",
