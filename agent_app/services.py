@@ -57,10 +57,11 @@ def agent_sessions_expire(*, tenant, now=None):
 
 
 @transaction.atomic
-def agent_session_claim(*, token, now=None, transport=AgentSession.Transport.WEB, carrier_call_id=None):
+def agent_session_claim(*, token, now=None, transport=AgentSession.Transport.WEB, carrier_id=None,
+                        carrier_call_id=None):
     """The session of `token` if the token is unused, unexpired and of this transport
     (a phone call's token opens no browser session, nor the reverse), and, for a phone
-    call's stream, of the call `carrier_call_id`: now marked used (one conditional
+    call's stream, of the call `carrier_call_id` of the carrier `carrier_id`: now marked used (one conditional
     UPDATE, so two connections with one token cannot both win); else None. An expired
     token's call is ended on the spot. A phone call starts here (`call.started`)."""
     now = now or timezone.now()
@@ -68,8 +69,8 @@ def agent_session_claim(*, token, now=None, transport=AgentSession.Transport.WEB
         return None
     digest = token_digest(token)
     mine = AgentSession.objects.filter(token_digest=digest, transport=transport)
-    if carrier_call_id is not None:
-        mine = mine.filter(call__carrier_call_id=carrier_call_id)
+    if carrier_id is not None:
+        mine = mine.filter(call__carrier_id=carrier_id, call__carrier_call_id=carrier_call_id)
     claimed = mine.filter(used_at__isnull=True, expires_at__gt=now).update(used_at=now)
     session = mine.select_related("tenant", "call").first()
     if session is None:

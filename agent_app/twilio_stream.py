@@ -154,8 +154,8 @@ class TwilioStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
             raise StreamRefused(f"a media format other than 8 kHz mono μ-law or A-law: {str(media_format)[:80]}")
         self.stream_sid = stream_sid
         session = await _claim(token=params.get("token"), transport=AgentSession.Transport.TWILIO,
-                               carrier_call_id=call_sid)
-        if session is None or session.call.carrier_id != self.carrier_id:
+                               carrier_id=self.carrier_id, carrier_call_id=call_sid)
+        if session is None:
             logger.error("Media stream %s of carrier %s: an unknown, used or expired token, or one of another call "
                          "than %s; closed", self.log_id, self.carrier_id, call_sid[:64])
             return await self.close(CLOSE_TOKEN)

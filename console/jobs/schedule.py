@@ -12,6 +12,7 @@ PERIODIC_JOBS = (
     ("probe the registry's lanes", "registry_app.services.lanes_probe_all", 5),
     ("send due webhook deliveries", "webhooks_app.services.deliveries_sweep", 1),
     ("end calls whose server stopped", "calls_app.services.calls_orphaned_end", 1),
+    ("end calls whose conversation never began", "agent_app.services.agent_sessions_expire_all", 1),
 )
 # The prefix of the schedule rows this module owns (others, made in the admin, are kept).
 NAME_PREFIX = "stimmwerk: "
