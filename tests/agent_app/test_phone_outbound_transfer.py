@@ -9,6 +9,7 @@ import uuid
 
 import numpy
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from agent_app import phone
 from agent_app.audio import WireFormat
@@ -188,5 +189,38 @@ def test_an_audiosocket_call_ends_with_the_number_the_dialplan_reads_back(audios
     call = Call.objects.with_transcript().get()
     assert (call.status, call.transferred_to) == ("completed", PERSON)
     assert [e.text for e in call.transcript_entries.all()][-1] == f"Weitergeleitet an {PERSON}"
+    counter = UsageCounter.objects.get(tenant=tenant_a)
+    assert (counter.calls, counter.seconds, counter.reserved_minutes) == (1, call.seconds, 0)
+
+
+# --- The grant's end -------------------------------------------------------------------------
+
+def test_at_the_grants_end_the_caller_hears_a_goodbye_and_the_call_is_hung_up(
+        agent_server, client, tenant_a, twilio_carrier, called_number, monkeypatch):
+    from agent_app.session import GOODBYE
+    from agent_app.twilio_stream import TwilioStreamConsumer
+
+    tenant_a.max_call_minutes = 1
+    tenant_a.save(update_fields=["max_call_minutes"])
+    monkeypatch.setattr(TwilioStreamConsumer, "goodbye_lead_sec", 56)  # the goodbye 4 s into the 60 s grant
+    call_sid = new_call_sid()
+    url, token = stream_of(incoming(client, call_sid))
+
+    async def listen():
+        async with MediaStream(on_test_server(url, agent_server.port), call_sid, token) as stream:
+            await stream.start()
+            try:
+                while stream.ws.close_code is None:  # the grant ends the call within 60 s at the latest
+                    await stream.media(SILENCE)
+            except ConnectionClosed:
+                pass
+            await stream.ws.wait_closed()
+            return stream.ws.close_code
+
+    assert asyncio.run(listen()) == 4402
+    call = Call.objects.with_transcript().get(carrier_call_id=call_sid)
+    lines = [(entry.role, entry.text) for entry in call.transcript_entries.all()]
+    assert lines[-1] == ("assistant", GOODBYE)
+    assert call.status == "completed" and call.seconds <= 60
     counter = UsageCounter.objects.get(tenant=tenant_a)
     assert (counter.calls, counter.seconds, counter.reserved_minutes) == (1, call.seconds, 0)

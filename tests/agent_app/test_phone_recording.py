@@ -52,7 +52,7 @@ async def _call(port, call_uuid):
         await asyncio.wait_for(peer.closed.wait(), 30)
 
 
-def test_a_recorded_call_is_stored_listed_playable_and_erased(audiosocket, client, api_a, admin_client, owner,
+def test_a_recorded_call_is_stored_listed_playable_and_erased(audiosocket, client, api_a, admin_client,
                                                               recorded_tenant):
     _, secret = carrier_create(carrier_id="ast1", kind="asterisk")
     asyncio.run(_call(audiosocket.port, uuid.UUID(register(client, secret).content.decode())))
@@ -78,7 +78,7 @@ def test_a_recorded_call_is_stored_listed_playable_and_erased(audiosocket, clien
     page = admin_client.get(f"/admin/calls_app/call/{call.pk}/change/").content.decode()
     assert f'<audio controls preload="none" src="/voice/recordings/{call.pk}.mp3?expires=' in page
 
-    erasure_create(tenant=recorded_tenant, call_id=call.pk, actor=owner)
+    erasure_create(tenant=recorded_tenant, call_id=call.pk, actor="key:test")
     assert not cache_storage().exists(name)
     assert client.get(f"{parts.path}?{parts.query}").status_code == 404
     assert api_a.get(f"/v2/calls/{call.pk}").json()["recording_url"] is None
