@@ -137,6 +137,23 @@ class WireFormat:
 
 
 @dataclass(frozen=True)
+class PhoneWire(WireFormat):
+    """A phone line's 8 kHz audio (the bridges'), widened for the recogniser by spectral
+    folding instead of interpolation: every sample followed by a zero (gain 2), so the
+    3.4 kHz band is mirrored into 4–8 kHz, where Whisper expects the fricatives a phone
+    line cut off. A crude bandwidth extension, yet measured better than a clean
+    interpolation on eSpeak's German: mean word error rate 0.51 against 0.59 over 24
+    sentences in μ-law and A-law (16 kHz: 0.32; docs/performance.md, "Phone calls")."""
+
+    def to_pcm16k(self, data):
+        if self.sample_rate * 2 != RATE:
+            return super().to_pcm16k(data)
+        wide = numpy.zeros(len(data) // self.sample_bytes * 2, dtype=numpy.int32)
+        wide[::2] = self.samples(data).astype(numpy.int32) * 2
+        return wide.clip(-32768, 32767).astype("<i2").tobytes()
+
+
+@dataclass(frozen=True)
 class Utterance:
     pcm: bytes  # 16 kHz, with a little audio from before the speech began
     start: float  # seconds of the caller's audio since the session started

@@ -21,7 +21,7 @@ import uuid
 
 from django.conf import settings
 
-from agent_app.audio import WireFormat
+from agent_app.audio import PhoneWire
 from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
@@ -30,7 +30,7 @@ from agent_app.session import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_
 logger = logging.getLogger("agent_app.phone")
 
 HANGUP, UUID, DTMF, AUDIO, ERROR = 0x00, 0x01, 0x03, 0x10, 0xFF
-WIRE = WireFormat("pcm_s16le", 8000)
+WIRE = PhoneWire("pcm_s16le", 8000)
 FRAME_BYTES = 320  # 20 ms of our audio per frame
 MAX_AUDIO_BYTES = 3200  # 200 ms: a longer audio frame is refused
 MAX_CONTROL_BYTES = 64  # hangup, DTMF and error frames carry a few bytes

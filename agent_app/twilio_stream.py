@@ -24,7 +24,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from agent_app.audio import WireFormat
+from agent_app.audio import PhoneWire
 from agent_app.consumer import FrameBudget
 from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
@@ -162,7 +162,7 @@ class TwilioStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         self.call_sid = call_sid
         if self.handshake is not None:
             self.handshake.cancel()
-        self.begin(session, WireFormat(encoding, 8000))
+        self.begin(session, PhoneWire(encoding, 8000))
         self.frame_budget = FrameBudget(settings.AGENT_MAX_FRAMES_PER_SEC, self.conversation.started)
 
     def _payload(self, message):

@@ -1,7 +1,7 @@
 """Recognition on the phone band: the German voicemail sentences of the speech tests,
 narrowed to 8 kHz G.711 (μ-law and A-law) and widened again exactly as the phone bridges
-do it (WireFormat: the low-pass before 8 kHz, the G.711 codec, back to 16 kHz for the
-recogniser), against the same synthesis at 16 kHz.
+do it (PhoneWire: the low-pass before 8 kHz, the G.711 codec, back to 16 kHz by spectral
+folding for the recogniser), against the same synthesis at 16 kHz.
 
 Issue 27 asks for a mean word error rate within 1.25× of the wideband one. Whisper base
 does not get there on eSpeak's voice: measured 2026-11-25, wideband 0.15, μ-law 0.64;
@@ -11,7 +11,7 @@ an expected failure until recognition improves (a larger model, bandwidth extens
 what must hold now is that the phone band is heard at all: most words of the set."""
 import pytest
 
-from agent_app.audio import WireFormat
+from agent_app.audio import PhoneWire, WireFormat
 from agent_app.conversation import hear
 from tests.agent_app.conftest import spoken
 from tests.speech_app.voicemails import VOICEMAILS
@@ -26,7 +26,7 @@ def _rates():
         pcm = spoken(sentence, WIDE)  # one synthesis for every band, so only the band differs
         wide[sentence] = word_error_rate(sentence, hear(pcm, language="de"))
         for law in narrow:
-            wire = WireFormat(law, 8000)
+            wire = PhoneWire(law, 8000)
             phone = wire.to_pcm16k(wire.from_pcm(pcm, 16000))
             narrow[law][sentence] = word_error_rate(sentence, hear(phone, language="de"))
     return wide, narrow
