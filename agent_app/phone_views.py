@@ -38,7 +38,7 @@ _DURATION = re.compile(r"[0-9]{1,6}")
 
 
 class InvalidTwilioSignature(ApiError):
-    status, code = 403, "invalid_signature"
+    status, code = 403, "invalid_twilio_signature"
     message = "The X-Twilio-Signature header is missing or does not sign this URL and these parameters."
 
 

@@ -140,7 +140,7 @@ def test_a_webhook_not_signed_by_the_carrier_is_refused_and_creates_nothing(
     else:
         response = signed_post(client, "/voice/twilio/tw1/incoming", params, signature=False)
     assert response.status_code == 403
-    assert response.json()["error"]["code"] == "invalid_signature"
+    assert response.json()["error"]["code"] == "invalid_twilio_signature"
     assert not Call.objects.exists() and not UsageCounter.objects.filter(reserved_minutes__gt=0).exists()
 
 
