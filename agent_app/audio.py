@@ -143,7 +143,7 @@ class PhoneWire(WireFormat):
     3.4 kHz band is mirrored into 4–8 kHz, where Whisper expects the fricatives a phone
     line cut off. A crude bandwidth extension, yet measured better than a clean
     interpolation on eSpeak's German: mean word error rate 0.51 against 0.59 over 24
-    sentences in μ-law and A-law (16 kHz: 0.32; docs/performance.md, "Phone calls")."""
+    sentences in μ-law and A-law (16 kHz: 0.32; docs/performance-history.md, "Phone calls")."""
 
     def to_pcm16k(self, data):
         if self.sample_rate * 2 != RATE:
