@@ -19,9 +19,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers
 
 from agent_app import services
+from agent_app.conversation import voicemail_text
 from agent_app.models import AgentSession
 from calls_app import phone_calls, twilio
 from calls_app.carrier_events import UnknownCarrier, UnknownNumber
+from calls_app.carriers import CarrierError
 from calls_app.ledger import MinuteCapReached
 from console.api import OpenAPIView, accepts_query
 from console.errors import ApiError, ValidationFailed
@@ -143,22 +145,50 @@ class TwilioStatusView(_PlainPost):
     @extend_schema(
         request={"application/x-www-form-urlencoded": inline_serializer("TwilioStatusCallback", {
             "CallSid": serializers.CharField(), "CallStatus": serializers.CharField(),
-            "CallDuration": serializers.IntegerField(required=False)})},
+            "CallDuration": serializers.IntegerField(required=False),
+            "AnsweredBy": serializers.CharField(required=False)})},
         responses={204: None},
         parameters=[OpenApiParameter("X-Twilio-Signature", str, OpenApiParameter.HEADER, required=True)],
         extensions=errors(400, 403, 404),
-        summary="A Twilio-compatible carrier's status callbacks: an ending status ends the call, once",
+        summary="A Twilio-compatible carrier's status callbacks: an ending status ends the call, once; an "
+                "answering-machine verdict (AnsweredBy) is answered as the campaign chose",
     )
     def post(self, request, carrier_id):
         carrier = _twilio_carrier(request, carrier_id)
         form = request.POST
         call_sid = _call_sid(form)
+        if "AnsweredBy" in form and "CallStatus" not in form:
+            _machine_verdict(carrier, call_sid, form.get("AnsweredBy", ""))
+            return HttpResponse(status=204)
         duration = form.get("CallDuration", "0") or "0"
         if not _DURATION.fullmatch(duration):
             raise ValidationFailed.field("CallDuration", "Whole seconds.")
         phone_calls.call_phone_status(carrier=carrier, carrier_call_id=call_sid, status=form.get("CallStatus", ""),
                                       seconds=int(duration))
         return HttpResponse(status=204)
+
+
+def _machine_verdict(carrier, call_sid, answered_by):
+    """The asynchronous answering-machine detection asked for by a campaign's dial
+    (calls_app.dialing): a machine is hung up on, or told the campaign's voicemail
+    after the beep, as its listener answers; a person is talked to."""
+    answer = phone_calls.call_machine_verdict(carrier=carrier, carrier_call_id=call_sid, answered_by=answered_by)
+    if answer is None:
+        return
+    message = ""
+    if not answer.hang_up and answer.touchpoint:
+        call = phone_calls.phone_call_of(carrier=carrier, carrier_call_id=call_sid)
+        try:
+            message = voicemail_text(tenant=call.tenant, touchpoint=answer.touchpoint, variables=answer.variables,
+                                     callback_number=call.from_e164)
+        except ApiError as exc:  # e.g. a variable the contact lacks: no message rather than a broken one
+            logger.warning("Call %s: the voicemail %s cannot be said (%s); hanging up", call.pk, answer.touchpoint,
+                           exc.code)
+    try:
+        phone_calls.carrier_machine_answer(carrier=carrier, carrier_call_id=call_sid, message=message)
+    except CarrierError as exc:
+        logger.warning("Twilio carrier %s refused to end call %s at its answering machine: %s", carrier.pk,
+                       call_sid, exc)
 
 
 # --- Asterisk ----------------------------------------------------------------------------

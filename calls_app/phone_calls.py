@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from calls_app import event_sql
 from calls_app.carriers import adapter_for
+from calls_app.dialing import MachineAnswer, machine_detected
 from calls_app.ledger import (
     END_ATTEMPTS,
     _announce,
@@ -216,6 +217,26 @@ def carrier_transfer(*, call_id: str, target: str) -> None:
     CarrierError when it refuses. The call is booked afterwards (call_hand_over)."""
     call = Call.objects.get(pk=call_id)
     adapter_for(call.carrier_id).transfer(carrier_call_id=call.carrier_call_id, target=target)
+
+
+def call_machine_verdict(*, carrier: Carrier, carrier_call_id: str, answered_by: str) -> MachineAnswer | None:
+    """A twilio carrier's asynchronous answering-machine verdict (`AnsweredBy`) on an
+    outbound call it dialled for us, handed to calls_app.dialing.machine_detected (a
+    campaign's listener notes it on its attempt and answers its choice). What the
+    carrier should do now, None when the conversation goes on (a person, an unknown
+    verdict, or a call that is not ours to decide any more)."""
+    call = Call.objects.filter(carrier=carrier, carrier_call_id=carrier_call_id,
+                               direction=Call.Direction.OUTBOUND).only("pk", "ended_at").first()
+    if call is None or call.is_ended:
+        return None
+    return machine_detected(call_id=call.pk, answered_by=answered_by[:32])
+
+
+def carrier_machine_answer(*, carrier: Carrier, carrier_call_id: str, message: str = "") -> None:
+    """Tells a twilio carrier what an answering machine gets: `message` said, then the
+    hang-up (its REST API; CarrierError when it refuses). The call is booked by the
+    status callback that follows, like any end."""
+    adapter_for(carrier.pk).machine_answer(carrier_call_id=carrier_call_id, message=message)
 
 
 @transaction.atomic

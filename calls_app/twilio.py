@@ -100,6 +100,16 @@ def twiml_dial(target):
     return str(response)
 
 
+def twiml_machine_answer(message=""):
+    """What an answering machine gets: `message` (a campaign's voicemail) said after the
+    beep, then the hang-up."""
+    response = VoiceResponse()
+    if message:
+        response.say(message, language="de-DE")
+    response.hangup()
+    return str(response)
+
+
 # --- The REST API ---------------------------------------------------------------------
 
 class TwilioCarrierAdapter:
@@ -173,6 +183,11 @@ class TwilioCarrierAdapter:
         """Hands the live call over to `target`: its TwiML is replaced by a `<Dial>`
         (which ends our stream; Twilio then dials the person)."""
         self._post(f"Calls/{carrier_call_id}.json", {"Twiml": twiml_dial(target)})
+
+    def machine_answer(self, *, carrier_call_id, message=""):
+        """An answering machine took the call: its TwiML is replaced by `message` (if
+        any) and a hang-up, which ends our stream."""
+        self._post(f"Calls/{carrier_call_id}.json", {"Twiml": twiml_machine_answer(message)})
 
 
 def _error_message(exc):

@@ -118,6 +118,50 @@ def test_the_carrier_adapter_takes_the_campaigns_dial_options(tenant_a, dialling
     assert not dials_idempotently(adapter_of(call))
 
 
+def _dialled(tenant, carrier):
+    from calls_app.dialing import DialOptions, call_dial_with
+    from calls_app.services import call_request_outbound
+
+    call = call_request_outbound(tenant=tenant, carrier=carrier, to_e164=CALLEE)
+    return call_dial_with(call=call, options=DialOptions(idempotency_key="at_x", machine_detection=True))
+
+
+def _verdict(client, call, answered_by):
+    return signed_post(client, "/voice/twilio/tw1/status", {"CallSid": call.carrier_call_id, "AccountSid": ACCOUNT,
+                                                            "AnsweredBy": answered_by,
+                                                            "MachineDetectionDuration": "4200"})
+
+
+def test_a_person_answering_is_talked_to_and_a_machine_is_hung_up_on(client, tenant_a, dialling_out, fake_twilio):
+    tenant_a.max_call_minutes = 2  # two calls within the cap
+    tenant_a.save(update_fields=["max_call_minutes"])
+    call = _dialled(tenant_a, dialling_out)
+    assert _verdict(client, call, "human").status_code == 204
+    assert len(fake_twilio.requests) == 1  # nothing asked of the carrier: the conversation goes on
+    other = _dialled(tenant_a, dialling_out)
+    assert _verdict(client, other, "machine_end_beep").status_code == 204
+    request = fake_twilio.requests[-1]
+    assert request["path"] == f"/2010-04-01/Accounts/{ACCOUNT}/Calls/{other.carrier_call_id}.json"
+    assert "<Hangup" in request["form"]["Twiml"] and "<Say" not in request["form"]["Twiml"]
+    assert Call.objects.get(pk=other.pk).ended_at is None  # booked by the status callback that follows
+
+
+def test_a_machine_gets_the_campaigns_voicemail_after_the_beep(client, tenant_a, dialling_out, fake_twilio,
+                                                                monkeypatch):
+    from calls_app import dialing
+
+    def leave_a_message(*, call, answered_by):
+        return dialing.MachineAnswer(hang_up=False, touchpoint="campaign.voicemail", variables={"firstName": "Anna"})
+
+    monkeypatch.setattr(dialing, "_machine_listeners", [leave_a_message])
+    call = _dialled(tenant_a, dialling_out)
+    assert _verdict(client, call, "machine_end_beep").status_code == 204
+    twiml = fake_twilio.requests[-1]["form"]["Twiml"]
+    assert '<Say language="de-DE">' in twiml and "<Hangup" in twiml
+    assert tenant_a.disclosure_text.strip()[:20] in twiml  # the disclosure first: the script opens a call
+    assert "Guten Tag, Anna." in twiml and "Acme hat versucht" in twiml and CALLED in twiml
+
+
 # --- Transfer ----------------------------------------------------------------------------------
 
 def test_a_twilio_call_is_handed_over_with_a_dial_over_rest(
