@@ -29,6 +29,16 @@ def opening(*, tenant, variables):
     return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
 
 
+def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
+    """What an answering machine is told for a campaign (its voicemail touchpoint, the
+    disclosure first where the script opens a call): `companyName` is the tenant's and
+    `callbackNumber` the number we called from unless the contact's variables name them.
+    MissingVariables (400) if the script needs one more."""
+    script = effective_script(tenant, touchpoint)
+    return effective_text(script, variables={"companyName": tenant.name, "callbackNumber": callback_number,
+                                             **(variables or {})}, disclosure=tenant.disclosure_text)
+
+
 def hear(pcm, *, language):
     """What the caller said in `pcm` (16 kHz PCM), by the engine that serves the language."""
     engine = recognizer_for(language)
