@@ -6,7 +6,7 @@ import pytest
 from calls_app import sim
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, SimDial, UsageCounter
-from calls_app.services import MinuteCapReached, call_request_outbound
+from calls_app.services import MinuteCapReached, call_request_outbound, call_transfer
 from console.assistants.models import Assistant
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.services import number_create
@@ -164,6 +164,15 @@ def test_the_call_gets_the_named_assistant_else_the_calling_numbers_else_the_ten
         response = dial(api_a, {"to": TO, "assistant": unknown})
         assert response.status_code == 400 and "assistant" in error_of(response)["details"]
     assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == 4 * 10
+
+
+def test_the_callee_can_be_handed_over_to_the_calls_assistants_target(api_a, tenant_a):
+    """The assistant's transfer_call on an outbound call reaches its own targets (a call
+    without an assistant had none, so the tenant's first assistant could not hand over)."""
+    target = {"name": "Praxisteam", "e164": "+4930901829"}
+    Assistant.objects.create(tenant=tenant_a, name="Allgemein", tools=["transfer_call"], transfer_targets=[target])
+    call_id = dial(api_a).json()["id"]
+    assert call_transfer(call_id=call_id, target="Praxisteam") == target
 
 
 def test_a_tenant_without_assistants_calls_out_without_one(api_a, tenant_a):
