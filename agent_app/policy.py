@@ -309,8 +309,8 @@ _GOODBYE = _cue(
     r"\bgoodbye\b", r"\bdas (?:war'?s|war es|wär'?s|wäre es|wäre alles|ist alles|war alles)\b",
     r"\bthat'?s all\b", r"\bthat is all\b", r"\bschönen tag noch\b", r"\bhave a nice day\b")
 _CALLBACK = _cue(
-    r"rückruf", r"zurückruf", r"zurück\s*rufen", r"zurückgerufen", r"\bruf\w*\b[^.?!]{0,40}\bzurück\b",
-    r"\brufen sie mich\b[^.?!]{0,30}\ban\b", r"\bmich\b[^.?!]{0,20}\banrufen\b",
+    r"rückruf", r"zurückruf", r"zurück\s*rufen", r"zurückgerufen", r"\bruf\w*\b[^.?!]{0,40}\bzurück(?:en)?\b",
+    r"\brufen (?:sie|die) mich\b[^.?!]{0,30}\ban\b", r"\bmich\b[^.?!]{0,20}\banrufen\b",
     r"\bmelde[nt]? sich\b[^.?!]{0,30}\bbei mir\b", r"\bcall(?:ing)? (?:me )?back\b", r"\bcallback\b",
     r"\bcall me\b", r"\bring me\b", r"\bgive me a (?:call|ring)\b")
 _APPOINTMENT = _cue(r"\btermin", r"\bappointment", r"\bbooking\b", r"\bbook (?:a|an|me)\b", r"\breservier",
@@ -412,12 +412,17 @@ class _When:
         self.said += [words for words in other.said if words not in self.said]
 
 
+# Compounds Whisper writes apart ("zu rücken" for "zurück", "Rück-Ruf"): joined again
+# before the caller's words are read for a wish.
+_SPLIT_COMPOUND = re.compile(r"\b(zu|rück|zurück)[\s-]+(rück|ruf)", re.IGNORECASE)
+
+
 class _Heard:
     """One utterance of the caller, read for what the policy needs."""
 
     def __init__(self, text, context):
         self.text = " ".join((text or "").split())
-        self.low = self.text.lower()
+        self.low = _SPLIT_COMPOUND.sub(r"\1\2", self.text.lower())
         self.context = context
 
     @cached_property

@@ -22,6 +22,7 @@ from bench import (
     bench_campaigns,  # noqa: E402
     bench_chat,  # noqa: E402
     bench_console,  # noqa: E402
+    bench_digits,  # noqa: E402
     bench_gateway,  # noqa: E402
     bench_knowledge,  # noqa: E402
     bench_leads,  # noqa: E402
@@ -31,6 +32,7 @@ from bench import (
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
     bench_speed,  # noqa: E402
+    bench_tools,  # noqa: E402
     bench_webhooks,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
@@ -45,13 +47,13 @@ BENCHMARKS = [
     bench_audio.tts_real_time_factor, bench_audio.render_latency, bench_audio.transcription_per_format,
     bench_audio.concurrent_transcriptions, bench_audio.hostile_inputs,
     bench_gateway.overhead, bench_gateway.failover,
-    bench_whisper.speed_and_memory, bench_whisper.word_error_rates,
+    bench_whisper.speed_and_memory, bench_whisper.word_error_rates, bench_digits.digits_round_trip,
     bench_privacy.at_the_bounds,
     bench_webhooks.deliveries_per_second, bench_webhooks.lead_posts_with_deliveries,
     bench_webhooks.two_servers_against_one,
     bench_console.dashboard_and_search,
     bench_agent.reply_latency,
-    bench_chat.first_sentence,
+    bench_chat.first_sentence, bench_tools.tool_round_trip,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
     bench_phone.phone_reply_latency,

@@ -14,11 +14,13 @@ When a call that had a conversation ends, `_finish` (calls_app.services) queues
 
 Who writes it (`engine`): a language model of the registry (`analysis_by_lane`, the
 seam: the transcript in, the analysis dict out) where a chat lane other than the
-gateway's simulated one is routed and CALL_ANALYSIS_ENGINE is `auto`; otherwise, and
-whenever the lane fails or answers something unusable, the offline policy
-(`analysis_by_policy`): deterministic, from the transcript and from what the
-assistant did (`Call.assistant_actions`, the linked lead). The outcome tags always
-come from what happened, never from a model's reading of it.
+gateway's simulated one is routed and CALL_ANALYSIS_ENGINE is `auto` — on the
+assistant's own `model` preference, as its conversations are (`gateway_chat`: its
+lane first when it names one, its temperature and maxTokens, the registry's cost
+policy); otherwise, and whenever the lane fails or answers something unusable, the
+offline policy (`analysis_by_policy`): deterministic, from the transcript and from
+what the assistant did (`Call.assistant_actions`, the linked lead). The outcome tags
+always come from what happened, never from a model's reading of it.
 """
 import json
 import logging
@@ -63,7 +65,7 @@ def call_analyze(*, call_id):
     config = analysis_config(call.assistant)
     facts = call_facts(call)
     found = None
-    if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available():
+    if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available(config["model"]):
         try:
             found = analysis_by_lane(lines=lines, config=config, facts=facts, language=_language(call))
         except Exception:  # noqa: BLE001 - a lane's failure falls back to the policy, logged
@@ -116,12 +118,19 @@ def analysis_data(analysis):
 
 # --- What the call's assistant asks for, and what happened ---------------------------------
 
+NO_MODEL_PREFERENCE = {"lane": "", "temperature": None, "maxTokens": None}
+
+
 def analysis_config(assistant):
-    """{summary, schema, successCriteria} of the assistant; the defaults without one."""
+    """{summary, schema, successCriteria, model} of the assistant (`model`: its lane,
+    temperature and maxTokens, which a lane's analysis is asked with); the defaults
+    without one."""
     if assistant is None:
-        return {"summary": True, "schema": None, "successCriteria": ""}
+        return {"summary": True, "schema": None, "successCriteria": "", "model": NO_MODEL_PREFERENCE}
     return {"summary": assistant.analysis_summary, "schema": assistant.analysis_schema,
-            "successCriteria": assistant.analysis_success_criteria}
+            "successCriteria": assistant.analysis_success_criteria,
+            "model": {"lane": assistant.model_lane, "temperature": assistant.model_temperature,
+                      "maxTokens": assistant.model_max_tokens}}
 
 
 def call_facts(call):
@@ -312,13 +321,34 @@ def analysis_by_policy(*, call, lines, config, facts):
 ROLE_NAMES = {"assistant": "Assistenz", "user": "Anrufer", "system": "System"}
 
 
-def lane_available():
-    """Whether the registry routes a chat request to a lane other than the gateway's
-    simulated one (which cannot read a transcript)."""
-    try:
-        from gateway_app.planning import ChatQuery, chat_steps
+def _named_lane(model):
+    """The lane the assistant names, when the registry still has it as a chat lane; else
+    None (the router's choice, as an assistant without a preference gets)."""
+    from gateway_app.planning import turn_lanes
 
-        steps = chat_steps(ChatQuery(prompt="", system=""), max_eur=settings.GATEWAY_MAX_EUR)
+    lane_id = (model or NO_MODEL_PREFERENCE).get("lane") or ""
+    if lane_id and not any(lane.id == lane_id for lane in turn_lanes("chat")):
+        logger.info("The assistant's lane %s is no chat lane of the registry now; the router chooses the analysis's",
+                    lane_id)
+        return None
+    return lane_id or None
+
+
+def lane_available(model=None):
+    """Whether a turn on the assistant's `model` preference would be answered by a
+    lane other than the gateway's simulated one (which cannot read a transcript): the
+    first lane the gateway would call (the named one first, then the route's)."""
+    try:
+        from gateway_app.planning import turn_steps
+        from gateway_app.services import turn_lane
+        from gateway_app.turns import chat_request
+
+        model = model or NO_MODEL_PREFERENCE
+        named = _named_lane(model)
+        request = chat_request(messages=[{"role": "user", "content": "Analyse"}], temperature=model["temperature"],
+                               max_tokens=model["maxTokens"])
+        steps = turn_steps(request, capability="chat", max_eur=settings.GATEWAY_MAX_EUR,
+                           lane=turn_lane(named, "chat") if named else None)
     except Exception:  # noqa: BLE001 - no usable registry: the policy writes it
         return False
     first = next((step for step in steps if step.call is not None), None)
@@ -331,12 +361,16 @@ def transcript_text(lines):
 
 
 def analysis_by_lane(*, lines, config, facts, language="de"):
-    """The analysis written by a chat lane (gateway_agent_answer, routed by the registry
-    with its cost policy): {summary, structured, success}, or None when the lane
-    answered nothing usable (the policy writes it then). The transcript and any
-    passage in it are data, not instructions: the system prompt says so, the answer is
-    parsed as JSON only, and its structured part is checked against the schema."""
-    from gateway_app.services import gateway_agent_answer
+    """The analysis written by a chat lane on the assistant's `model` preference
+    (gateway_chat as its conversations use it: its lane first when it names one, its
+    temperature and maxTokens, routed by the registry with its cost policy and
+    failover): {summary, structured, success}, or None when the simulated lane
+    answered or the answer is unusable (the policy writes it then). The transcript and
+    any passage in it are data, not instructions: the system prompt says so, the
+    answer is parsed as JSON only, and its structured part is checked against the
+    schema."""
+    from gateway_app.services import gateway_chat
+    from gateway_app.turns import TextDelta
 
     if not lines:
         return None
@@ -354,10 +388,15 @@ def analysis_by_lane(*, lines, config, facts, language="de"):
     if facts["transfers"]:
         known.append("The call was transferred.")
     prompt = transcript_text(lines) + ("\n\n" + " ".join(known) if known else "")
-    answer = gateway_agent_answer(prompt=prompt, system=system, language=language)
-    if answer.mode == "mock":
+    model = config.get("model") or NO_MODEL_PREFERENCE
+    stream = gateway_chat(messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                          lane=_named_lane(model), temperature=model["temperature"], max_tokens=model["maxTokens"],
+                          language=language, stream=False)
+    with stream:
+        text = "".join(event.text for event in stream if isinstance(event, TextDelta))
+    if stream.mode == "mock":
         return None
-    match = re.search(r"\{.*\}", answer.result.text, re.S)
+    match = re.search(r"\{.*\}", text, re.S)
     if match is None:
         return None
     try:

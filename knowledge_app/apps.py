@@ -13,3 +13,10 @@ class KnowledgeConfig(AppConfig):
 
         # SQLite's full-text triggers call knowledge_stems() (knowledge_app/index.py).
         connection_created.connect(register_sqlite_functions, dispatch_uid="knowledge_sqlite_functions")
+
+        # The documents an assistant names (`knowledge`) are the tenant's own
+        # (console.assistants.references: the core cannot check them itself).
+        from console.assistants import references
+        from knowledge_app.selectors import document_reference_problems
+
+        references.register_reference(references.KNOWLEDGE, check=document_reference_problems)

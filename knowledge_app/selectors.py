@@ -74,6 +74,15 @@ def lookup_knowledge(*, tenant: Tenant, query: str, document_ids: Iterable[str] 
     return {"passages": [passage.as_json() for passage in passages]}
 
 
+def document_reference_problems(*, tenant: Tenant, value: list[str]) -> list[str]:
+    """What is wrong with the knowledge document ids an assistant names (its
+    `knowledge`; console.assistants.references): each id that is no document of this
+    tenant. Another tenant's document answers like one that does not exist."""
+    known = set(KnowledgeDocument.objects.for_tenant(tenant).filter(pk__in=value).values_list("pk", flat=True))
+    return [f"No knowledge document '{document_id}' in this tenant (GET /v2/knowledge lists them)."
+            for document_id in value if document_id not in known]
+
+
 def document_list(*, tenant: Tenant) -> QuerySet[KnowledgeDocument]:
     return KnowledgeDocument.objects.for_tenant(tenant)
 

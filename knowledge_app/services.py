@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Sum
 
+from console.assistants.models import Assistant
 from console.errors import ValidationFailed
 from console.tenants.models import Tenant
 from knowledge_app import analysis, readers, splitting
@@ -116,8 +117,17 @@ def knowledge_document_create(*, tenant: Tenant, title: str, content_type: str, 
 
 
 def knowledge_document_delete(*, document: KnowledgeDocument) -> None:
-    """The document and its passages (the index follows them: knowledge_app/index.py)."""
+    """The document and its passages (the index follows them: knowledge_app/index.py).
+    Assistants that list it (`knowledge`) no longer do: an assistant that listed only
+    it keeps an empty list (no documents, as its operator chose), never turns into
+    "all of them"."""
     with transaction.atomic():
+        listing = (Assistant.objects.for_tenant(document.tenant_id).select_for_update()
+                   .filter(knowledge__isnull=False).order_by().values_list("pk", "knowledge"))
+        for assistant_id, ids in listing:
+            if isinstance(ids, list) and document.pk in ids:
+                Assistant.objects.filter(pk=assistant_id).update(
+                    knowledge=[known for known in ids if known != document.pk])
         document.delete()
 
 

@@ -273,12 +273,19 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
     return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
 
 
-_PHONE_LIKE = re.compile(r"(?<![\w+])\+?\d[\d ()/.-]{4,18}\d(?!\w)")
+# A phone number in any format; an ISO date or moment ("2026-12-01",
+# "2026-11-26T14:30:00+01:00", "2026/12/01") is matched first and kept as it is, since
+# its digits would pass for a German number.
+_PHONE_LIKE = re.compile(r"(?P<date>(?<![\w+])\d{4}([-/])\d{1,2}\2\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                         r"(?:Z|[+-]\d{2}:?\d{2})?)?(?!\w))"
+                         r"|(?<![\w+])\+?\d[\d ()/.-]{4,18}\d(?!\w)")
 MAX_NOTE = 500
 
 
 def _numbers_in_e164(text: str) -> str:
     def e164(match: re.Match[str]) -> str:
+        if match.group("date"):
+            return match.group(0)
         try:
             return to_e164(match.group(0))
         except InvalidPhoneNumber:

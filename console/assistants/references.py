@@ -4,10 +4,10 @@ An assistant (core) names a touchpoint of the script catalog (scripts_app), a la
 the registry (registry_app), the tenant's HTTP tools (tools_app) and its knowledge
 documents (knowledge_app). The core imports none of them (docs/architecture.md), so
 each check is registered here by an app above it, in its `AppConfig.ready()` — as
-calls_app offers `register_erased_caller_lookup` to privacy_app. A reference nobody
-registered a check for is taken as it is (its form is still checked by
-console.assistants.validation): knowledge document ids, until the knowledge app
-registers its check, are kept and resolved when they are used.
+calls_app offers `register_erased_caller_lookup` to privacy_app: tools_app registers
+the touchpoint, lane and HTTP tool checks, knowledge_app the documents'. A reference
+nobody registered a check for is taken as it is (its form is still checked by
+console.assistants.validation).
 
 A check is `check(*, tenant, value) -> [messages]` ([] when the value is fine); the
 optional `choices(*, tenants) -> [(value, label)]` offers the admin's editor what may

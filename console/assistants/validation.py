@@ -122,8 +122,9 @@ def _knowledge(problems, tenant, value):
             problems.add(f"knowledge[{index}]", "Send the id of one of the tenant's knowledge documents.")
         elif document_id not in ids:
             ids.append(document_id)
-    for message in references.reference_problems(references.KNOWLEDGE, tenant=tenant, value=ids):
-        problems.add("knowledge", message)
+    if ids:
+        for message in references.reference_problems(references.KNOWLEDGE, tenant=tenant, value=ids):
+            problems.add("knowledge", message)
     return ids
 
 

@@ -143,6 +143,32 @@ def test_a_nein_without_a_number_asks_for_it_again_digit_by_digit():
     assert calls[0].arguments["preferred_time"] == "so bald wie möglich"
 
 
+@pytest.mark.parametrize("heard", [
+    # What Whisper base made of our synthesis's "Bitte rufen Sie mich morgen zurück."
+    # (tests/agent_app/test_callback_by_voice.py): the compound written apart, "Sie" lost.
+    "mit rufen mich morgen zu rücken.", "Bitte rufen Sie nicht morgen zurück.", "Ich hätte gern einen Rück-Ruf.",
+    "rufen die mich mit an.",
+])
+def test_a_callback_wish_as_whisper_writes_it_is_one(heard):
+    said, calls = Dialogue().say(heard)
+    assert said.startswith("Gern ruft Sie ein Mitarbeiter zurück.") and calls == []
+
+
+@pytest.mark.parametrize(("heard", "e164"), [
+    ("Mein Name ist Null, 8, 9, 1, 2, 3, 4, 5, 6.", "+4989123456"),  # "Meine Nummer ist null, acht, …"
+    ("Manum ist nur 3, 0, 1, 2, 3, 4, 5, 6.", "+4930123456"),  # the leading "null" heard as "nur"
+    ("Mein Name ist Null, drei Null, eins, zwei, drei, vier, fünf, sechs.", "+4930123456"),
+])
+def test_a_number_as_whisper_writes_it_is_read_back(heard, e164):
+    talk = Dialogue()
+    talk.say("Bitte rufen Sie mich morgen zurück.")
+    said, _ = talk.say(heard)
+    assert said.startswith(f"Ich wiederhole: {read_back(e164, 'de')}.")
+    _, calls = talk.say("Ja, das ist richtig.")
+    assert calls[0].arguments["phone"] == e164
+    assert calls[0].arguments["preferred_time"].startswith("2026-11-26T")  # "morgen": no time asked
+
+
 def test_a_number_not_understood_is_asked_for_again():
     talk = Dialogue()
     talk.say("Rufen Sie mich bitte an.")

@@ -19,3 +19,11 @@ def registry_loaded(db):
     """The registry the project ships, loaded; the id of one of its chat lanes."""
     registry_load(document=json.loads(SHIPPED_DOCUMENT.read_text(encoding="utf-8")), loaded_by="tests")
     return "chat-llama-local"
+
+
+def knowledge_document(tenant, title="Häufige Fragen"):
+    """One knowledge document of `tenant` (its id is what an assistant names)."""
+    from knowledge_app.services import knowledge_document_create
+
+    return knowledge_document_create(tenant=tenant, title=title, content_type="text/markdown",
+                                     text="## Öffnungszeiten\n\nMontag bis Freitag von 8 bis 18 Uhr.")

@@ -8,6 +8,7 @@ from standardwebhooks import Webhook
 
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from tests.assistants.conftest import knowledge_document
 from tools_app.models import HttpTool
 from webhooks_app import signing
 
@@ -63,9 +64,20 @@ def test_the_editor_refuses_what_the_api_refuses(client, tenant_a):
 
 
 def test_the_knowledge_can_be_limited_to_documents(client, tenant_a):
+    first, second = knowledge_document(tenant_a, "Eins"), knowledge_document(tenant_a, "Zwei")
     client.post("/admin/assistants/assistant/add/", {**FORM, "tenant": tenant_a.pk, "knowledge_all": "",
-                                                     "knowledge_ids": "kd_eins\nkd_zwei"})
-    assert Assistant.objects.get().knowledge == ["kd_eins", "kd_zwei"]
+                                                     "knowledge_ids": f"{first.pk}\n{second.pk}"})
+    assert Assistant.objects.get().knowledge == [first.pk, second.pk]
+
+
+def test_the_editor_refuses_documents_the_tenant_does_not_have(client, tenant_a, tenant_b):
+    foreign = knowledge_document(tenant_b)
+    response = client.post("/admin/assistants/assistant/add/", {**FORM, "tenant": tenant_a.pk, "knowledge_all": "",
+                                                                "knowledge_ids": f"{foreign.pk}\nkd_unbekannt"})
+    page = response.content.decode()
+    assert response.status_code == 200 and not Assistant.objects.exists()
+    assert f"No knowledge document &#x27;{foreign.pk}&#x27; in this tenant" in page
+    assert "No knowledge document &#x27;kd_unbekannt&#x27;" in page
 
 
 def test_a_change_keeps_the_tenant_and_shows_the_lists_as_lines(client, tenant_a):

@@ -6,6 +6,7 @@ import pytest
 from console.assistants.models import Assistant
 from console.numbers.models import PhoneNumber
 from console.numbers.services import number_create
+from tests.assistants.conftest import knowledge_document
 from tests.conftest import error_of
 from tools_app.models import HttpTool
 
@@ -17,7 +18,7 @@ FULL = {
     "instructions": "Sie sind die freundliche Telefonassistenz der Praxis Sonnenschein. Antworten Sie kurz.",
     "openingTouchpoint": "inbound.after_hours",
     "tools": ["create_callback", "transfer_call", "end_call", "create_callback"],
-    "knowledge": ["kd_01jd0000000000000000000000"],
+    "knowledge": [],  # the tests name a document of the tenant (`full`)
     "model": {"capability": "chat", "temperature": 0.35, "maxTokens": 300},
     "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}],
     "analysis": {"summary": True, "successCriteria": "Ein Rückruf wurde vereinbart.",
@@ -35,8 +36,14 @@ def details_of(response):
     return error_of(response)["details"]
 
 
-def test_a_created_assistant_has_every_field_as_sent_normalised(api_a):
-    response = post(api_a, FULL)
+@pytest.fixture
+def full(tenant_a):
+    """FULL with a knowledge document of the tenant (they are checked)."""
+    return {**FULL, "knowledge": [knowledge_document(tenant_a).pk]}
+
+
+def test_a_created_assistant_has_every_field_as_sent_normalised(api_a, full):
+    response = post(api_a, full)
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["id"].startswith("as_")
@@ -45,7 +52,7 @@ def test_a_created_assistant_has_every_field_as_sent_normalised(api_a):
     assert body["model"] == {"capability": "chat", "lane": None, "temperature": 0.35, "maxTokens": 300}
     assert body["analysis"]["schema"]["required"] == ["reason"] and body["analysis"]["summary"] is True
     assert body["endCallPhrases"] == ["Auf Wiederhören", "Tschüss"]
-    assert body["openingTouchpoint"] == "inbound.after_hours" and body["knowledge"] == FULL["knowledge"]
+    assert body["openingTouchpoint"] == "inbound.after_hours" and body["knowledge"] == full["knowledge"]
     assert api_a.get(f"{URL}/{body['id']}").json() == body
     assert api_a.get(URL).json()["assistants"] == [body]
 
@@ -77,6 +84,8 @@ def test_the_defaults_of_a_name_alone(api_a):
     ({"tools": ["send_email"]}, "tools[0]", "create_callback, lookup_knowledge, transfer_call, end_call, opt_out"),
     ({"tools": ["tl_01jd0000000000000000000000"]}, "tools", "No HTTP tool"),
     ({"knowledge": "all"}, "knowledge", "null for all"),
+    ({"knowledge": ["kd_01jd0000000000000000000000"]}, "knowledge", "No knowledge document"),
+    ({"knowledge": ["nope!"]}, "knowledge[0]", "knowledge documents"),
     ({"model": {"temperature": 2.5}}, "model.temperature", "0 to 2"),
     ({"model": {"capability": "stt"}}, "model.capability", "chat"),
     ({"model": {"maxTokens": 0}}, "model.maxTokens", "whole number"),
@@ -105,8 +114,8 @@ def test_the_maximum_duration_follows_the_tenants_call_length(api_a, tenant_a):
     assert post(api_a, {"name": "Lang", "maxDurationSec": 1200}).status_code == 201
 
 
-def test_a_patch_changes_only_what_it_names_and_merges_model_and_analysis(api_a):
-    created = post(api_a, FULL).json()
+def test_a_patch_changes_only_what_it_names_and_merges_model_and_analysis(api_a, full):
+    created = post(api_a, full).json()
     response = api_a.patch(f"{URL}/{created['id']}", {"instructions": "Sie sind die Assistenz der Praxis Probe.",
                                                       "model": {"temperature": None},
                                                       "analysis": {"summary": False}}, format="json")
@@ -149,6 +158,32 @@ def test_another_tenants_http_tool_is_no_tool_here(api_a, tenant_b):
     foreign = HttpTool.objects.create(tenant=tenant_b, name="fremd", url="https://globex.example/t", secret_nonce="n")
     details = details_of(post(api_a, {"name": "Probe", "tools": [foreign.pk]}))
     assert details["tools"] == [f"No HTTP tool '{foreign.pk}' in this tenant (GET /v2/tools lists them)."]
+
+
+def test_another_tenants_knowledge_document_is_no_document_here(api_a, tenant_a, tenant_b):
+    foreign, own = knowledge_document(tenant_b), knowledge_document(tenant_a)
+    details = details_of(post(api_a, {"name": "Probe", "knowledge": [own.pk, foreign.pk]}))
+    assert details["knowledge"] == [f"No knowledge document '{foreign.pk}' in this tenant (GET /v2/knowledge "
+                                    "lists them)."]
+    created = post(api_a, {"name": "Probe"}).json()
+    response = api_a.patch(f"{URL}/{created['id']}", {"knowledge": [foreign.pk]}, format="json")
+    assert "knowledge" in details_of(response)
+    assert api_a.get(f"{URL}/{created['id']}").json()["knowledge"] is None
+
+
+def test_a_deleted_document_leaves_the_assistants_that_named_it(api_a, tenant_a):
+    first, second = knowledge_document(tenant_a, "Eins"), knowledge_document(tenant_a, "Zwei")
+    both = post(api_a, {"name": "Beide", "knowledge": [first.pk, second.pk]}).json()
+    only = post(api_a, {"name": "Nur eins", "knowledge": [first.pk]}).json()
+    every = post(api_a, {"name": "Alle"}).json()
+
+    assert api_a.delete(f"/v2/knowledge/{first.pk}").status_code == 204
+
+    assert api_a.get(f"{URL}/{both['id']}").json()["knowledge"] == [second.pk]
+    assert api_a.get(f"{URL}/{only['id']}").json()["knowledge"] == []  # none: not all of them
+    assert api_a.get(f"{URL}/{every['id']}").json()["knowledge"] is None
+    # What is left is still what the API accepts: a PATCH sending it back is no error.
+    assert api_a.patch(f"{URL}/{both['id']}", {"knowledge": [second.pk]}, format="json").status_code == 200
 
 
 def test_a_tool_of_the_tenant_and_a_registry_lane_are_accepted(api_a, tenant_a, registry_loaded):

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header
 from console.numbers.services import number_create
+from tests.gateway_app.conftest import chat_server  # noqa: F401 - the fake model lanes' fixture (call analysis)
 
 NUMBER_A = "+493055501234"
 CALLER = "+491711234567"

@@ -145,7 +145,8 @@ ENDPOINTS = [
     ("POST", "/v2/knowledge", {"title": "Preise", "text": "## Aufmaß\n\nEin Aufmaß kostet 60 Euro."}, 7 + AUDIT,
      "room left, then in the transaction: the tenant locked, room left, the document, its passages, its "
      "vocabulary; the passages of the answer"),
-    ("DELETE", "/v2/knowledge/{knowledge}", None, 4 + AUDIT, "the document, its passages, vocabulary and itself"),
+    ("DELETE", "/v2/knowledge/{knowledge}", None, 5 + AUDIT,
+     "the document, the assistants that name documents (this one?), its passages, vocabulary and itself"),
     ("GET", "/v2/knowledge/search?q=Was%20kostet%20ein%20Aufma%C3%9F%3F", None, 3,
      "the synonyms, the vocabulary, the passages"),
     ("GET", "/v2/knowledge/synonyms", None, 1, "the synonym groups"),

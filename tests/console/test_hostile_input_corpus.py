@@ -76,7 +76,7 @@ def _wav():
 ASSISTANT = {
     "name": "Empfang", "description": "Rezeption", "language": "de", "voice": "de+f3",
     "instructions": "Sie sind die Telefonassistenz der Praxis.", "openingTouchpoint": "inbound.greeting",
-    "tools": ["create_callback", "transfer_call"], "knowledge": ["kd_eins"],
+    "tools": ["create_callback", "transfer_call"], "knowledge": [],  # the tenant's document's id (templates)
     "model": {"capability": "chat", "lane": None, "temperature": 0.3, "maxTokens": 200},
     "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}],
     "analysis": {"summary": True, "schema": {"type": "object", "properties": {"grund": {"type": "string"}}},
@@ -121,8 +121,8 @@ def templates(objects):
         ("v2/^webhooks/(?P<pk>[^/]+)$", "patch"): {"url": "https://hooks.acme.example/y",
                                                    "event_types": ["call.ended"], "description": "CRM",
                                                    "active": True},
-        ("v2/^assistants$", "post"): ASSISTANT,
-        ("v2/^assistants/(?P<pk>[^/]+)$", "patch"): ASSISTANT,
+        ("v2/^assistants$", "post"): {**ASSISTANT, "knowledge": [objects["knowledge"]]},
+        ("v2/^assistants/(?P<pk>[^/]+)$", "patch"): {**ASSISTANT, "knowledge": [objects["knowledge"]]},
         ("v2/^tools$", "post"): TOOL,
         ("v2/^tools/(?P<pk>[^/]+)$", "patch"): {**TOOL, "name": "termin_neu"},
         ("v2/^tools/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keepPrevious": False},

@@ -185,3 +185,14 @@ def test_a_tool_calls_note_names_numbers_in_e164_for_the_erasure(assistant, web_
         "Tool transfer_call {\"target\": \"+491709999999\"} → error transfer_refused: "
         + refused["message"])
     assert len(tool_call_note(name="x", arguments={"t": "a" * 900}, result={"ok": True, "result": None})) == 500
+
+
+def test_dates_in_a_tool_calls_note_stay_dates():
+    """An ISO date's digits would pass for a German number ("2026-12-01" → +4920261201):
+    dates and moments are kept as they are, the numbers beside them still in E.164."""
+    from tools_app.services import tool_call_note
+
+    note = tool_call_note(name="termin_pruefen", arguments={"datum": "2026-12-01", "rueckruf": "0176 12345678"},
+                          result={"ok": True, "result": {"frei": "2026-11-26T14:30:00+01:00", "am": "2026/12/02"}})
+    assert note == ('Tool termin_pruefen {"datum": "2026-12-01", "rueckruf": "+4917612345678"} → ok '
+                    '{"frei": "2026-11-26T14:30:00+01:00", "am": "2026/12/02"}')
