@@ -124,8 +124,10 @@ def _claim(campaign, due, now):
             services.contact_announce(contact, campaign)
             continue
         try:
+            # The campaign's assistant is the call's: it answers the callee (agent_app).
             call = call_request_outbound(tenant=tenant, carrier=carrier, to_e164=contact.phone,
-                                         from_number=campaign.from_number, now=now)
+                                         from_number=campaign.from_number, assistant_id=campaign.assistant_id,
+                                         now=now)
         except MinuteCapReached as exc:
             logger.info("Campaign %s paused: the minute cap of tenant %s is reached", campaign.pk, tenant.slug)
             services.campaign_pause(campaign=campaign, reason=Campaign.PausedReason.MINUTE_CAP_REACHED,
