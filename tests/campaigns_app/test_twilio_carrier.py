@@ -30,7 +30,7 @@ from twilio.request_validator import RequestValidator
 from agent_app.models import AgentSession
 from agent_app.services import agent_session_claim
 from agent_app.session import CallContext, _mind_for
-from calls_app.models import Call
+from calls_app.models import Call, UsageCounter
 from calls_app.services import carrier_create
 from campaigns_app.models import Campaign, CampaignAttempt, CampaignContact
 from console.assistants.models import Assistant
@@ -479,3 +479,20 @@ def test_a_worker_killed_mid_dial_over_twilio_leaves_one_call_that_the_callbacks
         assert state["contacts"] == [["done", "reached", 1]]
     finally:
         service.stop()
+
+
+@pytest.mark.django_db
+def test_a_carrier_without_an_outbound_adapter_fails_the_attempt_at_once(settings, clock, make_campaign, bavarian):
+    """An Asterisk carrier registers the calls its PBX receives and dials nothing: a
+    campaign pointed at it fails each attempt without holding its minutes."""
+    carrier_create(carrier_id="ast1", kind="asterisk")
+    settings.VOICE_OUTBOUND_CARRIER = "ast1"
+    campaign = make_campaign(people=contacts(1), max_attempts=1)
+
+    step(clock, TUESDAY_10)
+    step(clock, TUESDAY_10 + minutes(1))
+
+    attempt = CampaignAttempt.objects.select_related("call").get()
+    assert (attempt.state, attempt.outcome, attempt.call.status) == ("ended", "failed", "failed")
+    assert UsageCounter.objects.get(tenant=bavarian).reserved_minutes == 0
+    assert CampaignContact.objects.get(campaign=campaign).outcome == "failed"
