@@ -142,6 +142,9 @@ class TwilioIncomingView(_PlainPost):
 
 
 class TwilioStatusView(_PlainPost):
+    @accepts_query(OpenApiParameter("call", str, OpenApiParameter.QUERY, required=False,
+                                    description="The outbound call (`cl_…`) the callback is about: a campaign's "
+                                                "dial whose answer was lost is bound to the carrier's sid by it."))
     @extend_schema(
         request={"application/x-www-form-urlencoded": inline_serializer("TwilioStatusCallback", {
             "CallSid": serializers.CharField(), "CallStatus": serializers.CharField(),
@@ -157,6 +160,7 @@ class TwilioStatusView(_PlainPost):
         carrier = _twilio_carrier(request, carrier_id)
         form = request.POST
         call_sid = _call_sid(form)
+        _bind_outbound(carrier, request.GET.get("call", ""), call_sid)
         if "AnsweredBy" in form and "CallStatus" not in form:
             _machine_verdict(carrier, call_sid, form.get("AnsweredBy", ""))
             return HttpResponse(status=204)
@@ -166,6 +170,19 @@ class TwilioStatusView(_PlainPost):
         phone_calls.call_phone_status(carrier=carrier, carrier_call_id=call_sid, status=form.get("CallStatus", ""),
                                       seconds=int(duration))
         return HttpResponse(status=204)
+
+
+def _bind_outbound(carrier, call_id, call_sid):
+    """A callback of an outbound call we dialled names our call (`?call=`, the dial's
+    StatusCallback): the call learns the carrier's sid here if the dial's answer never
+    stored it (it timed out after the carrier placed the call), so this callback and
+    every later one apply to it. A call bound to another sid keeps it."""
+    if not call_id:
+        return
+    call = phone_calls.outbound_call_of(carrier=carrier, call_id=call_id[:64])
+    if call is not None and not phone_calls.call_outbound_answered(call=call, carrier_call_id=call_sid):
+        logger.warning("Twilio carrier %s: a callback for call %s names sid %s, the call has another", carrier.pk,
+                       call.pk, call_sid)
 
 
 def _machine_verdict(carrier, call_sid, answered_by):

@@ -295,10 +295,14 @@ def _cue(*patterns):
     return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
 
 
+# The phone band loses short words and endings: Whisper heard "Bitte rufen mich nicht mehr
+# an", "nicht mehr anrufen werden" and "keine weiteren Anrufer" for the wishes themselves
+# (tests/agent_app/test_policy.py), so those slips count too.
 _OPT_OUT = _cue(
-    r"\bruf\w* sie mich\b[^.?!]{0,20}\bnicht mehr\b",
+    r"\bruf\w* (?:sie )?mich\b[^.?!]{0,20}\bnicht mehr\b",
     r"\bmich\b[^.?!]{0,20}\bnicht mehr\b[^.?!]{0,12}\ban(?:zu)?rufen\b",
-    r"\bnicht mehr angerufen\b", r"\bkeine (?:weiteren )?(?:werbe)?anrufe mehr\b", r"\bkeine weiteren anrufe\b",
+    r"\bnicht mehr angerufen\b", r"\bnicht mehr an(?:ge)?rufen werden\b",
+    r"\bkeine (?:weiteren )?(?:werbe)?anrufe mehr\b", r"\bkeine weiteren anrufer?\b",
     r"\bkeine werbeanrufe\b", r"\bnicht mehr kontaktier", r"\bwiderspreche\b",
     r"\b(?:streichen|löschen|entfernen|sperren) sie meine (?:telefon)?nummer\b",
     r"\b(?:don'?t|do not|never) (?:ever )?call me\b", r"\bstop calling\b", r"\bno (?:more|further) calls\b",

@@ -17,6 +17,7 @@ from agent_app.models import AgentSession
 from calls_app import phone_calls
 from calls_app import services as calls
 from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
+from campaigns_app.selectors import contact_variables_of_call
 from console.assistants.models import Assistant
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
@@ -149,9 +150,11 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
         return None
     token = secrets.token_urlsafe(32)
     if session is None:
-        # The callee of an outbound call: the call's assistant where it names one, else
-        # the tenant's first answers (agent_app.mind).
-        _phone_session(call, call.assistant, transport, token, now)
+        # The callee of an outbound call: the call's assistant answers (a campaign's; see
+        # calls_app.services.call_request_outbound), with the campaign contact's
+        # variables for its scripts.
+        _phone_session(call, call.assistant, transport, token, now,
+                       variables=contact_variables_of_call(call_id=call.pk))
     else:
         AgentSession.objects.filter(pk=session.pk, used_at__isnull=True).update(
             token_digest=token_digest(token), expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC))
@@ -159,14 +162,15 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
 
 
 def _phone_session(call: Call, assistant: Assistant | None, transport: str, token: str | None,
-                   now: datetime) -> str:
+                   now: datetime, variables: dict[str, str] | None = None) -> str:
     token = token or secrets.token_urlsafe(32)
     encoding, sample_rate = PHONE_WIRES[transport]
     AgentSession.objects.create(
         tenant=call.tenant, call=call, token_digest=token_digest(token), transport=transport,
         expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC),
         assistant_id=assistant.pk if assistant else "", language=(assistant.language if assistant else "") or "de",
-        voice=assistant.voice if assistant else "", variables={}, encoding=encoding, sample_rate=sample_rate,
+        voice=assistant.voice if assistant else "", variables=variables or {}, encoding=encoding,
+        sample_rate=sample_rate,
     )
     return token
 

@@ -54,7 +54,14 @@ def call_dial_with(*, call, options):
     propagates (the carrier may have placed the call; its events still apply)."""
     from calls_app.services import call_fail_undialled
 
-    adapter = adapter_of(call)
+    try:
+        adapter = adapter_of(call)
+    except CarrierUnavailable:
+        # No adapter dials through this carrier (an Asterisk PBX only registers the calls
+        # it receives): nothing was placed, the call fails and its minutes are released.
+        logger.warning("Carrier %s has no outbound adapter; call %s not dialled", call.carrier_id, call.pk)
+        call_fail_undialled(call=call)
+        raise
     try:
         if getattr(adapter, "dial_options", False):
             carrier_call_id = adapter.dial(call=call, max_seconds=call.max_seconds, options=options)

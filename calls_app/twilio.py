@@ -123,7 +123,12 @@ class TwilioCarrierAdapter:
     to the status webhook), `idempotency_key` is sent as `I-Twilio-Idempotency-Token`.
     Twilio's Calls resource does not promise to place one call for a repeated key, so
     the adapter does not declare `idempotent_dials`: a dial whose answer never came is
-    not sent again (the campaign waits for the call's events instead)."""
+    not sent again. The carrier's callbacks decide instead: `StatusCallback` and `Url`
+    carry our call's id, so the first callback (`initiated`, asked for with
+    `StatusCallbackEvent`, within moments of the carrier placing the call) binds the
+    carrier's sid to the call, and its end (busy, no-answer, completed…) ends it; a
+    request the carrier never got has no callbacks, and its attempt ends `failed`
+    after the call's grant (docs/operations.md, "Outbound campaigns")."""
 
     name = "Twilio-compatible carrier"
     dial_options = True
@@ -139,7 +144,7 @@ class TwilioCarrierAdapter:
             raise CarrierError("The carrier's auth token cannot be opened (was CARRIER_SIGNING_KEY changed?).")
         url = f"{carrier.api_base}/2010-04-01/Accounts/{carrier.account_sid}/{path}"
         credentials = base64.b64encode(f"{carrier.account_sid}:{token}".encode()).decode()
-        request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST", headers={
+        request = urllib.request.Request(url, data=urllib.parse.urlencode(form, doseq=True).encode(), method="POST", headers={
             "Authorization": f"Basic {credentials}", "Content-Type": "application/x-www-form-urlencoded",
             "Accept": "application/json", **(headers or {})})
         try:
@@ -161,8 +166,12 @@ class TwilioCarrierAdapter:
             "To": call.to_e164, "From": call.from_e164 or self.carrier.caller_id,
             "Url": f"{base}/voice/twilio/{self.carrier.pk}/incoming?call={call.pk}",
             "Method": "POST",
-            "StatusCallback": f"{base}/voice/twilio/{self.carrier.pk}/status",
+            # Our call's id in the callback's URL, as in `Url`: a callback names the call
+            # even when the answer to this request never came (a timeout after the
+            # carrier placed the call), and `initiated` tells us its sid at once.
+            "StatusCallback": f"{base}/voice/twilio/{self.carrier.pk}/status?call={call.pk}",
             "StatusCallbackMethod": "POST",
+            "StatusCallbackEvent": ["initiated", "completed"],
             "Timeout": str(settings.VOICE_RING_TIMEOUT_SEC),
             "TimeLimit": str(max_seconds),
         }

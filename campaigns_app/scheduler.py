@@ -82,7 +82,11 @@ def campaign_step(*, campaign_id, now):
     """Claims the attempts the campaign may start now; returns their ids (dialled after
     the commit). Completes the campaign when nothing is left to call (or its endAt came)."""
     with transaction.atomic():
-        campaign = (Campaign.objects.select_for_update(skip_locked=True).select_related("tenant")
+        # The campaign's row alone (OF self): with the joined tenant row locked too, a
+        # call's end committing under the usage counter (it references the tenant) waited
+        # for this transaction while this one waited for the counter — a deadlock seen
+        # on PostgreSQL with two workers and the carrier's callbacks.
+        campaign = (Campaign.objects.select_for_update(skip_locked=True, of=("self",)).select_related("tenant")
                     .filter(pk=campaign_id, state=Campaign.State.RUNNING).first())
         if campaign is None:
             return []  # another worker is stepping it, or it is no longer running
@@ -124,8 +128,10 @@ def _claim(campaign, due, now):
             services.contact_announce(contact, campaign)
             continue
         try:
+            # The campaign's assistant is the call's: it answers the callee (agent_app).
             call = call_request_outbound(tenant=tenant, carrier=carrier, to_e164=contact.phone,
-                                         from_number=campaign.from_number, now=now)
+                                         from_number=campaign.from_number, assistant_id=campaign.assistant_id,
+                                         now=now)
         except MinuteCapReached as exc:
             logger.info("Campaign %s paused: the minute cap of tenant %s is reached", campaign.pk, tenant.slug)
             services.campaign_pause(campaign=campaign, reason=Campaign.PausedReason.MINUTE_CAP_REACHED,

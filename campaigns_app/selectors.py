@@ -81,6 +81,21 @@ def export_rows(campaign: Campaign) -> Iterator[tuple[Any, ...]]:
                " ".join(f"{name}={value}" for name, value in contact.variables.items()))
 
 
+def contact_variables_of_call(*, call_id: str) -> dict[str, str]:
+    """The variables of the campaign contact that the call `call_id` dials (the other
+    columns of its upload, e.g. `firstName`): the scripts of the call — its opening,
+    its voicemail — are filled with them. {} for a call that is no campaign's or a
+    contact whose data was erased."""
+    variables = (CampaignContact.objects.filter(attempt_set__call_id=call_id, redacted=False)
+                 .values_list("variables", flat=True).first())
+    return {str(name): str(value) for name, value in (variables or {}).items()}
+
+
+def is_campaign_call(*, call_id: str) -> bool:
+    """Whether the call `call_id` is a campaign's attempt."""
+    return bool(call_id) and CampaignAttempt.objects.filter(call_id=call_id).exists()
+
+
 def running_campaign_ids() -> list[str]:
     return list(Campaign.objects.filter(state=Campaign.State.RUNNING).values_list("pk", flat=True))
 

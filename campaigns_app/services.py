@@ -116,7 +116,11 @@ def campaign_create(*, tenant: Tenant, name: str, purpose: str, assistant: str |
 
 
 def _locked(campaign: Campaign) -> Campaign:
-    return Campaign.objects.select_for_update().select_related("tenant").get(pk=campaign.pk)
+    """The campaign's row locked until commit — its row alone (FOR UPDATE OF): a lock on
+    the joined tenant row would make every commit that references the tenant (a call's
+    end, booked under the usage counter) wait, a deadlock with a claim holding the
+    counter (calls_app.ledger._locked)."""
+    return Campaign.objects.select_for_update(of=("self",)).select_related("tenant").get(pk=campaign.pk)
 
 
 @transaction.atomic
@@ -322,7 +326,7 @@ def _insert(contacts: list[CampaignContact]) -> None:
 def _finish_open_contacts(tenant: Tenant, e164: str, outcome: str, *, statuses: list[str], now: datetime) -> int:
     """Marks the tenant's open contacts of `e164` done with `outcome` (each announced)."""
     contacts = list(CampaignContact.objects.for_tenant(tenant).filter(phone=e164, status__in=statuses)
-                    .select_for_update().select_related("campaign__tenant"))
+                    .select_for_update(of=("self",)).select_related("campaign__tenant"))
     for contact in contacts:
         contact.status, contact.outcome, contact.completed_at = CampaignContact.Status.DONE, outcome, now
         contact.save(update_fields=["status", "outcome", "completed_at"])

@@ -92,6 +92,13 @@ def builtin_definition(name, *, assistant=None):
     return _function(name, spec["description"], parameters)
 
 
+def enabled_tools(*, assistant, also=()):
+    """The assistant's tools (names and HTTP tool ids), then the built-in ones of `also`
+    it lacks."""
+    tools = list(assistant.tools or [])
+    return tools + [name for name in also if name in BUILTIN_TOOLS and name not in tools]
+
+
 def http_tools_of(assistant):
     """The assistant's HTTP tools of its tenant, in the order of its `tools` (one query)."""
     ids = [name for name in assistant.tools or [] if name not in BUILTIN_TOOLS]
@@ -101,11 +108,13 @@ def http_tools_of(assistant):
     return [found[tool_id] for tool_id in ids if tool_id in found]
 
 
-def tool_definitions(*, assistant):
+def tool_definitions(*, assistant, also=()):
     """What the assistant's model may call, in the OpenAI tools format: its built-in
-    tools (`transfer_call` only when it has transfer targets) and its HTTP tools."""
+    tools (`transfer_call` only when it has transfer targets) and its HTTP tools;
+    `also`: built-in tools this call offers whatever the assistant's (a campaign call
+    always takes an objection: `opt_out`, `end_call`)."""
     definitions = []
-    for name in assistant.tools or []:
+    for name in enabled_tools(assistant=assistant, also=also):
         if name in BUILTIN_TOOLS and (name != "transfer_call" or assistant.transfer_targets):
             definitions.append(builtin_definition(name, assistant=assistant))
     definitions += [_function(tool.name, tool.description, tool.parameters) for tool in http_tools_of(assistant)]

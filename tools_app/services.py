@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,7 +29,7 @@ from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
-from tools_app.definitions import BUILTIN_DEFINITIONS
+from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
 from webhooks_app import signing, transport
@@ -315,7 +315,8 @@ def _validation_message(exc: ValidationFailed) -> str:
 
 
 def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object,
-             knowledge_search: Callable[..., Iterable[Any]] | None = None) -> dict[str, Any]:
+             knowledge_search: Callable[..., Iterable[Any]] | None = None,
+             also: Collection[str] = ()) -> dict[str, Any]:
     """One tool call of the assistant's model during the call `call_id`: the one
     entry point of the conversation core. `name` must be one of the assistant's tools
     (`tool_definitions`); `arguments` (a dict or its JSON text) must fit its
@@ -324,17 +325,18 @@ def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object
     query=, document_ids=)` (knowledge_app.selectors.knowledge_search, given by the
     caller, which may import it; document_ids None: all). Returns a result or a tool error (see the module), never raises for the
     model's or the tool's mistakes. A result may carry `action`: `transfer` (with the
-    target in `result`: end the call toward it) or `end_call`."""
+    target in `result`: end the call toward it) or `end_call`. `also`: built-in tools
+    the call offers beyond the assistant's (tool_definitions)."""
     try:
-        return _tool_run(assistant, call_id, name, arguments, knowledge_search)
+        return _tool_run(assistant, call_id, name, arguments, knowledge_search, also)
     except Exception:  # noqa: BLE001 - the conversation goes on with a tool error, logged
         logger.exception("Tool %s of assistant %s failed unexpectedly in call %s", name, assistant.pk, call_id)
         return _error(str(name), "internal_error", "The tool failed.")
 
 
 def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
-              knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
-    enabled = list(assistant.tools or [])
+              knowledge_search: Callable[..., Iterable[Any]] | None, also: Collection[str]) -> dict[str, Any]:
+    enabled = enabled_tools(assistant=assistant, also=also)
     if name in BUILTIN_TOOLS:
         if name not in enabled:
             return _error(name, "unknown_tool", f"This assistant has no tool '{name}'.")

@@ -70,7 +70,8 @@ def test_an_outbound_call_is_placed_over_rest_and_served_by_the_same_stream(
     form = request["form"]
     assert (form["To"], form["From"], form["TimeLimit"]) == (CALLEE, CALLED, str(max_seconds))
     assert form["Url"] == f"http://testserver/voice/twilio/tw1/incoming?call={call_id}"
-    assert form["StatusCallback"] == "http://testserver/voice/twilio/tw1/status"
+    # The callbacks name our call too: they bind it even when the dial's answer is lost.
+    assert form["StatusCallback"] == f"http://testserver/voice/twilio/tw1/status?call={call_id}"
     call = Call.objects.get(pk=call_id)
     sid = call.carrier_call_id
     assert sid.startswith("CA") and call.status == "queued"
@@ -113,7 +114,7 @@ def test_the_carrier_adapter_takes_the_campaigns_dial_options(tenant_a, dialling
     request = fake_twilio.requests[0]
     form = request["form"]
     assert (form["MachineDetection"], form["AsyncAmd"]) == ("DetectMessageEnd", "true")
-    assert form["AsyncAmdStatusCallback"] == "http://testserver/voice/twilio/tw1/status"
+    assert form["AsyncAmdStatusCallback"] == f"http://testserver/voice/twilio/tw1/status?call={call.pk}"
     assert request["headers"]["I-Twilio-Idempotency-Token"] == "at_campaign7"
     assert not dials_idempotently(adapter_of(call))
 

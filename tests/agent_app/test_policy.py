@@ -419,7 +419,10 @@ def test_an_opt_out_is_confirmed_recorded_and_the_call_ended():
 
 
 @pytest.mark.parametrize("words", ["Ich möchte keine Anrufe mehr.", "Sie sollen mich nicht mehr anrufen!",
-                                   "Streichen Sie meine Nummer."])
+                                   "Streichen Sie meine Nummer.", "Ich will keine weiteren Anrufe.",
+                                   # As Whisper heard the wish on the phone band.
+                                   "Bitte rufen mich nicht mehr an.", "Ich möchte nicht mehr anrufen werden.",
+                                   "Ich will keine weiteren Anrufer."])
 def test_opt_out_in_other_words(words):
     _, calls = Dialogue().say(words)
     assert names(calls) == ["opt_out", "end_call"]
