@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from calls_app.models import Call, Carrier, UsageCounter
 from calls_app.search import calls_search
+from calls_app.selectors import call_latency
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
 from console.admin_export import CsvExportMixin
 from console.audit.admin import AuditedAdminMixin
@@ -54,7 +55,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
                        "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
-                       "created_at", "started_at", "ended_at", "conversation"]
+                       "created_at", "started_at", "ended_at", "reply_latency", "conversation"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("transcript_entries")
@@ -99,6 +100,21 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
         if not call.recording_url:
             return "—"
         return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', call.recording_url)
+
+    @admin.display(description=_("reply latency"))
+    def reply_latency(self, call):
+        """How fast the voice agent answered: from the end of the caller's speech to the
+        reply's first audio, over the call's replies, and where the time went."""
+        latency = call_latency(call=call)
+        if latency is None:
+            return "—"
+        stages = latency["median_ms"]
+        return format_html(
+            "{}<br><small>{}</small>",
+            _("median {p50} ms, 90 % within {p90} ms, slowest {max} ms ({turns} replies)").format(
+                p50=latency["p50_ms"], p90=latency["p90_ms"], max=latency["max_ms"], turns=latency["turns"]),
+            _("medians: end of turn {end_of_turn} ms, recognition {recognition} ms, thinking {thinking} ms, "
+              "synthesis {synthesis} ms").format(**stages))
 
     @admin.display(description=_("transcript"))
     def conversation(self, call):

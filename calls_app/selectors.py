@@ -1,8 +1,10 @@
 """Reads of calls and usage; every query starts from the tenant."""
+import math
+
 from django.db.models import Q, TextField, Value
 from django.utils import timezone
 
-from calls_app.models import Call, TranscriptEntry, UsageCounter
+from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import next_period_start, period_of
 from console.compiled import CompiledQuery, datetime_parameter
 from console.pagination import after_cursor, after_position, cursor_decode, given, page_of
@@ -121,3 +123,27 @@ def usage_for(*, tenant, now=None):
         "remainingMinutes": remaining,
         "resetsAt": next_period_start(now, tenant.time_zone).isoformat().replace("+00:00", "Z"),
     }
+
+
+# The stages of a reply, as TurnLatency's columns name them.
+LATENCY_STAGES = ("end_of_turn", "recognition", "thinking", "synthesis")
+
+
+def call_latency(*, call):
+    """How fast the voice agent answered in `call` (a call the caller's tenant already
+    chose): {"turns", "p50_ms", "p90_ms", "max_ms", "median_ms": {stage: ms}} over its
+    replies, or None for a call without any. Percentiles are nearest-rank (the value
+    at rank ⌈q·n⌉, so always a measured one)."""
+    rows = list(TurnLatency.objects.filter(call_id=call.pk).values_list(
+        "total_ms", *(f"{stage}_ms" for stage in LATENCY_STAGES)))
+    if not rows:
+        return None
+    columns = [sorted(column) for column in zip(*rows, strict=True)]
+    totals = columns[0]
+    return {"turns": len(rows), "p50_ms": _rank(totals, 0.5), "p90_ms": _rank(totals, 0.9), "max_ms": totals[-1],
+            "median_ms": {stage: _rank(column, 0.5) for stage, column in zip(LATENCY_STAGES, columns[1:],
+                                                                             strict=True)}}
+
+
+def _rank(ordered, share):
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]

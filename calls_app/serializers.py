@@ -1,5 +1,6 @@
 import re
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from calls_app.models import Call
@@ -43,6 +44,33 @@ class CallSerializer(serializers.Serializer):
 
     def get_lead_id(self, call) -> str | None:
         return call.lead_id or None
+
+
+class StageMediansSerializer(serializers.Serializer):
+    end_of_turn = serializers.IntegerField(help_text="Waiting for the end of the caller's turn.")
+    recognition = serializers.IntegerField(help_text="Recognition still under way once the end was decided.")
+    thinking = serializers.IntegerField(help_text="The answer's text.")
+    synthesis = serializers.IntegerField(help_text="Synthesis and sending of the answer's first audio.")
+
+
+class CallLatencySerializer(serializers.Serializer):
+    turns = serializers.IntegerField(help_text="Replies measured.")
+    p50_ms = serializers.IntegerField(help_text="Median milliseconds from the end of the caller's speech to the "
+                                                "first audio of the reply (nearest rank).")
+    p90_ms = serializers.IntegerField(help_text="90th percentile of the same (nearest rank).")
+    max_ms = serializers.IntegerField()
+    median_ms = StageMediansSerializer(help_text="The median of each stage, in milliseconds.")
+
+
+class CallDetailSerializer(CallSerializer):
+    """One call (`GET /v2/calls/{id}`): the list's fields, and how fast the voice agent
+    answered in it."""
+
+    latency = serializers.SerializerMethodField()
+
+    @extend_schema_field(CallLatencySerializer(allow_null=True))
+    def get_latency(self, call):
+        return self.context["latency"]
 
 
 def call_list_item(row, transcript):

@@ -11,7 +11,7 @@ from django.utils import timezone
 from calls_app import event_sql, redaction
 from calls_app import events as ev
 from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, outbound_carrier
-from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, UsageCounter
+from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
 from console.db.conflicts import retry_conflicts
@@ -311,6 +311,13 @@ def call_web_line(*, call_id, role, text, ts):
     call = Call.objects.filter(pk=call_id).only("transcription_enabled", "redacted", "ended_at").first()
     if call is not None and call.transcription_enabled and not call.redacted and not call.is_ended:
         TranscriptEntry.objects.create(call_id=call_id, role=role, text=text, ts=ts)
+
+
+def call_turn_latency_record(*, call_id, total_ms, end_of_turn_ms, recognition_ms, thinking_ms, synthesis_ms):
+    """One reply's latency, measured by the voice agent, stored with its call (an insert:
+    it locks nothing the call's end waits for)."""
+    TurnLatency.objects.create(call_id=call_id, total_ms=total_ms, end_of_turn_ms=end_of_turn_ms,
+                               recognition_ms=recognition_ms, thinking_ms=thinking_ms, synthesis_ms=synthesis_ms)
 
 
 @transaction.atomic

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from calls_app import selectors
 from calls_app.call_list import calls_page
 from calls_app.models import Call
-from calls_app.serializers import CallListQuerySerializer, CallSerializer, UsageSerializer
+from calls_app.serializers import CallDetailSerializer, CallListQuerySerializer, CallSerializer, UsageSerializer
 from console.api import TenantAPIView, TenantViewSet, accepts_query, default_query, validated_query
 from console.errors import NotFound
 from console.pagination import NEXT_HELP
@@ -37,12 +37,13 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
         calls, next_cursor = calls_page(tenant=tenant, **query)
         return {"calls": calls, "next": next_cursor}
 
+    @extend_schema(responses=CallDetailSerializer)
     def retrieve(self, request, pk=None):
         try:
             call = self.get_queryset().with_transcript().get(pk=pk)
         except Call.DoesNotExist:
             raise NotFound("No call with this id.") from None
-        return Response(CallSerializer(call).data)
+        return Response(CallDetailSerializer(call, context={"latency": selectors.call_latency(call=call)}).data)
 
 
 class UsageView(TenantAPIView):
