@@ -14,19 +14,29 @@ worker threads (`off_loop`), so the event loop only moves audio and one slow
 conversation never holds up another. Per conversation there are four tasks: the turn
 worker (hear → think → speak, one utterance after the other), the agent's speech
 being streamed (cancelled by barge-in), the watchdog (grant and silence), and the
-heartbeat."""
+heartbeat; hearing (agent_app.hearing) runs its recognitions and end-of-turn decisions
+as tasks of its own.
+
+The first audio of a reply is what a caller waits for: recognition starts before the
+end of the turn is decided (hearing), the reply is spoken sentence by sentence (the
+first one is sent while the next is synthesised), the opening's audio is made once per
+script and kept, and the transcript lines and measurements are written beside the
+conversation rather than before it goes on. Each reply measures itself: from the
+caller's last speech to its first audio, split into the end-of-turn wait,
+recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone
 
 from agent_app import conversation
-from agent_app.audio import Endpointer, WireFormat
+from agent_app.audio import WireFormat
+from agent_app.hearing import Hearing
+from agent_app.threads import off_loop
 from calls_app import services as calls
 from console.errors import ApiError
 
@@ -46,27 +56,14 @@ SPEECH_CHUNK_SEC = 0.1
 AUDIO_BURST_SEC = 1.0
 
 
-def off_loop(function):
-    """`function` as a coroutine run in a worker thread that closes its database
-    connections afterwards (worker threads are not Django request threads)."""
-    def run(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        finally:
-            connections.close_all()
-
-    return sync_to_async(run, thread_sensitive=False)
-
-
 _line = off_loop(calls.call_web_line)
 _disclosed = off_loop(calls.call_web_disclosed)
 _end_call = off_loop(calls.call_web_end)
 _heartbeat = off_loop(calls.call_heartbeat)
+_turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
-_hear = off_loop(conversation.hear)
 _get_ready = off_loop(conversation.get_ready)
 _think = off_loop(conversation.think)
-_speak = off_loop(conversation.speak)
 
 
 class Transport(ABC):
@@ -78,9 +75,9 @@ class Transport(ABC):
     @abstractmethod
     async def send_event(self, event):
         """One event of the browser protocol (docs/api.md: session.started,
-        transcript.final, agent.speaking, agent.done, agent.interrupted, error). A
-        phone bridge maps what its peer understands (agent.done → a mark) and drops
-        the rest."""
+        transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
+        agent.interrupted, error). A phone bridge maps what its peer understands
+        (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
     async def send_audio(self, chunk):
@@ -116,6 +113,52 @@ class CallContext:
                    max_seconds=session.call.max_seconds)
 
 
+@dataclass(frozen=True)
+class TurnTiming:
+    """Loop times of one reply on its way (hearing's and the conversation's clocks)."""
+
+    spoken_end: float  # the caller's last speech arrived
+    decided: float  # the end of the turn was decided
+    heard: float  # the transcript was there
+    thought: float  # the reply's text was there
+
+    def stages(self, first_audio):
+        """Milliseconds from the caller's last speech to the reply's first audio, and its
+        stages, which add up to it."""
+        def ms(start, end):
+            return max(0, round((end - start) * 1000))
+
+        return {"total": ms(self.spoken_end, first_audio), "endOfTurn": ms(self.spoken_end, self.decided),
+                "recognition": ms(self.decided, self.heard), "thinking": ms(self.heard, self.thought),
+                "synthesis": ms(self.thought, first_audio)}
+
+
+_SNAKE = {"total": "total", "endOfTurn": "end_of_turn", "recognition": "recognition", "thinking": "thinking",
+          "synthesis": "synthesis"}
+
+
+async def _synthesise(parts, stop, loop, audio, *, opening, language, voice, wire):
+    """Puts (part index, wire audio) on `audio` sentence by sentence as it is made, then
+    None (or the exception that stopped it). Stops between sentences once `stop` is set."""
+    def put(item):
+        loop.call_soon_threadsafe(audio.put_nowait, item)
+
+    def produce():
+        try:
+            for index, part in enumerate(parts):
+                pieces = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
+                          else conversation.speak(part, language=language, voice=voice, wire=wire))
+                for pcm in pieces:
+                    if stop.is_set():
+                        return
+                    put((index, pcm))
+            put(None)
+        except Exception as exc:  # noqa: BLE001 - handed to the stream, which ends the conversation
+            put(exc)
+
+    await off_loop(produce)()
+
+
 class Conversation:
     booked = False
     closing = False
@@ -127,7 +170,9 @@ class Conversation:
         self.call_id = context.call_id
         self.language = context.language
         self.loop = asyncio.get_running_loop()
-        self.endpointer = Endpointer()
+        self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
+                               on_partial=self._partial)
+        self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.loop.time()
         self.dtmf_count = 0
         self.first_audio, self.audio_sec = None, 0.0
@@ -137,9 +182,10 @@ class Conversation:
         # for its answer: only the caller's silence after that counts as idle.
         self.idle_since = None
         self.went_idle = asyncio.Event()
-        self.utterances = asyncio.Queue()
+        self.utterances = asyncio.Queue()  # hearing's Turns, answered one after the other
         self.speech_task = None
         self.tasks = []
+        self.writes = set()  # transcript lines and measurements being written (book() waits for them)
 
     def start(self):
         """The conversation's tasks: the opening and the turns, the watchdog, the heartbeat."""
@@ -169,12 +215,16 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.", CLOSE_TOO_FAST)
-        for kind, value in self.endpointer.feed(self.wire.to_pcm16k(data)):
-            if kind == "start":
-                await self._barge_in()
-            else:
-                self.utterances.put_nowait(value)
-                self.idle_since = None  # the caller said something: now it waits for the agent
+        for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+            await self._barge_in()
+
+    def _heard(self, turn):
+        """Hearing decided that a turn of the caller ended (its recognition may still run)."""
+        self.utterances.put_nowait(turn)
+        self.idle_since = None  # the caller said something: now it waits for the agent
+
+    async def _partial(self, text, start):
+        await self.send_event({"type": "transcript.partial", "text": text, "start": start})
 
     async def dtmf(self, digit):
         """A key the caller pressed: a system note of the call (at most AGENT_MAX_DTMF_PER_CALL)."""
@@ -212,12 +262,19 @@ class Conversation:
         for task in [*self.tasks, self.speech_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
+        self.hearing.close()
 
     async def book(self):
         """Ends the call and books it: the one booking path of every end. call_web_end
-        books once, so a second call changes nothing."""
+        books once, so a second call changes nothing. The lines and measurements still
+        being written go in first."""
         if self.booked:
             return
+        if self.writes:
+            for result in await asyncio.gather(*self.writes, return_exceptions=True):
+                if isinstance(result, Exception):
+                    logger.warning("Voice agent session %s: a write of the call failed (%r)",
+                                   self.context.session_id, result)
         await _end_call(call_id=self.call_id)
         self.booked = True
 
@@ -250,7 +307,7 @@ class Conversation:
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
-            await self._say(opening.text, disclosure=opening.disclosure)
+            await self._say(opening.text, disclosure=opening.disclosure, opening=True)
             self._callers_turn()  # while the recogniser may still be loading
             await ready
         finally:
@@ -268,58 +325,88 @@ class Conversation:
             self.idle_since = self.loop.time()
             self.went_idle.set()
 
-    async def _answer(self, utterance):
+    async def _answer(self, turn):
         try:
-            text = await _hear(utterance.pcm, language=self.language)
+            text = await turn.transcript
         except ApiError as exc:  # e.g. stt_busy: this utterance is lost, the call goes on
             return await self.send_event({"type": "error", "code": exc.code, "message": exc.message})
+        heard_at = self.loop.time()
         if not text:
             return  # noise, a cough: nothing was said
+        utterance = turn.utterance
         await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
                                "end": utterance.end})
-        await self._note(USER, text)
+        self._write(self._note(USER, text))
         reply = await _think(text, language=self.language)
-        await self._say(reply)
+        await self._say(reply, timing=TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at,
+                                                 heard=heard_at, thought=self.loop.time()))
 
-    async def _say(self, text, *, disclosure=""):
+    async def _say(self, text, *, disclosure="", opening=False, timing=None):
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
-        opening) is spoken in full before barge-in can stop the agent."""
+        opening) is spoken in full before barge-in can stop the agent. The opening's
+        audio comes from the process's cache of openings."""
         # The disclosure is synthesised on its own, so that where its audio ends is exact.
         parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
-        audio = [await _speak(part, language=self.language, voice=self.context.voice, wire=self.wire)
-                 for part in parts if part]
-        disclosure_bytes = len(audio[0]) if len(parts) == 2 else 0
-        audio = b"".join(audio)
         self.barge_in_allowed = not disclosure
-        self.speech_task = task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
+        self.speech_task = task = asyncio.create_task(
+            self._stream(text, [part for part in parts if part], disclosure=len(parts) == 2, opening=opening,
+                         timing=timing))
         await asyncio.wait([task])  # a barge-in cancels it, the turns go on
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # a failure while speaking ends the conversation (_guarded)
 
-    async def _stream(self, text, audio, disclosure_bytes):
+    async def _stream(self, text, parts, *, disclosure, opening, timing):
+        """Sends the parts' audio as it is synthesised, sentence by sentence, paced to
+        real time (at most AGENT_SPEECH_LEAD_SEC ahead)."""
         await self.send_event({"type": "agent.speaking", "text": text})
-        await self._note(ASSISTANT, text)
+        self._write(self._note(ASSISTANT, text))
+        audio = asyncio.Queue()
+        stop = threading.Event()
+        producer = asyncio.ensure_future(_synthesise(parts, stop, self.loop, audio, opening=opening,
+                                                     language=self.language, voice=self.context.voice, wire=self.wire))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
-        began, lead = self.loop.time(), settings.AGENT_SPEECH_LEAD_SEC
+        began, lead, sent = None, settings.AGENT_SPEECH_LEAD_SEC, 0
         try:
-            for offset in range(0, len(audio), chunk):
-                await self.transport.send_audio(audio[offset:offset + chunk])
-                sent = offset + chunk
-                if disclosure_bytes and sent >= disclosure_bytes and not self.barge_in_allowed:
-                    await _disclosed(call_id=self.call_id)
-                    self.barge_in_allowed = True
-                ahead = began + min(sent, len(audio)) / self.wire.bytes_per_second - lead - self.loop.time()
-                if ahead > 0:
-                    await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
-            if disclosure_bytes and not self.barge_in_allowed:
-                await _disclosed(call_id=self.call_id)
-                self.barge_in_allowed = True
+            while (item := await audio.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                part, pcm = item
+                if disclosure and part == 1 and not self.barge_in_allowed:  # the disclosure was sent in full
+                    await self._disclosure_heard()
+                for offset in range(0, len(pcm), chunk):
+                    piece = pcm[offset:offset + chunk]
+                    await self.transport.send_audio(piece)
+                    if began is None:
+                        began = self.loop.time()
+                        if timing is not None:
+                            await self._measured(timing, first_audio=began)
+                    sent += len(piece)
+                    ahead = began + sent / self.wire.bytes_per_second - lead - self.loop.time()
+                    if ahead > 0:
+                        await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
+            if disclosure and not self.barge_in_allowed:
+                await self._disclosure_heard()
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
-                await self._note(SYSTEM, "The caller interrupted the agent.")
+                self._write(self._note(SYSTEM, "The caller interrupted the agent."))
             raise
+        finally:
+            stop.set()  # the synthesis stops after its current sentence
+            if not producer.done():
+                producer.cancel()
         await self.send_event({"type": "agent.done"})
+
+    async def _disclosure_heard(self):
+        await _disclosed(call_id=self.call_id)
+        self.barge_in_allowed = True
+
+    async def _measured(self, timing, *, first_audio):
+        """The reply's first audio went out: its latency as an event and with the call."""
+        stages = timing.stages(first_audio)
+        await self.send_event({"type": "turn.latency", **{f"{name}Ms": value for name, value in stages.items()}})
+        self._write(_turn_latency(call_id=self.call_id, **{f"{_SNAKE[name]}_ms": value
+                                                              for name, value in stages.items()}))
 
     async def _barge_in(self):
         task = self.speech_task
@@ -377,8 +464,15 @@ class Conversation:
             await self.fail(exc, "a task")
 
     # --- helpers --------------------------------------------------------------------
-    async def _note(self, role, text):
-        await _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+    def _note(self, role, text):
+        """A transcript line, timed now (written whenever its thread gets to it)."""
+        return _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+
+    def _write(self, coroutine):
+        """A write the conversation does not wait for; book() does."""
+        task = asyncio.ensure_future(coroutine)
+        self.writes.add(task)
+        task.add_done_callback(self.writes.discard)
 
     async def send_event(self, event):
         if not self.closing:

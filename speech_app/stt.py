@@ -154,6 +154,13 @@ class Recognizer(ABC):
     def transcribe(self, pcm, *, language, phrases=None, deadline):
         """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
 
+    def hear(self, pcm, *, language, deadline, draft=False):
+        """A Transcript of one utterance of a conversation (the voice agent's, at most
+        ~15 s). A `draft` is a partial transcript while the caller still speaks, which
+        an engine may decline (None) when it has no time for it. By default a
+        transcription like any other."""
+        return self.transcribe(pcm, language=language, deadline=deadline)
+
 
 def model_name(path):
     """A readable model name: the model's directory (or its package, for `…/model`)."""
