@@ -149,3 +149,151 @@ def word_error_rates(load):
                               _WER.format(sentences=str(sentences), voices=VOICES)],
                              cwd=ROOT, env=project.env, capture_output=True, text=True, timeout=1800, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+_SIZED = """
+import json, statistics, time
+import jiwer
+from agent_app.audio import WireFormat
+from speech_app.stt import Deadline, recognizer
+from speech_app.tts import EspeakSynthesizer
+from tests.speech_app.utterances import UTTERANCES
+from tests.speech_app.voicemails import VOICEMAILS
+from tests.speech_app.wer import normalised
+engine = recognizer("whisper")
+engine.model()
+pcm16, phone = WireFormat("pcm_s16le", 16000), WireFormat("mulaw", 8000)
+synthesizer = EspeakSynthesizer()
+speech = b""
+for sentence in UTTERANCES:
+    spoken = synthesizer.synthesize(sentence, voice="de+m3")
+    speech += pcm16.from_pcm(spoken.pcm, spoken.sample_rate)
+rows = []
+for seconds in (1, 2, 4, 8):
+    clip = speech[:seconds * 32000]
+    timings = {{"full": [], "sized": []}}
+    for _ in range({rounds}):
+        for name, run in (("full", engine.transcribe), ("sized", engine.hear)):
+            began = time.perf_counter()
+            run(clip, language="de", deadline=Deadline(300))
+            timings[name].append(time.perf_counter() - began)
+    full, sized = statistics.median(timings["full"]), statistics.median(timings["sized"])
+    rows.append({{"what": f"recognition of {{seconds}} s of speech", "full window": f"{{full:.2f}} s",
+                 "sized window": f"{{sized:.2f}} s", "sized / full": round(sized / full, 2)}})
+for rate in ("16k", "8k"):
+    references, full, sized = [], [], []
+    for sentence in VOICEMAILS + UTTERANCES:
+        spoken = synthesizer.synthesize(sentence, voice="de+m3")
+        pcm = pcm16.from_pcm(spoken.pcm, spoken.sample_rate)
+        if rate == "8k":
+            pcm = phone.to_pcm16k(phone.from_pcm(spoken.pcm, spoken.sample_rate))
+        references.append(normalised(sentence))
+        full.append(normalised(engine.transcribe(pcm, language="de", deadline=Deadline(300)).text) or "<nichts>")
+        sized.append(normalised(engine.hear(pcm, language="de", deadline=Deadline(300)).text) or "<nichts>")
+    wer_full, wer_sized = jiwer.wer(references, full), jiwer.wer(references, sized)
+    rows.append({{"what": f"word error rate, German set ({{len(references)}} utterances, {{rate}})",
+                 "full window": round(wer_full, 3), "sized window": round(wer_sized, 3),
+                 "sized / full": round(wer_sized / wer_full, 2)}})
+print(json.dumps(rows))
+"""
+
+
+def sized_window(load):
+    """Whisper on the voice agent's utterances: full 30 s window (transcribe) vs the window sized to the utterance (hear), one engine"""
+    with temp_project() as project:
+        env = {**project.env, "WHISPER_ENGINES": "1"}
+        out = subprocess.run([sys.executable, "manage.py", "shell", "-c", _SIZED.format(rounds=3)],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# Number-heavy sentences and the digits each holds, in the order they are said.
+NUMBER_SENTENCES = [
+    ("Rufen Sie mich unter 0221 487693 zurück.", "0221487693"),
+    ("Meine Nummer ist 0152 33445566.", "015233445566"),
+    ("Sie erreichen uns unter +49 30 901820.", "4930901820"),
+    ("Die Faxnummer ist 089 12345678.", "08912345678"),
+    ("Ihre Kundennummer lautet 4711 0815.", "47110815"),
+    ("Ihre Bestellnummer ist 20394.", "20394"),
+    ("Die Rechnung beträgt 12,50 €.", "1250"),
+    ("Der Preis liegt bei 249 €.", "249"),
+    ("Wir öffnen um 8:30 Uhr.", "830"),
+    ("Bitte kommen Sie um 9:15 Uhr.", "915"),
+    ("Ihr Termin ist um 16:45 Uhr.", "1645"),
+    ("Die Postleitzahl ist 10115.", "10115"),
+    ("Unsere Adresse ist Hauptstraße 12 in 50667 Köln.", "1250667"),
+    ("Der Rückruf kommt zwischen 14 und 16 Uhr.", "1416"),
+]
+
+_DIGITS = """
+import json
+from agent_app.audio import WireFormat
+from speech_app.stt import Deadline, recognizer
+from speech_app.tts import EspeakSynthesizer, speech_pieces
+from bench.bench_whisper import NUMBER_SENTENCES, heard_digits, digit_accuracy
+engine, synthesizer, wire = recognizer("whisper"), EspeakSynthesizer(), WireFormat("pcm_s16le", 16000)
+engine.model()
+rows, examples = [], []
+for label, normalise in (("without the normaliser (eSpeak reads the digits)", False),
+                         ("with speech_app.spoken's normaliser", True)):
+    right, accuracy = 0, []
+    for text, digits in NUMBER_SENTENCES:
+        spoken = (synthesizer.synthesize(text, voice="de+m3") if normalise
+                  else synthesizer._speak(speech_pieces(text), "de+m3"))
+        heard = engine.transcribe(wire.from_pcm(spoken.pcm, spoken.sample_rate), language="de",
+                                  deadline=Deadline(300)).text
+        found = heard_digits(heard)
+        right += digits in found
+        accuracy.append(digit_accuracy(digits, found))
+        examples.append(f"{{'with' if normalise else 'without'}}: {{text!r}} -> {{heard!r}}")
+    rows.append({{"synthesis": label, "sentences": len(NUMBER_SENTENCES), "all digits right": right,
+                 "digit accuracy": round(sum(accuracy) / len(accuracy), 2)}})
+print("\\n".join(examples))
+print(json.dumps(rows))
+"""
+
+
+def heard_digits(text):
+    """The digits a transcript holds, in order: Whisper's digits as written, number words
+    as their digits ("vierzehn" → 14, "null" → 0)."""
+    import re
+
+    from speech_app.entities import number_of
+
+    digits = []
+    for token in re.findall(r"\d+|[^\W\d_]+", text.lower()):
+        if token.isdigit():
+            digits.append(token)
+        elif (value := number_of(token)) is not None:
+            digits.append(str(value))
+    return "".join(digits)
+
+
+def digit_accuracy(expected, found):
+    """1 − the edit distance between the expected digits and the closest stretch of the
+    heard ones, over the expected digits' number (0 at worst)."""
+    best = len(expected)
+    for start in range(max(1, len(found) - len(expected) + 1)):
+        for end in range(start, min(len(found), start + 2 * len(expected)) + 1):
+            best = min(best, _distance(expected, found[start:end]))
+    return max(0.0, 1 - best / len(expected))
+
+
+def _distance(a, b):
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def round_trip_digits(load):
+    """Numbers round trip: number-heavy German sentences spoken by our synthesis (de+m3) and heard back by Whisper (full window)"""
+    with temp_project() as project:
+        out = subprocess.run([sys.executable, "manage.py", "shell", "-c", _DIGITS], cwd=ROOT, env=project.env,
+                             capture_output=True, text=True, timeout=1800, check=True).stdout
+    lines = out.strip().splitlines()
+    print("\n".join(lines[:-1]))
+    return json.loads(lines[-1])
