@@ -1,6 +1,7 @@
 # Two commands on a fresh Debian/Ubuntu machine with Python 3.11:
 #   make run   installs what is missing, prepares the demo tenant, serves on 127.0.0.1:8000
 #   make test  installs what is missing and runs the whole test suite
+#   make test-fast  the same checks and the unit tier: every test not marked slow
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -21,7 +22,14 @@ SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
 TEST_SYSTEM_PACKAGES := chromium
 
-.PHONY: run test bench install system-packages migrate serve clean gateway-token
+# pytest-xdist workers of `make test` / `make test-fast`: both cores of the 2-core
+# machines (`TEST_WORKERS=auto` for all cores; 0 runs in this process).
+TEST_WORKERS ?= 2
+# Tests that must not share a machine's moment with another are grouped (xdist_group):
+# loadgroup sends each group to one worker.
+PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadgroup
+
+.PHONY: run test test-fast bench install system-packages migrate serve clean gateway-token
 
 run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
@@ -45,7 +53,16 @@ test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+# The unit tier: no browsers, server processes, real speech engines or bursts (marker
+# `slow`); CI runs the whole suite (`make test`).
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_XDIST) -m "not slow" $(PYTEST_ARGS)
 
 bench: install
 	@bash .ci/apt-ensure wrk

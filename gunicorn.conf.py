@@ -3,7 +3,7 @@ directory it starts in (`make run` also names it); the command line still says w
 to bind and how many workers to run."""
 
 # gunicorn's largest request line (its default is 4,094 bytes). Django answers every URL
-# longer than API_MAX_URI_BYTES (8,000) with a JSON 414 (console/middleware.py); only
+# longer than API_MAX_URI_BYTES (4,094) with a JSON 414 (console/middleware.py); only
 # request lines longer than this reach gunicorn's own 414, which is JSON too
 # (console/gunicorn_errors.py). docs/operations.md, "Long URLs".
 limit_request_line = 8190

@@ -10,10 +10,15 @@ class AgentAppConfig(AppConfig):
         # The sessions' variables are personal data of web calls, which have no number:
         # privacy_app (a sibling, which may not import us) reaches them through this hook.
         from agent_app import selectors, services
+        from agent_app.policy import DialoguePolicy
         from calls_app.call_data import CallData, register_call_data
+        from gateway_app.providers.mock import register_mock_policy
 
         register_call_data(CallData(
             name="agentSessions", calls_naming=selectors.agent_sessions_calls_naming,
             export=selectors.agent_sessions_export, erase=services.agent_sessions_erase,
             expire=services.agent_sessions_purge,
         ))
+        # The mock lane's turns that offer tools get the offline dialogue policy (the
+        # gateway imports no app above it, so the policy is handed down here).
+        register_mock_policy(DialoguePolicy())

@@ -1,12 +1,12 @@
-"""The blocking steps of a conversation — what the agent says first, hearing, thinking
-and speaking — each run in a worker thread by the consumer, never on the event loop."""
+"""The blocking steps of a conversation — what the agent says first, hearing and
+speaking — each run in a worker thread by the conversation core, never on the event
+loop (thinking is the assistant's mind, agent_app/mind.py)."""
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from gateway_app.services import gateway_agent_answer
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
 from speech_app.services import recognizer_for, synthesizer_for
@@ -60,11 +60,6 @@ def get_ready(*, language):
     engine = recognizer_for(language)
     engine.hear(b"\0" * 16000, language=language, deadline=Deadline(60))
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
-
-
-def think(text, *, language):
-    """The agent's answer through the gateway (/v1/agent's service, routed by the registry)."""
-    return gateway_agent_answer(prompt=text, language=language).result.text
 
 
 def speak(text, *, language, voice, wire):

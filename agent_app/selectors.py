@@ -1,12 +1,17 @@
 """Reads of the voice agent's sessions for the privacy features (registered with
 calls_app.call_data, see agent_app/apps.py); every query starts from the tenant."""
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from agent_app.models import AgentSession
+from console.tenants.models import Tenant
 
 
-def agent_sessions_calls_naming(*, tenant, pattern):
+def agent_sessions_calls_naming(*, tenant: Tenant, pattern: str) -> list[str]:
     """Ids of the tenant's calls whose session's variables hold the number `pattern`
     finds (`console.phone.written_pattern`), in whatever form the caller gave it."""
     return list(AgentSession.objects.for_tenant(tenant).exclude(variables={})
@@ -14,7 +19,7 @@ def agent_sessions_calls_naming(*, tenant, pattern):
                 .filter(variables_text__regex=pattern).values_list("call_id", flat=True))
 
 
-def agent_sessions_export(*, tenant, call_ids):
+def agent_sessions_export(*, tenant: Tenant, call_ids: Iterable[str]) -> list[dict[str, Any]]:
     """What is kept of the sessions of those calls (never the token's digest)."""
     sessions = AgentSession.objects.for_tenant(tenant).filter(call_id__in=list(call_ids)).order_by("created_at", "id")
     return [{
@@ -24,5 +29,5 @@ def agent_sessions_export(*, tenant, call_ids):
     } for session in sessions]
 
 
-def _iso(moment):
+def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None

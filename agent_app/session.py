@@ -36,6 +36,7 @@ from django.utils import timezone
 from agent_app import conversation
 from agent_app.audio import WireFormat
 from agent_app.hearing import Hearing
+from agent_app.mind import Mind, assistant_of, filler
 from agent_app.threads import off_loop
 from calls_app import services as calls
 from console.errors import ApiError
@@ -63,7 +64,19 @@ _heartbeat = off_loop(calls.call_heartbeat)
 _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
-_think = off_loop(conversation.think)
+
+
+def _mind_for(context):
+    assistant = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    return Mind(tenant=context.tenant, call_id=context.call_id, language=context.language, assistant=assistant,
+                caller_e164=context.caller_e164, channel=context.channel)
+
+
+_new_mind = off_loop(_mind_for)
+
+
+def _think(mind, text):
+    return off_loop(mind.turn)(text)
 
 
 class Transport(ABC):
@@ -88,6 +101,11 @@ class Transport(ABC):
         `clear`); nothing to do where the conversation's pacing is the only buffer."""
         return None
 
+    async def transfer(self, target):
+        """Hands the call to a person ({"name", "e164"}) before the conversation ends;
+        a phone bridge redirects its call there. The browser has no phone line."""
+        return None
+
     @abstractmethod
     async def close(self, code):
         """Ends the connection with `code` (CLOSE_*); called once."""
@@ -105,12 +123,15 @@ class CallContext:
     voice: str = ""
     variables: dict = field(default_factory=dict)
     max_seconds: int = 0
+    assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
+    caller_e164: str = ""  # the caller's number where the call has one (not a web call)
+    channel: str = "Sprache"  # what the assistant is told: a spoken conversation
 
     @classmethod
     def of_agent_session(cls, session):
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
-                   max_seconds=session.call.max_seconds)
+                   max_seconds=session.call.max_seconds, assistant_id=session.assistant_id)
 
 
 @dataclass(frozen=True)
@@ -184,6 +205,7 @@ class Conversation:
         self.went_idle = asyncio.Event()
         self.utterances = asyncio.Queue()  # hearing's Turns, answered one after the other
         self.speech_task = None
+        self.mind = None  # made when the conversation starts (it reads the assistant)
         self.tasks = []
         self.writes = set()  # transcript lines and measurements being written (book() waits for them)
 
@@ -305,6 +327,7 @@ class Conversation:
     async def _turns(self):
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
+        self.mind = await _new_mind(self.context)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
@@ -337,9 +360,33 @@ class Conversation:
         await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
                                "end": utterance.end})
         self._write(self._note(USER, text))
-        reply = await _think(text, language=self.language)
-        await self._say(reply, timing=TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at,
-                                                 heard=heard_at, thought=self.loop.time()))
+        thinking = asyncio.create_task(_think(self.mind, text))
+        try:
+            # No dead air: a model or a tool that has not answered soon gets a filler.
+            done, _ = await asyncio.wait({thinking}, timeout=settings.AGENT_FILLER_AFTER_SEC)
+            if not done:
+                await self._say(filler(self.language))
+            reply = await thinking
+        finally:
+            thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
+        thought_at = self.loop.time()
+        for note in reply.notes:
+            self._write(self._note(SYSTEM, note))
+        if reply.text:
+            await self._say(reply.text, timing=TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at,
+                                                          heard=heard_at, thought=thought_at))
+        if reply.action == "transfer":
+            self._write(self._note(SYSTEM, f"Weitergeleitet an {reply.target['name']} ({reply.target['e164']})"))
+            await self.transfer(reply.target)
+        elif reply.action == "end_call":
+            await self.end(CLOSE_NORMAL)
+
+    async def transfer(self, target):
+        """Hands the call to a person at `target` ({"name", "e164"}): a phone transport
+        bridges it (Transport.transfer); the browser cannot, so the conversation ends
+        there with the note in the transcript."""
+        await self.transport.transfer(target)
+        await self.end(CLOSE_NORMAL)
 
     async def _say(self, text, *, disclosure="", opening=False, timing=None):
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the

@@ -19,8 +19,11 @@ from bench import (
     bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
     bench_calls,  # noqa: E402
+    bench_campaigns,  # noqa: E402
+    bench_chat,  # noqa: E402
     bench_console,  # noqa: E402
     bench_gateway,  # noqa: E402
+    bench_knowledge,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_pages,  # noqa: E402
     bench_privacy,  # noqa: E402
@@ -48,6 +51,9 @@ BENCHMARKS = [
     bench_webhooks.two_servers_against_one,
     bench_console.dashboard_and_search,
     bench_agent.reply_latency,
+    bench_chat.first_sentence,
+    bench_campaigns.import_and_tick,
+    bench_knowledge.retrieval,
 ]
 
 

@@ -1,12 +1,17 @@
 """Calls are read-only here (the voice runtime is their only writer); carriers are
 created with `manage.py create_carrier`, which shows the secret once."""
+import json
+
 from django import forms
 from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.text import capfirst
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from calls_app.models import Call, Carrier, UsageCounter
+from calls_app.analysis import OUTCOME_LABELS
+from calls_app.models import Call, CallAnalysis, Carrier, UsageCounter
 from calls_app.search import calls_search
 from calls_app.selectors import call_latency
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
@@ -55,10 +60,12 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
                        "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
-                       "created_at", "started_at", "ended_at", "reply_latency", "conversation"]
+                       "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
+                       "reply_latency", "conversation"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("transcript_entries")
+        return super().get_queryset(request).prefetch_related("transcript_entries").select_related(
+            "analysis", "assistant")
 
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():
@@ -115,6 +122,35 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
                 p50=latency["p50_ms"], p90=latency["p90_ms"], max=latency["max_ms"], turns=latency["turns"]),
             _("medians: end of turn {end_of_turn} ms, recognition {recognition} ms, thinking {thinking} ms, "
               "synthesis {synthesis} ms").format(**stages))
+
+    @admin.display(description=_("assistant's actions"))
+    def assistant_actions_view(self, call):
+        done = call.assistant_actions or []
+        if not done:
+            return "—"
+        return format_html_join(", ", "{}{}", ((a.get("tool", "?"), f" → {a['target']}" if a.get("target") else "")
+                                               for a in done))
+
+    @admin.display(description=_("analysis"))
+    def analysis_view(self, call):
+        found = getattr(call, "analysis", None)
+        if found is None:
+            return _("— (not written yet)") if call.is_ended else "—"
+        outcome = ", ".join(str(OUTCOME_LABELS.get(tag, tag)) for tag in found.outcome)
+        success = {True: gettext("yes"), False: gettext("no"), None: "—"}[found.success]
+        if found.structured_valid is None:
+            structured = "—"
+        else:
+            state = gettext("fits the schema") if found.structured_valid else gettext(
+                "does not fit the schema: %(errors)s") % {"errors": "; ".join(found.structured_errors)}
+            structured = format_html("<code>{}</code> ({})", json.dumps(found.structured, ensure_ascii=False), state)
+        label = {name: capfirst(CallAnalysis._meta.get_field(name).verbose_name)
+                 for name in ("outcome", "success", "engine", "structured")}
+        return format_html(
+            '<div class="analysis"><p>{}</p><p><strong>{}:</strong> {} · <strong>{}:</strong> {} · '
+            "<strong>{}:</strong> {}</p><p><strong>{}:</strong> {}</p></div>",
+            found.summary or "—", label["outcome"], outcome, label["success"], success, label["engine"],
+            found.get_engine_display(), label["structured"], structured)
 
     @admin.display(description=_("transcript"))
     def conversation(self, call):

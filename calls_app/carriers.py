@@ -35,8 +35,16 @@ class SimCarrierAdapter:
 
     id = SIM_CARRIER_ID
     name = "Simulated carrier (development and tests)"
+    # Takes calls_app.dialing.DialOptions, and places one call per call whatever is
+    # sent again (its form of honouring the idempotency key).
+    dial_options = True
+    idempotent_dials = True
 
-    def dial(self, *, call, max_seconds):
+    def dial(self, *, call, max_seconds, options=None):
+        if options is not None and options.repeat:
+            placed = SimDial.objects.filter(call=call).values_list("carrier_call_id", flat=True).first()
+            if placed:
+                return placed
         carrier_call_id = f"SIM{secrets.token_hex(12)}"
         SimDial.objects.create(
             call=call, carrier_call_id=carrier_call_id, from_e164=call.from_e164, to_e164=call.to_e164,

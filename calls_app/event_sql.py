@@ -1,8 +1,8 @@
 """Hand-written SQL of the webhook's hot path (call.transcript events).
 
-The ORM builds and compiles each statement anew on every call: about 0.3–0.5 ms of
-Python per statement, which was most of an event's cost (the SQL itself runs in tens
-of microseconds). The few statements of the hot path are written out here once per
+The ORM builds and compiles each statement anew on every call, and that Python was
+most of an event's cost, far more than the SQL itself (docs/performance-history.md). The
+few statements of the hot path are written out here once per
 database vendor; the values go through the model fields' own `get_db_prep_save`, so
 they are stored exactly as the ORM stores them, and the conflict clause comes from
 Django's backend operations, so the SQL runs on SQLite and PostgreSQL alike.

@@ -41,7 +41,7 @@ class UnknownEventType(ApiError):
 class Event:
     id: str
     type: str
-    occurred_at: object  # aware datetime
+    occurred_at: datetime  # aware
     carrier_call_id: str
     data: dict
 

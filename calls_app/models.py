@@ -3,8 +3,8 @@
 The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
 """
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.phone import mask
@@ -61,8 +61,6 @@ class Call(models.Model):
         NO_ANSWER = "no-answer", pgettext_lazy("choice", "No answer")
         CANCELED = "canceled", pgettext_lazy("choice", "Canceled")
 
-    ENDED_STATUSES = (Status.COMPLETED, Status.FAILED, Status.BUSY, Status.NO_ANSWER, Status.CANCELED)
-
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cl"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls",
                                verbose_name=_("tenant"))
@@ -86,6 +84,15 @@ class Call(models.Model):
     # no more content from late carrier events (calls_app.redaction).
     redacted = models.BooleanField(_("redacted"), default=False)
     lead_id = models.CharField(_("lead id"), max_length=ID_LENGTH, blank=True)
+    # The assistant that answered: an inbound call's number's, a voice agent session's.
+    # Its analysis settings apply after the call (calls_app.analysis). Nullable
+    # columns, added in place (SQLite does not remake the table, whose triggers stay).
+    assistant = models.ForeignKey("assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="calls", verbose_name=_("answering assistant"))
+    # What the assistant did through its built-in tools, in order: [{"tool", "at",
+    # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
+    # Null: nothing. The analysis reads its outcome from it.
+    assistant_actions = models.JSONField(_("assistant's actions"), null=True, blank=True, editable=False)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
     reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)
@@ -283,3 +290,38 @@ class SimDial(models.Model):
         ordering = ["-dialled_at"]
         verbose_name = _("simulated dial")
         verbose_name_plural = _("simulated dials")
+
+
+class CallAnalysis(models.Model):
+    """What was written about a call after it ended (calls_app.analysis): a German
+    summary, the structured data the assistant's schema asks for (checked against it:
+    data that does not fit is kept as invalid with the reasons, never as valid),
+    whether the call met the success criteria, and outcome tags. Written once per call
+    by a background job; `engine` says whether a language model or the offline policy
+    wrote it."""
+
+    class Engine(models.TextChoices):
+        LLM = "llm", pgettext_lazy("choice", "Language model")
+        POLICY = "policy", pgettext_lazy("choice", "Rule set (offline)")
+
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, primary_key=True, related_name="analysis",
+                                verbose_name=_("call"))
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+", verbose_name=_("tenant"))
+    summary = models.TextField(_("summary"), blank=True)
+    structured = models.JSONField(_("structured data"), null=True, blank=True)
+    # None: the assistant asks for no structured data.
+    structured_valid = models.BooleanField(_("data fit the schema"), null=True, blank=True)
+    structured_errors = models.JSONField(_("deviations from the schema"), default=list, blank=True)
+    success = models.BooleanField(_("successful"), null=True, blank=True)
+    outcome = models.JSONField(_("outcome"), default=list, blank=True)
+    engine = models.CharField(_("written by"), max_length=8, choices=Engine.choices)
+    created_at = models.DateTimeField(_("written on"), auto_now_add=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("call analysis")
+        verbose_name_plural = _("call analyses")
+
+    def __str__(self):
+        return gettext("analysis %(call)s") % {"call": self.call_id}

@@ -1,7 +1,10 @@
 """Reads of calls and usage; every query starts from the tenant."""
 import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
 
-from django.db.models import Q, TextField, Value
+from django.db.models import Q, QuerySet, TextField, Value
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
@@ -9,6 +12,7 @@ from calls_app.periods import next_period_start, period_of
 from console.compiled import CompiledQuery, datetime_parameter
 from console.pagination import after_cursor, after_position, cursor_decode, given, page_of
 from console.representation import with_datetimes_as_text
+from console.tenants.models import Tenant
 
 # The columns of a call in the Console API (calls_app.serializers.CallSerializer).
 CALL_COLUMNS = (
@@ -18,11 +22,11 @@ CALL_COLUMNS = (
 )
 
 
-def _page_rows(calls):
+def _page_rows(calls: QuerySet[Call]) -> QuerySet[Call, tuple[Any, ...]]:
     return calls.values_list(*CALL_COLUMNS, "transcript_version")
 
 
-def calls_newest(*, tenant, limit):
+def calls_newest(*, tenant: Tenant, limit: int) -> list[Call]:
     """The tenant's newest calls with their transcripts: two queries whatever the limit."""
     return list(Call.objects.for_tenant(tenant).newest_first().with_transcript()[:limit])
 
@@ -48,8 +52,10 @@ _CALL_MOMENTS = tuple(CALL_COLUMNS.index(name) for name in ("created_at", "start
 _CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
 
 
-def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, number=None, since=None,
-                    until=None, lead=None):
+def calls_page_rows(*, tenant: Tenant, limit: int, cursor: str | None = None, status: str | None = None,
+                    direction: str | None = None, number: str | None = None, since: datetime | None = None,
+                    until: datetime | None = None, lead: str | None = None,
+                    ) -> tuple[list[Any], Callable[[list[Any]], list[Any]], str | None]:
     """A page of `GET /v2/calls` as rows, filtered, after `cursor`: `(rows, convert,
     next)`. Rows hold CALL_COLUMNS and the call's `transcript_version` (0: no lines ever),
     as the database returned them; `convert(rows)` turns a list of them into the values
@@ -75,15 +81,15 @@ def calls_page_rows(*, tenant, limit, cursor=None, status=None, direction=None, 
     return rows, convert, next_cursor
 
 
-def _position(row):
+def _position(row: tuple[Any, ...]) -> tuple[Any, Any]:
     return row[_CREATED], row[_ID]
 
 
-def transcript_lines(*, call_ids):
+def transcript_lines(*, call_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """The transcript lines of these calls (whose rows the caller read from its tenant),
     by call id, in order: {"role", "text", "ts"} with the timestamp as the API writes
     it. One query (none for no calls)."""
-    lines = {}
+    lines: dict[str, list[dict[str, Any]]] = {}
     if not call_ids:
         return lines
     for call_id, role, text, ts in _transcript_rows(*call_ids):
@@ -91,11 +97,11 @@ def transcript_lines(*, call_ids):
     return lines
 
 
-def outbound_call_get(*, tenant, call_id):
+def outbound_call_get(*, tenant: Tenant, call_id: str) -> Call:
     return Call.objects.for_tenant(tenant).get(pk=call_id, direction=Call.Direction.OUTBOUND)
 
 
-def call_was_refused(*, tenant, call_id):
+def call_was_refused(*, tenant: Tenant, call_id: str) -> bool:
     """Whether the carrier refused to dial the call (services.call_dial failed it)."""
     return Call.objects.for_tenant(tenant).filter(
         pk=call_id, status=Call.Status.FAILED, carrier_call_id__isnull=True, started_at__isnull=True,
@@ -107,7 +113,7 @@ _month_counter = CompiledQuery(lambda tenant_id, period: UsageCounter.objects.fo
     period=period).order_by().values_list("minutes", "seconds", "reserved_minutes"))
 
 
-def usage_for(*, tenant, now=None):
+def usage_for(*, tenant: Tenant, now: datetime | None = None) -> dict[str, Any]:
     """The usage record of the tenant's current month (CONTRACT §5): one row read."""
     now = now or timezone.now()
     period = period_of(now, tenant.time_zone)
@@ -125,11 +131,22 @@ def usage_for(*, tenant, now=None):
     }
 
 
+def caller_number(*, call_id: str) -> str:
+    """The caller's number of a call (E.164), or "" when it has none (a web call of the
+    voice agent) or it was erased (a pseudonym is no number)."""
+    row = Call.objects.filter(pk=call_id).values_list("direction", "from_e164", "to_e164").first()
+    if row is None:
+        return ""
+    direction, from_e164, to_e164 = row
+    number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
+    return number if number.startswith("+") else ""
+
+
 # The stages of a reply, as TurnLatency's columns name them.
 LATENCY_STAGES = ("end_of_turn", "recognition", "thinking", "synthesis")
 
 
-def call_latency(*, call):
+def call_latency(*, call: Call) -> dict[str, Any] | None:
     """How fast the voice agent answered in `call` (a call the caller's tenant already
     chose): {"turns", "p50_ms", "p90_ms", "max_ms", "median_ms": {stage: ms}} over its
     replies, or None for a call without any. Percentiles are nearest-rank (the value
@@ -145,5 +162,5 @@ def call_latency(*, call):
                                                                              strict=True)}}
 
 
-def _rank(ordered, share):
+def _rank(ordered: Sequence[int], share: float) -> int:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]

@@ -1,11 +1,14 @@
+import json
 import re
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from calls_app.analysis import analysis_data
 from calls_app.models import Call
 from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
+from console.representation import ReadyJSON
 
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 
@@ -62,15 +65,44 @@ class CallLatencySerializer(serializers.Serializer):
     median_ms = StageMediansSerializer(help_text="The median of each stage, in milliseconds.")
 
 
-class CallDetailSerializer(CallSerializer):
-    """One call (`GET /v2/calls/{id}`): the list's fields, and how fast the voice agent
-    answered in it."""
+class CallAnalysisSerializer(serializers.Serializer):
+    """A call's analysis (calls_app.analysis.analysis_data), written after it ended."""
 
+    summary = serializers.CharField(help_text="German; \"\" when the assistant asks for no summary.")
+    structured = serializers.JSONField(allow_null=True, help_text="What the assistant's analysis schema asks for; "
+                                                                  "null without a schema.")
+    structured_valid = serializers.BooleanField(allow_null=True, help_text="Whether `structured` fits the schema "
+                                                                           "(null without a schema).")
+    structured_errors = serializers.ListField(child=serializers.CharField(), help_text="Why it does not fit.")
+    success = serializers.BooleanField(allow_null=True, help_text="Whether the call met the success criteria "
+                                                                  "(null without criteria).")
+    outcome = serializers.ListField(child=serializers.ChoiceField(choices=[
+        "callback_requested", "transferred", "opted_out", "ended_by_assistant", "answered"]))
+    engine = serializers.ChoiceField(choices=["llm", "policy"])
+    created_at = serializers.DateTimeField()
+
+
+class CallDetailSerializer(CallSerializer):
+    """One call (`GET /v2/calls/{id}`): the list's fields, its analysis (null until it
+    is written, after the call ended) and how fast the voice agent answered in it."""
+
+    analysis = serializers.SerializerMethodField()
     latency = serializers.SerializerMethodField()
 
     @extend_schema_field(CallLatencySerializer(allow_null=True))
     def get_latency(self, call):
         return self.context["latency"]
+
+    @extend_schema_field(CallAnalysisSerializer(allow_null=True))
+    def get_analysis(self, call):
+        analysis = getattr(call, "analysis", None)  # None: no row (the reverse one-to-one raises)
+        if analysis is None:
+            return None
+        data = analysis_data(analysis)
+        # The tenant's JSON as DRF's renderer writes it: the view's fast renderer takes
+        # it as it is (its floats could be written otherwise), DRF's parses it back.
+        data["structured"] = ReadyJSON(json.dumps(data["structured"], ensure_ascii=False, separators=(",", ":")))
+        return data
 
 
 def call_list_item(row, transcript):

@@ -3,9 +3,10 @@ carrier events (the only writer of calls)."""
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from calls_app import event_sql, redaction
@@ -14,11 +15,17 @@ from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, ou
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
 from calls_app.signing import carrier_secret, new_nonce, secret_of, verify_signature
+from console.assistants.models import Assistant
+from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ApiError, NotFound, ValidationFailed
+from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.tenants.models import Tenant
 from leads_app.models import Lead
+from leads_app.preferred_time import from_words
+from leads_app.services import lead_callback_revise, lead_create
 from webhooks_app.services import event_publish
 
 logger = logging.getLogger("calls_app.webhook")
@@ -45,7 +52,7 @@ class UnknownCall(NotFound):
 # --- Carriers ---------------------------------------------------------------------------
 
 @transaction.atomic
-def carrier_create(*, carrier_id, name="", caller_id=""):
+def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "") -> tuple[Carrier, str]:
     """A new carrier: returns (Carrier, its secret to show once)."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
@@ -61,7 +68,7 @@ def carrier_create(*, carrier_id, name="", caller_id=""):
 
 
 @transaction.atomic
-def carrier_rotate_secret(*, carrier):
+def carrier_rotate_secret(*, carrier: Carrier) -> str:
     """A new secret for `carrier`; the old one stops working at once."""
     carrier.secret_nonce = new_nonce()
     carrier.secret_rotated_at = timezone.now()
@@ -86,7 +93,10 @@ def carrier_rotate_secret(*, carrier):
 END_ATTEMPTS = 5
 
 
-def _locked(queryset):
+_Calls = TypeVar("_Calls", bound=models.QuerySet[Call])
+
+
+def _locked(queryset: _Calls) -> _Calls:
     """`queryset` locking only its own model's rows (FOR UPDATE OF), never the rows its
     select_related joins in: a lock on the tenant's row, held until the commit, made
     every end of the tenant's calls wait for the others and deadlock with the job
@@ -96,7 +106,7 @@ def _locked(queryset):
 
 # --- Usage counters ---------------------------------------------------------------------
 
-def _locked_counter(tenant, period):
+def _locked_counter(tenant: Tenant, period: str) -> UsageCounter:
     """The counter row of (tenant, period), created if missing and locked until commit.
 
     On PostgreSQL the row lock serialises cap checks and bookings of one tenant; on
@@ -105,7 +115,7 @@ def _locked_counter(tenant, period):
     return UsageCounter.objects.select_for_update().get(tenant=tenant, period=period)
 
 
-def _cap_details(tenant, counter, now):
+def _cap_details(tenant: Tenant, counter: UsageCounter, now: datetime) -> dict[str, Any]:
     return {
         "used": counter.minutes,
         "cap": tenant.minute_cap,
@@ -118,7 +128,8 @@ def _cap_details(tenant, counter, now):
 # --- Outbound calls ---------------------------------------------------------------------
 
 @transaction.atomic
-def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id="", now=None):
+def call_request_outbound(*, tenant: Tenant, carrier: Carrier, to_e164: str, from_number: str | None = None,
+                          lead_id: str = "", now: datetime | None = None) -> Call:
     """Checks the cap and reserves minutes for a new outbound call (status `queued`).
 
     One transaction holding the tenant's counter row: used + reserved minutes are
@@ -138,7 +149,7 @@ def call_request_outbound(*, tenant, carrier, to_e164, from_number=None, lead_id
     return call
 
 
-def _cap_checked(tenant, now):
+def _cap_checked(tenant: Tenant, now: datetime) -> tuple[UsageCounter, int]:
     """Under the tenant's counter lock: (counter, minutes to grant), or 402 when the cap
     leaves nothing. Used + reserved minutes are read and the reservation written in one
     transaction, so concurrent requests can never be granted more than the cap together."""
@@ -150,7 +161,7 @@ def _cap_checked(tenant, now):
     return counter, min(details["remaining"], tenant.max_call_minutes)
 
 
-def _reserve(counter, minutes):
+def _reserve(counter: UsageCounter, minutes: int) -> None:
     counter.reserved_minutes += minutes
     counter.save(update_fields=["reserved_minutes", "updated_at"])
 
@@ -162,7 +173,7 @@ def _reserve(counter, minutes):
 RESERVATION_GRACE = timedelta(minutes=15)
 
 
-def _release_stale_reservations(tenant, counter, now):
+def _release_stale_reservations(tenant: Tenant, counter: UsageCounter, now: datetime) -> None:
     """Under the counter's lock: gives back the minutes of this period's calls that
     cannot still be running. Only calls under way are looked at, so it stays cheap."""
     stale = [
@@ -190,7 +201,7 @@ def _release_stale_reservations(tenant, counter, now):
     counter.save(update_fields=["reserved_minutes", "updated_at"])
 
 
-def reservations_release_expired(*, now=None):
+def reservations_release_expired(*, now: datetime | None = None) -> int:
     """The periodic job: releases the stale reservations of every tenant that holds any
     this period (a tenant that books no new call would otherwise keep them all month).
     Returns how many counters it looked at."""
@@ -206,7 +217,7 @@ def reservations_release_expired(*, now=None):
     return looked_at
 
 
-def _caller_id(tenant, carrier, from_number):
+def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str:
     """`from` must be one of the tenant's numbers; by default the first of them, else
     the carrier's own caller id (so a tenant without numbers can still call out)."""
     numbers = PhoneNumber.objects.for_tenant(tenant)
@@ -222,13 +233,13 @@ def _caller_id(tenant, carrier, from_number):
     return e164
 
 
-def _check_lead(tenant, lead_id):
+def _check_lead(tenant: Tenant, lead_id: str) -> None:
     if lead_id and not Lead.objects.for_tenant(tenant).filter(pk=lead_id).exists():
         # Another tenant's lead answers like one that does not exist.
         raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
 
 
-def call_dial(*, call):
+def call_dial(*, call: Call) -> Call:
     """Hands the call to its carrier with the granted time limit. Runs after the
     reservation is committed, so a slow carrier never holds the counter lock.
 
@@ -249,7 +260,7 @@ def call_dial(*, call):
     return call
 
 
-def call_start_for_lead(*, lead):
+def call_start_for_lead(*, lead: Lead) -> Call:
     """The callback inbox's "Rückruf starten": an outbound call to the lead's number,
     linked to the lead, through the same cap check and dial as POST /voice/v1/calls
     (MinuteCapReached, CarrierUnavailable as there)."""
@@ -258,7 +269,7 @@ def call_start_for_lead(*, lead):
 
 
 @transaction.atomic
-def call_fail_undialled(*, call):
+def call_fail_undialled(*, call: Call) -> None:
     call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if not call.is_ended:
         _finish(call, status=Call.Status.FAILED, seconds=0, ended_at=timezone.now(), recording_url="")
@@ -269,7 +280,7 @@ def call_fail_undialled(*, call):
 WEB_CARRIER = "web"
 
 
-def _web_carrier():
+def _web_carrier() -> Carrier:
     """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
     posts no webhooks: the agent writes its calls through the services below."""
     carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
@@ -278,16 +289,19 @@ def _web_carrier():
 
 
 @transaction.atomic
-def call_request_web(*, tenant, max_minutes=None, now=None):
+def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: datetime | None = None,
+                     assistant: Assistant | None = None) -> Call:
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
-    caps the grant further (the public demo page's grants)."""
+    caps the grant further (the public demo page's grants). `assistant` (the tenant's,
+    or None) answers it: its tools and analysis apply."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     if max_minutes is not None:
         minutes = max(1, min(minutes, max_minutes))
     call = Call.objects.create(
         tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+        assistant=assistant,
         status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,
         max_seconds=60 * minutes, recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
@@ -296,7 +310,7 @@ def call_request_web(*, tenant, max_minutes=None, now=None):
 
 
 @transaction.atomic
-def call_web_start(*, call_id, now=None):
+def call_web_start(*, call_id: str, now: datetime | None = None) -> None:
     """The session's WebSocket is open: the call is active from now on, and its owner's
     first heartbeat is now (`call_heartbeat`)."""
     now = now or timezone.now()
@@ -305,7 +319,7 @@ def call_web_start(*, call_id, now=None):
 
 
 @transaction.atomic
-def call_web_line(*, call_id, role, text, ts):
+def call_web_line(*, call_id: str, role: str, text: str, ts: datetime) -> None:
     """One transcript line or system note of a web call, at its time; kept only where the
     call keeps transcripts, and never after the call ended."""
     call = Call.objects.filter(pk=call_id).only("transcription_enabled", "redacted", "ended_at").first()
@@ -313,7 +327,8 @@ def call_web_line(*, call_id, role, text, ts):
         TranscriptEntry.objects.create(call_id=call_id, role=role, text=text, ts=ts)
 
 
-def call_turn_latency_record(*, call_id, total_ms, end_of_turn_ms, recognition_ms, thinking_ms, synthesis_ms):
+def call_turn_latency_record(*, call_id: str, total_ms: int, end_of_turn_ms: int, recognition_ms: int, thinking_ms: int,
+                             synthesis_ms: int) -> None:
     """One reply's latency, measured by the voice agent, stored with its call (an insert:
     it locks nothing the call's end waits for)."""
     TurnLatency.objects.create(call_id=call_id, total_ms=total_ms, end_of_turn_ms=end_of_turn_ms,
@@ -321,14 +336,14 @@ def call_turn_latency_record(*, call_id, total_ms, end_of_turn_ms, recognition_m
 
 
 @transaction.atomic
-def call_web_disclosed(*, call_id):
+def call_web_disclosed(*, call_id: str) -> None:
     """The disclosure was spoken to the caller in full."""
     Call.objects.filter(pk=call_id).update(disclosed=True)
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
-def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
+def call_web_end(*, call_id: str, status: str = Call.Status.COMPLETED, now: datetime | None = None) -> Call:
     """Ends a web call, releases its reservation and books its seconds — once, whatever
     ends it (the client, a timeout, a dropped connection, the end of the grant): a
     second end finds the call ended and changes nothing. A call that never started
@@ -348,6 +363,112 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
     return call
 
 
+# --- What the assistant does through its built-in tools -----------------------------------
+# The conversation core runs the model's tool calls (tools_app.services.tool_run); the
+# calls' side of them is here, the only writer of calls: a callback lead linked to the
+# call, the one check of a transfer, and the record of what the assistant did
+# (`Call.assistant_actions`: names and times, which the analysis reads).
+
+ACTION_TOOLS = ("create_callback", "transfer_call", "end_call", "opt_out")
+MAX_ACTIONS = 50
+
+
+def _record_action(call: Call, tool: str, **details: Any) -> None:
+    actions = list(call.assistant_actions or [])
+    actions.append({"tool": tool, "at": timezone.now().isoformat().replace("+00:00", "Z"), **details})
+    call.assistant_actions = actions[-MAX_ACTIONS:]
+    call.save(update_fields=["assistant_actions"])
+
+
+def _caller_number(call: Call) -> str:
+    """The caller's number of a call in E.164, or "" (web calls, withheld or erased numbers)."""
+    number = call.from_e164 if call.direction == Call.Direction.INBOUND else call.to_e164
+    return number if number.startswith("+") else ""
+
+
+@transaction.atomic
+def call_callback_create(*, call_id: str, phone: str | None = None, preferred_time: str | None = None,
+                         reason: str = "", now: datetime | None = None) -> Lead:
+    """The built-in tool create_callback: a lead of kind `callback` for the call's
+    caller, linked to the call (`Call.lead_id`, when the call names no lead yet), with
+    its `lead.created` webhook as every lead. `phone` in any format (default: the
+    caller's number; a web call has none, so the caller must be asked); `preferred_time`
+    a token (`tomorrow-am`), an ISO time or the caller's words ("morgen Vormittag",
+    "Dienstag um 10 Uhr"), resolved on the tenant's clock where they name a moment and
+    kept as words in the lead's notes where they do not. A second callback in the same
+    call corrects the first (`lead.updated`) instead of adding another. Returns the lead;
+    ValidationFailed naming `phone` or `preferred_time`."""
+    now = now or timezone.now()
+    call = _locked(Call.objects.select_related("tenant")).get(pk=call_id)
+    tenant = call.tenant
+    if phone not in (None, ""):
+        try:
+            e164 = to_e164(str(phone))
+        except InvalidPhoneNumber as exc:
+            raise ValidationFailed.field("phone", str(exc)) from None
+    else:
+        e164 = _caller_number(call)
+        if not e164:
+            raise ValidationFailed.field("phone", "No caller number is known for this call: ask the caller for "
+                                                  "the number to call back.")
+    words = " ".join(str(preferred_time or "").split())[:200]
+    parsed = from_words(words, now=now, time_zone=tenant.time_zone) if words else None
+    notes = [f"Rückrufwunsch aus dem Anruf {call.pk}."]
+    if words and (parsed is None or parsed.token != words):
+        notes.append(f"Wunschzeit laut Anrufer: {words}")
+    if reason:
+        notes.append(f"Anliegen: {' '.join(str(reason).split())[:500]}")
+    earlier = None
+    if call.lead_id:
+        earlier = Lead.objects.for_tenant(tenant).filter(
+            pk=call.lead_id, kind=Lead.Kind.CALLBACK, created_at__gte=call.created_at).select_related("tenant").first()
+    if earlier is not None:
+        lead = lead_callback_revise(lead=earlier, phone=e164, preferred_time=parsed, notes="\n".join(notes))
+    else:
+        lead = lead_create(tenant=tenant, kind=Lead.Kind.CALLBACK, phone=e164, preferred_time=parsed,
+                           notes="\n".join(notes))
+        if not call.lead_id:
+            call.lead_id = lead.pk
+            call.save(update_fields=["lead_id"])
+    _record_action(call, "create_callback")
+    return lead
+
+
+@transaction.atomic
+def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
+    """The built-in tool transfer_call: the transfer target of the call's assistant
+    that `target` names (its name, or its number in any format) as `{"name", "e164"}`,
+    recorded on the call; TransferRefused (400 `transfer_refused`) for anything else —
+    a number the caller, a knowledge passage or a tool's answer put into the model's
+    request is never reached. The transport (ending the browser call with a system
+    note, a carrier's transfer) is the conversation's."""
+    call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
+    if call.assistant is None:
+        raise TransferRefused("This call has no assistant, so it has no transfer targets.")
+    chosen = assistant_transfer_target_named(assistant=call.assistant, name=target)
+    _record_action(call, "transfer_call", target=chosen["name"])
+    return chosen
+
+
+@transaction.atomic
+def call_action_record(*, call_id: str, tool: str) -> None:
+    """Records a built-in tool without data of its own on the call: `end_call` (the
+    assistant ends the call after its goodbye) or `opt_out` (the caller objects to
+    further contact). The conversation ends the call itself (`call_web_end`)."""
+    if tool not in ("end_call", "opt_out"):
+        raise ValueError(f"{tool} is recorded by its own service")
+    _record_action(_locked(Call.objects.all()).get(pk=call_id), tool)
+
+
+def call_tool_notes_erase(*, tenant: Tenant, e164: str) -> int:
+    """For an erasure by caller (privacy_app): deletes the system notes of the tenant's
+    calls that name the number (the conversation writes tool calls as system notes,
+    numbers in E.164); returns how many."""
+    notes = TranscriptEntry.objects.filter(call__tenant=tenant, role=TranscriptEntry.Role.SYSTEM,
+                                           text__contains=e164)
+    return notes.delete()[1].get(TranscriptEntry._meta.label, 0)
+
+
 # --- Owners' heartbeats ------------------------------------------------------------------
 # A call whose conversation a process of ours holds (the voice agent's WebSocket; a phone
 # call's media stream served here does the same) has an owner, which says every
@@ -355,14 +476,14 @@ def call_web_end(*, call_id, status=Call.Status.COMPLETED, now=None):
 # sweep books its calls (docs/operations.md, "When something dies").
 
 @transaction.atomic
-def call_heartbeat(*, call_id, now=None):
+def call_heartbeat(*, call_id: str, now: datetime | None = None) -> bool:
     """The owner of a call under way (the process that holds its conversation) still
     holds it; called every CALL_HEARTBEAT_SEC. Returns False when the call has ended
     meanwhile (e.g. the sweep took the owner for dead): the owner should stop."""
     return Call.objects.filter(pk=call_id, ended_at__isnull=True).update(heartbeat_at=now or timezone.now()) == 1
 
 
-def calls_orphaned_end(*, now=None):
+def calls_orphaned_end(*, now: datetime | None = None) -> int:
     """The periodic job: ends every call under way whose owner has not written a
     heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
     web or phone alike, through the one booking path (`_finish`): `completed`, ended
@@ -382,7 +503,7 @@ def calls_orphaned_end(*, now=None):
 
 @retry_conflicts(attempts=END_ATTEMPTS)
 @transaction.atomic
-def _orphan_end(*, call_id, cutoff):
+def _orphan_end(*, call_id: str, cutoff: datetime) -> bool:
     """Under the call's lock: ends it if it is still under way without a heartbeat since
     `cutoff` (its owner may have ended it, or come back, since the sweep's read)."""
     call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
@@ -407,7 +528,7 @@ class EventOutcome:
     state: str  # "applied", "pending" or "duplicate"
 
     @property
-    def body(self):
+    def body(self) -> dict[str, Any]:
         return {"received": True, "state": self.state}
 
 
@@ -415,7 +536,8 @@ APPLIED = EventOutcome(200, CarrierEvent.State.APPLIED)
 PENDING = EventOutcome(202, CarrierEvent.State.PENDING)
 
 
-def event_receive(*, carrier_id, raw_body, signature, now=None):
+def event_receive(*, carrier_id: str, raw_body: bytes, signature: str | None,
+                  now: datetime | None = None) -> EventOutcome:
     """Verifies, parses and applies one signed carrier event (CONTRACT §5).
 
     Idempotent by event id; events of a call whose call.started has not arrived are
@@ -436,7 +558,7 @@ def event_receive(*, carrier_id, raw_body, signature, now=None):
     return _event_receive(carrier_id, event)
 
 
-def _transcript_receive(carrier_id, event):
+def _transcript_receive(carrier_id: str, event: ev.Event) -> EventOutcome | None:
     """The hot path: a transcript line of a call that has started, in hand-written SQL
     (calls_app.event_sql). None when the call has not started (or is unknown): then
     the general path decides under the write lock whether the event waits.
@@ -471,13 +593,13 @@ def _transcript_receive(carrier_id, event):
     return APPLIED
 
 
-def _known_event(state):
+def _known_event(state: str) -> EventOutcome:
     """Carriers retry: a known id changes nothing."""
     return PENDING if state == CarrierEvent.State.PENDING else EventOutcome(200, "duplicate")
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
-def _event_receive(carrier_id, event):
+def _event_receive(carrier_id: str, event: ev.Event) -> EventOutcome:
     """The general path, one transaction; run again when the database aborts it for a
     deadlock (the carrier would otherwise get a 500 and have to retry itself)."""
     carrier = _one(Carrier.objects.filter(pk=carrier_id))
@@ -503,7 +625,7 @@ def _event_receive(carrier_id, event):
     return APPLIED
 
 
-def _apply(carrier, event):
+def _apply(carrier: Carrier, event: ev.Event) -> tuple[EventOutcome, Call | None]:
     """(APPLIED or PENDING, the event's call or None)."""
     if event.type == ev.STARTED:
         call = _call_start(carrier, event)
@@ -517,7 +639,7 @@ def _apply(carrier, event):
     return APPLIED, call
 
 
-def _keep_only_what_the_call_keeps(record, call):
+def _keep_only_what_the_call_keeps(record: CarrierEvent, call: Call | None) -> None:
     """The stored event after it was applied to `call`: without the text, recording
     link or numbers that the call does not keep (calls_app.redaction)."""
     kept = redaction.kept_of_call(record.type, record.data, call)
@@ -526,7 +648,7 @@ def _keep_only_what_the_call_keeps(record, call):
         record.save(update_fields=["data"])
 
 
-def _one(queryset):
+def _one(queryset: models.QuerySet[Any]) -> Any:
     """The row of a unique lookup, or None (no ORDER BY/LIMIT as with .first(): hot path)."""
     try:
         return queryset.get()
@@ -534,7 +656,7 @@ def _one(queryset):
         return None
 
 
-def _applicable(call, event):
+def _applicable(call: Call, event: ev.Event) -> bool:
     if call.started_at is not None or call.is_ended:
         return True
     # A dialled call that never connected ends without a call.started (busy,
@@ -542,7 +664,7 @@ def _applicable(call, event):
     return event.type == ev.ENDED and event.data["seconds"] == 0
 
 
-def _call_start(carrier, event):
+def _call_start(carrier: Carrier, event: ev.Event) -> Call:
     data = event.data
     if data["direction"] == "inbound":
         return _inbound_start(carrier, event)
@@ -562,7 +684,7 @@ def _call_start(carrier, event):
     return call
 
 
-def _inbound_start(carrier, event):
+def _inbound_start(carrier: Carrier, event: ev.Event) -> Call:
     data = event.data
     existing = Call.objects.select_related("tenant").filter(carrier=carrier, carrier_call_id=event.carrier_call_id).first()
     if existing is not None:
@@ -581,14 +703,14 @@ def _inbound_start(carrier, event):
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=event.carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=pseudonym or data["from"], to_e164=data["to"], status=Call.Status.ACTIVE,
-        started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
+        assistant_id=number.assistant_id, started_at=event.occurred_at, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled, redacted=pseudonym is not None,
     )
     _announce(call, "call.started")
     return call
 
 
-def _apply_pending(carrier, call):
+def _apply_pending(carrier: Carrier, call: Call) -> None:
     pending = list(
         CarrierEvent.objects.filter(carrier=carrier, carrier_call_id=call.carrier_call_id,
                                     state=CarrierEvent.State.PENDING).order_by("occurred_at", "id")
@@ -601,7 +723,7 @@ def _apply_pending(carrier, call):
         _keep_only_what_the_call_keeps(record, call)
 
 
-def _apply_to_call(call, event_type, data, occurred_at):
+def _apply_to_call(call: Call, event_type: str, data: dict[str, Any], occurred_at: datetime) -> None:
     if event_type == ev.TRANSCRIPT:
         # The call keeps the switch that applied when it started (CONTRACT §5); a
         # redacted call takes no more content.
@@ -617,7 +739,7 @@ def _apply_to_call(call, event_type, data, occurred_at):
         _call_end(call, data, occurred_at)
 
 
-def _call_end(call, data, occurred_at):
+def _call_end(call: Call, data: dict[str, Any], occurred_at: datetime) -> None:
     call = _locked(Call.objects.select_related("tenant")).get(pk=call.pk)
     if call.is_ended:
         return  # a second call.ended under another event id: usage is counted once
@@ -625,7 +747,7 @@ def _call_end(call, data, occurred_at):
     _finish(call, status=data["status"], seconds=data["seconds"], ended_at=occurred_at, recording_url=recording_url)
 
 
-def _finish(call, *, status, seconds, ended_at, recording_url):
+def _finish(call: Call, *, status: str, seconds: int, ended_at: datetime, recording_url: str) -> None:
     """Ends the call, releases its reservation and books its minutes, in one transaction."""
     tenant = call.tenant
     # A call counts in the month in which it started; one that never started, in
@@ -648,13 +770,21 @@ def _finish(call, *, status, seconds, ended_at, recording_url):
     call.save(update_fields=["status", "seconds", "ended_at", "recording_url", "usage_period"])
     _announce(call, "call.ended")
     _announce_thresholds(tenant, period, minutes_before, booked.minutes)
+    if call.started_at is not None:
+        # Once per call: _finish runs only for a call not yet ended, under its lock, and
+        # the job is queued only if this transaction commits (calls_app.analysis).
+        job_enqueue_on_commit(ANALYSIS_JOB, kwargs={"call_id": call.pk})
+
+
+# The analysis of an ended call that had a conversation (calls_app.analysis).
+ANALYSIS_JOB = "calls_app.analysis.call_analyze"
 
 
 # Shares of the monthly minute cap at which `usage.threshold` is announced (once each).
 USAGE_THRESHOLDS = (80, 100)
 
 
-def _announce(call, event_type):
+def _announce(call: Call, event_type: str) -> None:
     """The call's webhook event, in this transaction (sent after the commit); keyed by
     the call, so a carrier that reports the same start or end twice announces it once."""
     event_publish(tenant=call.tenant, event_type=event_type, key=f"{event_type}:{call.pk}", data={
@@ -664,7 +794,7 @@ def _announce(call, event_type):
     })
 
 
-def _announce_thresholds(tenant, period, before, after):
+def _announce_thresholds(tenant: Tenant, period: str, before: int, after: int) -> None:
     for percent in USAGE_THRESHOLDS:
         threshold = tenant.minute_cap * percent / 100
         if tenant.minute_cap and before < threshold <= after:
@@ -686,7 +816,7 @@ class UsageDrift:
 COUNTED_FIELDS = ("minutes", "seconds", "calls", "reserved_minutes")
 
 
-def usage_recompute(*, tenant, fix=True):
+def usage_recompute(*, tenant: Tenant, fix: bool = True) -> list[UsageDrift]:
     """Recounts the tenant's usage counters from its calls; returns the drift found
     (and, with `fix`, corrects it). The counters are locked first, so bookings that
     run meanwhile wait and are not lost."""
@@ -706,10 +836,10 @@ def usage_recompute(*, tenant, fix=True):
     return drift
 
 
-def _usage_from_calls(tenant):
-    totals = {}
+def _usage_from_calls(tenant: Tenant) -> dict[str, dict[str, int]]:
+    totals: dict[str, dict[str, int]] = {}
 
-    def period_totals(period):
+    def period_totals(period: str) -> dict[str, int]:
         return totals.setdefault(period, dict.fromkeys(COUNTED_FIELDS, 0))
 
     rows = Call.objects.for_tenant(tenant).values_list(

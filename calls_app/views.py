@@ -40,7 +40,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     @extend_schema(responses=CallDetailSerializer)
     def retrieve(self, request, pk=None):
         try:
-            call = self.get_queryset().with_transcript().get(pk=pk)
+            call = self.get_queryset().with_transcript().select_related("analysis").get(pk=pk)
         except Call.DoesNotExist:
             raise NotFound("No call with this id.") from None
         return Response(CallDetailSerializer(call, context={"latency": selectors.call_latency(call=call)}).data)

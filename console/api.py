@@ -1,4 +1,7 @@
 """Base classes of the `/v2` views."""
+from typing import Any
+
+from django.db import models
 from django.http import Http404
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import SAFE_METHODS, AllowAny
@@ -27,7 +30,7 @@ class TenantBoundMixin:
 
     def dispatch(self, request, *args, **kwargs):
         # Most reads come from a key verified a moment ago: DRF's decisions are known.
-        response = verified_read(self, request, args, kwargs)
+        response = verified_read(self, request, args, kwargs, tenant_bound=TenantBoundMixin)
         return response if response is not None else super().dispatch(request, *args, **kwargs)
 
     def initial(self, request, *args, **kwargs):
@@ -124,7 +127,10 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, view
     never write their own `get_queryset` (tests/console/test_isolation_matrix.py
     checks it), so scoping cannot be forgotten in a new viewset."""
 
-    model = None
+    model: type[models.Model] | None = None
+    # The 404's message; default "No <the model's verbose name> with this id." (a model
+    # whose verbose name is German for the admin names itself here in English).
+    not_found_message: str | None = None
 
     def get_queryset(self):
         return self.model.objects.for_tenant(self.request.tenant)
@@ -134,7 +140,7 @@ class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, view
         try:
             row = super().get_object()
         except Http404:
-            raise NotFound(f"No {self.model._meta.verbose_name} with this id.") from None
+            raise NotFound(self.not_found_message or f"No {self.model._meta.verbose_name} with this id.") from None
         # Selected by the request's tenant, so that is its tenant: a serializer naming
         # it (a lead's `tenant`) then costs no query.
         row.tenant = self.request.tenant
@@ -159,9 +165,9 @@ def validated(serializer_class, data):
 
 # Valid query strings of list endpoints, validated once per process: the same few
 # (`?limit=200`, a status filter) come again and again, and building a serializer cost
-# more than the list's query (90 µs for the leads' filters).
+# more than the list's query (docs/performance-history.md).
 _VALID_QUERIES_KEPT = 512
-_valid_queries = {}
+_valid_queries: dict[Any, Any] = {}
 
 
 def _refuse_unknown_parameters(accepted, params):
@@ -235,7 +241,7 @@ class ClosedSerializer(serializers.Serializer):
     is a 400 that says which fields to send."""
 
     require_one = False
-    refused = {}
+    refused: dict[str, str] = {}
 
     def to_internal_value(self, data):
         problems = {}

@@ -1,7 +1,7 @@
 """Reads of the hot paths, compiled to SQL once per process.
 
-Building and compiling a QuerySet costs about 0.3 ms of Python on every request, while
-the database answers the indexed reads of the list endpoints in tens of microseconds.
+Building and compiling a QuerySet costs more Python on every request than the database
+needs to answer the indexed reads of the list endpoints (docs/performance-history.md).
 A `CompiledQuery` keeps the query written with the ORM (tenant scoping included, as
 everywhere) but compiles it only once: the first call builds it with stand-in values
 for the parameters, finds where they went among the SQL's parameters, and keeps the

@@ -27,6 +27,27 @@ DEMO_ASSISTANTS = [
     ("Empfang", "Nimmt Anrufe an, nennt Öffnungszeiten und bietet einen Rückruf an."),
     ("Terminvereinbarung", "Vereinbart und verschiebt Termine."),
 ]
+# What the demo's assistants know and may do (docs/api.md, "Assistants").
+DEMO_MIND = {
+    "Empfang": {
+        "instructions": ("Sie sind die freundliche Telefonassistenz der Demo Praxis GmbH. Antworten Sie kurz und "
+                         "in ganzen Sätzen. Nehmen Sie Rückrufwünsche auf: fragen Sie nach der Telefonnummer und "
+                         "lesen Sie sie zur Bestätigung vor. Verbinden Sie mit dem Praxisteam, wenn der Anrufer "
+                         "mit einem Menschen sprechen möchte."),
+        "tools": ["create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out"],
+        "transfer_targets": [{"name": "Praxisteam", "e164": "+4930901829"}],
+        "analysis_schema": {"type": "object", "properties": {"reason": {"type": "string"},
+                                                             "callback": {"type": "boolean"},
+                                                             "phone": {"type": "string"}}},
+        "analysis_success_criteria": "Das Anliegen wurde beantwortet oder ein Rückruf vereinbart.",
+        "end_call_phrases": ["Auf Wiederhören", "Tschüss"],
+    },
+    "Terminvereinbarung": {
+        "instructions": ("Sie vereinbaren Termine für die Demo Praxis GmbH. Nehmen Sie Terminwünsche als "
+                         "Rückrufbitte mit Wunschzeit auf."),
+        "tools": ["create_callback", "end_call"],
+    },
+}
 DEMO_NUMBERS = [("+4930901820", "Zentrale", "Empfang"), ("+4940809081", "Termine", "Terminvereinbarung")]
 
 
@@ -60,7 +81,7 @@ def seed_assistants_and_numbers(tenant):
     by_name = {}
     for name, description in DEMO_ASSISTANTS:
         by_name[name], _ = Assistant.objects.get_or_create(
-            tenant=tenant, name=name, defaults={"description": description}
+            tenant=tenant, name=name, defaults={"description": description, **DEMO_MIND.get(name, {})}
         )
     for e164, label, assistant in DEMO_NUMBERS:
         PhoneNumber.objects.get_or_create(

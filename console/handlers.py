@@ -2,8 +2,8 @@
 
 Django resolves each request's path by trying the URLconf's patterns in order, every
 time: /v2/usage passes through five nested resolvers and about thirty patterns before
-it matches, 45 µs of a usage read on the bench machine, where the bare view's single
-pattern costs 6 µs (docs/performance.md). The answer depends on nothing but the path
+it matches, a sizeable share of a usage read next to the bare view's single pattern
+(docs/performance-history.md). The answer depends on nothing but the path
 and the URLconf (the project has no language-prefixed patterns), so the handler keeps
 the answers of the last RESOLVED_PATHS_KEPT paths that resolved, per resolver:
 `override_settings(ROOT_URLCONF=…)` and a request's own `urlconf` get a resolver of

@@ -144,7 +144,7 @@ class RequestLineLimitMiddleware:
     in the contract's shape before anything reads it (docs/api.md, *Errors*):
 
     - the path (percent-decoded, as Django receives it) and the query string (as sent)
-      together longer than `API_MAX_URI_BYTES` (8,000 bytes) → 414 `uri_too_long`;
+      together longer than `API_MAX_URI_BYTES` (4,094 bytes) → 414 `uri_too_long`;
     - more query parameters than Django's `DATA_UPLOAD_MAX_NUMBER_FIELDS` (1,000) →
       400 `too_many_query_parameters`. Django would raise `TooManyFieldsSent` when a
       view first reads `request.GET`; counted here as Django's parser counts them

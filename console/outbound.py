@@ -1,5 +1,5 @@
-"""Connections to hosts that a tenant named (webhook endpoints; later an agent's tool
-calls): the one guard against server-side request forgery (SSRF).
+"""Connections to hosts that a tenant named (webhook endpoints; the assistants' HTTP
+tools): the one guard against server-side request forgery (SSRF).
 
 - `address_allowed`: whether an address may be connected to. IPv4: globally routable
   unicast only (`DENIED_V4` lists what is not, from IANA's special-purpose registry;
@@ -29,6 +29,7 @@ import contextlib
 import ipaddress
 import socket
 import threading
+from typing import cast
 
 DENIED_V4 = tuple(ipaddress.ip_network(network) for network in (
     "0.0.0.0/8",  # "this network"
@@ -121,7 +122,9 @@ def connect(host: str, port: int, *, timeout: float, allow_private: bool) -> soc
     if not addresses or not all(address_allowed(address, allow_private=allow_private) for address in addresses):
         raise Refused(f"{host} is not a public host (it does not resolve, or it resolves to an address "
                       "that is not public)")
-    return socket.create_connection((addresses[0], port), timeout=timeout)
+    # getaddrinfo gives IPv4 and IPv6 addresses as text; its stub also allows (int, bytes),
+    # which only a Python built without IPv6 support returns (for an IPv6 answer).
+    return socket.create_connection((cast(str, addresses[0]), port), timeout=timeout)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ import json
 
 import orjson
 from django.utils.cache import patch_vary_headers
-from rest_framework.compat import split_header_value
+from rest_framework.compat import split_header_value  # type: ignore[attr-defined]  # not in the stubs
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings

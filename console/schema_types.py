@@ -13,7 +13,9 @@ class EngineStatusSerializer(serializers.Serializer):
     languages = serializers.ListField(child=serializers.CharField())
     usableNow = serializers.BooleanField()
     reason = serializers.CharField(required=False, help_text="Why the engine is not usable now.")
-    source = serializers.CharField(required=False, help_text="`process` or `registry` (/v2/meta/engines).")
+    # A field named like Field.source, which the stubs type as the attribute.
+    source = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text="`process` or `registry` (/v2/meta/engines).")
     status = serializers.CharField(required=False, help_text="Registry lanes: the lane's status.")
     servedBy = serializers.CharField(required=False, allow_null=True,
                                      help_text="Registry lanes: the engine of this process serving it, or null.")
@@ -39,14 +41,6 @@ class EnginesSerializer(serializers.Serializer):
         ref_name = "Engines"
 
 
-class HealthEngineSerializer(serializers.Serializer):
-    engine = serializers.CharField()
-    mode = serializers.CharField()
-    usableNow = serializers.BooleanField()
-    languages = serializers.ListField(child=serializers.CharField(), required=False)
-    reason = serializers.CharField(required=False)
-
-
 class HealthSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     service = serializers.CharField()
@@ -64,45 +58,3 @@ class ModuleHealthSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "ModuleHealth"
-
-
-class WordSerializer(serializers.Serializer):
-    word = serializers.CharField()
-    start = serializers.FloatField()
-    end = serializers.FloatField()
-    conf = serializers.FloatField()
-
-
-class SegmentSerializer(serializers.Serializer):
-    start = serializers.FloatField()
-    end = serializers.FloatField()
-    text = serializers.CharField()
-
-
-class EntitySerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=["phone", "date", "time", "datetime", "amount", "reference"])
-    text = serializers.CharField(help_text="the words of the transcript it was read from")
-    value = serializers.CharField(
-        help_text="phone: E.164; date: YYYY-MM-DD; time: HH:MM; datetime: ISO 8601 with the tenant's offset; "
-                  "amount: decimal with two places; reference: its digits (and a letter prefix)")
-    currency = serializers.CharField(required=False, help_text="amount only: ISO 4217 code")
-    kind = serializers.ChoiceField(choices=["customer", "order", "invoice", "contract", "case", "number"],
-                                   required=False, help_text="reference only: what the number names")
-
-    class Meta:
-        ref_name = "Entity"
-
-
-class TranscriptSerializer(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True)
-    words = WordSerializer(many=True)
-    segments = SegmentSerializer(many=True)
-    durationSec = serializers.FloatField()
-    engine = serializers.CharField()
-    model = serializers.CharField()
-    language = serializers.CharField()
-    entities = EntitySerializer(many=True, help_text="numbers heard in a German transcript: phone numbers, "
-                                                     "dates, times, amounts, reference numbers (empty otherwise)")
-
-    class Meta:
-        ref_name = "Transcript"

@@ -6,6 +6,7 @@ production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import environ
 from csp import constants as csp_constants
@@ -68,8 +69,11 @@ INSTALLED_APPS = [
     "privacy_app",
     "gateway_app",
     "webhooks_app",
+    "tools_app",
+    "knowledge_app",
     "dashboard_app",
     "agent_app",
+    "campaigns_app",
 ]
 
 MIDDLEWARE = [
@@ -234,10 +238,11 @@ VAR_DIR = project_path("VAR_DIR", "var")
 # Requests under these prefixes answer every error as JSON in the contract's shape.
 API_PATH_PREFIXES = ("/v2", "/voice", "/api/voice", "/health", "/v1", "/agent")
 # The longest URL (path and query string, in bytes) an API request may have: longer →
-# 414 `uri_too_long` (console/middleware.py). Below gunicorn's limit_request_line
-# (8,190, gunicorn.conf.py), so that Django, not gunicorn, answers every such URL up to
-# that length. Query parameters are bounded by Django's DATA_UPLOAD_MAX_NUMBER_FIELDS.
-API_MAX_URI_BYTES = 8000
+# 414 `uri_too_long` (console/middleware.py). gunicorn's default request line (4,094
+# bytes), which clients met before; gunicorn itself admits up to 8,190
+# (gunicorn.conf.py), so that Django, not gunicorn, answers every URL up to twice this
+# length. Query parameters are bounded by Django's DATA_UPLOAD_MAX_NUMBER_FIELDS.
+API_MAX_URI_BYTES = 4094
 # Open API endpoints that read no credentials, so no login session either (a path, or a
 # prefix ending in "/"); they skip the session middleware (console/middleware.py).
 SESSIONLESS_API_PATHS = ("/health", "/voice/webhook/")
@@ -250,7 +255,7 @@ CONTRACT_VERSION = "2.0"
 # revocation, and at once on writes (console/credentials/verified.py). 0: no cache.
 API_KEY_CACHE_SECONDS = env.float("API_KEY_CACHE_SECONDS", default=2)
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # First, so that a request without credentials answers 401 with
         # `WWW-Authenticate: Bearer` rather than 403.
@@ -279,6 +284,17 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        # Enums of OpenAI's chat completion (gateway_app), named after what they are.
+        "ChatCompletionObjectEnum": ["chat.completion"],
+        "AssistantRoleEnum": ["assistant"],
+        "FinishReasonEnum": ["stop", "length", "tool_calls", "content_filter"],
+        # Choice sets that share a field name with another (`kind`) get a name of their own.
+        "KindEnum": "leads_app.models.Lead.Kind",
+        "StatusEnum": "leads_app.models.Lead.Status",
+        "KnowledgeDocumentStatusEnum": "knowledge_app.models.KnowledgeDocument.Status",
+        "EntityReferenceKindEnum": "speech_app.serializers.REFERENCE_KINDS",
+    },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -447,6 +463,16 @@ VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
 CALL_HEARTBEAT_SEC = env.float("CALL_HEARTBEAT_SEC", default=5.0)
 CALL_HEARTBEAT_TIMEOUT_SEC = env.float("CALL_HEARTBEAT_TIMEOUT_SEC", default=30.0)
 
+# --- Outbound campaigns (campaigns_app; docs/api.md "Campaigns", docs/operations.md) ---
+# Seconds after which a dial whose carrier never answered (a timeout, a worker that died
+# mid-request) is sent again with the same idempotency key, to carriers that honour it.
+CAMPAIGN_DIAL_LEASE_SEC = env.int("CAMPAIGN_DIAL_LEASE_SEC", default=120)
+# Days a contact without documented consent is kept after its last use (a contact with
+# consent: five years, § 7a UWG); then its personal data is removed (docs/privacy.md).
+CAMPAIGN_CONTACT_DAYS = env.int("CAMPAIGN_CONTACT_DAYS", default=180)
+# Answering-machine detection is asked of carriers that can do it (Twilio's MachineDetection).
+CAMPAIGN_MACHINE_DETECTION = env.bool("CAMPAIGN_MACHINE_DETECTION", default=True)
+
 # --- Privacy (privacy_app, docs/privacy.md) ---
 # Key of the pseudonyms that replace an erased caller's number (HMAC). Empty: derived
 # from SECRET_KEY; set it so that SECRET_KEY can rotate without changing pseudonyms.
@@ -469,12 +495,20 @@ GATEWAY_COOLDOWN_SEC = env.int("GATEWAY_COOLDOWN_SEC", default=30)
 # Seconds one call to a lane may take, and the whole request with every fallback.
 GATEWAY_TIMEOUT_SEC = env.float("GATEWAY_TIMEOUT_SEC", default=8.0)
 GATEWAY_DEADLINE_SEC = env.float("GATEWAY_DEADLINE_SEC", default=20.0)
+# A conversation's turn on a chat lane (gateway_chat, /v1/chat/completions): seconds to
+# connect to a lane, to its first token (past it the next lane is tried), and of quiet
+# between two parts of a streamed answer (past it the turn ends); the whole turn has
+# GATEWAY_DEADLINE_SEC unless its caller gives less.
+GATEWAY_CONNECT_TIMEOUT_SEC = env.float("GATEWAY_CONNECT_TIMEOUT_SEC", default=3.0)
+GATEWAY_FIRST_TOKEN_SEC = env.float("GATEWAY_FIRST_TOKEN_SEC", default=8.0)
+GATEWAY_STREAM_IDLE_SEC = env.float("GATEWAY_STREAM_IDLE_SEC", default=5.0)
 # Tokens an answer may have (sent to api lanes; the cost estimate assumes all of them).
 GATEWAY_MAX_TOKENS = env.int("GATEWAY_MAX_TOKENS", default=512)
 # Bytes a cli lane's command may print before it is stopped.
 GATEWAY_CLI_MAX_OUTPUT_BYTES = env.int("GATEWAY_CLI_MAX_OUTPUT_BYTES", default=64 * 1024)
-# Seconds of audio /v1/transcribe accepts: local recognition runs at about 3x real time on
-# one core, so 30 s of audio ends well inside gunicorn's 30 s even on a busy machine.
+# Seconds of audio /v1/transcribe accepts: local recognition runs several times faster than
+# real time on one core (docs/performance.md), so 30 s of audio ends well inside gunicorn's
+# 30 s even on a busy machine.
 GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 # Per lane, named after the lane id in capitals with `_` for other characters
 # (chat-mistral-api → CHAT_MISTRAL_API): GATEWAY_MODE_<LANE> (mock|api|cli),
@@ -503,6 +537,43 @@ WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 
 # SECRET_KEY; set it so that SECRET_KEY can rotate without new webhook secrets.
 WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 
+# --- The assistant's HTTP tools (tools_app; docs/api.md, "HTTP tools") ---
+# Tests only: lets a tool's URL be plain http on loopback and its calls reach loopback
+# and private addresses. Off (everywhere else, development too: a tool is a tenant's
+# URL the model's turn reaches), such URLs and addresses are refused.
+TOOLS_ALLOW_PRIVATE_TARGETS = env.bool("TOOLS_ALLOW_PRIVATE_TARGETS", default=False)
+# HTTP tools one tenant may have; more → 409.
+TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
+
+# --- After the call (calls_app.analysis; docs/api.md, "Call analysis") ---
+# auto: a chat lane of the registry writes the analysis where one other than the
+# gateway's simulated lane is routed, else (and when it fails) the offline policy;
+# policy: always the offline policy.
+CALL_ANALYSIS_ENGINE = env.str("CALL_ANALYSIS_ENGINE", default="auto")
+if CALL_ANALYSIS_ENGINE not in ("auto", "policy"):
+    raise ImproperlyConfigured("CALL_ANALYSIS_ENGINE must be auto or policy.")
+# --- Knowledge (knowledge_app; docs/api.md "Knowledge") ---
+# Bytes of one uploaded document (text, Markdown or PDF), and of all of a tenant's together.
+KNOWLEDGE_MAX_DOCUMENT_BYTES = env.int("KNOWLEDGE_MAX_DOCUMENT_BYTES", default=2 * 1024 * 1024)
+KNOWLEDGE_MAX_TENANT_BYTES = env.int("KNOWLEDGE_MAX_TENANT_BYTES", default=50 * 1024 * 1024)
+# Documents per tenant (the list shows them all).
+KNOWLEDGE_MAX_DOCUMENTS = env.int("KNOWLEDGE_MAX_DOCUMENTS", default=500)
+# Characters a document's text may have (a PDF's extracted text too), and one line of it.
+KNOWLEDGE_MAX_DOCUMENT_CHARS = env.int("KNOWLEDGE_MAX_DOCUMENT_CHARS", default=2_000_000)
+KNOWLEDGE_MAX_LINE_CHARS = env.int("KNOWLEDGE_MAX_LINE_CHARS", default=10_000)
+# A PDF is read in a process of its own: at most these pages, this much memory, this
+# long (wall time; the process is killed then).
+KNOWLEDGE_PDF_MAX_PAGES = env.int("KNOWLEDGE_PDF_MAX_PAGES", default=500)
+KNOWLEDGE_PDF_MEMORY_MB = env.int("KNOWLEDGE_PDF_MEMORY_MB", default=512)
+KNOWLEDGE_PDF_TIMEOUT_SEC = env.float("KNOWLEDGE_PDF_TIMEOUT_SEC", default=10.0)
+# Characters of one passage (documents are split at headings, paragraphs, sentences).
+KNOWLEDGE_PASSAGE_MAX_CHARS = env.int("KNOWLEDGE_PASSAGE_MAX_CHARS", default=1000)
+# What one retrieval gives a conversation turn: at most this many passages and characters.
+KNOWLEDGE_SEARCH_LIMIT = env.int("KNOWLEDGE_SEARCH_LIMIT", default=3)
+KNOWLEDGE_SEARCH_MAX_CHARS = env.int("KNOWLEDGE_SEARCH_MAX_CHARS", default=2400)
+# Synonym groups per tenant.
+KNOWLEDGE_MAX_SYNONYM_GROUPS = env.int("KNOWLEDGE_MAX_SYNONYM_GROUPS", default=200)
+
 # --- The voice agent (agent_app; docs/api.md "Voice agent") ---
 # Seconds a session's token stays valid unused.
 AGENT_TOKEN_TTL_SEC = env.int("AGENT_TOKEN_TTL_SEC", default=60)
@@ -516,6 +587,12 @@ AGENT_MAX_FRAMES_PER_SEC = env.int("AGENT_MAX_FRAMES_PER_SEC", default=100)
 AGENT_MAX_DTMF_PER_CALL = env.int("AGENT_MAX_DTMF_PER_CALL", default=100)
 # Seconds one utterance's recognition may take before the caller gets stt_busy.
 AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
+# The assistant's thinking per caller's utterance (agent_app/mind.py): the whole turn
+# with its tool rounds, the first token of a model's answer, and after how long without
+# an answer the caller hears a filler ("Einen Moment, bitte.") instead of dead air.
+AGENT_THINK_DEADLINE_SEC = env.float("AGENT_THINK_DEADLINE_SEC", default=15.0)
+AGENT_FIRST_TOKEN_SEC = env.float("AGENT_FIRST_TOKEN_SEC", default=4.0)
+AGENT_FILLER_AFTER_SEC = env.float("AGENT_FILLER_AFTER_SEC", default=0.8)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)

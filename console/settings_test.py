@@ -30,7 +30,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
 # The test receivers listen on loopback.
 WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
+TOOLS_ALLOW_PRIVATE_TARGETS = True
 # With REDIS_URL (CI's PostgreSQL run) the cache is Redis: each run counts under keys
 # of its own, as with the per-process cache.
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405
     CACHES["default"]["KEY_PREFIX"] = f"test-{os.getpid()}"  # noqa: F405
+    # A test's `cache.clear()` is Redis's FLUSHDB, which empties a whole database: each
+    # pytest-xdist worker takes a database of its own (1, 2, …), so it never empties
+    # another worker's keys, nor those of the servers a test starts (REDIS_URL's own).
+    _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if _worker.startswith("gw"):
+        from urllib.parse import urlsplit, urlunsplit
+
+        _location = urlsplit(CACHES["default"]["LOCATION"])  # noqa: F405
+        CACHES["default"]["LOCATION"] = urlunsplit(  # noqa: F405
+            _location._replace(path=f"/{1 + int(_worker[2:]) % 15}"))

@@ -6,9 +6,9 @@ verified less than API_KEY_CACHE_SECONDS ago (console/credentials/verified.py), 
 that key's tenant in X-Tenant and asking for JSON. For such a request every step of
 DRF's `initial()` has a known answer: the first renderer, no version, the key's user,
 the key's tenant, permission granted (IsAuthenticated), no throttle. Asking them, and
-DRF's request and template response around them, cost 20-55 µs of a read's 235-350 µs
-in process (authenticators, permissions and renderers built per request, the headers
-parsed into a dict to read one). `verified_read` sets those answers and
+DRF's request and template response around them, cost a tenth or more of a read in
+process (docs/performance-history.md; authenticators, permissions and renderers built
+per request, the headers parsed into a dict to read one). `verified_read` sets those answers and
 runs the rest of DRF's cycle as DRF does: the query parameters checked, the handler,
 `handle_exception` for what it raises, `finalize_response`; a plain successful
 Response is rendered without the template response's machinery. The answer is DRF's
@@ -34,10 +34,12 @@ from console.credentials.verified import verified_keys
 from console.rendering import add_view_headers, asks_for_default_json
 
 
-def verified_read(view, request, args, kwargs):
+def verified_read(view, request, args, kwargs, *, tenant_bound):
     """DRF's response to `request` (Django's) for `view`, or None when the request is
-    not a read by a verified key of the tenant it names (then DRF's path answers it)."""
-    if request.method != "GET" or "format" in kwargs or not _default_policies(type(view)) \
+    not a read by a verified key of the tenant it names (then DRF's path answers it).
+    `tenant_bound` is the base class that dispatches here (console.api.TenantBoundMixin),
+    whose `initial` is the one this answers for."""
+    if request.method != "GET" or "format" in kwargs or not _default_policies(type(view), tenant_bound) \
             or not asks_for_default_json(request, view.renderer_classes):
         return None
     api_key = _verified_key(request.META.get("HTTP_AUTHORIZATION"))
@@ -139,26 +141,24 @@ def _verified_key(header):
     return verified_keys.get(hash_key(raw_key))
 
 
-_policies_checked = {}  # view class -> whether it has the policies verified_read assumes
+_policies_checked: dict[type, bool] = {}  # view class -> whether it has the policies verified_read assumes
 # The methods whose answers verified_read gives on DRF's behalf: a view class that
 # overrides any of them (beyond console.api's own `initial`) takes DRF's path.
 _DECIDED_BY_DRF = ("perform_content_negotiation", "get_renderers", "determine_version", "perform_authentication",
                    "get_authenticators", "check_permissions", "get_permissions", "check_throttles", "get_throttles")
 
 
-def _default_policies(view_class):
+def _default_policies(view_class, tenant_bound):
     """Whether `view_class` authenticates API keys first, requires nothing more than an
     authenticated user, neither throttles nor versions, and leaves DRF's decisions to
     DRF (console.api's `initial` only adds the tenant and the query check)."""
     plain = _policies_checked.get(view_class)
     if plain is None:
-        from console.api import TenantBoundMixin  # console.api dispatches here
-
         plain = _policies_checked[view_class] = (
             bool(view_class.authentication_classes) and view_class.authentication_classes[0] is ApiKeyAuthentication
             and list(view_class.permission_classes) == [IsAuthenticated]
             and not view_class.throttle_classes and view_class.versioning_class is None
-            and view_class.initial is TenantBoundMixin.initial
+            and view_class.initial is tenant_bound.initial
             and all(getattr(view_class, name) is getattr(APIView, name) for name in _DECIDED_BY_DRF)
         )
     return plain

@@ -33,7 +33,7 @@ def tenant_count():
         return cursor.fetchone()[0]
 
 
-_TENANT_COUNT_SQL = {}  # per database vendor
+_TENANT_COUNT_SQL: dict[str, str] = {}  # per database vendor
 
 
 class RecentTenantCount:

@@ -2,7 +2,7 @@
 
 Apps register tasks in their AppConfig.ready() with `at_worker_start(task)`: the
 linter's lexicon, the engine probes' first answers; the URL configuration (which
-imports every view module, about 0.3 s) is always first. `gunicorn.conf.py` runs them in
+imports every view module, the slowest of them) is always first. `gunicorn.conf.py` runs them in
 every worker after it has loaded the application and before it accepts a connection
 (gunicorn's post_worker_init), so a worker's first requests find them done, and
 /health answers from probe answers that are already there. Tests, management commands
@@ -40,7 +40,7 @@ def warm_up(*, freeze=False):
     `freeze` (server workers): afterwards, every object made so far (modules, the
     lexicon, caches) is moved out of the cyclic garbage collector's sight
     (`gc.freeze()`). They live as long as the worker anyway, and a full collection
-    walked them all: 150-200 ms with the lexicon loaded, a pause some unlucky request
+    walked them all, a pause (long, with the lexicon loaded) that some unlucky request
     paid every few thousand requests."""
     took = {}
     for task in _tasks:

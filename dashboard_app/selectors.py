@@ -7,6 +7,7 @@ import calendar
 import datetime as dt
 import math
 import zoneinfo
+from typing import Any
 
 from django.db.models import Count, F, FloatField, IntegerField, Q, Sum
 from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
@@ -14,6 +15,7 @@ from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 from calls_app.models import Call, UsageCounter
 from calls_app.selectors import usage_for
 from console.locale import ADMIN_TIME_ZONE
+from console.tenants.models import Tenant
 from leads_app.models import OPEN_STATUSES, Lead
 
 DAYS = 30
@@ -24,13 +26,13 @@ NEAR_CAP = 0.8
 CAP_ROWS = 10
 
 
-def month_projection(*, used, local_today, days_in_month):
+def month_projection(*, used: int, local_today: dt.date, days_in_month: int) -> int:
     """Minutes at month end if the rest of the month runs at this month's daily rate
     so far (today counted as a whole day): ceil(used × days in month / day of month)."""
     return math.ceil(used * days_in_month / local_today.day)
 
 
-def dashboard_figures(*, tenant, now):
+def dashboard_figures(*, tenant: Tenant, now: dt.datetime) -> dict[str, Any]:
     """Everything the dashboard of `tenant` shows at `now` (aware): 6 queries."""
     zone = zoneinfo.ZoneInfo(tenant.time_zone)
     local_now = now.astimezone(zone)
@@ -49,7 +51,7 @@ def dashboard_figures(*, tenant, now):
             .values("day", "direction", "status")
             .annotate(calls=Count("id"), minutes=Sum((F("seconds") + 59) / 60, output_field=IntegerField()))
             .order_by())  # 1 query
-    per_day = {first_day + dt.timedelta(days=n): {"minutes": 0, "inbound": 0, "outbound": 0, "outcomes": {}}
+    per_day: dict[dt.date, dict[str, Any]] = {first_day + dt.timedelta(days=n): {"minutes": 0, "inbound": 0, "outbound": 0, "outcomes": {}}
                for n in range(DAYS)}
     for row in rows:
         entry = per_day.get(row["day"])
@@ -87,7 +89,7 @@ def dashboard_figures(*, tenant, now):
     }
 
 
-def _days_since(now, zone):
+def _days_since(now: dt.datetime, zone: zoneinfo.ZoneInfo) -> tuple[list[dt.date], dt.datetime]:
     """The last DAYS days of `zone` up to today, and the moment the first one began."""
     today = now.astimezone(zone).date()
     first_day = today - dt.timedelta(days=DAYS - 1)
@@ -95,7 +97,7 @@ def _days_since(now, zone):
                                                                                          tzinfo=zone)
 
 
-def platform_figures(*, now, time_zone=ADMIN_TIME_ZONE):
+def platform_figures(*, now: dt.datetime, time_zone: str = ADMIN_TIME_ZONE) -> dict[str, Any]:
     """For superusers, across all tenants: the totals, minutes and calls per day of
     the last 30 days (days of `time_zone`, the zone the admin shows a superuser), and
     the tenants that used the largest share of their cap this month. 6 queries."""
@@ -131,7 +133,7 @@ def platform_figures(*, now, time_zone=ADMIN_TIME_ZONE):
     return figures
 
 
-def platform_totals(*, now):
+def platform_totals(*, now: dt.datetime) -> dict[str, Any]:
     """For superusers: tenants, calls, leads and this month's minutes of all tenants
     (months of each tenant's zone are alike to a day; the UTC month is used). 3 queries."""
     period = now.strftime("%Y-%m")

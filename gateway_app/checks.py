@@ -15,7 +15,8 @@ def gateway_settings(app_configs, **kwargs):
         if name.startswith("GATEWAY_MODE_") and value.strip() not in LANE_MODES:
             errors.append(Error(f"{name} is '{value}'; it must be one of {', '.join(LANE_MODES)}.",
                                 id="gateway_app.E002"))
-    for name in ("GATEWAY_TIMEOUT_SEC", "GATEWAY_DEADLINE_SEC"):
+    for name in ("GATEWAY_TIMEOUT_SEC", "GATEWAY_DEADLINE_SEC", "GATEWAY_CONNECT_TIMEOUT_SEC", "GATEWAY_FIRST_TOKEN_SEC",
+                 "GATEWAY_STREAM_IDLE_SEC"):
         if not 0 < getattr(settings, name) <= 25:
             errors.append(Error(f"{name} must be more than 0 and at most 25 seconds (gunicorn stops a request "
                                 "after 30).", id="gateway_app.E003"))

@@ -10,7 +10,6 @@ from django.conf import settings
 
 GATEWAY_MODES = ("mock", "live")
 LANE_MODES = ("mock", "api", "cli")
-LANE_SETTING_KINDS = ("MODE", "ENDPOINT", "KEY", "CMD", "MODEL")
 
 
 def lane_variable(lane_id, kind):

@@ -30,3 +30,10 @@ class LengthRequired(ApiError):
     status, code = 411, "length_required"
     message = ("This server cannot read a body sent with 'Transfer-Encoding: chunked': send it with a "
                "Content-Length.")
+
+
+class AnswerInterrupted(ApiError):
+    # A lane failed after the first part of its answer was handed on: nothing can fail
+    # over any more, the turn ends here (the caller has what came before).
+    status, code = 502, "answer_interrupted"
+    message = "The lane stopped answering mid-answer."

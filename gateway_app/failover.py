@@ -10,8 +10,10 @@ and the failures that say the lane is unwell right now (connection error, timeou
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from registry_app.routing import price_group
+from registry_app.snapshot import SnapshotLane
 
 logger = logging.getLogger("gateway_app.paid")
 
@@ -50,7 +52,7 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Step:
-    lane: object  # a registry_app.snapshot.SnapshotLane
+    lane: SnapshotLane
     mode: str  # mock, api, cli or local
     call: object = None  # call(timeout seconds) -> result; None when skipped
     skip: tuple = ()  # (outcome, detail) of a lane that is not called
@@ -65,11 +67,11 @@ class Step:
 @dataclass
 class Answer:
     step: Step
-    result: object
+    result: Any  # what the lane's call returned: a ChatResult, RenderedAudio or transcript
     attempts: list = field(default_factory=list)
 
 
-def _why_paid(attempts, step, max_eur):
+def why_paid(attempts, step, max_eur):
     tried = "; ".join(f"{attempt.lane} {attempt.outcome}" for attempt in attempts) or "no zero-euro lane to try"
     simulated = " (mock mode: simulated, nothing spent)" if step.mode == "mock" else ""
     return (f"no zero-euro lane answered ({tried}); worst case {step.estimate_eur:.6f} EUR within max_eur "
@@ -94,18 +96,18 @@ def run_steps(steps, *, deadline, attempt_timeout, max_eur, on_failure):
                                     "not tried: the request's time was used up by the lanes before"))
             continue
         if step.paid:
-            logger.info("paid lane %s used: %s", step.lane.id, _why_paid(attempts, step, max_eur))
+            logger.info("paid lane %s used: %s", step.lane.id, why_paid(attempts, step, max_eur))
         started = time.monotonic()
         try:
             result = step.call(min(attempt_timeout, left))
         except LaneFailure as failure:
-            attempts.append(Attempt(step.lane.id, failure.outcome, _ms_since(started), step.mode, failure.detail))
+            attempts.append(Attempt(step.lane.id, failure.outcome, ms_since(started), step.mode, failure.detail))
             on_failure(step, failure)
             continue
-        attempts.append(Attempt(step.lane.id, "ok", _ms_since(started), step.mode))
+        attempts.append(Attempt(step.lane.id, "ok", ms_since(started), step.mode))
         return Answer(step, result, attempts)
     return Answer(None, None, attempts)
 
 
-def _ms_since(started):
+def ms_since(started):
     return round((time.monotonic() - started) * 1000)

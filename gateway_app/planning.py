@@ -22,6 +22,7 @@ the answer may have, which is what the lane is told (`max_tokens`, Ollama's
 GATEWAY_CLI_MAX_OUTPUT_BYTES, counts as tokens). Whatever the script of the prompt,
 the bill cannot pass the budget.
 """
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -30,9 +31,11 @@ from django.conf import settings
 from gateway_app.config import LANE_MODES, gateway_mode, lane_setting, lane_variable
 from gateway_app.cost import Measures, lane_cost
 from gateway_app.failover import Step
-from gateway_app.providers.chat_api import ChatResult, chat_completion, prompt_token_bound, token_bound
+from gateway_app.providers.chat_api import ChatResult, chat_completion, chat_turn, prompt_token_bound, token_bound
 from gateway_app.providers.cli import run_command
-from gateway_app.providers.mock import mock_answer
+from gateway_app.providers.mock import mock_answer, mock_policy, mock_turn
+from gateway_app.turns import LaneEnd, TextDelta, request_token_bound
+from registry_app import snapshot
 from registry_app.routing import price_group, route, sort_key
 from registry_app.snapshot import SnapshotLane
 
@@ -173,4 +176,109 @@ def chat_steps(query, *, max_eur, min_quality=None, max_latency=None, hosted_fal
         steps += [replace(chat_step(lane, cooldown, query, max_eur), fallback=True)
                   for lane, cooldown in ordered_lanes(everything)
                   if lane.hosting == "api" and lane.id not in planned]
+    return steps
+
+
+# --- A conversation's turn (gateway_app.services.gateway_chat) ---
+# A turn's Step calls `call(first_by, ends_by, cancel)` (monotonic times: the first
+# token is due, the answer must end; an http.Cancel that may stop the reading from
+# another thread) and gets the lane's events: TextDelta…, ToolCall…, LaneEnd.
+
+TURN_CAPABILITIES = ("chat", "code")
+
+
+def turn_lanes(capability):
+    """The lanes a turn of `capability` may name: every lane of it in the registry (the
+    gateway's own mock lane when no registry is loaded)."""
+    current = snapshot.current()
+    if current is None:
+        return (BUILTIN_MOCK_LANE,) if capability == "chat" else ()
+    return current.by_capability.get(capability, ())
+
+
+def _turn_stdin(request):
+    """A command's stdin for a turn: the system text, a blank line, then the conversation."""
+    system = "\n\n".join(message["content"] for message in request.messages if message["role"] == "system")
+    lines = []
+    for message in request.messages:
+        if message["role"] == "system":
+            continue
+        who = {"user": "User", "assistant": "Assistant", "tool": "Tool result"}[message["role"]]
+        lines.append(f"{who}: {message.get('content') or ''}")
+    conversation = "\n".join(lines)
+    return f"{system}\n\n{conversation}" if system else conversation
+
+
+def _cli_turn(command, request, first_by, ends_by, cancel):
+    text = run_command(command, stdin_text=_turn_stdin(request), timeout=max(first_by - time.monotonic(), 0.001),
+                       max_bytes=settings.GATEWAY_CLI_MAX_OUTPUT_BYTES)
+    yield TextDelta(text)
+    yield LaneEnd("stop")
+
+
+def _mock_turn(request, first_by, ends_by, cancel):
+    return mock_turn(request)
+
+
+def turn_step(lane, unusable, request, max_eur):
+    """The Step of one lane for a turn. `unusable`: (outcome, reason) when the router
+    leaves the lane out (a cooldown, or a named lane the route does not offer)."""
+    mode = chat_lane_mode(lane)
+    if unusable:
+        return Step(lane, mode or "", skip=unusable)
+    if mode is None:
+        return Step(lane, "", skip=("unavailable", "the gateway cannot reach it: its endpoint is no HTTP URL; set "
+                                    f"{lane_variable(lane.id, 'ENDPOINT')} or {lane_variable(lane.id, 'CMD')}"))
+    if mode == "cli" and request.tool_required:
+        return Step(lane, mode, skip=("unavailable", "a command cannot call tools, and the turn requires one"))
+    if mode == "mock" and request.tool_required and not mock_policy().calls_tools:
+        return Step(lane, mode, skip=("unavailable", "the mock lane's policy calls no tools, and the turn requires "
+                                      "one"))
+    prompt_tokens = request_token_bound(request)
+    answer_tokens = settings.GATEWAY_CLI_MAX_OUTPUT_BYTES if mode == "cli" else request.max_tokens
+    estimate = lane_cost(lane, Measures(tokens=prompt_tokens + answer_tokens))
+    skip = budget_skip(lane, estimate, max_eur, f" ({prompt_tokens} prompt tokens, counted as its UTF-8 bytes, + "
+                                                f"{answer_tokens} answer tokens)")
+    if skip:
+        return Step(lane, mode, skip=skip, estimate_eur=estimate)
+    if mode == "mock":
+        return Step(lane, mode, call=partial(_mock_turn, request), estimate_eur=estimate)
+    if mode == "cli":
+        command = lane_setting(lane.id, "CMD")
+        if not command:
+            return Step(lane, mode, skip=("unavailable", f"no command: set {lane_variable(lane.id, 'CMD')}"))
+        return Step(lane, mode, call=partial(_cli_turn, command, request), estimate_eur=estimate)
+    endpoint = lane_setting(lane.id, "ENDPOINT") or lane.entry.get("endpoint")
+    if not http_url(endpoint):
+        return Step(lane, mode, skip=("unavailable", f"no HTTP endpoint: set {lane_variable(lane.id, 'ENDPOINT')}"))
+    key = lane_setting(lane.id, "KEY")
+    if lane.hosting == "api" and not key:
+        return Step(lane, mode, skip=("no_key", f"no key: set {lane_variable(lane.id, 'KEY')}"))
+
+    def call(first_by, ends_by, cancel):
+        return chat_turn(endpoint=endpoint, key=key, model=lane_model(lane), request=request, stream=lane.streaming,
+                         connect_timeout=settings.GATEWAY_CONNECT_TIMEOUT_SEC, first_by=first_by, ends_by=ends_by,
+                         idle_sec=settings.GATEWAY_STREAM_IDLE_SEC, cancel=cancel)
+    return Step(lane, mode, call=call, estimate_eur=estimate)
+
+
+def turn_steps(request, *, capability, max_eur, lane=None):
+    """The Steps of a turn: the named `lane` (a SnapshotLane) first when given, then the
+    lanes of the registry's route in the gateway's order (zero-euro first)."""
+    routed = route(capability, language=request.language)
+    if routed.version is None:
+        return [turn_step(BUILTIN_MOCK_LANE, None, request, max_eur)] if capability == "chat" else []
+    ordered = ordered_lanes(routed)
+    steps = []
+    if lane is not None:
+        listed = {candidate.id: cooldown for candidate, cooldown in ordered}
+        if lane.id in listed:
+            cooldown = listed[lane.id]
+            steps.append(turn_step(lane, ("cooldown", cooldown) if cooldown else None, request, max_eur))
+        else:
+            why = next((exclusion.reason for exclusion in routed.excluded if exclusion.lane.id == lane.id),
+                       "the registry's route does not offer it")
+            steps.append(Step(lane, chat_lane_mode(lane) or "", skip=("unavailable", why)))
+    steps += [turn_step(candidate, ("cooldown", cooldown) if cooldown else None, request, max_eur)
+              for candidate, cooldown in ordered if lane is None or candidate.id != lane.id]
     return steps

@@ -1,4 +1,7 @@
 """The gateway's reads: readiness and usage."""
+import datetime as dt
+from typing import Any, NoReturn
+
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -14,7 +17,7 @@ from registry_app.routing import active_cooldowns, price_group, route
 PRICE_NAMES = ("zero-euro", "paid", "unknown")
 
 
-def _lane_state(step):
+def _lane_state(step: Step) -> dict[str, Any]:
     state = {"lane": step.lane.id, "capability": step.lane.capability, "mode": step.mode,
              "usable": step.call is not None, "price": PRICE_NAMES[price_group(step.lane.eur)]}
     if step.skip:
@@ -22,7 +25,7 @@ def _lane_state(step):
     return state
 
 
-def chat_lane_states(capability):
+def chat_lane_states(capability: str) -> tuple[int | None, list[dict[str, Any]]]:
     """(registry version, [state]): each chat (or code) lane the gateway could try,
     usable now or why not (whatever the budget)."""
     probe = ChatQuery(prompt="", capability=capability)
@@ -34,11 +37,11 @@ def chat_lane_states(capability):
                             for lane, cooldown in ordered_lanes(routed)]
 
 
-def _never_called(*args):
+def _never_called(*args: Any) -> NoReturn:
     raise AssertionError("readiness never calls a lane")
 
 
-def voice_lane_states(capability):
+def voice_lane_states(capability: str) -> list[dict[str, Any]]:
     """[state] of each tts or stt lane: the local ones usable when an engine of this
     process serves them now, the hosted ones when they have an endpoint and a key."""
     engines = engine_probes.statuses()
@@ -61,7 +64,7 @@ def voice_lane_states(capability):
     return [_lane_state(step) for step in steps]
 
 
-def gateway_readiness():
+def gateway_readiness() -> dict[str, Any]:
     """GET /v1/ready: ready when at least one chat lane is usable now."""
     version, chat = chat_lane_states("chat")
     _, code = chat_lane_states("code")
@@ -79,7 +82,8 @@ def gateway_readiness():
     }
 
 
-def usage_between(*, first_day, last_day, lane_id=None):
+def usage_between(*, first_day: dt.date, last_day: dt.date, lane_id: str | None = None,
+                  ) -> tuple[list[LaneUsage], dict[str, Any]]:
     """Rows of LaneUsage from `first_day` to `last_day` (inclusive), newest first, and their totals."""
     rows = LaneUsage.objects.filter(day__gte=first_day, day__lte=last_day)
     if lane_id:

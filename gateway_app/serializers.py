@@ -2,6 +2,7 @@
 import datetime
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from console.api import ClosedSerializer
@@ -105,3 +106,126 @@ class LaneUsageSerializer(serializers.ModelSerializer):
         model = LaneUsage
         fields = ["day", "lane", "capability", "mode", "requests", "failures", "inputTokens", "outputTokens",
                   "characters", "audioSeconds", "eur"]
+
+
+# --- POST /v1/chat/completions (OpenAI-compatible) ---
+# The nested parts (messages, tools, tool_choice) are checked by gateway_app.turns, the
+# one checker of a turn, which names each problem by its path (`messages[2].content`);
+# the fields below only declare them for the OpenAPI document.
+
+_TEXT_OR_PARTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {
+    "type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+    "required": ["type", "text"]}}]}
+_TOOL_CALL = {"type": "object", "required": ["id", "type", "function"], "properties": {
+    "id": {"type": "string"}, "type": {"type": "string", "enum": ["function"]},
+    "function": {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"type": "string"}, "arguments": {"type": "string", "description": "JSON text"}}}}}
+
+
+@extend_schema_field({"type": "array", "minItems": 1, "items": {
+    "type": "object", "required": ["role"], "properties": {
+        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+        "content": {**_TEXT_OR_PARTS, "nullable": True}, "name": {"type": "string"},
+        "tool_calls": {"type": "array", "items": _TOOL_CALL}, "tool_call_id": {"type": "string"}}}})
+class MessagesField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field({"type": "array", "items": {
+    "type": "object", "required": ["type", "function"], "properties": {
+        "type": {"type": "string", "enum": ["function"]},
+        "function": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, "description": {"type": "string"},
+            "parameters": {"type": "object", "description": "JSON Schema of the arguments"},
+            "strict": {"type": "boolean"}}}}}})
+class ToolsField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {
+    "type": "object", "required": ["type", "function"], "properties": {
+        "type": {"type": "string", "enum": ["function"]},
+        "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}]})
+class ToolChoiceField(serializers.JSONField):
+    pass
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON true or false, never "yes" or 1."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Must be true or false.")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be an integer.")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise serializers.ValidationError("Must be a number.")
+        return super().to_internal_value(data)
+
+
+class StreamOptionsSerializer(ClosedSerializer):
+    include_usage = StrictBooleanField(required=False, default=False)
+
+
+class ChatCompletionRequestSerializer(ClosedSerializer):
+    """OpenAI's Chat Completions request. Other fields of OpenAI's (`top_p`, `stop`, …)
+    are refused by name, so a client learns at once what the hub does not do."""
+
+    model = StrictCharField(max_length=100, help_text="A chat or code lane's id from the registry, or `auto`: the "
+                                                      "registry's order (cost policy).")
+    messages = MessagesField()
+    tools = ToolsField(required=False)
+    tool_choice = ToolChoiceField(required=False)
+    stream = StrictBooleanField(required=False, default=False)
+    stream_options = StreamOptionsSerializer(required=False)
+    temperature = StrictFloatField(required=False, min_value=0, max_value=2)
+    max_tokens = StrictIntegerField(required=False, min_value=1,
+                                    help_text="At most GATEWAY_MAX_TOKENS (a larger value is lowered to it).")
+    max_completion_tokens = StrictIntegerField(required=False, min_value=1, help_text="The same as max_tokens; "
+                                                                                       "the smaller one counts.")
+    n = StrictIntegerField(required=False, min_value=1, max_value=1, help_text="One choice only.")
+    user = StrictCharField(required=False, max_length=256, help_text="Accepted and not used.")
+    max_eur = BudgetField(help_text="The gateway's budget of this request (default GATEWAY_MAX_EUR).")
+    language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR,
+                                      help_text="Only lanes that list this language.")
+
+
+class ChatCompletionUsageSerializer(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+
+
+class ChatCompletionMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["assistant"])
+    content = serializers.CharField(allow_null=True)
+    tool_calls = serializers.ListField(child=serializers.DictField(), required=False,
+                                       help_text="Only when the lane called tools.")
+
+
+class ChatCompletionChoiceSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    message = ChatCompletionMessageSerializer()
+    finish_reason = serializers.ChoiceField(choices=["stop", "length", "tool_calls", "content_filter"])
+
+
+class ChatCompletionSerializer(serializers.Serializer):
+    """OpenAI's `chat.completion` object. A streamed answer is `chat.completion.chunk`
+    server-sent events ending with `data: [DONE]`."""
+
+    id = serializers.CharField()
+    object = serializers.ChoiceField(choices=["chat.completion"])
+    created = serializers.IntegerField()
+    model = serializers.CharField(help_text="The lane that answered.")
+    choices = ChatCompletionChoiceSerializer(many=True)
+    usage = ChatCompletionUsageSerializer()

@@ -5,31 +5,41 @@ opens them (docs/api.md); /v1/ready also answers probe_registry's probe credenti
 """
 import io
 import json
+import logging
+import secrets
+import time
 
 from django.core.handlers.wsgi import LimitedStream
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
 
 from console.api import ApiView, accepts_query, validated
-from console.errors import ValidationFailed
+from console.errors import ApiError, ValidationFailed
 from console.openapi import errors
 from console.parsers import JSONParser, read_bounded
 from gateway_app import selectors, services
 from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import LengthRequired, NotReady
+from gateway_app.planning import TURN_CAPABILITIES, turn_lanes
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
+    ChatCompletionRequestSerializer,
+    ChatCompletionSerializer,
     GatewaySpeakSerializer,
     GatewayTranscribeQuerySerializer,
     LaneUsageSerializer,
     RoleRequestSerializer,
     UsageQuerySerializer,
 )
+from gateway_app.turns import ChatDone, TextDelta, ToolCall
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app.decode import MAX_AUDIO_BYTES
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, audio_too_large, mp3_response, raw_audio_body
+
+logger = logging.getLogger("gateway_app")
 
 # The bodies of the JSON paths (a prompt of 20,000 characters is at most 80 KB of UTF-8).
 MAX_BODY_BYTES = 256 * 1024
@@ -177,3 +187,127 @@ class TranscribeView(GatewayAPIView):
         answer = services.gateway_transcribe(audio=raw_audio_body(request),
                                              phrases=[phrase.strip() for phrase in phrases], **query)
         return Response({**answer.result.as_json(), **answer.as_json()})
+
+
+# --- POST /v1/chat/completions: the hub as an OpenAI-compatible chat endpoint ---
+
+def _model_lane(model):
+    """(lane id or None for `auto`, capability) of the request's `model`, or a 400 on
+    `model` listing what may be sent."""
+    if model == "auto":
+        return None, "chat"
+    for capability in TURN_CAPABILITIES:
+        if any(lane.id == model for lane in turn_lanes(capability)):
+            return model, capability
+    names = [lane.id for capability in TURN_CAPABILITIES for lane in turn_lanes(capability)]
+    raise ValidationFailed.field("model", f"'{model}' is no chat or code lane of the registry. Send auto or one of: "
+                                          f"{', '.join(names) or 'none'}.")
+
+
+def _completion_id():
+    return f"chatcmpl-{secrets.token_hex(12)}"
+
+
+def _gateway_headers(response, stream):
+    response["X-Gateway-Lane"] = stream.lane
+    response["X-Gateway-Mode"] = stream.mode
+    # ASCII JSON: a header carries Latin-1 at most.
+    response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in stream.attempts],
+                                                separators=(",", ":"))
+
+
+def _usage(done):
+    return {"prompt_tokens": done.input_tokens, "completion_tokens": done.output_tokens,
+            "total_tokens": done.input_tokens + done.output_tokens}
+
+
+def _sse(data):
+    return b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+def completion_events(stream, *, include_usage):
+    """The turn's events as `chat.completion.chunk` server-sent events, ending with
+    `data: [DONE]`; a lane that fails mid-answer ends the stream with one `error`
+    event in the API's error shape (OpenAI's clients raise it) and no [DONE]."""
+    head = {"id": _completion_id(), "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": stream.lane}
+
+    def chunk(delta, finish_reason=None):
+        return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+    try:
+        yield chunk({"role": "assistant", "content": ""})
+        calls = 0
+        for event in stream:
+            if isinstance(event, TextDelta):
+                yield chunk({"content": event.text})
+            elif isinstance(event, ToolCall):
+                yield chunk({"tool_calls": [{"index": calls, **event.as_wire()}]})
+                calls += 1
+            elif isinstance(event, ChatDone):
+                yield chunk({}, event.finish_reason)
+                if include_usage:
+                    yield _sse({**head, "choices": [], "usage": _usage(event)})
+        yield b"data: [DONE]\n\n"
+    except ApiError as error:
+        yield _sse({"error": {"code": error.code, "message": error.message, "details": error.details}})
+    except Exception:  # the answer has begun: the client gets an error event, not a cut-off stream
+        logger.exception("the chat completion stream of lane %s failed", stream.lane)
+        yield _sse({"error": {"code": "internal_error", "message": "The answer failed on the gateway.",
+                              "details": {}}})
+    finally:
+        stream.close()
+
+
+def completion_json(stream):
+    """The `chat.completion` object of a turn read whole."""
+    done = next(event for event in stream if isinstance(event, ChatDone))
+    message = {"role": "assistant", "content": done.text or None}
+    if done.tool_calls:
+        message["tool_calls"] = [call.as_wire() for call in done.tool_calls]
+    return {"id": _completion_id(), "object": "chat.completion", "created": int(time.time()), "model": done.lane,
+            "choices": [{"index": 0, "message": message, "finish_reason": done.finish_reason}],
+            "usage": _usage(done)}, done
+
+
+class ChatCompletionsView(GatewayAPIView):
+    # OpenAI's clients ask for JSON even when they stream; a stream is answered as one
+    # whatever Accept says, and errors are JSON.
+    content_negotiation_class = AnyAcceptNegotiation
+
+    @extend_schema(
+        request=ChatCompletionRequestSerializer,
+        responses={(200, "application/json"): ChatCompletionSerializer,
+                   (200, "text/event-stream"): OpenApiTypes.STR},
+        extensions=errors(422),
+        examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="*/*", value={
+            "model": "auto",
+            "messages": [{"role": "system", "content": "Du bist die Telefonassistenz der Praxis Dr. Weber."},
+                         {"role": "user", "content": "Bitte rufen Sie mich morgen Vormittag zurück."}],
+            "tools": [{"type": "function", "function": {
+                "name": "create_callback", "description": "Legt einen Rückrufwunsch an.",
+                "parameters": {"type": "object", "properties": {"when": {"type": "string"}}}}}],
+            "stream": True})],
+        summary="Chat completions (OpenAI-compatible): messages and tools through the registry's lanes, "
+                "streamed or whole")
+    def post(self, request):
+        data = validated(ChatCompletionRequestSerializer, request.data)
+        lane, capability = _model_lane(data["model"])
+        limits = [value for value in (data.get("max_tokens"), data.get("max_completion_tokens")) if value]
+        stream = services.gateway_chat(
+            messages=data["messages"], tools=data.get("tools"), tool_choice=data.get("tool_choice"), lane=lane,
+            capability=capability, language=data.get("language"), temperature=data.get("temperature"),
+            max_tokens=min(limits) if limits else None, max_eur=data.get("max_eur"), stream=data["stream"])
+        if data["stream"]:
+            include_usage = (data.get("stream_options") or {}).get("include_usage", False)
+            response = StreamingHttpResponse(completion_events(stream, include_usage=include_usage),
+                                             content_type="text/event-stream; charset=utf-8")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # a proxy in front passes each event on at once
+            _gateway_headers(response, stream)
+            return response
+        body, done = completion_json(stream)
+        response = Response(body)
+        _gateway_headers(response, stream)
+        response["X-Gateway-Cost-Eur"] = f"{done.cost_eur:.6f}"
+        return response

@@ -1,4 +1,9 @@
+from collections.abc import Hashable
+from datetime import datetime
+from typing import Any
+
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 
 from console.compiled import CompiledQuery
 from console.pagination import after_cursor, given, page_of
@@ -12,7 +17,8 @@ LEAD_COLUMNS = ("id", "kind", "phone", "preferred_at", "preferred_at_resolved", 
                 "consent_version")
 
 
-def _lead_rows_query(tenant_id, *values, filters, limit):
+def _lead_rows_query(tenant_id: str, *values: Hashable, filters: tuple[str, ...],
+                     limit: int) -> QuerySet[Lead, tuple[Any, ...]]:
     leads = Lead.objects.for_tenant(tenant_id).filter(**dict(zip(filters, values, strict=True)))
     return leads.order_by("-created_at", "-id").values_list(*LEAD_COLUMNS)[:limit]
 
@@ -20,7 +26,8 @@ def _lead_rows_query(tenant_id, *values, filters, limit):
 _lead_rows = CompiledQuery(_lead_rows_query, datetimes_as_text=True)
 
 
-def lead_rows(*, tenant, status=None, kind=None, limit):
+def lead_rows(*, tenant: Tenant, status: str | None = None, kind: str | None = None,
+              limit: int) -> list[tuple[Any, ...]]:
     """The tenant's newest leads (optionally of one status and kind) as tuples of
     LEAD_COLUMNS, timestamps as the API writes them: one query, compiled once per
     combination of filters and limit."""
@@ -32,7 +39,9 @@ _LEAD_MOMENTS = tuple(LEAD_COLUMNS.index(name) for name in ("preferred_at_resolv
 _CREATED, _ID = LEAD_COLUMNS.index("created_at"), LEAD_COLUMNS.index("id")
 
 
-def lead_page_rows(*, tenant, limit, cursor=None, status=None, kind=None, phone=None, since=None, until=None):
+def lead_page_rows(*, tenant: Tenant, limit: int, cursor: str | None = None, status: str | None = None,
+                   kind: str | None = None, phone: str | None = None, since: datetime | None = None,
+                   until: datetime | None = None) -> tuple[list[tuple[Any, ...]], str | None]:
     """A page of `GET /v2/leads` as rows (see `lead_rows`), filtered, after `cursor`:
     `(rows, next)`; one query whatever the depth (console/pagination.py). The first
     page filtered by status and kind only takes the compiled query."""
@@ -46,7 +55,7 @@ def lead_page_rows(*, tenant, limit, cursor=None, status=None, kind=None, phone=
     return page_of(rows, tenant=tenant, scope="leads", limit=limit, position=lambda row: (row[_CREATED], row[_ID]))
 
 
-def public_tenant(slug):
+def public_tenant(slug: object) -> Tenant | None:
     """The tenant a public post names, or None (unknown, malformed or not a string)."""
     if not isinstance(slug, str):
         return None

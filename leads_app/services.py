@@ -1,18 +1,21 @@
 from datetime import UTC, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from rest_framework import serializers
 
 from console.jobs.services import job_enqueue_on_commit
+from console.tenants.models import Tenant
 from leads_app.models import OPEN_STATUSES, Lead
+from leads_app.preferred_time import PreferredTime
 from leads_app.serializers import LeadSerializer
 from webhooks_app.services import event_publish
 
 
-def _announce(lead, event_type):
+def _announce(lead: Lead, event_type: str) -> None:
     """The lead's webhook event, published in the caller's transaction (sent after it):
     the lead as the API shows it, with how often its number posted again (docs/api.md)."""
     # In UTC, as the API writes times, also when an admin request activated the tenant's zone.
@@ -25,7 +28,8 @@ def _announce(lead, event_type):
 
 
 @transaction.atomic
-def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
+def lead_create(*, tenant: Tenant, kind: str, phone: str, preferred_time: PreferredTime | None = None,
+                page_url: str = "", consent_version: str = "", notes: str = "") -> Lead:
     """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's clock."""
     now = timezone.now()
     lead = Lead.objects.create(
@@ -36,6 +40,7 @@ def lead_create(*, tenant, kind, phone, preferred_time=None, page_url="", consen
         preferred_at_resolved=preferred_time.resolve(now=now, time_zone=tenant.time_zone) if preferred_time else None,
         page_url=page_url,
         consent_version=consent_version,
+        notes=notes,
     )
     _announce(lead, "lead.created")
     if settings.LEADS_NOTIFY_BY_EMAIL:
@@ -49,7 +54,8 @@ DUPLICATE_WINDOW = timedelta(hours=24)
 
 
 @transaction.atomic
-def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", consent_version=""):
+def lead_receive(*, tenant: Tenant, kind: str, phone: str, preferred_time: PreferredTime | None = None,
+                 page_url: str = "", consent_version: str = "") -> Lead:
     """A public post: the open lead of the same number from the last 24 hours with its
     repeat counter raised (and the newer preferred time), or a new lead.
 
@@ -62,7 +68,7 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
     if first is None:
         return lead_create(tenant=tenant, kind=kind, phone=phone, preferred_time=preferred_time, page_url=page_url,
                            consent_version=consent_version)
-    changes = {"repeat_count": F("repeat_count") + 1, "repeated_at": now, "updated_at": now}
+    changes: dict[str, Any] = {"repeat_count": F("repeat_count") + 1, "repeated_at": now, "updated_at": now}
     if preferred_time:
         changes["preferred_at"] = preferred_time.token
         changes["preferred_at_resolved"] = preferred_time.resolve(now=now, time_zone=tenant.time_zone)
@@ -74,14 +80,31 @@ def lead_receive(*, tenant, kind, phone, preferred_time=None, page_url="", conse
 
 
 @transaction.atomic
-def lead_note(*, lead, notes):
+def lead_callback_revise(*, lead: Lead, phone: str, preferred_time: PreferredTime | None = None,
+                         notes: str = "") -> Lead:
+    """A callback request corrected while it is being taken (an assistant's second
+    create_callback in the same call: the caller gave another number or time): the
+    lead's number, preferred time and notes, announced as `lead.updated`."""
+    now = timezone.now()
+    lead.phone = phone
+    lead.preferred_at = preferred_time.token if preferred_time else ""
+    lead.preferred_at_resolved = (preferred_time.resolve(now=now, time_zone=lead.tenant.time_zone)
+                                  if preferred_time else None)
+    lead.notes = notes
+    lead.save(update_fields=["phone", "preferred_at", "preferred_at_resolved", "notes", "updated_at"])
+    _announce(lead, "lead.updated")
+    return lead
+
+
+@transaction.atomic
+def lead_note(*, lead: Lead, notes: str) -> Lead:
     lead.notes = notes
     lead.save(update_fields=["notes", "updated_at"])
     return lead
 
 
 @transaction.atomic
-def lead_set_status(*, lead, status):
+def lead_set_status(*, lead: Lead, status: str) -> Lead:
     if lead.status != status:
         lead.status = status
         lead.save(update_fields=["status", "updated_at"])
@@ -90,7 +113,7 @@ def lead_set_status(*, lead, status):
 
 
 @transaction.atomic
-def leads_set_status(*, leads, status):
+def leads_set_status(*, leads: QuerySet[Lead], status: str) -> int:
     """Bulk change (admin action); returns how many leads changed."""
     changing = list(leads.exclude(status=status).select_related("tenant"))
     for lead in changing:
@@ -99,7 +122,7 @@ def leads_set_status(*, leads, status):
 
 
 @transaction.atomic
-def lead_update(*, lead, status=None, notes=None):
+def lead_update(*, lead: Lead, status: str | None = None, notes: str | None = None) -> Lead:
     """The console's change of a lead (the admin's change form): its status and the
     operator's notes, compared with the stored row. A new status is announced
     (`lead.updated`) like the API's and the bulk actions'; notes are the console's

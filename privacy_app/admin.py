@@ -156,9 +156,11 @@ class ErasureAdmin(RequestByPhoneAdmin):
     readonly_fields = fields
     request_title = _("Erase a caller's data")
     explanation = _("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "
-                    "webhook delivery, voice agent session, idempotency record and export of the tenant: the number "
-                    "is replaced by a pseudonym, transcripts and leads are deleted, pending webhook deliveries that "
-                    "carry it are stopped. This cannot be undone. The receipt counts what was removed and names no one.")
+                    "webhook delivery, voice agent session, idempotency record, campaign contact and export of the "
+                    "tenant: the number is replaced by a pseudonym, transcripts and leads are deleted, pending webhook "
+                    "deliveries that carry it are stopped, open campaign contacts are never called. A blocklist entry "
+                    "of the number is kept under the pseudonym, so the person stays blocked. This cannot be undone. "
+                    "The receipt counts what was removed and names no one.")
 
     def run(self, tenant, request, *, e164=None, call_id=None):
         return services.erasure_create(tenant=tenant, e164=e164, call_id=call_id, actor=_actor(request),

@@ -1,5 +1,5 @@
 """Privacy by design: retention per tenant, access by caller (exports) and erasure by
-caller (docs/privacy.md). A feature app above calls_app and leads_app."""
+caller (docs/privacy.md). The top layer, above calls_app, leads_app and campaigns_app."""
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 

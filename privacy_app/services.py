@@ -1,25 +1,33 @@
 """Writes of the privacy features (docs/privacy.md): retention settings and their
 application, exports (access by caller) and erasures. Exports, erasures and retention
 runs record themselves in the audit trail in the same transaction as their work."""
-from datetime import timedelta
+from collections.abc import Collection, Iterable
+from datetime import datetime, timedelta
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection, transaction
+from django.db import connection, models, transaction
+from django.db.models import Field, QuerySet
 from django.utils import timezone
 
 from calls_app import redaction
+from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
+from calls_app.services import call_tool_notes_erase
+from campaigns_app.models import BlockedNumber, CampaignContact
+from campaigns_app.services import number_erase as campaigns_number_erase
 from console.audit.services import audit_record
 from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
+from console.pseudonyms import pseudonym_for
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
-from privacy_app.pseudonyms import pseudonym_for
 from privacy_app.selectors import Subject
 from webhooks_app import services as webhooks
 
@@ -34,30 +42,31 @@ PENDING_EVENT_LIFETIME = timedelta(days=7)
 ERASED_REQUEST_HASH = "erased"
 
 RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carrierEvents", "leads", "exports",
-                    "erasedCallers", "webhookDeliveries")
+                    "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
-                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries")
+                  "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses", "campaignContacts",
+                  "blocklistEntries")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
-def _counts(names):
+def _counts(names: Iterable[str]) -> dict[str, int]:
     """The counts of a receipt: ours, then one per kind of call data other apps keep
     (calls_app.call_data, e.g. `agentSessions`)."""
     return dict.fromkeys([*names, *(data.name for data in registered_call_data())], 0)
 
 
-def _deleted(queryset):
+def _deleted(queryset: QuerySet[Any]) -> int:
     """How many rows of the queryset's own model a delete removed."""
     return queryset.delete()[1].get(queryset.model._meta.label, 0)
 
 
-def _check_not_own_number(tenant, e164):
+def _check_not_own_number(tenant: Tenant, e164: str) -> None:
     # The tenant's own numbers are in every call; they name the business, not a caller.
     if PhoneNumber.objects.for_tenant(tenant).filter(e164=e164).exists():
         raise ValidationFailed.field("phone", "This is one of the tenant's own numbers, not a caller's.")
 
 
-def _subject(tenant, e164, call_id):
+def _subject(tenant: Tenant, e164: str | None, call_id: str | None) -> Subject:
     """The subject of an export or erasure: a caller's number or one of the tenant's
     calls (exactly one of them; another tenant's call is unknown, 400 on `callId`)."""
     if bool(e164) == bool(call_id):
@@ -72,7 +81,7 @@ def _subject(tenant, e164, call_id):
 # --- Retention --------------------------------------------------------------------------
 
 @transaction.atomic
-def retention_settings_update(*, tenant, **days):
+def retention_settings_update(*, tenant: Tenant, **days: int | None) -> RetentionSettings:
     """Sets any of transcript_days, recording_days, lead_days (None: without limit)."""
     unknown = set(days) - set(DEFAULT_RETENTION_DAYS)
     if unknown:
@@ -89,7 +98,7 @@ def retention_settings_update(*, tenant, **days):
     return current
 
 
-def retention_apply(*, tenant, now=None, dry_run=False):
+def retention_apply(*, tenant: Tenant, now: datetime | None = None, dry_run: bool = False) -> dict[str, int]:
     """Removes what is older than the tenant's periods; returns the counts by kind.
 
     Transcript lines of calls older than the transcript period are deleted with the
@@ -121,7 +130,7 @@ def retention_apply(*, tenant, now=None, dry_run=False):
     return counts
 
 
-def _expire_transcripts(tenant, cutoff, counts):
+def _expire_transcripts(tenant: Tenant, cutoff: datetime, counts: dict[str, int]) -> None:
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     # The calls first: a transcript line arriving at this moment waits for this
     # transaction (calls_app.event_sql) and then sees the flag.
@@ -130,13 +139,14 @@ def _expire_transcripts(tenant, cutoff, counts):
     # Their events are copies of the same content (and numbers); a carrier does not
     # retry an event for months, and if one did, the redacted call would drop it.
     counts["carrierEvents"] += _deleted(selectors.events_of_calls(old).filter(state=CarrierEvent.State.APPLIED))
+    counts["analyses"] = analyses_redact(calls=old)
     # What other apps keep per call (the agent's sessions with their variables) goes
     # with the transcript: it is the same conversation's data.
     for data in registered_call_data():
         counts[data.name] += data.expire(tenant=tenant, created_before=cutoff)
 
 
-def _expire_deliveries(tenant, now, retention, counts):
+def _expire_deliveries(tenant: Tenant, now: datetime, retention: RetentionSettings, counts: dict[str, int]) -> None:
     """Webhook deliveries (with their attempts) go after `delivery_days`; a delivery of
     a lead's event never outlives the lead's period (it is a copy of the lead)."""
     if retention.delivery_days:
@@ -147,7 +157,7 @@ def _expire_deliveries(tenant, now, retention, counts):
             tenant=tenant, created_before=now - timedelta(days=retention.lead_days), event_type_prefix="lead.")
 
 
-def _expire_recordings(tenant, cutoff, counts):
+def _expire_recordings(tenant: Tenant, cutoff: datetime, counts: dict[str, int]) -> None:
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     with_links = old.exclude(recording_url="")
     counts["callsRedacted"] += with_links.filter(redacted=False).update(redacted=True)
@@ -161,7 +171,7 @@ def _expire_recordings(tenant, cutoff, counts):
 
 
 @transaction.atomic
-def pending_events_purge(*, now=None):
+def pending_events_purge(*, now: datetime | None = None) -> int:
     """Deletes events that waited for their call.started longer than it ever takes:
     they hold transcript text of calls that never reached any tenant."""
     cutoff = (now or timezone.now()) - PENDING_EVENT_LIFETIME
@@ -170,7 +180,8 @@ def pending_events_purge(*, now=None):
 
 # --- Exports ----------------------------------------------------------------------------
 
-def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+def export_create(*, tenant: Tenant, e164: str | None = None, call_id: str | None = None, actor: str,
+                  request_id: str = "", now: datetime | None = None) -> Export:
     """An export of everything the tenant holds about the number, or about one call
     (`call_id`: a web call of the voice agent has no number). Built at once up to
     PRIVACY_EXPORT_SYNC_ROWS rows, else left `pending` for `build_exports`."""
@@ -191,7 +202,7 @@ def export_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=
     return export
 
 
-def _export_build(export, now, call_ids=None):
+def _export_build(export: Export, now: datetime, call_ids: Collection[str] | None = None) -> None:
     subject = Subject(tenant=export.tenant, e164=export.phone, call_id=export.call_id)
     export.document = selectors.export_document(subject=subject, created_at=export.created_at,
                                                 expires_at=export.expires_at, call_ids=call_ids)
@@ -199,7 +210,7 @@ def _export_build(export, now, call_ids=None):
     export.save(update_fields=["document", "status", "ready_at"])
 
 
-def exports_build_pending(*, now=None):
+def exports_build_pending(*, now: datetime | None = None) -> int:
     """Builds every pending export (the job of `build_exports`); returns how many."""
     now = now or timezone.now()
     built = 0
@@ -215,7 +226,7 @@ def exports_build_pending(*, now=None):
 
 
 @transaction.atomic
-def export_record_download(*, export, actor, request_id=""):
+def export_record_download(*, export: Export, actor: str, request_id: str = "") -> None:
     """A download in the admin is an access to personal data: it goes into the trail."""
     audit_record(actor=actor, action="privacy.export.download", tenant=export.tenant, object_id=export.pk,
                  request_id=request_id)
@@ -223,7 +234,8 @@ def export_record_download(*, export, actor, request_id=""):
 
 # --- Erasure ----------------------------------------------------------------------------
 
-def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now=None):
+def erasure_create(*, tenant: Tenant, e164: str | None = None, call_id: str | None = None, actor: str,
+                   request_id: str = "", now: datetime | None = None) -> Erasure:
     """Erases the number from everything of the tenant, or one call's data (`call_id`),
     in one transaction; returns the receipt (counts by kind, no personal data). A second
     erasure of the same subject finds nothing and counts 0 everywhere."""
@@ -240,15 +252,25 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
         # The caller's number: the subject's, or the one call's (a web call has none).
         number = subject.e164 or next((_caller_number(*call[1:]) for call in calls), "")
         pseudonym = pseudonym_for(tenant=tenant, e164=number) if number else ""
+        # The campaigns' contacts of the number (not of one call: they are by number),
+        # before the calls: an attempt stopped before its dial fails its call, whose
+        # `call.ended` delivery the deliveries' erasure below then finds.
+        campaigns = campaigns_number_erase(tenant=tenant, e164=subject.e164, now=now) if subject.e164 else None
         deliveries = selectors.subject_deliveries(subject, call_ids)
         _erase_calls(call_ids, number, pseudonym, counts)
+        _erase_what_the_assistants_wrote(tenant, call_ids, lead_ids, number, counts)
         counts["leads"] = _deleted(Lead.objects.filter(pk__in=lead_ids))
         counts["exports"] = _deleted(selectors.exports_holding(
             tenant=tenant, pseudonym=pseudonym if subject.e164 else "", call_ids=call_ids, lead_ids=lead_ids))
         counts["idempotencyRecords"] = IdempotencyRecord.objects.filter(
             scope__endswith=f":{tenant.pk}", body__id__in=call_ids + lead_ids,
         ).update(request_hash=ERASED_REQUEST_HASH, body=None)
-        counts["adminLogEntries"] = _erase_admin_log([(Call, call_ids), (Lead, lead_ids)])
+        if campaigns is not None:
+            counts["campaignContacts"] = len(campaigns.contact_ids)
+            counts["blocklistEntries"] = len(campaigns.blocklist_ids)
+        counts["adminLogEntries"] = _erase_admin_log([
+            (Call, call_ids), (Lead, lead_ids), (CampaignContact, campaigns.contact_ids if campaigns else []),
+            (BlockedNumber, campaigns.blocklist_ids if campaigns else [])])
         counts["webhookDeliveries"] = webhooks.deliveries_erase(deliveries=deliveries, rewrite=_erased_payload,
                                                                 now=now)
         for data in registered_call_data():
@@ -261,21 +283,23 @@ def erasure_create(*, tenant, e164=None, call_id=None, actor, request_id="", now
     return receipt
 
 
-def _caller_number(direction, from_e164, to_e164):
+def _caller_number(direction: str, from_e164: str, to_e164: str) -> str:
     """The caller's side of a call, if it is a number (not empty, not a pseudonym)."""
     number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
     return number if number.startswith("+") else ""
 
 
-def _erased_payload(payload):
+def _erased_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """What an erased webhook delivery keeps: the event's type and time and the id of
     the lead or call it announced (the lead is deleted, the call pseudonymised)."""
-    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        data = {}
     return {"type": payload.get("type"), "timestamp": payload.get("timestamp"),
             "data": {"id": data.get("id"), "erased": True}}
 
 
-def _erase_calls(call_ids, e164, pseudonym, counts):
+def _erase_calls(call_ids: list[str], e164: str, pseudonym: str, counts: dict[str, int]) -> None:
     calls = Call.objects.filter(pk__in=call_ids)
     events = list(selectors.events_of_calls(calls).only("pk", "type", "data"))
     counts["calls"] = len(call_ids)
@@ -302,21 +326,34 @@ def _erase_calls(call_ids, e164, pseudonym, counts):
     counts["carrierEvents"] = len(changed)
 
 
-def _rewrite_event_data(events):
+def _erase_what_the_assistants_wrote(tenant: Tenant, call_ids: list[str], lead_ids: list[str], e164: str,
+                                     counts: dict[str, int]) -> None:
+    """The assistants' records (issue 28, calls_app): the analyses of the caller's
+    calls and of calls whose callback lead is the caller's (and any whose summary names
+    the number), and the system notes of tool calls that name the number in the
+    tenant's other calls (a callback taken for this number during someone else's call).
+    Run before the leads are deleted: the analyses are found through them."""
+    counts["analyses"] = analyses_erase(tenant=tenant, call_ids=call_ids, lead_ids=lead_ids, e164=e164)
+    if e164:  # a web call's erasure has no number to look for in the other calls
+        counts["transcriptLines"] += call_tool_notes_erase(tenant=tenant, e164=e164)
+
+
+def _rewrite_event_data(events: list[CarrierEvent]) -> None:
     """Stores the new `data` of each event: one prepared UPDATE run for all rows. The
-    ORM's save() per row or bulk_update() (a CASE branch per row) took over a
-    millisecond a row, seconds for a frequent caller's erasure (docs/privacy.md)."""
+    ORM's save() per row or bulk_update() (a CASE branch per row) took seconds for a
+    frequent caller's erasure (docs/privacy.md, docs/performance-history.md)."""
     if not events:
         return
     quote = connection.ops.quote_name
-    data = CarrierEvent._meta.get_field("data")
+    # The event's own column: get_field's type also covers relations, which have none.
+    data = cast(Field, CarrierEvent._meta.get_field("data"))
     sql = "UPDATE {table} SET {data} = %s WHERE {pk} = %s".format(
         table=quote(CarrierEvent._meta.db_table), data=quote(data.column), pk=quote(CarrierEvent._meta.pk.column))
     with connection.cursor() as cursor:
         cursor.executemany(sql, [(data.get_db_prep_save(event.data, connection), event.pk) for event in events])
 
 
-def _erase_admin_log(objects):
+def _erase_admin_log(objects: list[tuple[type[models.Model], list[str]]]) -> int:
     """The admin's change log names objects by their title (numbers masked since
     console.phone.mask, but older entries may hold them whole)."""
     changed = 0

@@ -64,7 +64,7 @@ class Exclusion:
 @dataclass(frozen=True)
 class Route:
     capability: str
-    version: object  # the registry version number routed on, or None without a registry
+    version: int | None  # the registry version number routed on, or None without a registry
     candidates: tuple
     excluded: tuple
 

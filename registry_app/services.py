@@ -5,6 +5,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,12 +22,12 @@ class LoadResult:
     created: bool  # False: identical to the current version, nothing changed
 
 
-def canonical_sha256(document):
+def canonical_sha256(document: dict[str, Any]) -> str:
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _lane_row(version, position, entry):
+def _lane_row(version: RegistryVersion, position: int, entry: dict[str, Any]) -> Lane:
     cost = entry["cost"]
     return Lane(
         version=version, position=position, lane_id=entry["id"], name=entry["name"],
@@ -40,7 +41,7 @@ def _lane_row(version, position, entry):
     )
 
 
-def registry_load(*, document, loaded_by):
+def registry_load(*, document: Any, loaded_by: str) -> LoadResult:
     """Make `document` the current registry version, or change nothing.
 
     Raises InvalidRegistryDocument with every problem (JSON paths) if the document is
@@ -77,19 +78,20 @@ def registry_load(*, document, loaded_by):
     return LoadResult(version=version, created=True)
 
 
-def _lane_state_changed():
+def _lane_state_changed() -> None:
     # At once for this process's next route, and again when the write is visible to all.
     routing.invalidate_lane_state()
     transaction.on_commit(routing.invalidate_lane_state)
 
 
-def _cooldown_changed(lane_id, cooldown):
+def _cooldown_changed(lane_id: str, cooldown: LaneCooldown | None) -> None:
     # The router's state in memory learns this process's own writes at once; other
     # processes read them within routing.LANE_STATE_SECONDS.
     routing.note_cooldown(lane_id, cooldown)
 
 
-def lanes_probe_all(*, base_url=None, timeout=None, allow_remote=False):
+def lanes_probe_all(*, base_url: str | None = None, timeout: float | None = None,
+                    allow_remote: bool = False) -> list[Any]:
     """Probes every lane of the current registry and records each result (the periodic
     job; `manage.py probe_registry` does the same by hand). Returns the results."""
     from django.conf import settings
@@ -108,7 +110,8 @@ def lanes_probe_all(*, base_url=None, timeout=None, allow_remote=False):
     return results
 
 
-def lane_health_record(*, lane_id, target, ok, detail="", checked_at=None):
+def lane_health_record(*, lane_id: str, target: str, ok: bool, detail: str = "",
+                       checked_at: datetime.datetime | None = None) -> LaneHealth:
     """The latest probe result of a lane, counting failures in a row (a success resets)."""
     with transaction.atomic():
         previous = LaneHealth.objects.select_for_update().filter(lane_id=lane_id).first()
@@ -122,7 +125,8 @@ def lane_health_record(*, lane_id, target, ok, detail="", checked_at=None):
     return health
 
 
-def lane_cooldown_start(*, lane_id, seconds, reason, now=None):
+def lane_cooldown_start(*, lane_id: str, seconds: float, reason: str,
+                        now: datetime.datetime | None = None) -> LaneCooldown:
     """Keep `lane_id` out of routing for `seconds` (a failed call); counts failures in a row."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -138,7 +142,7 @@ def lane_cooldown_start(*, lane_id, seconds, reason, now=None):
     return cooldown
 
 
-def lane_cooldown_clear(*, lane_id):
+def lane_cooldown_clear(*, lane_id: str) -> None:
     """The lane answered again: its failures in a row start from zero."""
     LaneCooldown.objects.filter(lane_id=lane_id).delete()
     _cooldown_changed(lane_id, None)

@@ -11,5 +11,5 @@ class ScriptsAppConfig(AppConfig):
         from scripts_app import checks  # noqa: F401  (registers the system checks)
         from scripts_app.selectors import analyse_catalog_defaults
 
-        # Reads the lexicon (about 0.4 s) and analyses the catalog's scripts once per worker.
+        # Reads the lexicon (the slow part) and analyses the catalog's scripts once per worker.
         at_worker_start(analyse_catalog_defaults)

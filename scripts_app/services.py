@@ -1,16 +1,21 @@
 """Writes of scripts (a tenant's override of a touchpoint is put or deleted) and their rendering to speech."""
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import transaction
 from django.utils.translation import gettext
 
 from console.errors import ValidationFailed
+from console.tenants.models import Tenant
 from scripts_app.analysis.text import VARIABLE, variables_of
 from scripts_app.errors import MissingVariables
 from scripts_app.models import MAX_TEXT_LENGTH, ScriptOverride
 from scripts_app.selectors import TENANT, EffectiveScript, effective_script, known_touchpoint
+from speech_app.cache import RenderedAudio
 from speech_app.services import speech_render
 
 
-def check_script_text(text):
+def check_script_text(text: object) -> str | None:
     """The message why `text` cannot be a script, or None."""
     if not isinstance(text, str):
         return gettext("Send the script as a string.")
@@ -23,7 +28,7 @@ def check_script_text(text):
 
 
 @transaction.atomic
-def script_override_put(*, tenant, touchpoint_id, text):
+def script_override_put(*, tenant: Tenant, touchpoint_id: str, text: str) -> EffectiveScript:
     """Creates or replaces the tenant's override; returns the effective script."""
     tp = known_touchpoint(touchpoint_id)
     problem = check_script_text(text)
@@ -34,13 +39,13 @@ def script_override_put(*, tenant, touchpoint_id, text):
 
 
 @transaction.atomic
-def script_override_delete(*, tenant, touchpoint_id):
+def script_override_delete(*, tenant: Tenant, touchpoint_id: str) -> None:
     """Removes the tenant's override, if any: the default applies again (idempotent)."""
     tp = known_touchpoint(touchpoint_id)
     ScriptOverride.objects.for_tenant(tenant).filter(touchpoint_id=tp.id).delete()
 
 
-def effective_text(script, *, variables, disclosure):
+def effective_text(script: EffectiveScript, *, variables: Mapping[str, Any], disclosure: str) -> str:
     """The spoken text of a script: variables filled, the disclosure before call openers."""
     missing = [name for name in variables_of(script.text) if name not in variables]
     if missing:
@@ -57,12 +62,13 @@ SAMPLE_VALUES = {"companyName": "Muster GmbH", "firstName": "Anna", "date": "Mon
                  "time": "10 Uhr", "preferredTime": "morgen Vormittag", "phone": "030 901820"}
 
 
-def sample_variables(text):
+def sample_variables(text: str) -> dict[str, str]:
     """A value for every variable of `text`: the samples above, else "Beispiel"."""
     return {name: SAMPLE_VALUES.get(name, "Beispiel") for name in variables_of(text)}
 
 
-def script_preview(*, tenant, touchpoint_id, text=None):
+def script_preview(*, tenant: Tenant, touchpoint_id: str,
+                   text: str | None = None) -> tuple[RenderedAudio, bool]:
     """The console's play button: `text` (the text being edited; else the effective
     script) as the caller would hear it — disclosure first where the touchpoint opens
     a call, sample values for the variables — as MP3: (rendered, from_cache)."""
@@ -76,7 +82,8 @@ def script_preview(*, tenant, touchpoint_id, text=None):
     return speech_render(text=spoken)
 
 
-def script_render(*, tenant, touchpoint, variables, voice=None):
+def script_render(*, tenant: Tenant, touchpoint: str, variables: Mapping[str, Any],
+                  voice: str | None = None) -> tuple[RenderedAudio, bool]:
     """The effective script of `touchpoint` for `tenant` as MP3: (rendered, from_cache)."""
     script = effective_script(tenant, touchpoint)
     text = effective_text(script, variables=variables, disclosure=tenant.disclosure_text)

@@ -15,8 +15,8 @@ are evicted.
   the bound holds across the worker processes (and threads) sharing the directory,
   and room is made *before* an entry is written: at no moment are there more bytes
   than the bound.
-- That file also holds the bytes in use, so a write costs no directory scan (80 ms
-  for 5,000 entries here). Only a write that would pass the bound scans: it evicts
+- That file also holds the bytes in use, so a write costs no directory scan (which
+  grows with the entries). Only a write that would pass the bound scans: it evicts
   down to 90 % of the bound minus the new entry, so the next scans are a tenth of the
   bound apart, and it recounts the bytes, correcting any drift (entries deleted by
   hand, a crash between counting and writing, which only ever over-counts).
@@ -225,7 +225,7 @@ class _Usage:
                 os.rmdir(os.path.dirname(self.cache.storage.path(names[0])))
 
     def save(self):
-        # Fixed width, overwritten in place: truncating the file cost 6 ms per write here.
+        # Fixed width, overwritten in place: truncating the file made every write slower.
         record = b" " * _RECORD_WIDTH if self.bytes is None else f"{self.bytes:0{_RECORD_WIDTH}d}".encode()
         os.pwrite(self.lock_file.fileno(), record, 0)
 

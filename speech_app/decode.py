@@ -7,7 +7,8 @@ upload; only the audio formats the contract accepts are ever opened.
 
 Limits are enforced while decoding, not afterwards, because a small file can expand
 to hours of audio and a header's length can be zeroed or false (a 455 KB FLAC of
-655,350 Hz × 8 channels with its length field zeroed took 36 s of CPU):
+655,350 Hz × 8 channels with its length field zeroed kept a worker busy past its
+timeout; docs/performance.md, Hostile speech inputs):
 - a stream whose codec announces a sample rate outside 8–192 kHz or more than eight
   channels is refused before its first frame is decoded, and so is every frame that
   changes to such a format midway;

@@ -4,8 +4,8 @@ import importlib.metadata
 import lameenc
 
 # 64 kbit/s mono is plenty for synthetic speech. LAME's quality 7 ("fast") encodes
-# several times faster than its best setting (measured: 45 ms instead of 132 ms for
-# 53 words) with no audible difference on eSpeak's output.
+# several times faster than its best setting (docs/performance-history.md) with no
+# audible difference on eSpeak's output.
 BIT_RATE_KBPS = 64
 LAME_QUALITY = 7
 ENCODER_VERSION = f"lameenc-{importlib.metadata.version('lameenc')}/{BIT_RATE_KBPS}k/q{LAME_QUALITY}"

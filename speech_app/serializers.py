@@ -34,3 +34,52 @@ class TranscribeRequestSerializer(ClosedSerializer):
 class SpeakRequestSerializer(ClosedSerializer):
     text = serializers.CharField(max_length=5000)
     voice = VoiceField()
+
+
+# The transcript as /v2/audio/transcribe and /api/voice/transcribe answer it
+# (speech_app.recognition.Transcript.as_json), for the OpenAPI document only.
+class WordSerializer(serializers.Serializer):
+    word = serializers.CharField()
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    conf = serializers.FloatField()
+
+
+class SegmentSerializer(serializers.Serializer):
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    text = serializers.CharField()
+
+
+# The entities of a transcript (speech_app/entities.py).
+ENTITY_TYPES = ("phone", "date", "time", "datetime", "amount", "reference")
+REFERENCE_KINDS = ("customer", "order", "invoice", "contract", "case", "number")
+
+
+class EntitySerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=ENTITY_TYPES)
+    text = serializers.CharField(help_text="the words of the transcript it was read from")
+    value = serializers.CharField(
+        help_text="phone: E.164; date: YYYY-MM-DD; time: HH:MM; datetime: ISO 8601 with the tenant's offset; "
+                  "amount: decimal with two places; reference: its digits (and a letter prefix)")
+    currency = serializers.CharField(required=False, help_text="amount only: ISO 4217 code")
+    kind = serializers.ChoiceField(choices=REFERENCE_KINDS, required=False,
+                                   help_text="reference only: what the number names")
+
+    class Meta:
+        ref_name = "Entity"
+
+
+class TranscriptSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    words = WordSerializer(many=True)
+    segments = SegmentSerializer(many=True)
+    durationSec = serializers.FloatField()
+    engine = serializers.CharField()
+    model = serializers.CharField()
+    language = serializers.CharField()
+    entities = EntitySerializer(many=True, help_text="numbers heard in a German transcript: phone numbers, "
+                                                     "dates, times, amounts, reference numbers (empty otherwise)")
+
+    class Meta:
+        ref_name = "Transcript"

@@ -10,8 +10,10 @@ from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
+from speech_app.piper import piper_voices
+from speech_app.recognition import Recognizer, Transcript
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
-from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, default_voice, synthesizer
+from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
 PIPER_SYNTHESIZER = "piper"
 
@@ -22,30 +24,31 @@ MAX_RENDER_CHARS = 6000
 MAX_AUDIO_BASE64_CHARS = 4 * -(-MAX_AUDIO_BYTES // 3)
 
 
-def render_key(text, voice, engine_version):
+def render_key(text: str, voice: str, engine_version: str) -> str:
     """The cache key and ETag: a hash of the effective text, the voice and the engine."""
     material = json.dumps([text, voice, engine_version], ensure_ascii=False).encode()
     return hashlib.sha256(material).hexdigest()
 
 
-def synthesizer_for(language, voice=None):
+def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
     """The synthesis engine for `voice` in `language`: an operator's Piper voice of that
     name (PIPER_VOICES), or without a voice the Piper voice named after the language
     (`de=…onnx` makes it German's voice); else the first lane of the registry's tts
     route (CONTRACT §7 order) that an engine of this process serves; without a
     registry, or when no routed lane is served here, the default engine — the engines
     of this process serve whether or not a registry is loaded (CONTRACT §4)."""
-    piper = synthesizer(PIPER_SYNTHESIZER)
-    if piper.serves(voice or language):
-        return piper
+    if (voice or language) in piper_voices():
+        return synthesizer(PIPER_SYNTHESIZER)
     for candidate in route("tts", language=language).candidates:
         engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
-        if engine_id is not None:
+        # A routed engine that has no voice for it here (Piper without a voice file for
+        # the language) is skipped like a lane no engine here serves.
+        if engine_id is not None and synthesizer(engine_id).serves(voice or language):
             return synthesizer(engine_id)
     return synthesizer(DEFAULT_SYNTHESIZER)
 
 
-def speech_render(*, text, voice=None):
+def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio, bool]:
     """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
 
     Returns (rendered, from_cache)."""
@@ -58,7 +61,7 @@ def speech_render(*, text, voice=None):
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 
-    def render():
+    def render() -> RenderedAudio:
         speech = engine.synthesize(text, voice=voice)
         return RenderedAudio(key=key, mp3=mp3_from_pcm(speech.pcm, speech.sample_rate),
                              duration_sec=round(speech.duration_sec, 2))
@@ -66,7 +69,7 @@ def speech_render(*, text, voice=None):
     return render_cache().get_or_render(key, render)
 
 
-def audio_from_base64(value):
+def audio_from_base64(value: str) -> bytes:
     """The bytes of a base64 upload (a `data:` URL prefix and line breaks are allowed)."""
     if value.startswith("data:") and "," in value:
         value = value.partition(",")[2]
@@ -81,7 +84,7 @@ def audio_from_base64(value):
         raise InvalidBase64() from None
 
 
-def recognizer_for(language):
+def recognizer_for(language: str) -> Recognizer:
     """The recognition engine for `language` (or "auto"), chosen like synthesis: the
     first lane of the registry's stt route whose engine runs in this process and
     serves that language here. Without a registry, or when no routed lane is served
@@ -95,7 +98,8 @@ def recognizer_for(language):
     return vosk if vosk.serves(language) else recognizer()
 
 
-def audio_transcribe(*, audio, language=None, default_language=DEFAULT_LANGUAGE, phrases=None):
+def audio_transcribe(*, audio: bytes, language: str | None = None, default_language: str = DEFAULT_LANGUAGE,
+                     phrases: list[str] | None = None) -> Transcript:
     """A Transcript of `audio` (bytes of any accepted format) in `language`
     (`default_language` when None; "auto" lets Whisper detect it).
 

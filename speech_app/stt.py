@@ -1,4 +1,5 @@
-"""Speech recognition behind one small interface, and the Vosk engine.
+"""Speech recognition behind one small interface (`speech_app.recognition`), the
+engines of this process by id, and the Vosk engine.
 
 Views and services only know `Recognizer` (`recognizer(engine_id)` returns this
 process's instance); `speech_app.services.recognizer_for` picks one per language
@@ -16,20 +17,16 @@ import json
 import re
 import threading
 import time
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
 
 from speech_app.decode import SAMPLE_RATE
-from speech_app.entities import entities
 from speech_app.errors import InvalidLanguage, SttBusy, SttUnavailable
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
 
 DEFAULT_LANGUAGE = "de"
-# `"language": "auto"` lets an engine that can (Whisper) detect the language.
-AUTO_LANGUAGE = "auto"
 LANGUAGE_PATTERN = re.compile(r"^[a-z]{2,3}$")
 # Feeding about a quarter second at a time lets Vosk end utterances at pauses, so
 # long recordings come back as several results instead of one run-on final result.
@@ -43,58 +40,6 @@ def install_hint(language):
     return (f"Install a Vosk model for '{language}' on the server (for German e.g. vosk-model-small-de-0.15, "
             f"unpacked into a directory) and add '{language}=/path/to/model' to the VOSK_MODELS environment "
             "variable; see the README.")
-
-
-@dataclass(frozen=True)
-class Word:
-    word: str
-    start: float
-    end: float
-    conf: float
-
-    def as_json(self):
-        return {"word": self.word, "start": self.start, "end": self.end, "conf": self.conf}
-
-
-@dataclass(frozen=True)
-class Segment:
-    start: float
-    end: float
-    text: str
-
-    def as_json(self):
-        return {"start": self.start, "end": self.end, "text": self.text}
-
-
-@dataclass(frozen=True)
-class Transcript:
-    text: str
-    duration_sec: float
-    engine: str
-    model: str
-    language: str  # the language used: the requested one, or the detected one for "auto"
-    words: list = field(default_factory=list)
-    segments: list = field(default_factory=list)
-
-    def as_json(self, *, now=None):
-        """The transcript's JSON; `now` (an aware datetime on the tenant's clock) resolves
-        the relative dates and times among the entities ("morgen um halb drei")."""
-        return {
-            "text": self.text,
-            "words": [word.as_json() for word in self.words],
-            "segments": [segment.as_json() for segment in self.segments],
-            "durationSec": round(self.duration_sec, 2),
-            "engine": self.engine,
-            "model": self.model,
-            "language": self.language,
-            "entities": self.entities(now=now),
-        }
-
-    def entities(self, *, now=None):
-        """Phone numbers, dates, times, amounts and reference numbers in a German text
-        (speech_app.entities); none in other languages, whose number words it does not
-        read."""
-        return entities(self.text, now=now) if self.language == "de" else []
 
 
 def checked_language(language, default=DEFAULT_LANGUAGE):
@@ -138,30 +83,6 @@ class Deadline:
             headers={"Retry-After": str(RETRY_AFTER_SEC)})
 
 
-class Recognizer(ABC):
-    """What the rest of the code needs from a speech-recognition engine."""
-
-    id: str  # the engine's id in /health, /v2/meta/engines and registry lane ids
-    name: str
-    engine: str
-    mode: str  # "offline" for engines in this process
-
-    @abstractmethod
-    def serves(self, language):
-        """Whether this engine can transcribe `language` (or "auto") here."""
-
-    @abstractmethod
-    def transcribe(self, pcm, *, language, phrases=None, deadline):
-        """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
-
-    def hear(self, pcm, *, language, deadline, draft=False):
-        """A Transcript of one utterance of a conversation (the voice agent's, at most
-        ~15 s). A `draft` is a partial transcript while the caller still speaks, which
-        an engine may decline (None) when it has no time for it. By default a
-        transcription like any other."""
-        return self.transcribe(pcm, language=language, deadline=deadline)
-
-
 def model_name(path):
     """A readable model name: the model's directory (or its package, for `…/model`)."""
     path = Path(path)
@@ -174,9 +95,6 @@ class VoskRecognizer(Recognizer):
     def __init__(self):
         self._models = {}  # path -> vosk.Model
         self._lock = threading.Lock()
-
-    def configured_languages(self):
-        return tuple(sorted(settings.VOSK_MODELS))
 
     def serves(self, language):
         return language in settings.VOSK_MODELS

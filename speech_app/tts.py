@@ -9,13 +9,13 @@ that shape the code: the engine is a process-wide singleton and not thread-safe
 (parallel use crashed the process), so every use holds one process-wide lock; on the
 first use in a process `runAndWait()` can return before the WAV file is written, so
 we wait for the `finished-utterance` event; its output is 16-bit mono PCM at
-22,050 Hz; and it concatenates audio buffers quadratically (1,000 characters in one
-call took 110 ms, 4,000 took 820 ms), so long texts are synthesised in pieces.
+22,050 Hz; and it concatenates audio buffers quadratically (four times the characters
+in one call take several times as long), so long texts are synthesised in pieces.
 
-Every call costs about 10 ms and half a second of padding whatever it says, so the
+Every call has a fixed cost and half a second of padding whatever it says, so the
 pieces are as long as is still cheap: line breaks are pauses within a sentence, not
-calls of their own (2,500 one-word lines were 2,500 calls, 30 s and 20 minutes of
-audio), and short sentences share a call. The audio of one text is capped at ten
+calls of their own (2,500 one-word lines were 2,500 calls and 20 minutes of audio),
+and short sentences share a call (the measurements: docs/performance-history.md). The audio of one text is capped at ten
 minutes and synthesis stops at the first piece past the cap.
 """
 import contextlib

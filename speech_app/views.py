@@ -15,12 +15,12 @@ from console.api import ApiView, OpenAPIView, TenantAPIView, accepts_query, vali
 from console.engines import carrier_probes, engine_probes, lane_status
 from console.errors import ValidationFailed
 from console.openapi import errors
-from console.schema_types import EnginesSerializer, ModuleHealthSerializer, TranscriptSerializer
+from console.schema_types import EnginesSerializer, ModuleHealthSerializer
 from registry_app import snapshot
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app import services
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
-from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer
+from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer, TranscriptSerializer
 
 
 def tenant_now(tenant):

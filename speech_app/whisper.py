@@ -41,7 +41,7 @@ from django.conf import settings
 from speech_app import whisper_model
 from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable
-from speech_app.stt import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
 
 # faster-whisper reaches the model hub only for names and missing tokenizers, which
 # whisper_model never lets through; this makes sure of it.
@@ -57,7 +57,7 @@ _SEED = 1
 # Silence put before and after the audio. Silero VAD cannot see speech in its first
 # window, so a clip that starts with a word at 0 s (a trimmed recording, synthetic
 # speech) lost its onset: on the eSpeak voicemail set the mean WER fell from 0.41 to
-# 0.33 with half a second of padding (docs/performance.md). Times are given back
+# 0.33 with half a second of padding (docs/performance-history.md). Times are given back
 # relative to the audio as sent.
 _PAD_SEC = 0.5
 # The sized window of an utterance (`hear`): the speech as the filter left it, then
@@ -214,12 +214,12 @@ class WhisperRecognizer(Recognizer):
             beam_size=settings.WHISPER_BEAM_SIZE, word_timestamps=True,
             # Silero VAD (shipped inside faster-whisper) hands Whisper only the speech.
             # Without it, silence and noise make Whisper retry every window at higher
-            # temperatures: 130 s of silence cost 76 CPU seconds, with it 0.4 s.
+            # temperatures: silence cost about two hundred times the CPU (docs/performance-history.md).
             vad_filter=True,
             # Where a window decodes badly Whisper decodes it again at a higher
             # temperature. faster-whisper's default (5 more tries, 5 samples each) cost
-            # a 4 s clip 5.2 CPU seconds; these 2 tries of 2 samples 2.5 s, with the
-            # same text on the German voicemail set (docs/performance.md).
+            # about twice the CPU of these 2 tries of 2 samples on a badly decoded clip,
+            # with the same text on the German voicemail set (docs/performance-history.md).
             temperature=(0.0, 0.4, 0.8), best_of=2,
             # A hint: Whisper sees these words before the audio and prefers them, but
             # may still write anything else (Vosk's grammar allows nothing else).

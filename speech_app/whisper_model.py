@@ -11,11 +11,11 @@ The parts are joined once into a directory under `VAR_DIR` (`whisper/base-<hash>
 and faster-whisper loads that directory. Loading from memory
 (`WhisperModel(..., files={...})`) was measured too and rejected: it holds the 145 MB
 of weights as Python bytes while CTranslate2 builds its own copy, so each worker
-loaded in 3.2 s and stayed at 321 MB resident (614 MB at the peak), against 0.9 s and
-184-206 MB (354 MB peak) from a directory. Two gunicorn workers pay that twice.
+loaded several times slower and stayed far larger than from a directory
+(docs/performance-history.md, Whisper). Two gunicorn workers pay that twice.
 
-Joining and hashing 145 MB costs about half a second, so it is not repeated on every
-start: after a verified join a stamp records the joined file's size, inode, mtime and
+Joining and hashing 145 MB takes a noticeable part of a start, so it is not repeated on
+every start: after a verified join a stamp records the joined file's size, inode, mtime and
 ctime. The next start trusts the file only while all four still match; any write to
 the file through the file system changes its ctime, which no program can set back,
 so a modified file is noticed and joined and verified again from the packages. (A

@@ -12,6 +12,38 @@ from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
 from console.views import recent_tenant_count
 
+# A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
+# uses: a browser (through pytest-django's live server, which every browser test needs),
+# a real speech engine or the voice agent's server. Files and tests that start server
+# processes, run a real recognition or send bursts say so themselves (`pytest.mark.slow`).
+SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
+# Whisper's tests share one pytest-xdist worker (`--dist loadgroup`): one model per run,
+# and no two recognitions at once on the two cores, whose deadlines are real.
+WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+        if used & WHISPER_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("whisper"))
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+
+
+def _name_the_group(item):
+    """The item's `xdist_group`s as its node id's suffix (`…@whisper`), which is how
+    pytest-xdist's loadgroup scheduler finds them. pytest-xdist 3.8 writes the suffix
+    to `item._nodeid`, which pytest 9.2 no longer reads (the node id is `item._id`), so
+    without this every group would be scattered over the workers."""
+    names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                    for mark in item.iter_markers("xdist_group")})
+    if names and "@" not in item.nodeid.rpartition("]")[2]:
+        item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(names)}")
+
 
 @pytest.fixture(autouse=True)
 def _nothing_cached_between_tests():

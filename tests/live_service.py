@@ -21,10 +21,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from tests.ports import worker_ports
+
 PROJECT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60
-# Our loopback ports (other tests and servers of this machine keep off them).
-PORTS = range(8500, 8600)
+# Our loopback ports (other tests and servers of this machine keep off them), this
+# xdist worker's share of them.
+PORTS = worker_ports(range(8500, 8600))
 
 
 def free_port():
@@ -78,6 +81,10 @@ class LiveService:
             "STATIC_ROOT": str(self.tmp / "static"),
             "VAR_DIR": str(self.tmp / "var"),
             "CACHE_URL": "locmemcache://",
+            # With REDIS_URL the servers share Redis: one prefix for this service's servers
+            # (their rate-limit windows are one), none shared with another service's, which
+            # may run at the same moment on the other test worker.
+            "CACHE_KEY_PREFIX": "live-" + uuid.uuid4().hex[:12],
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }

@@ -7,8 +7,10 @@ import http.server
 import socket
 import threading
 
-# The loopback ports of this suite's own receivers.
-PORTS = range(18400, 18500)
+from tests.ports import worker_ports
+
+# The loopback ports of this suite's own receivers (this xdist worker's share).
+PORTS = worker_ports(range(18400, 18500))
 
 
 class Receiver:

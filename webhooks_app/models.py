@@ -7,7 +7,8 @@ from django.utils.translation import pgettext_lazy
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
 
-EVENT_TYPES = ("lead.created", "lead.updated", "call.started", "call.ended", "usage.threshold")
+EVENT_TYPES = ("lead.created", "lead.updated", "call.started", "call.ended", "call.analyzed", "usage.threshold",
+               "campaign.started", "campaign.paused", "campaign.completed", "campaign.contact.completed")
 
 
 class Endpoint(models.Model):

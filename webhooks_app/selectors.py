@@ -1,13 +1,16 @@
+from collections.abc import Iterable
 from functools import reduce
 from operator import or_
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from console.pagination import after_cursor, page_of
-from webhooks_app.models import Delivery
+from console.tenants.models import Tenant
+from webhooks_app.models import Delivery, Endpoint
 
 
-def delivery_page(*, endpoint, limit, cursor=None, state=None):
+def delivery_page(*, endpoint: Endpoint, limit: int, cursor: str | None = None,
+                  state: str | None = None) -> tuple[list[Delivery], str | None]:
     """A page of the endpoint's deliveries, newest first, each with its attempts:
     `(deliveries, next)` (console/pagination.py; the cursor is bound to the endpoint)."""
     deliveries = Delivery.objects.for_tenant(endpoint.tenant).filter(endpoint=endpoint)
@@ -20,7 +23,8 @@ def delivery_page(*, endpoint, limit, cursor=None, state=None):
                    position=lambda delivery: (delivery.created_at, delivery.pk))
 
 
-def deliveries_mentioning(*, tenant, texts=(), pattern=None):
+def deliveries_mentioning(*, tenant: Tenant, texts: Iterable[str] = (),
+                          pattern: str | None = None) -> QuerySet[Delivery]:
     """The tenant's deliveries whose payload contains any of `texts` (e.g. object ids)
     or matches the regular expression `pattern` (a number in any written form, see
     `console.phone.written_pattern`): what an export or an erasure of a caller finds.

@@ -13,13 +13,15 @@ import ipaddress
 import json
 import logging
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Field, Q, QuerySet
 from django.utils import timezone
 
 from console import outbound
@@ -71,7 +73,7 @@ def endpoint_url_check(url: str) -> str:
 
 
 @transaction.atomic
-def endpoint_create(*, tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
+def endpoint_create(*, tenant: Tenant, url: str, event_types: list[str], description: str = "") -> tuple[Endpoint, str]:
     """A new endpoint and its signing secret (shown once). A tenant has at most
     WEBHOOK_MAX_ENDPOINTS (EndpointLimitReached, 409): every endpoint is one more
     request per event. The tenant's row is locked (FOR NO KEY UPDATE, which foreign
@@ -90,7 +92,7 @@ def endpoint_create(*, tenant, url: str, event_types: list[str], description: st
 
 
 @transaction.atomic
-def endpoint_update(*, endpoint: Endpoint, **fields) -> Endpoint:
+def endpoint_update(*, endpoint: Endpoint, **fields: Any) -> Endpoint:
     if "url" in fields:
         endpoint_url_check(fields["url"])
     if "event_types" in fields:
@@ -107,7 +109,7 @@ def endpoint_delete(*, endpoint: Endpoint) -> None:
 
 
 @transaction.atomic
-def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now=None) -> str:
+def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, now: datetime | None = None) -> str:
     """A new secret; the one it replaces still signs (beside it) for the overlap, or
     not at all without `keep_previous` (a leaked secret)."""
     now = now or timezone.now()
@@ -122,7 +124,8 @@ def endpoint_rotate_secret(*, endpoint: Endpoint, keep_previous: bool = True, no
     return signing.secret_for(endpoint.pk, endpoint.secret_nonce)
 
 
-def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) -> list[Delivery]:
+def event_publish(*, tenant: Tenant, event_type: str, data: dict[str, Any], key: str,
+                  now: datetime | None = None) -> list[Delivery]:
     """Records a delivery of the event for each of the tenant's active endpoints that
     subscribed to it, in the caller's transaction; each is queued after the commit.
     `key` names the event: a second publish of the same key delivers nothing again."""
@@ -150,7 +153,7 @@ def event_publish(*, tenant, event_type: str, data: dict, key: str, now=None) ->
     return created
 
 
-def _lease(delivery_id, now):
+def _lease(delivery_id: str, now: datetime) -> tuple[Delivery | None, Attempt | None]:
     """Takes the delivery for one attempt (committed at once, so that it shows while
     the request is under way): (delivery, attempt); (None, None) when it is not due or
     someone else has it; (delivery, None) when it is dead now instead."""
@@ -180,13 +183,13 @@ def _lease(delivery_id, now):
     return delivery, attempt
 
 
-def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
+def delivery_attempt(*, delivery_id: str, now: datetime | None = None) -> Delivery | None:
     """The job: one attempt of one delivery, recorded. Returns the delivery, or None
     when there was nothing to do (already sent, not yet due, taken by another worker)."""
     fixed_now = now
     now = now or timezone.now()
     delivery, attempt = _lease(delivery_id, now)
-    if attempt is None:
+    if delivery is None or attempt is None:
         return delivery  # None (nothing to do), or made dead by an interrupted last attempt
     endpoint = delivery.endpoint
     started = time.monotonic()
@@ -235,7 +238,7 @@ def delivery_attempt(*, delivery_id: str, now=None) -> Delivery | None:
     return delivery
 
 
-def deliveries_sweep(*, now=None) -> int:
+def deliveries_sweep(*, now: datetime | None = None) -> int:
     """The periodic job: queues every due delivery that no worker holds (first
     attempts whose job was lost, retries, attempts whose worker died)."""
     now = now or timezone.now()
@@ -252,7 +255,8 @@ def deliveries_sweep(*, now=None) -> int:
 # --- Privacy (called by privacy_app, which knows the payloads' shapes) -----------------
 
 @transaction.atomic
-def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
+def deliveries_erase(*, deliveries: QuerySet[Delivery], rewrite: Callable[[dict[str, Any]], dict[str, Any]],
+                     now: datetime | None = None) -> int:
     """An erasure's part: each delivery of the queryset gets the payload `rewrite(payload
     as dict)` returns, and one still pending is finished as `erased`, so neither the
     worker nor the sweep sends it again (an attempt under way at this moment completes;
@@ -271,7 +275,9 @@ def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
                          now if pending else delivery.finished_at, None if pending else delivery.leased_until,
                          delivery.pk))
     if rows:
-        fields = [Delivery._meta.get_field(name) for name in ("payload", "state", "finished_at", "leased_until")]
+        # Columns of the delivery's own: get_field's type also covers relations, which have none.
+        fields = [cast(Field, Delivery._meta.get_field(name))
+                  for name in ("payload", "state", "finished_at", "leased_until")]
         quote = connection.ops.quote_name
         sql = "UPDATE {table} SET {columns} WHERE {pk} = %s".format(
             table=quote(Delivery._meta.db_table), pk=quote(Delivery._meta.pk.column),
@@ -283,7 +289,7 @@ def deliveries_erase(*, deliveries, rewrite, now=None) -> int:
 
 
 @transaction.atomic
-def deliveries_purge(*, tenant, created_before, event_type_prefix="") -> int:
+def deliveries_purge(*, tenant: Tenant, created_before: datetime, event_type_prefix: str = "") -> int:
     """Retention: deletes the tenant's deliveries created before the moment (of one kind
     of event when `event_type_prefix` is given, e.g. "lead."), with their attempts.
     Returns how many deliveries."""

@@ -28,13 +28,16 @@ MAX_READ = 16 * 1024
 class Result:
     status: int | None
     error: str = ""
+    # The first `read_limit` bytes of the answer's body (an assistant's HTTP tool
+    # gives them back to the model; a webhook's receiver is only asked for its status).
+    content: bytes = b""
 
     @property
     def ok(self):
         return self.status is not None and 200 <= self.status < 300
 
 
-def post(url, *, body, headers, timeout, allow_private):
+def post(url, *, body, headers, timeout, allow_private, read_limit=MAX_READ):
     parts = urlsplit(url)
     try:
         port = outbound.url_port(parts)
@@ -69,7 +72,7 @@ def post(url, *, body, headers, timeout, allow_private):
                 "Content-Type": "application/json", "User-Agent": "Stimmwerk-Webhooks/1", **headers,
             })
             response = connection.getresponse()
-            response.read(MAX_READ)
+            content = response.read(read_limit)
         except (OSError, http.client.HTTPException) as exc:
             if timed_out():
                 return Result(None, f"no complete answer within {timeout:g} s")
@@ -80,4 +83,4 @@ def post(url, *, body, headers, timeout, allow_private):
             return Result(None, f"no complete answer within {timeout:g} s")
     if 300 <= response.status < 400:
         return Result(response.status, "redirect not followed")
-    return Result(response.status, "" if 200 <= response.status < 300 else f"HTTP {response.status}")
+    return Result(response.status, "" if 200 <= response.status < 300 else f"HTTP {response.status}", content)

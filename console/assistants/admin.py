@@ -1,13 +1,177 @@
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
-from console.assistants.models import Assistant
+from console.assistants import references
+from console.assistants.models import BUILTIN_TOOLS, Assistant
+from console.assistants.validation import assistant_values
+from console.errors import ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
+from console.tenants.models import Tenant
+
+BUILTIN_LABELS = {
+    "create_callback": _("Create a callback (create_callback)"),
+    "lookup_knowledge": _("Look up the knowledge (lookup_knowledge)"),
+    "transfer_call": _("Transfer the call (transfer_call)"),
+    "end_call": _("End the conversation (end_call)"),
+    "opt_out": _("Record an objection (opt_out)"),
+}
+# The API's field of each form field: a problem with `transferTargets[1].e164` shows at
+# the transfer targets.
+FORM_FIELD_OF = {
+    "name": "name", "description": "description", "language": "language", "voice": "voice",
+    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "tools": "tools",
+    "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
+    "model.temperature": "model_temperature", "model.maxTokens": "model_max_tokens",
+    "transferTargets": "transfer_targets_text", "analysis": "analysis_schema", "analysis.schema": "analysis_schema",
+    "analysis.summary": "analysis_summary", "analysis.successCriteria": "analysis_success_criteria",
+    "maxDurationSec": "max_duration_sec", "silenceTimeoutSec": "silence_timeout_sec",
+    "endCallPhrases": "end_call_phrases_text",
+}
+
+
+def _lines(text):
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+class AssistantForm(forms.ModelForm):
+    """The same fields as the API, checked by the same code (console.assistants.validation);
+    lists are edited as lines."""
+
+    tools = forms.MultipleChoiceField(label=capfirst(_("tools")), required=False,
+                                      widget=forms.CheckboxSelectMultiple,
+                                      help_text=_("Built-in tools and the tenant's HTTP tools."))
+    knowledge_all = forms.BooleanField(label=_("All knowledge documents"), required=False, initial=True,
+                                       help_text=_("The assistant may use all of the tenant's knowledge documents."))
+    knowledge_ids = forms.CharField(
+        label=_("Knowledge documents (ids)"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("Only if not all: one document id per line (empty: none)."))
+    transfer_targets_text = forms.CharField(
+        label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
+                    "transfers to these numbers only."))
+    end_call_phrases_text = forms.CharField(
+        label=capfirst(_("closing phrases")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One phrase per line after which the assistant ends the conversation."))
+    analysis_schema = forms.JSONField(
+        label=capfirst(_("analysis schema")), required=False, widget=forms.Textarea(attrs={"rows": 6}),
+        help_text=_('JSON Schema (Draft 2020-12) with "type": "object"; empty: no structured analysis.'))
+
+    class Meta:
+        model = Assistant
+        fields = ["tenant", "name", "description", "language", "voice", "instructions", "opening_touchpoint",
+                  "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
+                  "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 12})}
+
+    def __init__(self, *args, tenants=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        tenants = list(tenants)
+        http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
+        self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
+        if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
+            self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
+        instance = self.instance if self.instance.pk else None
+        if instance is not None:
+            self.initial.update(
+                tools=list(instance.tools), knowledge_all=instance.knowledge is None,
+                knowledge_ids="\n".join(instance.knowledge or []),
+                transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}" for t in instance.transfer_targets),
+                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
+
+    def _api_data(self):
+        data = self.cleaned_data
+        targets = []
+        for line in _lines(data.get("transfer_targets_text")):
+            name, separator, number = line.rpartition(":")
+            targets.append({"name": name.strip(), "e164": number.strip()} if separator
+                           else {"name": "", "e164": line})
+        return {
+            "name": data.get("name") or "", "description": data.get("description") or "",
+            "language": data.get("language") or "", "voice": data.get("voice") or "",
+            "instructions": data.get("instructions") or "",
+            "openingTouchpoint": data.get("opening_touchpoint") or "",
+            "tools": list(data.get("tools") or []),
+            "knowledge": None if data.get("knowledge_all") else _lines(data.get("knowledge_ids")),
+            "model": {"lane": data.get("model_lane") or None, "temperature": data.get("model_temperature"),
+                      "maxTokens": data.get("model_max_tokens")},
+            "transferTargets": targets,
+            "analysis": {"summary": bool(data.get("analysis_summary")), "schema": data.get("analysis_schema"),
+                         "successCriteria": data.get("analysis_success_criteria") or ""},
+            "maxDurationSec": data.get("max_duration_sec"), "silenceTimeoutSec": data.get("silence_timeout_sec"),
+            "endCallPhrases": _lines(data.get("end_call_phrases_text")),
+        }
+
+    def clean(self):
+        cleaned = super().clean()
+        tenant = cleaned.get("tenant") or getattr(self.instance, "tenant", None)
+        if tenant is None or self.errors:
+            return cleaned
+        try:
+            self.values = assistant_values(tenant=tenant, data=self._api_data(),
+                                           instance=self.instance if self.instance.pk else None)
+        except ValidationFailed as exc:
+            for path, messages in exc.details.items():
+                field = FORM_FIELD_OF.get(path) or FORM_FIELD_OF.get(path.split(".")[0].split("[")[0])
+                self.add_error(field, ValidationError([f"{path}: {message}" for message in messages]))
+        return cleaned
+
+    def save(self, commit=True):
+        assistant = super().save(commit=False)
+        for name, value in self.values.items():
+            setattr(assistant, name, value)
+        if commit:
+            assistant.save()
+        return assistant
 
 
 @admin.register(Assistant)
 class AssistantAdmin(TenantScopedAdmin):
+    form = AssistantForm
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
     readonly_fields = ["id", "created_at", "updated_at"]
     list_select_related = ["tenant"]
+    fieldsets = [
+        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice"]}),
+        (_("Conversation"), {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
+                                    "max_duration_sec", "silence_timeout_sec"]}),
+        (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
+        (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
+        (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
+                                                    "analysis_success_criteria"]}),
+        (_("Times"), {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    # A user who may only view reads the stored fields, not the editor's lines (which
+    # only a form has).
+    VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
+                        "knowledge_all": ["knowledge"], "knowledge_ids": []}
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        return [(title, {**options, "fields": [shown for name in options["fields"]
+                                               for shown in self.VIEW_ONLY_FIELDS.get(name, [name])]})
+                for title, options in fieldsets]
+
+    # Deleting an assistant that numbers answer with: Django's page names the numbers
+    # that stand in the way (their reference is RESTRICT), as for protected objects.
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        tenants = [obj.tenant] if obj is not None else list(Tenant.objects.visible_to(request.user))
+
+        class ScopedForm(form):
+            def __init__(self, *args, **inner):
+                super().__init__(*args, tenants=tenants, **inner)
+        return ScopedForm
+
+    def get_readonly_fields(self, request, obj=None):
+        # An assistant stays with its tenant: its numbers and tools are that tenant's.
+        return [*self.readonly_fields, "tenant"] if obj is not None else self.readonly_fields

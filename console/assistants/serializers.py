@@ -1,16 +1,137 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import SkipField, empty
 
-from console.assistants.models import Assistant
+from console.api import ClosedSerializer
+from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT, Assistant
+from console.assistants.validation import (
+    MAX_DESCRIPTION,
+    MAX_END_CALL_PHRASES,
+    MAX_INSTRUCTIONS,
+    MAX_KNOWLEDGE,
+    MAX_NAME,
+    MAX_SUCCESS_CRITERIA,
+    MAX_TOKENS,
+    MAX_TOOLS,
+)
+
+
+class AssistantModelSerializer(serializers.Serializer):
+    capability = serializers.ChoiceField(choices=["chat"], default="chat")
+    lane = serializers.CharField(allow_null=True, required=False, max_length=100,
+                                 help_text="A chat lane of the registry; null: the router's choice (cost policy).")
+    temperature = serializers.FloatField(allow_null=True, required=False, min_value=0, max_value=2,
+                                         help_text="0–2, kept to two decimals; null: the lane's default.")
+    maxTokens = serializers.IntegerField(allow_null=True, required=False, min_value=1, max_value=MAX_TOKENS,
+                                         help_text="Longest answer in tokens; null: the gateway's default.")
+
+
+class TransferTargetSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    e164 = serializers.CharField(max_length=40, help_text="Any format is accepted; stored and shown as E.164.")
+
+
+class AssistantAnalysisSerializer(serializers.Serializer):
+    summary = serializers.BooleanField(default=True, help_text="Write a German summary of each call.")
+    schema = serializers.DictField(allow_null=True, required=False,
+                                   help_text="A JSON Schema (Draft 2020-12, root `\"type\": \"object\"`) of the "
+                                             "structured data extracted from each call; null: none.")
+    successCriteria = serializers.CharField(required=False, allow_blank=True, max_length=MAX_SUCCESS_CRITERIA,
+                                            help_text="When a call counts as a success.")
+
+
+class _AnyJSON(serializers.JSONField):
+    def validate_empty_values(self, data):
+        # Absent: left to the validation of the whole body (which reports every
+        # problem at once, a missing `name` among them), even where it is required.
+        if data is empty:
+            raise SkipField()
+        return super().validate_empty_values(data)
+
+
+def documented(field, *, required=False):
+    """A request field that takes any JSON value (console.assistants.validation checks
+    it, for the API and the admin alike) and that the document describes as `field`."""
+    return extend_schema_field(field)(type("DocumentedJSONField", (_AnyJSON,), {}))(required=required)
 
 
 class AssistantSerializer(serializers.ModelSerializer):
+    openingTouchpoint = serializers.CharField(source="opening_touchpoint")
+    tools = serializers.ListField(child=serializers.CharField())
+    knowledge = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    model = serializers.SerializerMethodField()
+    transferTargets = TransferTargetSerializer(source="transfer_targets", many=True)
+    analysis = serializers.SerializerMethodField()
+    maxDurationSec = serializers.IntegerField(source="max_duration_sec", allow_null=True)
+    silenceTimeoutSec = serializers.IntegerField(source="silence_timeout_sec", allow_null=True)
+    endCallPhrases = serializers.ListField(source="end_call_phrases", child=serializers.CharField())
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
     class Meta:
         model = Assistant
-        fields = ["id", "name", "description", "language", "voice", "createdAt", "updatedAt"]
+        fields = ["id", "name", "description", "language", "voice", "instructions", "openingTouchpoint", "tools",
+                  "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
+                  "endCallPhrases", "createdAt", "updatedAt"]
         read_only_fields = fields
+
+    @extend_schema_field(AssistantModelSerializer)
+    def get_model(self, assistant):
+        return model_data(assistant.model_lane, assistant.model_temperature, assistant.model_max_tokens)
+
+    @extend_schema_field(AssistantAnalysisSerializer)
+    def get_analysis(self, assistant):
+        return analysis_data(assistant.analysis_summary, assistant.analysis_schema, assistant.analysis_success_criteria)
+
+
+def model_data(lane, temperature, max_tokens):
+    return {"capability": "chat", "lane": lane or None,
+            "temperature": None if temperature is None else float(temperature),
+            "maxTokens": None if max_tokens is None else int(max_tokens)}
+
+
+def analysis_data(summary, schema, success_criteria):
+    return {"summary": bool(summary), "schema": schema, "successCriteria": str(success_criteria)}
+
+
+class AssistantCreateSerializer(ClosedSerializer):
+    """The body of POST /v2/assistants. This serializer describes the fields and refuses
+    unknown ones; their values are checked by console.assistants.validation."""
+
+    name = documented(serializers.CharField(max_length=MAX_NAME), required=True)
+    description = documented(serializers.CharField(max_length=MAX_DESCRIPTION, allow_blank=True))
+    language = documented(serializers.CharField(max_length=8, help_text="BCP 47, e.g. de (the default), en, de-AT."))
+    voice = documented(serializers.CharField(max_length=64, allow_blank=True, help_text="\"\": the engine's default."))
+    instructions = documented(serializers.CharField(max_length=MAX_INSTRUCTIONS, allow_blank=True,
+                                                    help_text="The system prompt, German text."))
+    openingTouchpoint = documented(serializers.CharField(
+        help_text=f"A catalog touchpoint that opens a call; default {DEFAULT_OPENING_TOUCHPOINT}."))
+    tools = documented(serializers.ListField(
+        child=serializers.CharField(), max_length=MAX_TOOLS,
+        help_text=f"Built-in tools ({', '.join(BUILTIN_TOOLS)}) and ids of the tenant's HTTP tools (tl_…)."))
+    knowledge = documented(serializers.ListField(
+        child=serializers.CharField(), allow_null=True, max_length=MAX_KNOWLEDGE,
+        help_text="Ids of the tenant's knowledge documents the assistant may use; null: all of them."))
+    model = documented(AssistantModelSerializer())
+    transferTargets = documented(TransferTargetSerializer(many=True))
+    analysis = documented(AssistantAnalysisSerializer())
+    maxDurationSec = documented(serializers.IntegerField(
+        allow_null=True, min_value=1, help_text="At most the tenant's maximum call length; null: that length."))
+    silenceTimeoutSec = documented(serializers.IntegerField(allow_null=True, min_value=2, max_value=600))
+    endCallPhrases = documented(serializers.ListField(child=serializers.CharField(max_length=200),
+                                                      max_length=MAX_END_CALL_PHRASES))
+
+    def to_internal_value(self, data):
+        super().to_internal_value(data)  # unknown fields
+        return dict(data)
+
+
+class AssistantUpdateSerializer(AssistantCreateSerializer):
+    """The body of PATCH /v2/assistants/{id}: the fields to change (within `model` and
+    `analysis`, the keys to change)."""
+
+    require_one = True
+    name = documented(serializers.CharField(max_length=MAX_NAME))
 
 
 def assistant_list_data(rows):
@@ -20,5 +141,16 @@ def assistant_list_data(rows):
     checks both agree byte for byte."""
     return [{
         "id": str(id_), "name": str(name), "description": str(description), "language": str(language),
-        "voice": str(voice), "createdAt": created_at, "updatedAt": updated_at,
-    } for id_, name, description, language, voice, created_at, updated_at in rows]
+        "voice": str(voice), "instructions": str(instructions), "openingTouchpoint": str(opening_touchpoint),
+        "tools": [str(tool) for tool in tools],
+        "knowledge": None if knowledge is None else [str(document) for document in knowledge],
+        "model": model_data(lane, temperature, max_tokens),
+        "transferTargets": [{"name": str(target["name"]), "e164": str(target["e164"])} for target in targets],
+        "analysis": analysis_data(summary, schema, criteria),
+        "maxDurationSec": None if max_duration is None else int(max_duration),
+        "silenceTimeoutSec": None if silence is None else int(silence),
+        "endCallPhrases": [str(phrase) for phrase in phrases],
+        "createdAt": created_at, "updatedAt": updated_at,
+    } for (id_, name, description, language, voice, instructions, opening_touchpoint, tools, knowledge, lane,
+           temperature, max_tokens, targets, summary, schema, criteria, max_duration, silence, phrases, created_at,
+           updated_at) in rows]

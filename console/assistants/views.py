@@ -1,19 +1,37 @@
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import mixins
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from rest_framework import mixins, status
 from rest_framework.response import Response
 
-from console.api import TenantViewSet
+from console.api import TenantViewSet, validated
+from console.assistants import services
 from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_rows
-from console.assistants.serializers import AssistantSerializer, assistant_list_data
-from console.rendering import fast_json_renderers
+from console.assistants.serializers import (
+    AssistantCreateSerializer,
+    AssistantSerializer,
+    AssistantUpdateSerializer,
+    assistant_list_data,
+)
+from console.openapi import errors
+
+EXAMPLE = {
+    "name": "Empfang", "language": "de",
+    "instructions": "Sie sind die freundliche Telefonassistenz der Praxis Sonnenschein. Antworten Sie kurz.",
+    "tools": ["create_callback", "transfer_call", "end_call"],
+    "transferTargets": [{"name": "Zentrale", "e164": "+4930901820"}],
+    "analysis": {"summary": True, "schema": {"type": "object", "properties": {"reason": {"type": "string"}}}},
+}
 
 
 class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     model = Assistant
     serializer_class = AssistantSerializer
     lookup_value_regex = "[^/]+"
-    renderer_classes = fast_json_renderers()  # no floats in an assistant
+    not_found_message = "No assistant with this id."
+    # The project's default renderers, DRF's JSON among them (not
+    # console.rendering.FastJSONRenderer): an assistant holds floats (its temperature,
+    # numbers in the tenant's analysis schema), which orjson may write differently
+    # (1e-05 as 0.00001). A tenant has a handful of assistants.
 
     @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
     def list(self, request):
@@ -21,3 +39,21 @@ class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
 
     def list_body(self, tenant):
         return {"assistants": assistant_list_data(assistant_rows(tenant=tenant))}
+
+    @extend_schema(request=AssistantCreateSerializer, responses={201: AssistantSerializer},
+                   examples=[OpenApiExample("A receptionist", request_only=True, value=EXAMPLE)])
+    def create(self, request):
+        data = validated(AssistantCreateSerializer, request.data)
+        assistant = services.assistant_create(tenant=request.tenant, data=data)
+        return Response(AssistantSerializer(assistant).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=AssistantUpdateSerializer, responses=AssistantSerializer)
+    def partial_update(self, request, pk=None):
+        assistant = self.get_object()
+        data = validated(AssistantUpdateSerializer, request.data)
+        return Response(AssistantSerializer(services.assistant_update(assistant=assistant, data=data)).data)
+
+    @extend_schema(responses={204: None}, extensions=errors(409))
+    def destroy(self, request, pk=None):
+        services.assistant_delete(assistant=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -75,7 +75,7 @@ class AuditEntryAdmin(admin.ModelAdmin):
     search_fields = ["actor", "action", "object_id", "request_id", "tenant_slug"]
     date_hierarchy = "at"
     fields = ["id", "at", "tenant_slug", "actor", "action", "object_id", "request_id", "details"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # plain names; the stubs type `fields` as groups
 
     def get_queryset(self, request):
         return super().get_queryset(request).visible_to(request.user)

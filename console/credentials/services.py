@@ -2,12 +2,14 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from console.credentials.models import ApiKey
 from console.credentials.verified import verified_keys
+from console.tenants.models import Tenant
 
 KEY_SCHEME = "swk"
 # last_used_at is informative; writing it on every request would serialise
@@ -15,11 +17,11 @@ KEY_SCHEME = "swk"
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
-def hash_key(raw_key):
+def hash_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 
 
-def split_key(raw_key):
+def split_key(raw_key: str) -> str | None:
     """The lookup prefix of a well-formed key, else None."""
     parts = raw_key.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_SCHEME or len(parts[1]) != 12 or len(parts[2]) < 40:
@@ -28,7 +30,7 @@ def split_key(raw_key):
 
 
 @transaction.atomic
-def api_key_create(*, tenant, name="", created_by=None):
+def api_key_create(*, tenant: Tenant, name: str = "", created_by: Any = None) -> tuple[ApiKey, str]:
     """A new key for `tenant`: returns (ApiKey, the raw key to show once)."""
     prefix = f"{KEY_SCHEME}_{secrets.token_hex(6)}"
     raw_key = f"{prefix}_{secrets.token_urlsafe(32)}"
@@ -38,7 +40,7 @@ def api_key_create(*, tenant, name="", created_by=None):
     return api_key, raw_key
 
 
-def api_key_revoke(*, api_key):
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
@@ -46,7 +48,7 @@ def api_key_revoke(*, api_key):
     return api_key
 
 
-def api_key_authenticate(*, raw_key, reuse_verified=False):
+def api_key_authenticate(*, raw_key: str, reuse_verified: bool = False) -> ApiKey | None:
     """The active key matching `raw_key` with its tenant, or None: one query (the
     prefix is unique, so no ordering), the hashes compared in constant time. The tenant
     comes with the key, so that selecting the key's own tenant needs no query.

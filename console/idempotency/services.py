@@ -40,7 +40,9 @@ endpoint, e.g. `"public.leads:acme"`. Records live in the database
 import hashlib
 import json
 import re
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -64,7 +66,7 @@ class IdempotencyKeyMismatch(Conflict):
     message = "This Idempotency-Key was used with a different request; use a new key for a new request."
 
 
-def request_fingerprint(request):
+def request_fingerprint(request: Any) -> str:
     """Method, path and the parsed body in a canonical form (key order and spacing ignored)."""
     try:
         body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
@@ -73,14 +75,16 @@ def request_fingerprint(request):
     return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
-def idempotent(request, *, scope, handler, then=None, replay=None):
+def idempotent(request: Any, *, scope: str, handler: Callable[[], Response],
+               then: Callable[[Response], Response] | None = None,
+               replay: Callable[[Response], Response] | None = None) -> Response:
     key = request.headers.get(HEADER)
     if key is not None and not _VALID_KEY.match(key):
         raise InvalidIdempotencyKey()
     fingerprint = request_fingerprint(request) if key is not None else None
     stored = None
     with transaction.atomic():
-        record = _claim(scope, key, fingerprint) if key is not None else None
+        record = _claim(scope, key, fingerprint) if key is not None and fingerprint is not None else None
         if record is not None and record.status_code is not None:
             stored = record
         else:
@@ -98,7 +102,7 @@ def idempotent(request, *, scope, handler, then=None, replay=None):
     return then(response)
 
 
-def _claim(scope, key, fingerprint):
+def _claim(scope: str, key: str, fingerprint: str) -> IdempotencyRecord:
     """Within the work's transaction: the answered record of an earlier request with
     this key (to replay), or this request's new claim (status None)."""
     now = timezone.now()
@@ -118,12 +122,13 @@ def _claim(scope, key, fingerprint):
         return IdempotencyRecord.objects.select_for_update().get(scope=scope, key=key)
 
 
-def _store(record, response):
+def _store(record: IdempotencyRecord, response: Response) -> None:
     record.status_code, record.body = response.status_code, response.data
     record.save(update_fields=["status_code", "body"])
 
 
-def _replay(record, fingerprint, replay):
+def _replay(record: IdempotencyRecord, fingerprint: str | None,
+            replay: Callable[[Response], Response] | None) -> Response:
     if record.request_hash != fingerprint:
         raise IdempotencyKeyMismatch()
     response = Response(record.body, status=record.status_code)
@@ -136,7 +141,7 @@ def _replay(record, fingerprint, replay):
     return response
 
 
-def purge_expired(*, now=None):
+def purge_expired(*, now: datetime | None = None) -> int:
     """Deletes records past the retention; returns how many."""
     cutoff = (now or timezone.now()) - RETENTION
     deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()

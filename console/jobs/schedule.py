@@ -12,6 +12,8 @@ PERIODIC_JOBS = (
     ("probe the registry's lanes", "registry_app.services.lanes_probe_all", 5),
     ("send due webhook deliveries", "webhooks_app.services.deliveries_sweep", 1),
     ("end calls whose server stopped", "calls_app.services.calls_orphaned_end", 1),
+    ("dial due campaign contacts", "campaigns_app.scheduler.campaigns_tick", 1),
+    ("remove campaign contacts past their retention", "campaigns_app.retention.contacts_redact_expired", 1440),
 )
 # The prefix of the schedule rows this module owns (others, made in the admin, are kept).
 NAME_PREFIX = "stimmwerk: "

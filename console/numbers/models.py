@@ -12,8 +12,11 @@ class PhoneNumber(models.Model):
     # Unique across all tenants: an inbound call finds its tenant by the number it called.
     e164 = models.CharField(_("number (E.164)"), max_length=16, unique=True)
     label = models.CharField(_("label"), max_length=100, blank=True)
+    # A number keeps pointing at its assistant: deleting an assistant that numbers
+    # answer with is refused (409 assistant_in_use), by the database too (RESTRICT; a
+    # tenant's deletion still takes both).
     assistant = models.ForeignKey(
-        "assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL, related_name="phone_numbers",
+        "assistants.Assistant", null=True, blank=True, on_delete=models.RESTRICT, related_name="phone_numbers",
         verbose_name=_("assistant")
     )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

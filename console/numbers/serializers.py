@@ -26,12 +26,13 @@ class E164Field(serializers.CharField):
 
 class PhoneNumberCreateSerializer(ClosedSerializer):
     e164 = E164Field(max_length=40)
-    label = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    # A field named like Field.label, which the stubs type as that attribute.
+    label = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")  # type: ignore[assignment]
     assistant = serializers.CharField(max_length=40, required=False, allow_null=True, default=None)
 
 
 class PhoneNumberUpdateSerializer(ClosedSerializer):
-    label = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    label = serializers.CharField(max_length=100, required=False, allow_blank=True)  # type: ignore[assignment]
     assistant = serializers.CharField(max_length=40, required=False, allow_null=True)
     # The number itself is the routing key of inbound calls; it is replaced by
     # deleting and adding a number, never edited in place.

@@ -1,11 +1,14 @@
+from typing import Any
+
 from django.db import IntegrityError, transaction
 
 from console.assistants.models import Assistant
 from console.errors import NumberTaken, ValidationFailed
 from console.numbers.models import PhoneNumber
+from console.tenants.models import Tenant
 
 
-def _assistant_of(tenant, assistant_id):
+def _assistant_of(tenant: Tenant, assistant_id: str | None) -> Assistant | None:
     if assistant_id is None:
         return None
     # Scoped to the tenant: another tenant's assistant is "no such assistant".
@@ -15,7 +18,7 @@ def _assistant_of(tenant, assistant_id):
     return assistant
 
 
-def number_create(*, tenant, e164, label="", assistant_id=None):
+def number_create(*, tenant: Tenant, e164: str, label: str = "", assistant_id: str | None = None) -> PhoneNumber:
     assistant = _assistant_of(tenant, assistant_id)
     if PhoneNumber.objects.filter(e164=e164).exists():
         raise NumberTaken(details={"e164": e164})
@@ -28,7 +31,7 @@ def number_create(*, tenant, e164, label="", assistant_id=None):
 
 
 @transaction.atomic
-def number_update(*, number, **changes):
+def number_update(*, number: PhoneNumber, **changes: Any) -> PhoneNumber:
     fields = []
     if "label" in changes:
         number.label = changes["label"]
@@ -42,5 +45,5 @@ def number_update(*, number, **changes):
 
 
 @transaction.atomic
-def number_delete(*, number):
+def number_delete(*, number: PhoneNumber) -> None:
     number.delete()

@@ -48,6 +48,7 @@ class TenantAdmin(TenantScopedAdmin):
         (_("Calls"), {"fields": ["minute_cap", "max_call_minutes"]}),
         (_("Audio"), {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
         (_("Public leads"), {"fields": ["lead_rate_limit"]}),
+        (_("Campaigns"), {"fields": ["state", "campaign_concurrency_limit"]}),
     ]
 
     def get_queryset(self, request):

@@ -2,7 +2,7 @@ import zoneinfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -25,6 +25,15 @@ host_validator = RegexValidator(
 
 language_validator = RegexValidator(r"^[a-z]{2,3}$",
                                     _("A two- or three-letter lowercase language code such as 'de'."))
+
+
+# ISO 3166-2:DE codes of the federal states, as the `holidays` package names them.
+FEDERAL_STATES = [
+    ("BW", "Baden-Württemberg"), ("BY", "Bayern"), ("BE", "Berlin"), ("BB", "Brandenburg"), ("HB", "Bremen"),
+    ("HH", "Hamburg"), ("HE", "Hessen"), ("MV", "Mecklenburg-Vorpommern"), ("NI", "Niedersachsen"),
+    ("NW", "Nordrhein-Westfalen"), ("RP", "Rheinland-Pfalz"), ("SL", "Saarland"), ("SN", "Sachsen"),
+    ("ST", "Sachsen-Anhalt"), ("SH", "Schleswig-Holstein"), ("TH", "Thüringen"),
+]
 
 
 def time_zone_choices():
@@ -80,6 +89,14 @@ class Tenant(models.Model):
         _("public lead limit"), default=30, validators=[MinValueValidator(1)],
         help_text=_("Public lead posts per client address per 10 minutes.")
     )
+    # The federal state whose public holidays no campaign calls on (campaigns_app); empty:
+    # the nationwide holidays only.
+    state = models.CharField(
+        _("federal state"), max_length=2, blank=True, choices=FEDERAL_STATES,
+        help_text=_("No campaign calls on the public holidays of this state (nor on Sundays)."))
+    campaign_concurrency_limit = models.PositiveSmallIntegerField(
+        _("simultaneous campaign calls"), default=5, validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text=_("The most calls one campaign of the tenant may hold at once."))
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     objects = TenantQuerySet.as_manager()

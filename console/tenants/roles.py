@@ -22,6 +22,12 @@ MEMBER_PERMISSIONS = {
     "leads_app.lead": ("view", "change"),
     "calls_app.call": ("view",),
     "calls_app.usagecounter": ("view",),
+    "campaigns_app.campaign": ("view", "change"),
+    "campaigns_app.campaigncontact": ("view",),
+    "campaigns_app.blockednumber": ("view", "add"),
+    "tools_app.httptool": ("view",),
+    "knowledge_app.knowledgedocument": ("view", "add"),
+    "knowledge_app.knowledgesynonym": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -32,10 +38,15 @@ OWNER_PERMISSIONS = {
     "assistants.assistant": _ALL,
     "numbers.phonenumber": _ALL,
     "scripts_app.scriptoverride": _ALL,
+    "tools_app.httptool": _ALL,
     "privacy_app.retentionsettings": ("view", "add", "change"),
     "privacy_app.erasure": ("view", "add"),
     "privacy_app.export": ("view", "add"),
     "audit.auditentry": ("view",),
+    "campaigns_app.campaign": _ALL,
+    "campaigns_app.blockednumber": _ALL,
+    "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
+    "knowledge_app.knowledgesynonym": _ALL,
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

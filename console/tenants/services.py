@@ -1,15 +1,17 @@
 import ipaddress
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from console.errors import ValidationFailed
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin, host_validator
 
 
-def normalize_origin(value):
+def normalize_origin(value: str) -> str:
     """`https://Shop.Example:443/` → `https://shop.example`, as a browser sends it in
     `Origin` (IDN hosts in their ASCII form, IPv6 in brackets); ValueError if `value`
     is not an http(s) origin (`*`, `null`, `javascript:…`, paths, user info)."""
@@ -29,7 +31,7 @@ def normalize_origin(value):
     return f"{scheme}://{host}" + (f":{port}" if port and port != default_port else "")
 
 
-def _origin_host(hostname):
+def _origin_host(hostname: str) -> str:
     """The host of an origin as browsers write it, or ValueError."""
     try:
         address = ipaddress.ip_address(hostname)
@@ -48,7 +50,7 @@ def _origin_host(hostname):
     return ascii_host
 
 
-def _check(instance, exclude=()):
+def _check(instance: models.Model, exclude: Iterable[str] = ()) -> None:
     try:
         instance.full_clean(exclude=list(exclude))
     except ValidationError as exc:
@@ -56,7 +58,8 @@ def _check(instance, exclude=()):
 
 
 @transaction.atomic
-def tenant_create(*, slug, name, minute_cap=None, max_call_minutes=None, time_zone=None, hosts=(), origins=()):
+def tenant_create(*, slug: str, name: str, minute_cap: int | None = None, max_call_minutes: int | None = None,
+                  time_zone: str | None = None, hosts: Iterable[str] = (), origins: Iterable[str] = ()) -> Tenant:
     if Tenant.objects.filter(slug=slug).exists():
         raise ValidationFailed.field("slug", f"A tenant '{slug}' exists already.")
     tenant = Tenant(slug=slug, name=name)
@@ -80,7 +83,7 @@ def tenant_create(*, slug, name, minute_cap=None, max_call_minutes=None, time_zo
 
 
 @transaction.atomic
-def user_invite(*, email):
+def user_invite(*, email: str) -> Any:
     """The account of `email` (compared without case), or a new one made for an
     invitation: inactive, with an unusable password, so nobody can log in with it
     until an operator activates it and a password is set (docs/operations.md)."""
@@ -92,12 +95,12 @@ def user_invite(*, email):
     return user
 
 
-def find_user_by_email(email):
+def find_user_by_email(email: str) -> Any:
     """The oldest account with this e-mail address (Django does not make addresses unique)."""
     return get_user_model()._default_manager.filter(email__iexact=email.strip()).order_by("pk").first()
 
 
-def _free_username(email):
+def _free_username(email: str) -> str:
     User = get_user_model()
     base = email.lower()[:140]
     candidate, number = base, 1
@@ -108,13 +111,14 @@ def _free_username(email):
 
 
 @transaction.atomic
-def membership_add(*, tenant, user, role=Membership.Role.MEMBER):
+def membership_add(*, tenant: Tenant, user: Any, role: str = Membership.Role.MEMBER) -> Membership:
     membership, _ = Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
     return membership
 
 
 @transaction.atomic
-def tenant_audio_settings_update(*, tenant, recording_enabled=None, transcription_enabled=None):
+def tenant_audio_settings_update(*, tenant: Tenant, recording_enabled: bool | None = None,
+                                 transcription_enabled: bool | None = None) -> Tenant:
     """Sets the tenant's audio switches; only the values given (not None) change."""
     changed = []
     for field, value in (("recording_enabled", recording_enabled), ("transcription_enabled", transcription_enabled)):

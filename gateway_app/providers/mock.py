@@ -3,8 +3,21 @@
 The same prompt always gets the same answer, so development, tests and demos work
 without any key and without anything leaving the machine. The language is the
 request's (`de` or `en`), else guessed from the prompt; German is the default.
+
+A conversation's turn (`gateway_app.services.gateway_chat`) on the mock lane is
+answered by its *policy*: by default `RuleSetPolicy`, the rule set's answer to the
+last user message, streamed word by word, without tools. A dialogue policy that
+calls tools (the offline assistant) takes its place with `register_mock_policy`,
+from the AppConfig.ready() of the app that owns it (gateway_app imports no app
+above it): it gets the checked ChatRequest (messages, tools, tool_choice, language)
+and yields TextDeltas and ToolCalls; the gateway adds the end, the counts and the
+lane, exactly as for a real lane.
 """
 import re
+from collections.abc import Iterable
+from typing import Protocol
+
+from gateway_app.turns import ChatRequest, LaneEnd, TextDelta, ToolCall, normal_finish
 
 # Words that tell the languages apart in short prompts (umlauts and ß count as German too).
 _GERMAN_WORDS = frozenset(
@@ -79,3 +92,56 @@ def mock_answer(prompt, *, language=None):
         if cues.search(lowered):
             return _ANSWERS[language][topic]
     return _ANSWERS[language]["default"].format(words=len(prompt.split()))
+
+
+class ChatPolicy(Protocol):
+    """What answers a turn on the mock lane."""
+
+    # Whether it may call tools: a turn that requires one (`tool_choice` `required` or
+    # a named function) skips the mock lane when its policy calls none.
+    calls_tools: bool
+
+    def __call__(self, request: ChatRequest) -> Iterable[TextDelta | ToolCall]:
+        """The answer's text in pieces, then its tool calls (each of `request.tools`)."""
+
+
+class RuleSetPolicy:
+    """The rule set's answer to the last user message, word by word; no tools."""
+
+    calls_tools = False
+
+    def __call__(self, request):
+        text = mock_answer(request.last_user_text(), language=request.language)
+        for word in re.findall(r"\S+\s*", text):
+            yield TextDelta(word)
+
+
+_policy = RuleSetPolicy()
+
+
+def register_mock_policy(policy):
+    """Makes `policy` answer the mock lane's turns; returns the one it replaces."""
+    global _policy
+    previous, _policy = _policy, policy
+    return previous
+
+
+def mock_policy():
+    return _policy
+
+
+def mock_turn(request, policy=None):
+    """The mock lane's events of a turn (TextDelta…, ToolCall…, LaneEnd): the policy's,
+    the text first and the tool calls after it, as a real lane streams them."""
+    policy = policy or _policy
+    calls = []
+    for event in policy(request):
+        if isinstance(event, ToolCall):
+            calls.append(event)
+        elif isinstance(event, TextDelta):
+            if event.text:
+                yield event
+        else:
+            raise TypeError(f"a policy yields TextDelta and ToolCall, not {type(event).__name__}")
+    yield from calls
+    yield LaneEnd(normal_finish("stop", calls))

@@ -13,9 +13,11 @@ import uvicorn
 from websockets.asyncio.client import connect
 
 from agent_app.audio import WireFormat
+from tests.gateway_app.conftest import chat_server, refused_url  # noqa: F401 - the fake model lanes' fixtures
+from tests.ports import worker_ports
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
 
-PORTS = range(18500, 18600)
+PORTS = worker_ports(range(18500, 18600))  # this xdist worker's share
 FRAME_SEC = 0.1
 RECEIVE_TIMEOUT = 150  # every wait for the server ends (beyond the recognition deadline)
 PCM = WireFormat("pcm_s16le", 16000)
@@ -31,7 +33,7 @@ def _listening_socket():
             continue
         sock.listen(64)
         return sock
-    raise RuntimeError("No free port in 18500-18599")
+    raise RuntimeError(f"No free port in {PORTS}")
 
 
 class AgentServer:
@@ -60,7 +62,8 @@ class AgentServer:
 def agent_server(transactional_db, settings):
     settings.AGENT_WS_URL = ""
     # Behaviour is under test, not speed: on a machine busy with other work one
-    # recognition took 11 s, and concurrent ones queue on the one Whisper engine.
+    # recognition takes many times its usual time, and concurrent ones queue on the
+    # one Whisper engine.
     settings.AGENT_STT_DEADLINE_SEC = 120
     server = AgentServer()
     yield server
@@ -83,7 +86,7 @@ def grant(api, port, **body):
 
 
 # The caller speaks with eSpeak NG's de+m3, the German voice Whisper base hears best
-# (docs/performance.md; tests/speech_app/test_german_transcription.py). eSpeak's samples
+# (docs/performance-history.md; tests/speech_app/test_german_transcription.py). eSpeak's samples
 # differ from one synthesis to the next: with plain "de", "Ich hätte gerne einen Termin am
 # Montag." was heard at word error rates from 0 to 0.86 over six syntheses; with de+m3,
 # at 0.00 in 21 of 21.

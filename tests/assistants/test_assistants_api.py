@@ -49,9 +49,10 @@ def test_outsider_session_cannot_list_tenant_a(outsider, assistants):
     assert client.get("/v2/assistants").status_code == 403
 
 
-def test_assistants_are_read_only(api_a, assistants):
-    assert api_a.post("/v2/assistants", {"name": "x"}, format="json").status_code == 405
-    assert api_a.delete(f"/v2/assistants/{assistants['a'].id}").status_code == 405
+def test_assistants_are_changed_with_patch_not_put(api_a, assistants):
+    response = api_a.put(f"/v2/assistants/{assistants['a'].id}", {"name": "x"}, format="json")
+    assert response.status_code == 405 and "PATCH" in error_of(response)["message"]
+    assert api_a.delete("/v2/assistants").status_code == 405
 
 
 def test_list_query_count_does_not_grow_with_assistants(api_a, tenant_a):

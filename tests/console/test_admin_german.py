@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.utils import label_for_field
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.messages import get_messages
 from django.core.management import call_command
 from django.test import Client, RequestFactory
@@ -43,6 +44,12 @@ SAME_IN_GERMAN = {
     "minuten",
     # names of audio encodings
     "pcm s16le", "μ-law",
+    # a campaign's purposes and document types, words German uses as they are
+    "service", "marketing", "pdf", "markdown",
+    # the federal states (a tenant's `state`), named in German already
+    "baden-württemberg", "bayern", "berlin", "brandenburg", "bremen", "hamburg", "hessen", "mecklenburg-vorpommern",
+    "niedersachsen", "nordrhein-westfalen", "rheinland-pfalz", "saarland", "sachsen", "sachsen-anhalt",
+    "schleswig-holstein", "thüringen",
 }
 
 OUR_ROOT = Path(settings.BASE_DIR)
@@ -221,6 +228,7 @@ def demo(django_user_model):
     from privacy_app import services as privacy
     from privacy_app.models import RetentionSettings
     from registry_app.models import LaneCooldown, LaneHealth
+    from tools_app.services import http_tool_create
     from webhooks_app.models import Attempt, Delivery
     from webhooks_app.services import endpoint_create
 
@@ -233,6 +241,8 @@ def demo(django_user_model):
     Attempt.objects.create(tenant=tenant, delivery=delivery, number=1, outcome="failed", started_at=now,
                            duration_ms=120, response_status=500, error="HTTP 500")
     RetentionSettings.objects.get_or_create(tenant=tenant)
+    http_tool_create(tenant=tenant, data={"name": "termin_pruefen", "description": "Prüft, ob ein Termin frei ist.",
+                                          "url": "https://praxis.example/termine"})
     privacy.export_create(tenant=tenant, e164="+4917612345678", actor="user:operator")
     privacy.erasure_create(tenant=tenant, e164="+4915112345670", actor="user:operator")
     LaneUsage.objects.create(day=now.date(), lane_id="demo-lane", capability="tts", mode="mock", requests=3)
@@ -249,6 +259,11 @@ def demo(django_user_model):
     membership_add(tenant=tenant, user=owner, role=Membership.Role.OWNER)
     staff = django_user_model.objects.create_user("mitarbeiter", "mitarbeiter@demo.localhost", "pw", is_staff=True)
     membership_add(tenant=tenant, user=staff, role=Membership.Role.MEMBER)
+    # A fixed salt: the user page shows the hash's first characters ("salt: is****"
+    # from a random salt would read as the English word "is").
+    for user in (owner, staff, django_user_model.objects.get(username="operator")):
+        user.password = make_password("pw", salt="xqzkwvjrtplmnbcd")
+        user.save(update_fields=["password"])
     return {"superuser": django_user_model.objects.get(username="operator"), "owner": owner, "staff": staff,
             "tenant": tenant}
 

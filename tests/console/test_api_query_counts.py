@@ -13,15 +13,19 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, TranscriptEntry
 from calls_app.services import _web_carrier, carrier_create
+from campaigns_app.contact_rows import from_json
+from campaigns_app.services import blocklist_add, campaign_create, campaign_transition, contacts_add
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app.models import Lead
 from leads_app.services import lead_create
 from privacy_app.services import erasure_create, export_create
 from scripts_app.models import ScriptOverride
 from tests.queries import assert_query_count
 from tests.speech_app.audio_samples import silence, wav_file
+from tools_app.services import http_tool_create
 from webhooks_app.services import endpoint_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
@@ -35,6 +39,21 @@ TOUCHPOINT = "inbound.greeting"
 ENDPOINTS = [
     ("GET", "/v2/assistants", None, 1, "the assistants"),
     ("GET", "/v2/assistants/{assistant}", None, 1, "the assistant"),
+    ("POST", "/v2/assistants", {"name": "Neu", "tools": ["end_call", "{tool}"],
+                                "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}]}, 2 + AUDIT,
+     "the HTTP tools it names (are they the tenant's), insert"),
+    ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
+     "the assistant, update"),
+    ("DELETE", "/v2/assistants/{assistant}", None, 6 + AUDIT,
+     "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
+     " campaigns' references cleared (SET_NULL), delete"),
+    ("GET", "/v2/tools", None, 1, "the HTTP tools"),
+    ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
+    ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
+     "is the name taken, the tenant's tools counted, insert"),
+    ("PATCH", "/v2/tools/{tool}", {"timeoutMs": 1000}, 2 + AUDIT, "the tool, update"),
+    ("DELETE", "/v2/tools/{tool}", None, 3 + AUDIT, "the tool, the assistants (which use it?), delete"),
+    ("POST", "/v2/tools/{tool}/rotate-secret", {}, 3 + AUDIT, "the tool, locked, update"),
     ("GET", "/v2/numbers", None, 1, "the numbers"),
     ("GET", "/v2/numbers/{number}", None, 1, "the number"),
     ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2 + AUDIT, "is the number taken, insert"),
@@ -67,19 +86,23 @@ ENDPOINTS = [
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 9 + AUDIT,
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 12 + AUDIT,
      "is it an own number; the agent sessions and the calls naming it (read once for size and document); the"
-     " rows (leads, webhook deliveries; no calls here, so no lines or carriers); insert the export; its"
-     " document (leads, deliveries); store it (the service audits it)"),
+     " rows (campaign contacts, leads, webhook deliveries; no calls here, so no lines or carriers); insert the"
+     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist);"
+     " store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 13 + AUDIT,
-     "is it an own number; the agent sessions naming it, the calls (locked) and leads; delete the leads, the"
-     " exports; blank the idempotency records, the admin log; the webhook deliveries naming it (locked), rewritten"
-     " by one prepared UPDATE; the erased caller (get or create); the receipt (the service audits it)"),
-    ("POST", "/api/voice/agent/sessions", {}, 10 + AUDIT,
-     "the tenant's open sessions; the greeting's override; the month's counter (get or create, then locked);"
-     " stale reservations; the web carrier; insert the call, update the counter; insert the session"),
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 17 + AUDIT,
+     "is it an own number; the agent sessions naming it, the calls (locked) and leads; its blocklist entries and"
+     " campaign contacts (locked; none here, so nothing more of campaigns); delete the analyses and the tool"
+     " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
+     " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
+     " receipt (the service audits it)"),
+    ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
+     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first); the"
+     " month's counter (get or create, then locked); stale reservations; the web carrier; insert the call, update"
+     " the counter; insert the session"),
     ("GET", "/v2/webhooks", None, 1, "the endpoints"),
     ("GET", "/v2/webhooks/{webhook}", None, 1, "the endpoint"),
     ("POST", "/v2/webhooks", {"url": "https://hooks.example/new", "event_types": ["lead.created"]}, 3 + AUDIT,
@@ -90,6 +113,43 @@ ENDPOINTS = [
     ("POST", "/v2/webhooks/{webhook}/rotate-secret", {}, 4 + AUDIT, "the endpoint, locked, update, read again"),
     ("GET", "/v2/webhooks/{webhook}/deliveries?limit=200", None, 3,
      "the endpoint, the page of deliveries, their attempts"),
+    ("GET", "/v2/campaigns", None, 2, "the campaigns, their counts (one grouped query)"),
+    ("POST", "/v2/campaigns", {"name": "Neu", "purpose": "service"}, 3 + AUDIT,
+     "the tenant's first number (the caller id), insert, the counts"),
+    ("GET", "/v2/campaigns/{campaign}", None, 2, "the campaign, its counts"),
+    ("PATCH", "/v2/campaigns/{campaign}", {"name": "Neu"}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("DELETE", "/v2/campaigns/{campaign}", None, 7 + AUDIT,
+     "the campaign, locked; its contacts and attempts (collected, deleted), delete it"),
+    ("POST", "/v2/campaigns/{campaign}/start", {}, 6 + AUDIT,
+     "the campaign, locked; the counts and the webhook endpoints (campaign.started); update; the counts"),
+    ("POST", "/v2/campaigns/{running}/pause", {}, 6 + AUDIT,
+     "the campaign, locked; update; the counts and the webhook endpoints (campaign.paused); the counts"),
+    ("POST", "/v2/campaigns/{paused}/resume", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("POST", "/v2/campaigns/{running}/cancel", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
+    ("GET", "/v2/campaigns/{campaign}/contacts?limit=200", None, 3,
+     "the campaign, the page of contacts, their attempts"),
+    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 7 + AUDIT,
+     "the campaign, locked; its numbers; the blocklist among the upload's, and whether it has erased entries (only"
+     " then are the upload's pseudonyms looked up); insert (one statement run for all rows);"
+     " the counts"),
+    ("GET", "/v2/campaigns/{campaign}/results.csv", None, 1,
+     "the campaign (its attempts and contacts are read while the answer streams)"),
+    ("GET", "/v2/blocklist", None, 1, "the page of entries"),
+    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 4 + AUDIT,
+     "an entry an erasure left under the number's pseudonym; the entry (get or create), the number's waiting"
+     " contacts (locked)"),
+    ("GET", "/v2/blocklist/{blocked}", None, 1, "the entry"),
+    ("DELETE", "/v2/blocklist/{blocked}", None, 2 + AUDIT, "the entry, delete it"),
+    ("GET", "/v2/knowledge", None, 2, "the documents, the tenant's usage"),
+    ("GET", "/v2/knowledge/{knowledge}", None, 2, "the document, its passages"),
+    ("POST", "/v2/knowledge", {"title": "Preise", "text": "## Aufmaß\n\nEin Aufmaß kostet 60 Euro."}, 7 + AUDIT,
+     "room left, then in the transaction: the tenant locked, room left, the document, its passages, its "
+     "vocabulary; the passages of the answer"),
+    ("DELETE", "/v2/knowledge/{knowledge}", None, 4 + AUDIT, "the document, its passages, vocabulary and itself"),
+    ("GET", "/v2/knowledge/search?q=Was%20kostet%20ein%20Aufma%C3%9F%3F", None, 3,
+     "the synonyms, the vocabulary, the passages"),
+    ("GET", "/v2/knowledge/synonyms", None, 1, "the synonym groups"),
+    ("PUT", "/v2/knowledge/synonyms", {"synonyms": [["Aufmaß", "Ausmessen"]]}, 2 + AUDIT, "delete, insert"),
 ]
 
 
@@ -105,6 +165,7 @@ def seeded(tenant_a, tenant_b, korean_model):
         for n in range(2):
             webhook, _ = endpoint_create(tenant=tenant, url=f"https://hooks.example/{n}", event_types=["lead.created"])
             assistant = Assistant.objects.create(tenant=tenant, name=f"Assistent {n}")
+            tool, _ = http_tool_create(tenant=tenant, data={"name": f"werkzeug_{n}", "url": f"https://t.example/{n}"})
             number = number_create(tenant=tenant, e164=f"{prefix}{n:04d}", label=assistant.name)
             call = Call.objects.create(tenant=tenant, carrier_id="testcarrier", direction="inbound",
                                        to_e164=number.e164, status="completed", started_at=moment)
@@ -112,9 +173,25 @@ def seeded(tenant_a, tenant_b, korean_model):
                 TranscriptEntry.objects.create(call=call, role="user", text=f"Zeile {k}", ts=moment)
             lead = lead_create(tenant=tenant, kind="callback", phone="+491711234567", preferred_time=None,
                                page_url="")
+            knowledge = knowledge_document_create(tenant=tenant, title=f"Wissen {n}", content_type="text/markdown",
+                                                  text="## Aufmaß\n\nEin Aufmaß kostet 60 Euro.\n\n## Küchen\n\nNach Maß.")
             if tenant == tenant_a:
-                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id)
+                ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id,
+                           tool=tool.id, knowledge=knowledge.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
+        campaigns_made = {}
+        for name in ("campaign", "running", "paused"):
+            campaign = campaign_create(tenant=tenant, name=name, purpose="service")
+            rows, _ = from_json([{"phone": "0176 11100011"}, {"phone": "0176 11100022"}], time_zone=tenant.time_zone,
+                                now=moment)
+            contacts_add(campaign=campaign, rows=rows, now=moment)
+            for change in {"campaign": (), "running": ("start",), "paused": ("start", "pause")}[name]:
+                campaign_transition(campaign=campaign, change=change, now=moment)
+            campaigns_made[name] = campaign.id
+        blocked, _ = blocklist_add(tenant=tenant, phone="0176 99900099")
+        if tenant == tenant_a:
+            ids.update(campaigns_made, blocked=blocked.id)
+        knowledge_synonyms_replace(tenant=tenant, groups=[["Aufmaß", "Vermessung"]])
         export = export_create(tenant=tenant, e164="+491719999999", actor="tests")
         erasure = erasure_create(tenant=tenant, e164="+491719999998", actor="tests")
         if tenant == tenant_a:
@@ -132,11 +209,19 @@ def request(client, method, path, body):
 def with_ids(value, ids):
     if isinstance(value, dict):
         return {key: with_ids(item, ids) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_ids(item, ids) for item in value]
     return value.format(**ids) if isinstance(value, str) else value
 
 
 @pytest.mark.parametrize("method, path, body, queries, what", ENDPOINTS, ids=[f"{m} {p}" for m, p, *_ in ENDPOINTS])
-def test_endpoint_queries_are_pinned(api_a, seeded, method, path, body, queries, what):
+def test_endpoint_queries_are_pinned(api_a, seeded, settings, method, path, body, queries, what):
+    # Queries are under test, not speed: "verified a moment ago" holds between the two
+    # requests, and the transcription (its engine loads first) has no deadline, on a
+    # busy machine too (the bounds are tested in tests/credentials/test_verified_keys.py
+    # and tests/speech_app/test_german_transcription.py).
+    settings.API_KEY_CACHE_SECONDS = 600
+    settings.STT_DEADLINE_BASE_SEC = settings.STT_DEADLINE_MAX_SEC = 600
     path, body = with_ids(path, seeded), with_ids(body, seeded)
     # The first and a repeated request's queries, where a process cache spares the second some.
     first, repeated = queries if isinstance(queries, tuple) else (queries, queries)
@@ -176,6 +261,7 @@ def tenant_bound_routes():
 def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
-                  webhook="wh_x")).route)
+                  webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x",
+                  tool="tl_x", knowledge="kd_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from calls_app.models import Call, Carrier
+from campaigns_app.models import Campaign, CampaignContact
 from console.admin_export import CsvExportMixin
 from console.csv_export import csv_stream, neutralise
 from leads_app.models import Lead
@@ -21,6 +22,7 @@ from leads_app.models import Lead
 EXPORTS = {
     Lead: "/admin/leads_app/lead/",
     Call: "/admin/calls_app/call/",
+    CampaignContact: "/admin/campaigns_app/campaigncontact/",
 }
 
 
@@ -87,6 +89,9 @@ def hostile(tenant_a):
     lead = Lead.objects.create(tenant=tenant_a, kind="callback", phone="+491711234567",
                                preferred_at="-2+3+cmd|'/C'!A0",
                                notes="=HYPERLINK(\"http://evil.example\";\"Rückruf\")")
+    campaign = Campaign.objects.create(tenant=tenant_a, name="@Kampagne", from_number="+493055501234", window={})
+    CampaignContact.objects.create(tenant=tenant_a, campaign=campaign, phone="+491711234567", due_at=timezone.now(),
+                                   name="=HYPERLINK(\"http://evil.example\";\"klick\")", consent_text="-Ja")
     return {"call": call, "lead": lead}
 
 

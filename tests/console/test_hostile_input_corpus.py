@@ -18,15 +18,20 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from calls_app.models import Call
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header
+from campaigns_app.services import blocklist_add, campaign_create
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
+from knowledge_app.services import knowledge_document_create
 from leads_app.services import lead_create
 from privacy_app import services as privacy
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
 from tests.speech_app.audio_samples import encode, silence
+from tools_app.services import http_tool_create
 from webhooks_app.services import endpoint_create
 
+# A burst: thousands of hostile requests over every route, with real speech engines.
+pytestmark = pytest.mark.slow
 PREFIXES = ("v2/", "voice/", "api/voice/")
 BODY_METHODS = ("post", "put", "patch")
 HOSTILE = "__hostile__"
@@ -63,6 +68,20 @@ def _wav():
     return encode(silence(0.3), 16000, "wav")
 
 
+ASSISTANT = {
+    "name": "Empfang", "description": "Rezeption", "language": "de", "voice": "de+f3",
+    "instructions": "Sie sind die Telefonassistenz der Praxis.", "openingTouchpoint": "inbound.greeting",
+    "tools": ["create_callback", "transfer_call"], "knowledge": ["kd_eins"],
+    "model": {"capability": "chat", "lane": None, "temperature": 0.3, "maxTokens": 200},
+    "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}],
+    "analysis": {"summary": True, "schema": {"type": "object", "properties": {"grund": {"type": "string"}}},
+                 "successCriteria": "Rückruf vereinbart."},
+    "maxDurationSec": 300, "silenceTimeoutSec": 20, "endCallPhrases": ["Auf Wiederhören"],
+}
+TOOL = {"name": "termin", "description": "Prüft Termine.", "url": "https://tools.acme.example/termin",
+        "parameters": {"type": "object", "properties": {"datum": {"type": "string"}}}, "timeoutMs": 2000}
+
+
 def templates(objects):
     """{(route, method): body} — a valid body for every route and method that takes one."""
     wav64 = base64.b64encode(_wav()).decode()
@@ -76,6 +95,9 @@ def templates(objects):
         ("v2/public/leads", "post"): {"tenant": "acme", "kind": "callback", "phone": "0171 2345678",
                                       "preferred_at": "asap", "page_url": "https://acme.example/k"},
         ("v2/^leads/(?P<pk>[^/]+)$", "patch"): {"status": "contacted"},
+        ("v2/^knowledge$", "post"): {"title": "Häufige Fragen", "text": "## Öffnungszeiten\n\nMontag bis Freitag.",
+                                     "contentType": "text/markdown"},
+        ("v2/knowledge/synonyms", "put"): {"synonyms": [["offen", "geöffnet"]]},
         ("v2/audio/transcribe", "post"): {"audio_base64": wav64, "filename": "a.wav", "language": "ko",
                                           "phrases": ["서울"]},
         ("voice/v1/calls", "post"): {"to": "+493055500999", "leadId": objects["lead"]},
@@ -94,8 +116,22 @@ def templates(objects):
         ("v2/^webhooks/(?P<pk>[^/]+)$", "patch"): {"url": "https://hooks.acme.example/y",
                                                    "event_types": ["call.ended"], "description": "CRM",
                                                    "active": True},
+        ("v2/^assistants$", "post"): ASSISTANT,
+        ("v2/^assistants/(?P<pk>[^/]+)$", "patch"): ASSISTANT,
+        ("v2/^tools$", "post"): TOOL,
+        ("v2/^tools/(?P<pk>[^/]+)$", "patch"): {**TOOL, "name": "termin_neu"},
+        ("v2/^tools/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keepPrevious": False},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
+        ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
+                                     "window": {"mon": {"start": "09:00", "end": "18:00"}}},
+        ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
+                                                    "window": {"tue": {"start": "10:00", "end": "12:00"}}},
+        ("v2/^campaigns/(?P<pk>[^/]+)/contacts$", "post"): {"contacts": [{"phone": "0176 11122233", "name": "Jü"}]},
+        ("v2/^blocklist$", "post"): {"phone": "0176 44455566", "note": "Beschwerde"},
+        # State changes take no body (an empty one, or {}); anything else is refused.
+        **{(f"v2/^campaigns/(?P<pk>[^/]+)/{change}$", "post"): b"" for change in ("start", "pause", "resume",
+                                                                                  "cancel")},
     }
 
 
@@ -113,8 +149,14 @@ def path_values(objects):
         "v2/privacy/exports/<str:export_id>": {"export_id": objects["export"]},
         "v2/privacy/erasures/<str:erasure_id>": {"erasure_id": objects["erasure"]},
         "v2/^webhooks/(?P<pk>[^/]+)$": {"pk": objects["webhook"]},
+        "v2/^knowledge/(?P<pk>[^/]+)$": {"pk": objects["knowledge"]},
         "v2/^webhooks/(?P<pk>[^/]+)/deliveries$": {"pk": objects["webhook"]},
         "v2/^webhooks/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["webhook"]},
+        **{f"v2/^campaigns/(?P<pk>[^/]+){suffix}$": {"pk": objects["campaign"]}
+           for suffix in ("", "/start", "/pause", "/resume", "/cancel", "/contacts", "/results.csv")},
+        "v2/^blocklist/(?P<pk>[^/]+)$": {"pk": objects["blocked"]},
+        "v2/^tools/(?P<pk>[^/]+)$": {"pk": objects["tool"]},
+        "v2/^tools/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["tool"]},
     }
 
 
@@ -156,7 +198,7 @@ WHOLE_BODIES = {
     "3 MB": (json.dumps({"x": "y" * 3_000_000}), None),
 }
 
-SUCCESS_TYPES = ("application/json", "audio/mpeg", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
+SUCCESS_TYPES = ("application/json", "audio/mpeg", "text/csv", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
 # Routes that read no input and take long to answer (the OpenAPI document is built per
 # request) get fewer query and header variants, not every combination.
 LIGHT = {"v2/schema", "v2/docs"}
@@ -220,6 +262,9 @@ def body_cases(template):
 
 @pytest.fixture
 def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
+    # Answers are under test, not speed: no recognition runs into its deadline (a 503)
+    # while its engine loads on a busy machine.
+    settings.STT_DEADLINE_BASE_SEC = settings.STT_DEADLINE_MAX_SEC = 600
     # The one model the tests have stands in for German, the default language.
     settings.VOSK_MODELS = {"ko": korean_model, "de": korean_model}
     tenant_a.minute_cap, tenant_a.lead_rate_limit = 1_000_000, 1_000_000
@@ -242,6 +287,12 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "erasure": privacy.erasure_create(tenant=tenant_a, e164="+491719999999", actor="corpus").pk,
         "webhook": endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/z",
                                    event_types=["lead.created"])[0].pk,
+        "campaign": campaign_create(tenant=tenant_a, name="Korpus", purpose="marketing").pk,
+        "blocked": blocklist_add(tenant=tenant_a, phone="0176 99988877")[0].pk,
+        "tool": http_tool_create(tenant=tenant_a, data={"name": "vorhanden",
+                                                        "url": "https://tools.acme.example/v"})[0].pk,
+        "knowledge": knowledge_document_create(tenant=tenant_a, title="FAQ", content_type="text/markdown",
+                                               text="## Preise\n\nEin Aufmaß kostet 60 Euro.").pk,
     }
     return {"key": key_a, "secret": secret, "objects": objects}
 

@@ -12,6 +12,7 @@ permission opens every page of every registered tenant-data model for A's object
 A new tenant-bound route needs a scenario; a route of another kind (e.g. gateway
 routes with their own token) goes into NOT_TENANT_BOUND with its reason.
 """
+import datetime
 import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -28,6 +29,10 @@ from rest_framework.test import APIClient
 from agent_app import demo_views
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
+from campaigns_app import services as campaigns
+from campaigns_app.contact_rows import from_json
+from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact
+from campaigns_app.scheduler import campaigns_tick
 from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
 from console.assistants.models import Assistant
 from console.credentials.models import ApiKey
@@ -38,6 +43,9 @@ from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
 from gateway_app.views import GatewayAPIView
+from knowledge_app.models import KnowledgeDocument, KnowledgePassage, KnowledgeSynonym, KnowledgeTerm
+from knowledge_app.selectors import knowledge_search
+from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
@@ -48,6 +56,8 @@ from scripts_app.models import ScriptOverride
 from scripts_app.services import script_override_put
 from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
 from tests.conftest import make_client
+from tools_app.models import HttpTool
+from tools_app.services import http_tool_create
 from webhooks_app.models import Attempt, Delivery, Endpoint
 from webhooks_app.services import delivery_attempt, endpoint_create
 
@@ -134,8 +144,18 @@ class Scenario:
 
 TOUCHPOINT = "call.hold"
 SCENARIOS = {
-    "assistant-list": Scenario({"get": 200}),
-    "assistant-detail": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk}),
+    # B adds its own assistants; naming A's HTTP tool is naming no tool (400).
+    "assistant-list": Scenario({"get": 200, "post": [201, 400]}, bodies={"post": [
+        {"name": "Globex-Empfang", "tools": ["end_call"]},
+        lambda a: {"name": "Globex-Empfang", "tools": [a.tool.pk]}]}),
+    "assistant-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.assistant.pk},
+                                 bodies={"patch": [{"name": "übernommen"}]}),
+    # Tool names are unique per tenant: B may have a tool of A's name, and only sees its own.
+    "tool-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        lambda a: {"name": a.tool.name, "url": "https://globex.example/tool"}]}),
+    "tool-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.tool.pk},
+                            bodies={"patch": [{"description": "übernommen"}]}),
+    "tool-rotate-secret": Scenario({"post": 404}, lambda a: {"pk": a.tool.pk}),
     # A number is one tenant's at most (it routes calls): taking A's is a conflict,
     # documented, that names nothing of A.
     "number-list": Scenario({"get": 200, "post": [400, 409]},
@@ -177,6 +197,31 @@ SCENARIOS = {
     # B's own sessions only: naming A's assistant is refused, reserving nothing of A's.
     "voice-agent-sessions": Scenario({"post": [400, 201]}, bodies={"post": [
         lambda a: {"assistant": a.assistant.pk}, {}]}),
+    # B's campaigns cannot name A's assistant or number (B has none of its own to call from).
+    "campaign-list": Scenario({"get": 200, "post": [400, 400]}, bodies={"post": [
+        lambda a: {"name": "Übernahme", "purpose": "service", "assistant": a.assistant.pk},
+        lambda a: {"name": "Übernahme", "purpose": "service", "fromNumber": a.number.e164}]}),
+    "campaign-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.campaign.pk},
+                                bodies={"patch": [{"name": "übernommen"}]}),
+    "campaign-start": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-pause": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-resume": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-cancel": Scenario({"post": 404}, lambda a: {"pk": a.campaign.pk}),
+    "campaign-contacts": Scenario({"get": 404, "post": 404}, lambda a: {"pk": a.campaign.pk},
+                                  bodies={"post": [{"contacts": [{"phone": "0176 11122233"}]}]}),
+    "campaign-results": Scenario({"get": 404}, lambda a: {"pk": a.campaign.pk}),
+    # B blocks the number A calls: B's own list; A's contacts and blocklist stay.
+    "blocklist-list": Scenario({"get": 200, "post": 201}, bodies={"post": [lambda a: {"phone": a.contact.phone}]}),
+    "blocklist-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.blocked.pk}),
+    # B lists, adds, searches and names its own knowledge only. The search needs `q`,
+    # which the matrix does not send (400); test_tenant_b_searching_finds_nothing_of_a
+    # searches for A's words.
+    "knowledge-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
+        {"title": "Globex-Lager", "text": "## Lieferzeiten\n\nGlobex liefert in zwei Tagen."}]}),
+    "knowledge-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.document.pk}),
+    "knowledge-search": Scenario({"get": 400}),
+    "knowledge-synonyms": Scenario({"get": 200, "put": 200}, bodies={"put": [
+        {"synonyms": [["Lieferzeit", "Versanddauer"]]}]}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -187,7 +232,8 @@ SCENARIOS = {
 @pytest.fixture
 def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     """Tenant A with one of everything, and the strings that must never reach B."""
-    assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang")
+    tool, _ = http_tool_create(tenant=tenant_a, data={"name": "acme_termin", "url": "https://acme-tools.example/t"})
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang", tools=["end_call", tool.pk])
     number = number_create(tenant=tenant_a, e164="+493055501234", label="acme-zentrale", assistant_id=assistant.pk)
     lead = lead_create(tenant=tenant_a, kind="callback", phone="+491701234567", page_url="https://acme.example/k")
     sim.play_inbound(number=number, caller="+4915112345670", seconds=75)
@@ -202,13 +248,31 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     endpoint, _ = endpoint_create(tenant=tenant_a, url="http://127.0.0.1:9/acme-hook", event_types=["lead.created"])
     lead_create(tenant=tenant_a, kind="callback", phone="+491701234568")
     delivery_attempt(delivery_id=Delivery.objects.for_tenant(tenant_a).get().pk)
+    document = knowledge_document_create(
+        tenant=tenant_a, title="Wissen der Firma", content_type="text/markdown",
+        text="## Lieferzeiten\n\nDas Zentrallager Quarkwerk liefert binnen drei Tagen.")
+    knowledge_synonyms_replace(tenant=tenant_a, groups=[["Lieferzeit", "Zustelldauer", "Quarkversand"]])
+    # A campaign that called its contact once (a Tuesday 10:00, inside the window).
+    campaign = campaigns.campaign_create(tenant=tenant_a, name="Acme-Kampagne", purpose="service",
+                                         assistant=assistant.pk)
+    tuesday = datetime.datetime(2026, 11, 24, 9, 0, tzinfo=datetime.UTC)
+    rows, _ = from_json([{"phone": "0176 44455566", "name": "Acme-Kontakt"}], time_zone=tenant_a.time_zone,
+                        now=tuesday)
+    campaigns.contacts_add(campaign=campaign, rows=rows, now=tuesday)
+    campaigns.campaign_transition(campaign=campaign, change="start", now=tuesday)
+    campaigns_tick(now=tuesday)
+    contact = CampaignContact.objects.get(campaign=campaign)
+    assert CampaignAttempt.objects.for_tenant(tenant_a).filter(contact=contact, state="dialled").exists()
+    blocked, _ = campaigns.blocklist_add(tenant=tenant_a, phone="0176 99988877", note="Acme-Sperre")
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
-               endpoint.pk, "acme-hook"]
-    return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, assistant=assistant, number=number, lead=lead, call=call,
+               endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
+               blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
+               "Quarkversand"]
+    return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
-                           markers=markers)
+                           campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers)
 
 
 def state_of(tenant):
@@ -216,7 +280,9 @@ def state_of(tenant):
     return json.dumps([
         list(model.objects.for_tenant(tenant).order_by("pk").values())
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
-                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt)
+                      RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
+                      CampaignAttempt, BlockedNumber, HttpTool, KnowledgeDocument, KnowledgePassage, KnowledgeSynonym,
+                      KnowledgeTerm)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)
@@ -304,6 +370,20 @@ def test_tenant_bs_render_of_a_touchpoint_a_changed_is_bs_own(world, client_b):
 
     assert theirs.status_code == own.status_code == default.status_code == 200
     assert theirs["ETag"] == default["ETag"] != own["ETag"]
+
+
+def test_tenant_b_searching_finds_nothing_of_a(world, client_b):
+    """B asks for A's words (and for A's document by id): no passage of A comes back,
+    neither through the API nor through the function the assistant's turn calls."""
+    for query in ("Quarkwerk liefert", "Wie lange dauert die Lieferzeit?", "Quarkversand"):
+        response = client_b.get(reverse("knowledge-search"), {"q": query})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        response = client_b.get(reverse("knowledge-search"), {"q": query, "document": world.document.pk})
+        assert response.status_code == 200 and response.json() == {"passages": []}, response.content
+        assert knowledge_search(tenant=Tenant.objects.get(slug="globex"), query=query,
+                                document_ids=[world.document.pk]) == []
+    # A's own search finds it: the check above is not empty.
+    assert knowledge_search(tenant=world.tenant, query="Quarkwerk liefert")
 
 
 def test_a_revoked_key_stops_at_once_on_every_route(world):

@@ -78,8 +78,10 @@ def test_indented_rendering_and_no_body_are_drfs():
 
 def test_the_hot_read_views_use_it():
     assert FastJSONRenderer in fast_json_renderers() and JSONRenderer not in fast_json_renderers()
-    for view in (CallViewSet, AssistantViewSet, LeadViewSet, UsageView, HealthView):
+    for view in (CallViewSet, LeadViewSet, UsageView, HealthView):
         assert view.renderer_classes == fast_json_renderers()
+    # An assistant holds floats (temperature, numbers of a tenant's JSON Schema): DRF's renderer.
+    assert JSONRenderer in AssistantViewSet.renderer_classes and FastJSONRenderer not in AssistantViewSet.renderer_classes
 
 
 ACCEPTS = [None, "", "*/*", "application/json", "application/json; indent=4", "text/html", "text/html, */*",

@@ -14,6 +14,13 @@ from tests.console.test_api_query_counts import ENDPOINTS, seeded, with_ids  # n
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
+
+@pytest.fixture(autouse=True)
+def _keys_stay_verified(settings):
+    """"Verified a moment ago" holds between a test's requests on a busy machine too
+    (the bound itself is tested in tests/credentials/test_verified_keys.py)."""
+    settings.API_KEY_CACHE_SECONDS = 600
+
 READS = [path for method, path, *_ in ENDPOINTS if method == "GET"]
 ERRORS = [
     "/v2/leads?stauts=new",  # an unknown query parameter (400)
@@ -34,7 +41,7 @@ def test_a_verified_read_answers_what_drfs_path_answers(api_a, seeded, drf_cycle
     verified = api_a.get(path)
     assert drf_cycles == ["/v2/usage"]  # the read itself took no decision of DRF's
 
-    monkeypatch.setattr(console.api, "verified_read", lambda *args: None)
+    monkeypatch.setattr(console.api, "verified_read", lambda *args, **kwargs: None)
     through_drf = api_a.get(path)
     assert drf_cycles == ["/v2/usage", path.split("?")[0]]
     assert answer(verified) == answer(through_drf)
@@ -75,9 +82,9 @@ def test_writes_take_drfs_path(api_a, drf_cycles):
 def test_views_with_policies_of_their_own_take_drfs_path():
     throttled = type("ThrottledUsage", (UsageView,), {"throttle_classes": [AnonRateThrottle]})
     own_initial = type("OwnInitial", (UsageView,), {"initial": lambda self, *a, **k: None})
-    assert _default_policies(UsageView)
-    assert not _default_policies(throttled)
-    assert not _default_policies(own_initial)
+    assert _default_policies(UsageView, console.api.TenantBoundMixin)
+    assert not _default_policies(throttled, console.api.TenantBoundMixin)
+    assert not _default_policies(own_initial, console.api.TenantBoundMixin)
 
 
 def test_a_direct_body_that_fails_is_answered_by_drfs_exception_handler(api_a, drf_cycles, monkeypatch):

@@ -162,3 +162,27 @@ def refused_url():
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1/chat/completions"
+
+
+def streaming_lane(lane_id, **kwargs):
+    """chat_lane(...) whose registry entry says it streams (params.streaming)."""
+    entry = chat_lane(lane_id, **kwargs)
+    entry["params"]["streaming"] = True
+    return entry
+
+
+@pytest.fixture
+def chat_server():
+    """chat_server(Reply(...) | [Reply, …] | function): a started FakeChatServer
+    (tests/openai_fake.py), stopped at the end of the test."""
+    from tests.openai_fake import FakeChatServer
+
+    started = []
+
+    def start(replies, dialect="openai"):
+        started.append(FakeChatServer(replies, dialect))
+        return started[-1]
+
+    yield start
+    for fake in started:
+        fake.stop()

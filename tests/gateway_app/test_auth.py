@@ -12,6 +12,7 @@ GATEWAY_PATHS = [
     ("post", "/v1/speak", {"text": "Hallo"}),
     ("post", "/v1/transcribe", None),
     ("post", "/agent", {"role": "trainee", "prompt": "ping"}),
+    ("post", "/v1/chat/completions", {"model": "auto", "messages": [{"role": "user", "content": "ping"}]}),
 ]
 IDS = [path for _, path, _ in GATEWAY_PATHS]
 

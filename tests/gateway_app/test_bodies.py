@@ -12,6 +12,7 @@ JSON_PATHS = [
     ("/v1/agent", {"prompt": "ping"}),
     ("/v1/speak", {"text": "Hallo"}),
     ("/agent", {"role": "trainee", "prompt": "ping"}),
+    ("/v1/chat/completions", {"model": "auto", "messages": [{"role": "user", "content": "ping"}]}),
 ]
 IDS = [path for path, _ in JSON_PATHS]
 
@@ -54,7 +55,7 @@ def test_nan_and_infinity_are_no_json_numbers(gateway, path, body, constant):
 
 @pytest.mark.parametrize("path, body", JSON_PATHS, ids=IDS)
 def test_nul_and_lone_surrogates_are_field_errors_by_path(gateway, path, body):
-    field = "prompt" if "prompt" in body else "text"
+    field = next(name for name in ("prompt", "text", "model") if name in body)
     for escaped in ("\\u0000", "\\ud800"):
         raw = post_body(body).replace('"%s": "' % field, '"%s": "a%s' % (field, escaped))
         response = post_raw(gateway, path, raw)

@@ -64,6 +64,13 @@ def test_a_chunked_json_body_is_read(gateway, path, body, content_type):
     assert response.json()["text"] == "pong"
 
 
+def test_a_chunked_chat_completion_body_is_read(gateway):
+    body = {"model": "auto", "messages": [{"role": "user", "content": "ping"}]}
+    response, _ = post_chunked_in_process("/v1/chat/completions", json.dumps(body).encode())
+    assert response.status_code == 200, response.content[:300]
+    assert response.json()["choices"][0]["message"]["content"] == "pong"
+
+
 def test_a_chunked_body_over_the_limit_is_413_and_read_no_further(gateway):
     limit = 256 * 1024
     body = b'{"prompt": "' + b"a" * (limit + 50_000) + b'"}'

@@ -49,6 +49,7 @@ def test_german_text_is_spoken_by_the_local_espeak_lane(gateway):
     assert row.audio_seconds == pytest.approx(float(response["X-Duration-Sec"]), abs=0.01)
 
 
+@pytest.mark.slow  # real synthesis and recognition
 def test_without_a_registry_the_local_engines_speak_and_hear(gateway, korean_model):
     spoken = speak(gateway, text="안녕하세요 감사합니다", voice="ko+f3")
     assert spoken.status_code == 200 and spoken["X-Gateway-Lane"] == "tts-local"
@@ -61,6 +62,7 @@ def test_without_a_registry_the_local_engines_speak_and_hear(gateway, korean_mod
     assert [(a["lane"], a["outcome"]) for a in body["attempts"]] == [("stt-local", "ok")]
 
 
+@pytest.mark.slow  # real synthesis and recognition
 def test_a_language_no_registry_lane_lists_goes_to_the_local_engines(gateway, korean_model):
     load_document(SHIPPED)  # its only local stt lane is German
     body = transcribe(gateway, korean_mp3("안녕하세요"), "?language=ko&phrase=" + quote("안녕하세요")).json()

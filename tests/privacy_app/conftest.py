@@ -16,6 +16,8 @@ from django.utils import timezone
 from agent_app.services import agent_session_claim, agent_session_create
 from calls_app.models import Call
 from calls_app.services import call_web_end, call_web_line
+from campaigns_app.contact_rows import from_json
+from campaigns_app.services import campaign_create, campaign_transition, contacts_add
 from console.jobs.services import job_enqueue
 from console.numbers.services import number_create
 from leads_app.services import lead_create
@@ -103,6 +105,22 @@ def attempt_all_due():
     the jobs' own table sees them as the worker would."""
     for pk in Delivery.objects.filter(state=Delivery.State.PENDING).values_list("pk", flat=True):
         job_enqueue("webhooks_app.services.delivery_attempt", kwargs={"delivery_id": pk})
+
+
+# A documented marketing consent (§ 7a UWG) as a contact list brings it; its source names
+# the number, as such records do.
+CONSENT = {"consentSource": "Webformular acme.example/angebote, Rückrufnummer 0176 1234567",
+           "consentAt": "2025-02-01T10:00:00+01:00", "consentText": "Ja, rufen Sie mich zu Angeboten an."}
+
+
+def campaign_of(tenant, people, *, purpose="marketing", name="Frühjahrsaktion", now=START, **fields):
+    """A running campaign of the tenant, calling from NUMBER_A, with `people` (rows as
+    the API takes them) as its contacts; returns it and the upload's report."""
+    campaign = campaign_create(tenant=tenant, name=name, purpose=purpose, from_number=NUMBER_A, **fields)
+    rows, errors = from_json(list(people), time_zone=tenant.time_zone, now=now)
+    assert not errors, errors
+    report = contacts_add(campaign=campaign, rows=rows, now=now)
+    return campaign_transition(campaign=campaign, change="start", now=now), report
 
 
 def make_lead(tenant, phone=CALLER, **fields):

@@ -19,9 +19,9 @@ from calls_app.carriers import sim_carrier
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry, UsageCounter
 from calls_app.signing import carrier_secret
 from console.audit.models import AuditEntry
+from console.pseudonyms import pseudonym_for
 from leads_app.models import Lead
 from privacy_app.models import ErasedCaller, Erasure
-from privacy_app.pseudonyms import pseudonym_for
 from tests.calls_app.conftest import CarrierClient
 from tests.conftest import error_of
 from tests.privacy_app.conftest import (
@@ -41,7 +41,8 @@ URL = "/v2/privacy/erasures"
 SECRET_WORDS = "Meine Kundennummer ist vertraulich"
 OTHER_WORDS = "Bitte nicht weitergeben"
 ZERO = {"calls": 0, "transcriptLines": 0, "recordingLinks": 0, "carrierEvents": 0, "leads": 0, "exports": 0,
-        "idempotencyRecords": 0, "adminLogEntries": 0, "webhookDeliveries": 0, "agentSessions": 0}
+        "idempotencyRecords": 0, "adminLogEntries": 0, "webhookDeliveries": 0, "agentSessions": 0, "analyses": 0,
+        "campaignContacts": 0, "blocklistEntries": 0}
 
 
 @pytest.fixture
@@ -118,7 +119,8 @@ def test_afterwards_no_row_of_the_tenant_holds_the_number_or_the_words(api_a, wo
     assert rows_containing(pseudonym_for(tenant=world["lead_b"].tenant, e164=CALLER)) == set()
     assert receipt["counts"] == {"calls": 3, "transcriptLines": 4, "recordingLinks": 2, "carrierEvents": 9,
                                  "leads": 1, "exports": 1, "idempotencyRecords": 2, "adminLogEntries": 1,
-                                 "webhookDeliveries": 0, "agentSessions": 0}
+                                 "webhookDeliveries": 0, "agentSessions": 0, "analyses": 0,
+                                 "campaignContacts": 0, "blocklistEntries": 0}
     assert usage() == usage_before
 
 

@@ -81,7 +81,8 @@ def test_past_each_period_exactly_the_expired_data_is_gone(history, clock, tenan
     assert Lead.objects.count() == 4
     assert len(texts(history["call_b"])) == 2 and fresh(history["call_b"]).recording_url
     assert counts == {"transcriptLines": 2, "recordingLinks": 2, "callsRedacted": 2, "carrierEvents": 6,
-                      "leads": 0, "exports": 0, "erasedCallers": 0, "webhookDeliveries": 0, "agentSessions": 0}
+                      "leads": 0, "exports": 0, "erasedCallers": 0, "webhookDeliveries": 0, "agentSessions": 0,
+                      "analyses": 0}
     assert usage() == usage_before
 
 

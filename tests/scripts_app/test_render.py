@@ -116,6 +116,7 @@ def test_an_effective_text_over_the_render_limit_is_refused(api_a, tenant_a):
     assert error["code"] == "text_too_long" and error["details"]["maxLength"] == MAX_RENDER_CHARS
 
 
+@pytest.mark.slow  # real synthesis of ten minutes
 def test_a_script_of_one_word_lines_is_refused_past_ten_minutes_in_bounded_time(api_a, tenant_a):
     # 2,495 one-word lines, two of them variables of 250 lines each: about 6,000
     # characters that ran past gunicorn's 30 s timeout, one engine call per line.

@@ -86,6 +86,7 @@ def test_a_storage_without_local_paths_caches_without_evicting():
     assert all(cache.get(key_of("store", n)) is not None for n in range(5))
 
 
+@pytest.mark.slow  # processes
 def test_the_bound_holds_under_two_processes_writing_at_once(tmp_path):
     location, max_bytes = str(tmp_path / "cache"), 40_000
     context = multiprocessing.get_context("spawn")  # fresh interpreters, like two gunicorn workers

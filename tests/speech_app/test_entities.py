@@ -71,3 +71,11 @@ def test_a_date_after_the_change_to_summer_time_has_its_summer_offset():
 def test_no_entities_in_plain_conversation():
     assert entities("Guten Morgen, ich hätte gern einen Rückruf.", now=NOW) == []
     assert entities("", now=NOW) == []
+
+
+def test_the_documented_kinds_are_the_ones_read():
+    from speech_app.serializers import ENTITY_TYPES, REFERENCE_KINDS
+
+    found = [entity for case in CASES for entity in case["entities"]]
+    assert {entity["type"] for entity in found} == set(ENTITY_TYPES)
+    assert {entity["kind"] for entity in found if "kind" in entity} <= set(REFERENCE_KINDS)

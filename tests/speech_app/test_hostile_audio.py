@@ -19,7 +19,7 @@ from tests.speech_app.audio_samples import (
 )
 from tests.speech_app.conftest import BOUNDED_SECONDS, KOREAN_PHRASES, b64, korean_mp3
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # hostile uploads in bursts through real engines
 
 
 def resident_bytes():

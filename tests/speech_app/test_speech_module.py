@@ -41,6 +41,7 @@ def test_speak_refuses_missing_empty_or_oversized_text(module, body):
     assert response.status_code == 400 and "text" in error_of(response)["details"]
 
 
+@pytest.mark.slow  # real synthesis of ten minutes
 @pytest.mark.parametrize("text", [
     "a\n" * 2500,  # 2,500 engine calls before: 30 s and 1,202 s of audio
     "漢" * 5000,  # the slowest text per audio second found for the German voice (a language switch per sign)
@@ -57,6 +58,7 @@ def test_a_text_past_ten_minutes_of_speech_is_refused_in_bounded_time(module, te
     assert response.status_code == 200 and response["Content-Type"] == "audio/mpeg"
 
 
+@pytest.mark.slow  # real synthesis of ten minutes
 def test_the_longest_text_under_ten_minutes_is_served_in_bounded_time(module):
     began = time.monotonic()
     response = module.post("/api/voice/speak", {"text": "a " * 2500}, format="json")
@@ -73,6 +75,7 @@ def test_raw_audio_is_transcribed(module, korean_model):
     assert response.json()["text"] == "안녕하세요 감사합니다"
 
 
+@pytest.mark.slow  # real recognition
 @pytest.mark.parametrize("content_type", ["application/octet-stream", "application/x-www-form-urlencoded", ""])
 def test_raw_audio_is_read_whatever_its_content_type(module, korean_model, content_type):
     response = module.generic("POST", "/api/voice/transcribe?language=ko", encode(silence(1.0), 16000, "ogg"),

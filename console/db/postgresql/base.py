@@ -23,8 +23,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         """A cursor like `cursor()` whose statements send their parameters apart from the
         SQL (psycopg's server-side binding) instead of quoting them into it. For the hot
         reads (console/compiled.py): the server then parses and plans a statement at
-        about half the CPU (measured: 62 instead of 118 µs for the usage counter's read,
-        84 instead of 198 µs for a page of leads), and a request's queries share the
+        about half the CPU (docs/performance-history.md), and a request's queries share the
         two cores with the app server. Django's client-side binding stays the default
         for everything else, whose SQL it was written for."""
         self.close_if_health_check_failed()

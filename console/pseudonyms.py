@@ -6,6 +6,12 @@ count as one caller), another in every other tenant, and without the key nobody 
 tell which number it was — not even by trying every number, which an unkeyed hash of
 a phone number would allow. It fits the 16 characters of a number column and cannot
 be mistaken for a number (letters, no `+`).
+
+Core, not privacy_app's: privacy_app writes the pseudonyms (erasures), and
+campaigns_app, a layer below it, matches its blocklist by them, so that an erased
+caller who objected to calls stays blocked (docs/privacy.md, docs/architecture.md).
+Therefore the key must never change once an erasure was made: a new key would let
+the campaigns call an erased objector again.
 """
 import base64
 import hashlib
@@ -19,7 +25,8 @@ LENGTH = 11
 
 def pseudonym_key():
     """PRIVACY_PSEUDONYM_KEY, else a key derived from SECRET_KEY (set it in
-    production: a new SECRET_KEY would give later erasures other pseudonyms)."""
+    production: a new SECRET_KEY would give later erasures other pseudonyms, and
+    erased entries of the blocklist would no longer match their numbers)."""
     configured = settings.PRIVACY_PSEUDONYM_KEY
     if configured:
         return configured.encode()

@@ -1,0 +1,90 @@
+"""Writes of assistants (API and admin alike), and the one check of a transfer."""
+from typing import Any
+
+from django.db import transaction
+from django.db.models import RestrictedError
+
+from console.assistants.models import Assistant
+from console.assistants.validation import assistant_values
+from console.errors import ApiError, Conflict
+from console.numbers.models import PhoneNumber
+from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.tenants.models import Tenant
+
+
+class AssistantInUse(Conflict):
+    code = "assistant_in_use"
+    message = ("Phone numbers still answer with this assistant (details.numbers). Give them another assistant "
+               "(PATCH /v2/numbers/{id} {\"assistant\": …}) or none first, then delete it.")
+
+
+class TransferRefused(ApiError):
+    """A transfer to a number that is not one of the assistant's transfer targets."""
+
+    status, code = 400, "transfer_refused"
+    message = "Calls are transferred only to the assistant's transfer targets."
+
+
+@transaction.atomic
+def assistant_create(*, tenant: Tenant, data: dict[str, Any]) -> Assistant:
+    """A new assistant from the API's fields (`data`, checked here)."""
+    return Assistant.objects.create(tenant=tenant, **assistant_values(tenant=tenant, data=data))
+
+
+@transaction.atomic
+def assistant_update(*, assistant: Assistant, data: dict[str, Any]) -> Assistant:
+    """Changes the fields `data` names (within `model` and `analysis`, the keys it names)."""
+    values = assistant_values(tenant=assistant.tenant, data=data, instance=assistant)
+    for name, value in values.items():
+        setattr(assistant, name, value)
+    assistant.save(update_fields=[*values, "updated_at"])
+    return assistant
+
+
+def _numbers_of(assistant: Assistant) -> list[dict[str, Any]]:
+    return list(PhoneNumber.objects.filter(assistant=assistant).order_by("e164").values("id", "e164"))
+
+
+@transaction.atomic
+def assistant_delete(*, assistant: Assistant) -> None:
+    """Deletes an assistant no phone number answers with; else AssistantInUse (409)
+    naming the numbers. The numbers' reference is RESTRICT, so a number given to the
+    assistant at the same moment makes the delete fail in the database, not dangle."""
+    numbers = _numbers_of(assistant)
+    if numbers:
+        raise AssistantInUse(details={"numbers": numbers})
+    try:
+        with transaction.atomic():
+            assistant.delete()
+    except RestrictedError:
+        raise AssistantInUse(details={"numbers": _numbers_of(assistant)}) from None
+
+
+def assistant_transfer_target(*, assistant: Assistant, number: object) -> dict[str, Any]:
+    """The transfer target `{"name", "e164"}` of `assistant` that `number` (any format
+    a person or a model writes) names; TransferRefused for every other number, for an
+    assistant without `transfer_call` among its tools, or without targets. The one
+    check before any transfer: whatever a caller, a knowledge passage or a tool's
+    answer put into the model's request, no other number is reached."""
+    if "transfer_call" not in (assistant.tools or []):
+        raise TransferRefused("This assistant may not transfer calls (transfer_call is not among its tools).")
+    try:
+        e164 = to_e164(str(number))
+    except InvalidPhoneNumber:
+        e164 = None
+    target = assistant.transfer_target_for(e164) if e164 else None
+    if target is None:
+        names = ", ".join(t["name"] for t in assistant.transfer_targets) or "none"
+        raise TransferRefused(f"{mask(e164) if e164 else 'That number'} is not a transfer target of this assistant "
+                              f"(targets: {names}).", details={"number": [str(number)[:40]]})
+    return dict(target)
+
+
+def assistant_transfer_target_named(*, assistant: Assistant, name: object) -> dict[str, Any]:
+    """The transfer target called `name` (case and spaces ignored), or TransferRefused:
+    for a model that names the target (\"Zentrale\") rather than its number."""
+    wanted = " ".join(str(name).split()).casefold()
+    for target in assistant.transfer_targets or []:
+        if " ".join(target["name"].split()).casefold() == wanted:
+            return assistant_transfer_target(assistant=assistant, number=target["e164"])
+    return assistant_transfer_target(assistant=assistant, number=name)

@@ -1,0 +1,350 @@
+"""An assistant's fields as the API names them, checked and turned into the model's
+values: one place for the API (POST/PATCH /v2/assistants) and the admin's editor.
+
+Every problem is reported at once, under the path of the value (`name`,
+`transferTargets[0].e164`, `analysis.schema`, `model.temperature`), as the request
+body reader names fields (docs/api.md, "Errors"). What the core does not own (the
+touchpoint catalog, the registry's lanes, the tenant's HTTP tools and knowledge
+documents) is checked by the app that owns it (console.assistants.references).
+"""
+import math
+import re
+
+from console.assistants import references
+from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT
+from console.errors import ValidationFailed
+from console.json_schemas import schema_problems
+from console.phone import InvalidPhoneNumber, to_e164
+
+MAX_NAME = 200
+MAX_DESCRIPTION = 2_000
+MAX_INSTRUCTIONS = 20_000
+MAX_TOOLS = 32
+MAX_KNOWLEDGE = 200
+MAX_TRANSFER_TARGETS = 20
+MAX_TARGET_NAME = 100
+MAX_SUCCESS_CRITERIA = 5_000
+MAX_END_CALL_PHRASES = 20
+MAX_PHRASE = 200
+MAX_TEMPERATURE = 2
+MAX_TOKENS = 32_768
+SILENCE_TIMEOUT_RANGE = (2, 600)
+
+LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,4})?$")
+VOICE = re.compile(r"^[A-Za-z0-9_.+:-]{0,64}$")
+HTTP_TOOL_ID = re.compile(r"^tl_[0-9a-z]{1,37}$")
+DOCUMENT_ID = re.compile(r"^[a-z]{1,5}_[0-9A-Za-z]{1,40}$")
+
+# The API's names of the fields, in the order of the representation.
+API_FIELDS = ("name", "description", "language", "voice", "instructions", "openingTouchpoint", "tools",
+              "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
+              "endCallPhrases")
+MODEL_KEYS = ("capability", "lane", "temperature", "maxTokens")
+ANALYSIS_KEYS = ("summary", "schema", "successCriteria")
+
+
+class _Problems(dict):
+    def add(self, path, message):
+        self.setdefault(path, []).append(message)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(problems, path, value, *, maximum, required=False):
+    if value is None and required:
+        problems.add(path, "This field is required.")
+        return None
+    if not isinstance(value, str):
+        problems.add(path, "Send a string.")
+        return None
+    if "\x00" in value:
+        problems.add(path, "NUL characters are not allowed.")
+        return None
+    if required and not value.strip():
+        problems.add(path, "This field may not be blank.")
+        return None
+    if len(value) > maximum:
+        problems.add(path, f"At most {maximum:,} characters are allowed (this has {len(value):,}).")
+        return None
+    return value
+
+
+def _unknown_keys(problems, path, value, accepted):
+    for key in sorted(set(value) - set(accepted)):
+        problems.add(f"{path}.{key}", f"Unknown field. Accepted: {', '.join(accepted)}.")
+
+
+def _seconds(problems, path, value, low, high, what):
+    if value is None:
+        return None
+    if not _is_int(value) or not low <= value <= high:
+        problems.add(path, f"Send a whole number of seconds from {low} to {high} ({what}), or null.")
+        return None
+    return value
+
+
+def _tools(problems, tenant, value):
+    if not isinstance(value, list):
+        problems.add("tools", f"Send a list of tool names ({', '.join(BUILTIN_TOOLS)}) and HTTP tool ids (tl_…).")
+        return None
+    if len(value) > MAX_TOOLS:
+        problems.add("tools", f"At most {MAX_TOOLS} tools.")
+        return None
+    tools, http_ids = [], []
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not (name in BUILTIN_TOOLS or HTTP_TOOL_ID.match(name)):
+            problems.add(f"tools[{index}]", f"'{str(name)[:80]}' is no tool. Send one of the built-in tools "
+                                            f"({', '.join(BUILTIN_TOOLS)}) or the id of one of the tenant's HTTP "
+                                            "tools (tl_…, see GET /v2/tools).")
+            continue
+        if name not in tools:
+            tools.append(name)
+            if name not in BUILTIN_TOOLS:
+                http_ids.append(name)
+    if http_ids:
+        for message in references.reference_problems(references.HTTP_TOOLS, tenant=tenant, value=http_ids):
+            problems.add("tools", message)
+    return tools
+
+
+def _knowledge(problems, tenant, value):
+    if value is None:
+        return None  # every document of the tenant
+    if not isinstance(value, list) or len(value) > MAX_KNOWLEDGE:
+        problems.add("knowledge", f"Send a list of at most {MAX_KNOWLEDGE} knowledge document ids, or null for "
+                                  "all of the tenant's documents.")
+        return None
+    ids = []
+    for index, document_id in enumerate(value):
+        if not isinstance(document_id, str) or not DOCUMENT_ID.match(document_id):
+            problems.add(f"knowledge[{index}]", "Send the id of one of the tenant's knowledge documents.")
+        elif document_id not in ids:
+            ids.append(document_id)
+    for message in references.reference_problems(references.KNOWLEDGE, tenant=tenant, value=ids):
+        problems.add("knowledge", message)
+    return ids
+
+
+def _model(problems, tenant, value, current):
+    """{capability, lane, temperature, maxTokens} merged into `current` (a PATCH
+    changes the keys it names)."""
+    if not isinstance(value, dict):
+        problems.add("model", "Send an object: {\"capability\": \"chat\", \"lane\"?, \"temperature\"?, "
+                              "\"maxTokens\"?}.")
+        return None
+    _unknown_keys(problems, "model", value, MODEL_KEYS)
+    merged = dict(current)
+    if "capability" in value and value["capability"] != "chat":
+        problems.add("model.capability", "An assistant talks: the capability is 'chat'.")
+    if "lane" in value:
+        lane = value["lane"]
+        if lane in (None, ""):
+            merged["lane"] = ""
+        elif not isinstance(lane, str) or len(lane) > 100:
+            problems.add("model.lane", "Send the id of a chat lane of the registry (GET /v2/registry/models"
+                                       "?capability=chat), or null for the router's choice.")
+        else:
+            for message in references.reference_problems(references.MODEL_LANE, tenant=tenant, value=lane):
+                problems.add("model.lane", message)
+            merged["lane"] = lane
+    if "temperature" in value:
+        temperature = value["temperature"]
+        if temperature is None:
+            merged["temperature"] = None
+        elif isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or (isinstance(temperature, float) and not math.isfinite(temperature)) \
+                or not 0 <= temperature <= MAX_TEMPERATURE:  # an int of 4,000 digits compares, never converts
+            problems.add("model.temperature", f"Send a number from 0 to {MAX_TEMPERATURE}, or null for the lane's "
+                                              "default.")
+        else:
+            # Two decimals are all a sampler tells apart.
+            merged["temperature"] = round(float(temperature), 2)
+    if "maxTokens" in value:
+        tokens = value["maxTokens"]
+        if tokens is None:
+            merged["maxTokens"] = None
+        elif not _is_int(tokens) or not 1 <= tokens <= MAX_TOKENS:
+            problems.add("model.maxTokens", f"Send a whole number from 1 to {MAX_TOKENS}, or null for the "
+                                            "gateway's default.")
+        else:
+            merged["maxTokens"] = tokens
+    return merged
+
+
+def _transfer_targets(problems, value):
+    if not isinstance(value, list):
+        problems.add("transferTargets", "Send a list of {\"name\", \"e164\"} objects.")
+        return None
+    if len(value) > MAX_TRANSFER_TARGETS:
+        problems.add("transferTargets", f"At most {MAX_TRANSFER_TARGETS} transfer targets.")
+        return None
+    targets, seen = [], set()
+    for index, target in enumerate(value):
+        path = f"transferTargets[{index}]"
+        if not isinstance(target, dict):
+            problems.add(path, "Send an object {\"name\": \"Zentrale\", \"e164\": \"+4930901820\"}.")
+            continue
+        _unknown_keys(problems, path, target, ("name", "e164"))
+        name = _text(problems, f"{path}.name", target.get("name"), maximum=MAX_TARGET_NAME, required=True)
+        raw = target.get("e164")
+        e164 = None
+        if not isinstance(raw, str):
+            problems.add(f"{path}.e164", "Send the number as a string, e.g. \"+49 30 901820\".")
+        else:
+            try:
+                e164 = to_e164(raw)
+            except InvalidPhoneNumber as exc:
+                problems.add(f"{path}.e164", str(exc))
+        if e164 is not None and e164 in seen:
+            problems.add(f"{path}.e164", "This number is listed twice.")
+        elif name is not None and e164 is not None:
+            seen.add(e164)
+            targets.append({"name": name.strip(), "e164": e164})
+    return targets
+
+
+def _analysis(problems, value, current):
+    if not isinstance(value, dict):
+        problems.add("analysis", "Send an object: {\"summary\"?, \"schema\"?, \"successCriteria\"?}.")
+        return None
+    _unknown_keys(problems, "analysis", value, ANALYSIS_KEYS)
+    merged = dict(current)
+    if "summary" in value:
+        if not isinstance(value["summary"], bool):
+            problems.add("analysis.summary", "Send true or false.")
+        else:
+            merged["summary"] = value["summary"]
+    if "schema" in value:
+        schema = value["schema"]
+        if schema is None:
+            merged["schema"] = None
+        else:
+            found = schema_problems(schema, root_type="object")
+            for message in found:
+                problems.add("analysis.schema", message)
+            if not found:
+                merged["schema"] = schema
+    if "successCriteria" in value:
+        criteria = value["successCriteria"]
+        criteria = "" if criteria is None else _text(problems, "analysis.successCriteria", criteria,
+                                                     maximum=MAX_SUCCESS_CRITERIA)
+        if criteria is not None:
+            merged["successCriteria"] = criteria
+    return merged
+
+
+def _phrases(problems, value):
+    if not isinstance(value, list) or len(value) > MAX_END_CALL_PHRASES:
+        problems.add("endCallPhrases", f"Send a list of at most {MAX_END_CALL_PHRASES} phrases.")
+        return None
+    phrases = []
+    for index, phrase in enumerate(value):
+        text = _text(problems, f"endCallPhrases[{index}]", phrase, maximum=MAX_PHRASE, required=True)
+        if text is not None and text.strip() not in phrases:
+            phrases.append(text.strip())
+    return phrases
+
+
+def current_model(assistant):
+    return {"capability": "chat", "lane": assistant.model_lane if assistant else "",
+            "temperature": assistant.model_temperature if assistant else None,
+            "maxTokens": assistant.model_max_tokens if assistant else None}
+
+
+def current_analysis(assistant):
+    return {"summary": assistant.analysis_summary if assistant else True,
+            "schema": assistant.analysis_schema if assistant else None,
+            "successCriteria": assistant.analysis_success_criteria if assistant else ""}
+
+
+def assistant_values(*, tenant, data, instance=None):
+    """The model's values for the API fields in `data` (a dict), checked: a create
+    (`instance` None) needs `name`; a change (`instance`) changes only the fields it
+    names, and within `model` and `analysis` only the keys it names. Raises
+    ValidationFailed naming every problem by its path."""
+    problems = _Problems()
+    values = {}
+    _unknown_keys_top(problems, data)
+    if instance is None and "name" not in data:
+        problems.add("name", "This field is required.")
+    if "name" in data:
+        name = _text(problems, "name", data["name"], maximum=MAX_NAME, required=True)
+        if name is not None:
+            values["name"] = name.strip()
+    if "description" in data:
+        description = _text(problems, "description", "" if data["description"] is None else data["description"],
+                            maximum=MAX_DESCRIPTION)
+        if description is not None:
+            values["description"] = description
+    if "language" in data:
+        language = data["language"]
+        if not isinstance(language, str) or not LANGUAGE.match(language):
+            problems.add("language", "Send a language code such as de, en or de-AT.")
+        else:
+            values["language"] = language
+    if "voice" in data:
+        voice = "" if data["voice"] is None else data["voice"]
+        if not isinstance(voice, str) or not VOICE.match(voice):
+            problems.add("voice", "Send a voice name (letters, digits and _.+:-, at most 64), or \"\" for the "
+                                  "engine's default.")
+        else:
+            values["voice"] = voice
+    if "instructions" in data:
+        instructions = "" if data["instructions"] is None else data["instructions"]
+        instructions = _text(problems, "instructions", instructions, maximum=MAX_INSTRUCTIONS)
+        if instructions is not None:
+            values["instructions"] = instructions
+    if "openingTouchpoint" in data:
+        touchpoint = data["openingTouchpoint"]
+        if touchpoint is None:
+            touchpoint = DEFAULT_OPENING_TOUCHPOINT
+        if not isinstance(touchpoint, str) or len(touchpoint) > 64:
+            problems.add("openingTouchpoint", "Send the id of a touchpoint that opens a call, e.g. inbound.greeting.")
+        else:
+            found = references.reference_problems(references.OPENING_TOUCHPOINT, tenant=tenant, value=touchpoint)
+            for message in found:
+                problems.add("openingTouchpoint", message)
+            if not found:
+                values["opening_touchpoint"] = touchpoint
+    if "tools" in data:
+        tools = _tools(problems, tenant, data["tools"])
+        if tools is not None:
+            values["tools"] = tools
+    if "knowledge" in data:
+        values["knowledge"] = _knowledge(problems, tenant, data["knowledge"])
+    if "model" in data:
+        model = _model(problems, tenant, {} if data["model"] is None else data["model"], current_model(instance))
+        if model is not None:
+            values.update(model_lane=model["lane"], model_temperature=model["temperature"],
+                          model_max_tokens=model["maxTokens"])
+    if "transferTargets" in data:
+        targets = _transfer_targets(problems, data["transferTargets"])
+        if targets is not None:
+            values["transfer_targets"] = targets
+    if "analysis" in data:
+        analysis = _analysis(problems, {} if data["analysis"] is None else data["analysis"],
+                             current_analysis(instance))
+        if analysis is not None:
+            values.update(analysis_summary=analysis["summary"], analysis_schema=analysis["schema"],
+                          analysis_success_criteria=analysis["successCriteria"])
+    if "maxDurationSec" in data:
+        longest = tenant.max_call_minutes * 60
+        values["max_duration_sec"] = _seconds(problems, "maxDurationSec", data["maxDurationSec"], 1, longest,
+                                              "at most the tenant's maximum call length")
+    if "silenceTimeoutSec" in data:
+        values["silence_timeout_sec"] = _seconds(problems, "silenceTimeoutSec", data["silenceTimeoutSec"],
+                                                 *SILENCE_TIMEOUT_RANGE, "the silence after which the call ends")
+    if "endCallPhrases" in data:
+        phrases = _phrases(problems, data["endCallPhrases"])
+        if phrases is not None:
+            values["end_call_phrases"] = phrases
+    if problems:
+        raise ValidationFailed(details=dict(problems))
+    return values
+
+
+def _unknown_keys_top(problems, data):
+    for key in sorted(set(data) - set(API_FIELDS)):
+        problems.add(key, f"Unknown field. Accepted: {', '.join(API_FIELDS)}.")

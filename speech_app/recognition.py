@@ -1,0 +1,87 @@
+"""What a speech-recognition engine is to the rest of the code: the `Recognizer`
+interface and the `Transcript` it returns. Its own module so that the engines
+(`speech_app.stt`'s Vosk, `speech_app.whisper`) share it without importing each other.
+"""
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from speech_app.entities import entities
+
+# `"language": "auto"` lets an engine that can (Whisper) detect the language.
+AUTO_LANGUAGE = "auto"
+
+
+@dataclass(frozen=True)
+class Word:
+    word: str
+    start: float
+    end: float
+    conf: float
+
+    def as_json(self):
+        return {"word": self.word, "start": self.start, "end": self.end, "conf": self.conf}
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: float
+    end: float
+    text: str
+
+    def as_json(self):
+        return {"start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str
+    duration_sec: float
+    engine: str
+    model: str
+    language: str  # the language used: the requested one, or the detected one for "auto"
+    words: list = field(default_factory=list)
+    segments: list = field(default_factory=list)
+
+    def as_json(self, *, now=None):
+        """The transcript's JSON; `now` (an aware datetime on the tenant's clock) resolves
+        the relative dates and times among the entities ("morgen um halb drei")."""
+        return {
+            "text": self.text,
+            "words": [word.as_json() for word in self.words],
+            "segments": [segment.as_json() for segment in self.segments],
+            "durationSec": round(self.duration_sec, 2),
+            "engine": self.engine,
+            "model": self.model,
+            "language": self.language,
+            "entities": self.entities(now=now),
+        }
+
+    def entities(self, *, now=None):
+        """Phone numbers, dates, times, amounts and reference numbers in a German text
+        (speech_app.entities); none in other languages, whose number words it does not
+        read."""
+        return entities(self.text, now=now) if self.language == "de" else []
+
+
+class Recognizer(ABC):
+    """What the rest of the code needs from a speech-recognition engine."""
+
+    id: str  # the engine's id in /health, /v2/meta/engines and registry lane ids
+    name: str
+    engine: str
+    mode: str  # "offline" for engines in this process
+
+    @abstractmethod
+    def serves(self, language):
+        """Whether this engine can transcribe `language` (or "auto") here."""
+
+    @abstractmethod
+    def transcribe(self, pcm, *, language, phrases=None, deadline):
+        """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
+
+    def hear(self, pcm, *, language, deadline, draft=False):
+        """A Transcript of one utterance of a conversation (the voice agent's, at most
+        ~15 s). A `draft` is a partial transcript while the caller still speaks, which
+        an engine may decline (None) when it has no time for it. By default a
+        transcription like any other."""
+        return self.transcribe(pcm, language=language, deadline=deadline)

@@ -1,0 +1,147 @@
+"""Carriers of the campaign tests.
+
+`KeyedCarrier` (in process) places one call per idempotency key, like a REST carrier
+that honours `Idempotency-Key`, and can be told to time out after placing a call.
+`FakeRestCarrier` is such a carrier as an HTTP server on loopback (`POST /calls`),
+which can hold a request unanswered (the worker that sent it is then killed), and
+`RestCarrierAdapter` the adapter that dials it with the attempt's key in the header.
+"""
+import json
+import secrets
+import threading
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from calls_app.carriers import SimCarrierAdapter
+
+
+class KeyedCarrier:
+    """The shared state of the in-process keyed carrier (reset by the tests)."""
+
+    placed = {}  # idempotency key -> carrier call id
+    requests = []  # every dial request: (key, to)
+    active = set()  # carrier call ids placed and not yet ended
+    time_out_once = set()  # keys whose first request places the call, then times out
+    peak = 0
+    lock = threading.Lock()
+
+    @classmethod
+    def reset(cls):
+        cls.placed, cls.requests, cls.active, cls.time_out_once, cls.peak = {}, [], set(), set(), 0
+
+
+class KeyedCarrierAdapter(SimCarrierAdapter):
+    id = "keyed"
+    dial_options = True
+    idempotent_dials = True
+
+    def dial(self, *, call, max_seconds, options=None):
+        key = options.idempotency_key
+        with KeyedCarrier.lock:
+            KeyedCarrier.requests.append((key, call.to_e164))
+            sid = KeyedCarrier.placed.get(key)
+            if sid is None:
+                sid = KeyedCarrier.placed[key] = f"KC{secrets.token_hex(8)}"
+                KeyedCarrier.active.add(sid)
+                KeyedCarrier.peak = max(KeyedCarrier.peak, len(KeyedCarrier.active))
+            timing_out = key in KeyedCarrier.time_out_once
+            KeyedCarrier.time_out_once.discard(key)
+        if timing_out:
+            raise TimeoutError("the carrier placed the call but its answer never came")
+        return sid
+
+
+class ForgetfulCarrierAdapter(KeyedCarrierAdapter):
+    """A carrier that knows no idempotency keys: every request places a call."""
+
+    id = "forgetful"
+    idempotent_dials = False
+
+    def dial(self, *, call, max_seconds, options=None):
+        with KeyedCarrier.lock:
+            sid = f"FC{secrets.token_hex(8)}"
+            KeyedCarrier.requests.append((options.idempotency_key, call.to_e164))
+            KeyedCarrier.placed.setdefault(options.idempotency_key, sid)
+            timing_out = options.idempotency_key in KeyedCarrier.time_out_once
+            KeyedCarrier.time_out_once.discard(options.idempotency_key)
+        if timing_out:
+            raise TimeoutError("no answer")
+        return sid
+
+
+class FakeRestCarrier:
+    """`POST /calls` with an `Idempotency-Key` header places one call per key and answers
+    `{"sid"}`; `hold()` makes the next new call be placed but not answered until
+    `release()` (the request's worker is killed meanwhile)."""
+
+    def __init__(self):
+        self.placed, self.requests = {}, []
+        self.lock = threading.Lock()
+        self.received = threading.Event()
+        self._holding, self._release = False, threading.Event()
+        carrier = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = self.headers.get("Idempotency-Key", "")
+                with carrier.lock:
+                    carrier.requests.append((key, body))
+                    new = key not in carrier.placed
+                    if new:
+                        carrier.placed[key] = f"CA{secrets.token_hex(8)}"
+                hold = new and carrier._holding
+                carrier.received.set()
+                if hold:
+                    carrier._holding = False
+                    carrier._release.wait(60)
+                answer = json.dumps({"sid": carrier.placed[key]}).encode()
+                try:
+                    self.send_response(201)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except OSError:
+                    pass  # the worker that asked is gone
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def hold(self):
+        self._holding = True
+
+    def release(self):
+        self._release.set()
+
+
+class RestCarrierAdapter(SimCarrierAdapter):
+    """Dials FakeRestCarrier at FAKE_CARRIER_URL with the attempt's key in the header."""
+
+    id = "fakerest"
+    dial_options = True
+    idempotent_dials = True
+
+    def dial(self, *, call, max_seconds, options=None):
+        import os
+
+        body = json.dumps({"To": call.to_e164, "From": call.from_e164, "TimeLimit": max_seconds,
+                           "MachineDetection": "DetectMessageEnd" if options.machine_detection else ""}).encode()
+        request = urllib.request.Request(os.environ["FAKE_CARRIER_URL"] + "/calls", data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Idempotency-Key": options.idempotency_key})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())["sid"]

@@ -1,0 +1,43 @@
+"""The checks of what an assistant names (console.assistants.references): registered
+by this app, which may import the catalog, the registry and the HTTP tools."""
+from registry_app import snapshot
+from scripts_app.catalog import catalog, touchpoint
+from tools_app.models import HttpTool
+
+
+def opening_touchpoint_problems(*, tenant, value):
+    found = touchpoint(value)
+    if found is not None and found.opens_call:
+        return []
+    openers = ", ".join(tp.id for tp in catalog().values() if tp.opens_call)
+    what = "is no touchpoint of the catalog" if found is None else "does not open a call"
+    return [f"'{value}' {what}. Send one that opens a call: {openers}."]
+
+
+def opening_touchpoint_choices(*, tenants):
+    return [(tp.id, tp.id) for tp in catalog().values() if tp.opens_call]
+
+
+def chat_lane_problems(*, tenant, value):
+    current = snapshot.current()
+    if current is None:
+        return ["No registry is loaded, so no lane can be named: send null (the router's choice) or load a "
+                "registry first (manage.py load_registry)."]
+    lane = current.by_id.get(value)
+    if lane is None or lane.capability != "chat":
+        chat = ", ".join(sorted(lane.id for lane in current.by_capability.get("chat", ()))) or "none"
+        return [f"'{value}' is no chat lane of the registry. Chat lanes: {chat}; or null for the router's choice."]
+    return []
+
+
+def http_tool_problems(*, tenant, value):
+    known = set(HttpTool.objects.for_tenant(tenant).filter(pk__in=value).values_list("pk", flat=True))
+    # Another tenant's tool answers like one that does not exist.
+    return [f"No HTTP tool '{tool_id}' in this tenant (GET /v2/tools lists them)."
+            for tool_id in value if tool_id not in known]
+
+
+def http_tool_choices(*, tenants):
+    tools = HttpTool.objects.filter(tenant__in=tenants).select_related("tenant").order_by("tenant__slug", "name")
+    several = len({tenant.pk for tenant in tenants}) > 1
+    return [(tool.pk, f"HTTP: {tool.name}" + (f" ({tool.tenant.slug})" if several else "")) for tool in tools]

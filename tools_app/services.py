@@ -1,0 +1,377 @@
+"""The tenant's HTTP tools (create, change, delete, rotate the secret), a call of one
+(`tool_http_call`), and the one entry point of a model's tool call (`tool_run`).
+
+A tool call never raises for what the tool, the network or the model did wrong: the
+answer is a result `{"ok": true, "tool", "result", "action"?}` or a tool error
+`{"ok": false, "tool", "error": code, "message"}`, which the conversation gives back
+to the model and goes on (docs/api.md, "HTTP tools").
+"""
+import ipaddress
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from calls_app.services import call_action_record, call_callback_create, call_transfer
+from console import outbound
+from console.assistants.models import BUILTIN_TOOLS, Assistant
+from console.assistants.services import TransferRefused
+from console.errors import ValidationFailed
+from console.ids import PrefixedId
+from console.json_schemas import instance_errors, schema_problems
+from console.phone import InvalidPhoneNumber, to_e164
+from console.tenants.models import Tenant
+from tools_app.definitions import BUILTIN_DEFINITIONS
+from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
+from tools_app.models import HttpTool
+from webhooks_app import signing, transport
+
+logger = logging.getLogger(__name__)
+
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_DESCRIPTION = 1_000
+TIMEOUT_MS_RANGE = (100, 5_000)
+DEFAULT_TIMEOUT_MS = 3_000
+MAX_ARGUMENTS_BYTES = 16 * 1024
+MAX_RESULT_BYTES = 16 * 1024
+DEFAULT_PARAMETERS = {"type": "object", "properties": {}}
+API_FIELDS = ("name", "description", "parameters", "url", "timeoutMs")
+LOOPBACK_NAMES = ("localhost", "localhost.")
+USER_AGENT = "Stimmwerk-Tools/1"
+new_tool_call_id = PrefixedId("tc")  # the `webhook-id` of each call
+
+
+# --- The tools ---------------------------------------------------------------------------
+
+def tool_url_check(url: object) -> str:
+    """`url` if tool calls may go there, else ToolUrlRefused (400) or a 400
+    validation_error: https only, no user or password, a port of 1–65535, no host
+    that is an address other than a public one (a name's addresses are checked at
+    each call, by console.outbound). TOOLS_ALLOW_PRIVATE_TARGETS (tests) allows http on
+    loopback and private addresses."""
+    if not isinstance(url, str) or not url or len(url) > 2000:
+        raise ValidationFailed.field("url", "Send the tool's https URL (at most 2,000 characters).")
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        raise ValidationFailed.field("url", "Not a valid URL.") from None
+    if parts.scheme not in ("https", "http") or not host:
+        raise ToolUrlRefused(details={"url": ["Must be an https URL with a host."]})
+    if parts.username or parts.password:
+        raise ToolUrlRefused(details={"url": ["A URL without user or password is needed (the call is signed)."]})
+    try:
+        outbound.url_port(parts)
+    except outbound.InvalidPort:
+        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
+    allow_private = settings.TOOLS_ALLOW_PRIVATE_TARGETS
+    if parts.scheme == "http" and not (loopback and allow_private):
+        raise ToolUrlRefused(details={"url": ["Must be an https URL."]})
+    if not allow_private and (loopback or (literal is not None and not outbound.address_allowed(literal))):
+        raise ToolUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses that "
+                                              "lead to one) cannot be called."]})
+    return url
+
+
+def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpTool | None = None) -> dict[str, Any]:
+    """The model's values for the API fields in `data`, checked (a create needs name,
+    url; a change changes what it names). ValidationFailed/ToolUrlRefused name the
+    field; ToolNameTaken (409) for a name the tenant has."""
+    problems: dict[str, list[str]] = {}
+    values: dict[str, Any] = {}
+    for key in sorted(set(data) - set(API_FIELDS)):
+        problems[key] = [f"Unknown field. Accepted: {', '.join(API_FIELDS)}."]
+    if instance is None:
+        for key in ("name", "url"):
+            if key not in data:
+                problems[key] = ["This field is required."]
+    if "name" in data:
+        name = data["name"]
+        if not isinstance(name, str) or not NAME.match(name):
+            problems["name"] = ["Send a name of a lowercase letter, then up to 63 lowercase letters, digits or _ "
+                                "(e.g. check_appointment)."]
+        elif name in BUILTIN_TOOLS:
+            problems["name"] = [f"'{name}' is a built-in tool; choose another name."]
+        else:
+            values["name"] = name
+    if "description" in data:
+        description = "" if data["description"] is None else data["description"]
+        if not isinstance(description, str) or len(description) > MAX_DESCRIPTION or "\x00" in description:
+            problems["description"] = [f"Send a string of at most {MAX_DESCRIPTION:,} characters."]
+        else:
+            values["description"] = description
+    if "parameters" in data:
+        parameters = DEFAULT_PARAMETERS if data["parameters"] is None else data["parameters"]
+        found = schema_problems(parameters, root_type="object")
+        if found:
+            problems["parameters"] = found
+        else:
+            values["parameters"] = parameters
+    if "timeoutMs" in data:
+        timeout = data["timeoutMs"]
+        low, high = TIMEOUT_MS_RANGE
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not low <= timeout <= high:
+            problems["timeoutMs"] = [f"Send a whole number of milliseconds from {low} to {high} (at most 5 s)."]
+        else:
+            values["timeout_ms"] = timeout
+    if problems:
+        raise ValidationFailed(details=problems)
+    if instance is None:
+        values.setdefault("parameters", dict(DEFAULT_PARAMETERS))
+    if "url" in data:
+        values["url"] = tool_url_check(data["url"])
+    name = values.get("name")
+    if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
+            pk=instance.pk if instance else None).exists():
+        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{name}' already."]})
+    return values
+
+
+@transaction.atomic
+def http_tool_create(*, tenant: Tenant, data: Mapping[str, Any]) -> tuple[HttpTool, str]:
+    """A new HTTP tool and its signing secret (shown once)."""
+    values = http_tool_values(tenant=tenant, data=data)
+    limit = settings.TOOLS_MAX_PER_TENANT
+    if HttpTool.objects.for_tenant(tenant).count() >= limit:
+        raise ToolLimitReached(details={"maxTools": limit})
+    try:
+        with transaction.atomic():
+            tool = HttpTool.objects.create(tenant=tenant, secret_nonce=signing.new_nonce(), **values)
+    except IntegrityError:  # the same name, created at the same moment
+        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{values['name']}' already."]}) from None
+    return tool, signing.secret_for(tool.pk, tool.secret_nonce)
+
+
+@transaction.atomic
+def http_tool_update(*, tool: HttpTool, data: Mapping[str, Any]) -> HttpTool:
+    values = http_tool_values(tenant=tool.tenant, data=data, instance=tool)
+    for name, value in values.items():
+        setattr(tool, name, value)
+    try:
+        with transaction.atomic():
+            tool.save(update_fields=[*values, "updated_at"])
+    except IntegrityError:
+        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{tool.name}' already."]}) from None
+    return tool
+
+
+def assistants_using(tool: HttpTool) -> list[dict[str, str]]:
+    return [{"id": assistant.pk, "name": assistant.name}
+            for assistant in Assistant.objects.for_tenant(tool.tenant_id).only("id", "name", "tools")
+            if tool.pk in (assistant.tools or [])]
+
+
+@transaction.atomic
+def http_tool_delete(*, tool: HttpTool) -> None:
+    """Deletes a tool no assistant uses; else ToolInUse (409) naming the assistants."""
+    using = assistants_using(tool)
+    if using:
+        raise ToolInUse(details={"assistants": using})
+    tool.delete()
+
+
+@transaction.atomic
+def http_tool_rotate_secret(*, tool: HttpTool, keep_previous: bool = True,
+                            now: datetime | None = None) -> tuple[HttpTool, str]:
+    """A new secret; the one it replaces still signs (beside it) for
+    WEBHOOK_SECRET_OVERLAP_SEC, or not at all without `keep_previous` (a leaked one)."""
+    now = now or timezone.now()
+    tool = HttpTool.objects.select_for_update().get(pk=tool.pk)
+    if keep_previous:
+        tool.previous_secret_nonce = tool.secret_nonce
+        tool.previous_secret_expires_at = now + timedelta(seconds=settings.WEBHOOK_SECRET_OVERLAP_SEC)
+    else:
+        tool.previous_secret_nonce, tool.previous_secret_expires_at = "", None
+    tool.secret_nonce = signing.new_nonce()
+    tool.save(update_fields=["previous_secret_nonce", "previous_secret_expires_at", "secret_nonce", "updated_at"])
+    return tool, signing.secret_for(tool.pk, tool.secret_nonce)
+
+
+# --- Calling them --------------------------------------------------------------------------
+
+def _error(tool: str, code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "tool": tool, "error": code, "message": message}
+
+
+def _arguments_checked(name: str, parameters: dict[str, Any],
+                       arguments: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(arguments as a dict, None) or (None, a tool error)."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            return None, _error(name, "invalid_arguments", "The arguments are not valid JSON.")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return None, _error(name, "invalid_arguments", "The arguments must be a JSON object.")
+    if len(json.dumps(arguments, ensure_ascii=False).encode()) > MAX_ARGUMENTS_BYTES:
+        return None, _error(name, "invalid_arguments", f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
+    errors = instance_errors(parameters, arguments)
+    if errors:
+        return None, {**_error(name, "invalid_arguments", "The arguments do not fit the tool's parameters: "
+                               + "; ".join(errors)), "details": errors}
+    return arguments, None
+
+
+# The attempt's error (webhooks_app.transport) → the tool error's code.
+_TRANSPORT_ERRORS = (("refused:", "refused"), ("connection failed", "connection_failed"),
+                     ("no complete answer", "timeout"), ("no valid answer", "invalid_answer"),
+                     ("redirect not followed", "http_error"), ("HTTP ", "http_error"))
+
+
+def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[str, Any]:
+    """Calls the HTTP tool: `arguments` (a dict, or its JSON text) checked against the
+    tool's `parameters`, POSTed as `{"type": "tool.call", "tool", "callId", "arguments"}`
+    to its fixed URL, signed by the Standard Webhooks scheme with the tool's secret
+    (`webhook-id` a new `tc_…` per call, `webhook-timestamp`, `webhook-signature`),
+    through the SSRF guard, within the tool's timeout (at most 5 s for all of it).
+    Returns `{"ok": true, "tool", "status", "result"}` with the answer's JSON (at most
+    16 KB; an empty answer is null), or a tool error `{"ok": false, "tool", "error",
+    "message"}` (`invalid_arguments`, `refused`, `connection_failed`, `timeout`,
+    `http_error`, `too_large`, `invalid_json`, `invalid_answer`, `internal_error`).
+    Never raises for the remote side's failures."""
+    arguments, error = _arguments_checked(tool.name, tool.parameters, arguments)
+    if error is not None:
+        return error
+    try:
+        payload = json.dumps({"type": "tool.call", "tool": tool.name, "callId": call_id, "arguments": arguments},
+                             separators=(",", ":"), ensure_ascii=False)
+        headers = signing.headers_for(tool, msg_id=new_tool_call_id(), payload=payload, now=timezone.now(),
+                                      timestamp=time.time())
+        timeout = min(tool.timeout_ms, TIMEOUT_MS_RANGE[1]) / 1000
+        answer = transport.post(tool.url, body=payload.encode(), timeout=timeout,
+                                headers={**headers, "User-Agent": USER_AGENT, "Accept": "application/json"},
+                                allow_private=settings.TOOLS_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
+    except Exception:  # noqa: BLE001 - a bug must not end the conversation: a tool error, logged
+        logger.exception("HTTP tool %s (%s) failed unexpectedly", tool.pk, tool.name)
+        return _error(tool.name, "internal_error", "The tool could not be called.")
+    if not answer.ok:
+        code = next((code for prefix, code in _TRANSPORT_ERRORS if answer.error.startswith(prefix)), "http_error")
+        return {**_error(tool.name, code, f"The tool failed: {answer.error}."), "status": answer.status}
+    if len(answer.content) > MAX_RESULT_BYTES:
+        return _error(tool.name, "too_large", f"The tool's answer is over {MAX_RESULT_BYTES // 1024} KB.")
+    if not answer.content.strip():
+        return {"ok": True, "tool": tool.name, "status": answer.status, "result": None}
+    try:
+        result = json.loads(answer.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _error(tool.name, "invalid_json", "The tool's answer is not JSON.")
+    return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
+
+
+_PHONE_LIKE = re.compile(r"(?<![\w+])\+?\d[\d ()/.-]{4,18}\d(?!\w)")
+MAX_NOTE = 500
+
+
+def _numbers_in_e164(text: str) -> str:
+    def e164(match: re.Match[str]) -> str:
+        try:
+            return to_e164(match.group(0))
+        except InvalidPhoneNumber:
+            return match.group(0)
+    return _PHONE_LIKE.sub(e164, text)
+
+
+def tool_call_note(*, name: str, arguments: object, result: Mapping[str, Any]) -> str:
+    """The transcript's system note of one tool call (role `system`, written by the
+    conversation with calls_app.services.call_web_line): the tool, its arguments and
+    what came of it, compact, at most 500 characters, every phone number in E.164 (an
+    erasure by caller finds the notes that name the number by it: docs/privacy.md)."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError:
+            pass
+    shown = json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "), default=str)
+    outcome = (f"ok {json.dumps(result.get('result'), ensure_ascii=False, default=str)}" if result.get("ok")
+               else f"error {result.get('error')}: {result.get('message', '')}")
+    note = _numbers_in_e164(f"Tool {name} {shown} → {outcome}")
+    return note if len(note) <= MAX_NOTE else note[:MAX_NOTE - 1] + "…"
+
+
+def _validation_message(exc: ValidationFailed) -> str:
+    return " ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.details.items()) or exc.message
+
+
+def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object,
+             knowledge_search: Callable[..., Iterable[Any]] | None = None) -> dict[str, Any]:
+    """One tool call of the assistant's model during the call `call_id`: the one
+    entry point of the conversation core. `name` must be one of the assistant's tools
+    (`tool_definitions`); `arguments` (a dict or its JSON text) must fit its
+    parameters. Built-in tools act through the apps that own their data; HTTP tools
+    are called (`tool_http_call`); `lookup_knowledge` asks `knowledge_search(tenant=,
+    query=, document_ids=)` (knowledge_app.selectors.knowledge_search, given by the
+    caller, which may import it; document_ids None: all). Returns a result or a tool error (see the module), never raises for the
+    model's or the tool's mistakes. A result may carry `action`: `transfer` (with the
+    target in `result`: end the call toward it) or `end_call`."""
+    try:
+        return _tool_run(assistant, call_id, name, arguments, knowledge_search)
+    except Exception:  # noqa: BLE001 - the conversation goes on with a tool error, logged
+        logger.exception("Tool %s of assistant %s failed unexpectedly in call %s", name, assistant.pk, call_id)
+        return _error(str(name), "internal_error", "The tool failed.")
+
+
+def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
+              knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
+    enabled = list(assistant.tools or [])
+    if name in BUILTIN_TOOLS:
+        if name not in enabled:
+            return _error(name, "unknown_tool", f"This assistant has no tool '{name}'.")
+        # The parameters without the targets' enum: a target named by its number is
+        # allowed too; call_transfer is the check of what may be reached.
+        arguments, error = _arguments_checked(name, BUILTIN_DEFINITIONS[name]["parameters"], arguments)
+        if error is not None:
+            return error
+        assert arguments is not None  # _arguments_checked gives the arguments or the error
+        return _builtin(assistant, call_id, name, arguments, knowledge_search)
+    tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
+    if tool is None:
+        return _error(str(name)[:64], "unknown_tool", f"This assistant has no tool '{str(name)[:64]}'.")
+    return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)
+
+
+def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str, Any],
+             knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
+    if name == "create_callback":
+        try:
+            lead = call_callback_create(call_id=call_id, phone=arguments.get("phone"),
+                                        preferred_time=arguments.get("preferred_time"),
+                                        reason=arguments.get("reason", ""))
+        except ValidationFailed as exc:
+            return _error(name, "invalid_arguments", _validation_message(exc))
+        resolved = lead.preferred_at_resolved
+        return {"ok": True, "tool": name, "result": {
+            "leadId": lead.pk, "phone": lead.phone, "preferredAt": resolved.isoformat() if resolved else None}}
+    if name == "transfer_call":
+        try:
+            target = call_transfer(call_id=call_id, target=arguments["target"])
+        except TransferRefused as exc:
+            return _error(name, "transfer_refused", exc.message)
+        return {"ok": True, "tool": name, "action": "transfer", "result": target}
+    if name in ("end_call", "opt_out"):
+        call_action_record(call_id=call_id, tool=name)
+        if name == "end_call":
+            return {"ok": True, "tool": name, "action": "end_call", "result": {"ending": True}}
+        return {"ok": True, "tool": name, "result": {"recorded": True}}
+    if name == "lookup_knowledge":
+        if knowledge_search is None:
+            return _error(name, "knowledge_unavailable", "No knowledge can be searched now.")
+        passages = knowledge_search(tenant=assistant.tenant, query=arguments["query"],
+                                    document_ids=assistant.knowledge)
+        return {"ok": True, "tool": name, "result": {
+            "passages": [p.as_json() if hasattr(p, "as_json") else p for p in passages]}}
+    raise AssertionError(f"no built-in tool {name}")  # BUILTIN_DEFINITIONS and BUILTIN_TOOLS are the same names
