@@ -8,9 +8,9 @@ think; instead:
 - **recognition starts at the first pause** (150 ms of silence), while the end of the
   turn is still being decided, on the audio so far; when no more speech comes, that
   result is the turn's, else it is dropped and the utterance is heard again;
-- **the end-of-turn model** (Smart Turn, speech_app.smart_turn) is asked at each
-  checkpoint of the pause (150 and 390 ms): when it says the caller finished, the turn
-  ends at once; when it does not (a caller pausing mid-sentence), the agent waits up to
+- **the end-of-turn model** (Smart Turn, speech_app.smart_turn) is asked at the
+  pause's checkpoint (150 ms): when it says the caller finished, the turn ends at once;
+  when it does not (a caller pausing mid-sentence), the agent waits up to
   `LONG_HANGOVER` before taking the turn. Without the model (not installed) a turn
   ends after the fixed pause of `Endpointer.HANGOVER`;
 - **partial transcripts** (`transcript.partial`) while the caller speaks, about once a
