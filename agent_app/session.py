@@ -26,7 +26,6 @@ caller's last speech to its first audio, split into the end-of-turn wait,
 recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from agent_app import conversation
 from agent_app.audio import WireFormat
 from agent_app.hearing import Hearing
 from agent_app.mind import Mind, assistant_of, filler
+from agent_app.speaking import STAGE_COLUMNS, Lines, TurnTiming, synthesise
 from agent_app.threads import off_loop
 from calls_app import services as calls
 from console.errors import ApiError
@@ -75,8 +75,8 @@ def _mind_for(context):
 _new_mind = off_loop(_mind_for)
 
 
-def _think(mind, text):
-    return off_loop(mind.turn)(text)
+def _think(mind, text, *, say):
+    return off_loop(mind.turn)(text, say=say)
 
 
 class Transport(ABC):
@@ -132,52 +132,6 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=session.call.max_seconds, assistant_id=session.assistant_id)
-
-
-@dataclass(frozen=True)
-class TurnTiming:
-    """Loop times of one reply on its way (hearing's and the conversation's clocks)."""
-
-    spoken_end: float  # the caller's last speech arrived
-    decided: float  # the end of the turn was decided
-    heard: float  # the transcript was there
-    thought: float  # the reply's text was there
-
-    def stages(self, first_audio):
-        """Milliseconds from the caller's last speech to the reply's first audio, and its
-        stages, which add up to it."""
-        def ms(start, end):
-            return max(0, round((end - start) * 1000))
-
-        return {"total": ms(self.spoken_end, first_audio), "endOfTurn": ms(self.spoken_end, self.decided),
-                "recognition": ms(self.decided, self.heard), "thinking": ms(self.heard, self.thought),
-                "synthesis": ms(self.thought, first_audio)}
-
-
-_SNAKE = {"total": "total", "endOfTurn": "end_of_turn", "recognition": "recognition", "thinking": "thinking",
-          "synthesis": "synthesis"}
-
-
-async def _synthesise(parts, stop, loop, audio, *, opening, language, voice, wire):
-    """Puts (part index, wire audio) on `audio` sentence by sentence as it is made, then
-    None (or the exception that stopped it). Stops between sentences once `stop` is set."""
-    def put(item):
-        loop.call_soon_threadsafe(audio.put_nowait, item)
-
-    def produce():
-        try:
-            for index, part in enumerate(parts):
-                pieces = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
-                          else conversation.speak(part, language=language, voice=voice, wire=wire))
-                for pcm in pieces:
-                    if stop.is_set():
-                        return
-                    put((index, pcm))
-            put(None)
-        except Exception as exc:  # noqa: BLE001 - handed to the stream, which ends the conversation
-            put(exc)
-
-    await off_loop(produce)()
 
 
 class Conversation:
@@ -360,21 +314,23 @@ class Conversation:
         await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
                                "end": utterance.end})
         self._write(self._note(USER, text))
-        thinking = asyncio.create_task(_think(self.mind, text))
+        timing = TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at, heard=heard_at)
+        # The reply is spoken while the model streams it: its sentences as they come.
+        lines = Lines(self.loop)
+        thinking = asyncio.create_task(_think(self.mind, text, say=lines.add))
+        thinking.add_done_callback(lambda _: lines.close())
         try:
-            # No dead air: a model or a tool that has not answered soon gets a filler.
-            done, _ = await asyncio.wait({thinking}, timeout=settings.AGENT_FILLER_AFTER_SEC)
-            if not done:
+            # No dead air: a model or a tool that has said nothing soon gets a filler.
+            if not await lines.started(settings.AGENT_FILLER_AFTER_SEC) and not thinking.done():
                 await self._say(filler(self.language))
+            if await lines.started():
+                await self._speak(lines, timing=timing)
             reply = await thinking
         finally:
+            lines.stop()
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
-        thought_at = self.loop.time()
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
-        if reply.text:
-            await self._say(reply.text, timing=TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at,
-                                                          heard=heard_at, thought=thought_at))
         if reply.action == "transfer":
             self._write(self._note(SYSTEM, f"Weitergeleitet an {reply.target['name']} ({reply.target['e164']})"))
             await self.transfer(reply.target)
@@ -388,36 +344,41 @@ class Conversation:
         await self.transport.transfer(target)
         await self.end(CLOSE_NORMAL)
 
-    async def _say(self, text, *, disclosure="", opening=False, timing=None):
+    async def _say(self, text, *, disclosure="", opening=False):
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
         opening) is spoken in full before barge-in can stop the agent. The opening's
         audio comes from the process's cache of openings."""
         # The disclosure is synthesised on its own, so that where its audio ends is exact.
         parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
+        await self._speak(Lines.of(self.loop, parts), whole=text, disclosure=len(parts) == 2, opening=opening)
+
+    async def _speak(self, lines, *, whole=None, disclosure=False, opening=False, timing=None):
+        """Speaks `lines` as they come; a barge-in stops it (once the disclosure was
+        heard) and the turns go on."""
         self.barge_in_allowed = not disclosure
         self.speech_task = task = asyncio.create_task(
-            self._stream(text, [part for part in parts if part], disclosure=len(parts) == 2, opening=opening,
-                         timing=timing))
+            self._stream(lines, whole=whole, disclosure=disclosure, opening=opening, timing=timing))
         await asyncio.wait([task])  # a barge-in cancels it, the turns go on
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # a failure while speaking ends the conversation (_guarded)
 
-    async def _stream(self, text, parts, *, disclosure, opening, timing):
-        """Sends the parts' audio as it is synthesised, sentence by sentence, paced to
-        real time (at most AGENT_SPEECH_LEAD_SEC ahead)."""
-        await self.send_event({"type": "agent.speaking", "text": text})
-        self._write(self._note(ASSISTANT, text))
+    async def _stream(self, lines, *, whole, disclosure, opening, timing):
+        """Sends the audio of `lines` as it is synthesised, sentence by sentence, paced to
+        real time (at most AGENT_SPEECH_LEAD_SEC ahead). Right before a sentence's first
+        audio, agent.speaking names the sentences ready by then (`whole` instead, for a
+        text known at once): a reply the model still streams may take several."""
         audio = asyncio.Queue()
-        stop = threading.Event()
-        producer = asyncio.ensure_future(_synthesise(parts, stop, self.loop, audio, opening=opening,
-                                                     language=self.language, voice=self.context.voice, wire=self.wire))
+        producer = asyncio.ensure_future(synthesise(lines, audio, opening=opening, language=self.language,
+                                                    voice=self.context.voice, wire=self.wire))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
-        began, lead, sent = None, settings.AGENT_SPEECH_LEAD_SEC, 0
+        began, lead, sent, announced = None, settings.AGENT_SPEECH_LEAD_SEC, 0, 0
         try:
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
                 part, pcm = item
+                if part >= announced:
+                    announced = await self._announce(lines, announced, whole)
                 if disclosure and part == 1 and not self.barge_in_allowed:  # the disclosure was sent in full
                     await self._disclosure_heard()
                 for offset in range(0, len(pcm), chunk):
@@ -426,11 +387,13 @@ class Conversation:
                     if began is None:
                         began = self.loop.time()
                         if timing is not None:
-                            await self._measured(timing, first_audio=began)
+                            await self._measured(timing, thought=lines.first_at or began, first_audio=began)
                     sent += len(piece)
                     ahead = began + sent / self.wire.bytes_per_second - lead - self.loop.time()
                     if ahead > 0:
                         await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
+            if lines.since(announced):  # parts that made no audio were still said
+                await self._announce(lines, announced, whole)
             if disclosure and not self.barge_in_allowed:
                 await self._disclosure_heard()
         except asyncio.CancelledError:
@@ -439,20 +402,29 @@ class Conversation:
                 self._write(self._note(SYSTEM, "The caller interrupted the agent."))
             raise
         finally:
-            stop.set()  # the synthesis stops after its current sentence
+            lines.stop()  # the synthesis stops after its current sentence
             if not producer.done():
                 producer.cancel()
         await self.send_event({"type": "agent.done"})
+
+    async def _announce(self, lines, announced, whole):
+        """agent.speaking and the transcript line for the parts from `announced` on;
+        returns how many parts are announced now."""
+        parts = lines.since(announced)
+        text = whole if whole is not None else " ".join(parts)
+        await self.send_event({"type": "agent.speaking", "text": text})
+        self._write(self._note(ASSISTANT, text))
+        return announced + len(parts)
 
     async def _disclosure_heard(self):
         await _disclosed(call_id=self.call_id)
         self.barge_in_allowed = True
 
-    async def _measured(self, timing, *, first_audio):
+    async def _measured(self, timing, *, thought, first_audio):
         """The reply's first audio went out: its latency as an event and with the call."""
-        stages = timing.stages(first_audio)
+        stages = timing.stages(thought=thought, first_audio=first_audio)
         await self.send_event({"type": "turn.latency", **{f"{name}Ms": value for name, value in stages.items()}})
-        self._write(_turn_latency(call_id=self.call_id, **{f"{_SNAKE[name]}_ms": value
+        self._write(_turn_latency(call_id=self.call_id, **{STAGE_COLUMNS[name]: value
                                                               for name, value in stages.items()}))
 
     async def _barge_in(self):
