@@ -106,8 +106,9 @@ class Mind:
         calls, and an end or transfer to do after speaking.
 
         With `say`, the answer is also handed on while the model streams it: `say(sentence)`
-        (called in this thread) gets each sentence as soon as it is complete
-        (agent_app.sentences), and the rest of a round's text when the round ends — so
+        (called in this thread) gets each sentence as soon as it is complete — the
+        reply's first piece already at a clause's end (agent_app.sentences) — and the
+        rest of a round's text when the round ends — so
         the first sentence is spoken while the model is still writing the second, and
         what the model says before a tool call is spoken while the tool runs. The
         Reply's text is still the whole answer."""
@@ -144,7 +145,8 @@ class Mind:
             deadline=deadline or settings.AGENT_THINK_DEADLINE_SEC,
             first_token_timeout=settings.AGENT_FIRST_TOKEN_SEC)
         text, done = [], None
-        sentences, said = Sentences(), []
+        # The reply's first piece may be a clause ("Gern,"): the caller hears it sooner.
+        sentences, said = Sentences(clause_first=not any(part.strip() for part in spoken)), []
         try:
             with stream:
                 for event in stream:

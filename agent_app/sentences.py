@@ -9,27 +9,37 @@ normaliser reads out ("z. B.", "Dr.", "Nr.", "ca.": speech_app.spoken), an initi
 starts in lower case or with a digit ("ca. 5 Minuten", "Hauptstr. 12"). A period is
 decided only once the next word's first letter is there: one token later, about 30 ms
 of a streaming model (`!` and `?` at once). Whatever is left at the end of the answer is its last sentence
-(`flush`)."""
+(`flush`).
+
+The first piece of a reply may be a clause: with `clause_first`, a comma, semicolon or
+colon followed by white space also ends the first piece ("Gern," — "Ja, gerne,"), so
+the caller hears the agent start after the model's first words rather than its first
+whole sentence (at 30 tokens a second a sentence of ten words is a third of a second
+more); what follows is cut at sentence ends only. Voice platforms chunk the same way
+(a first chunk at a clause boundary); eSpeak pauses at the comma anyway."""
 import re
 
 from speech_app.spoken import ends_with_abbreviation
 
-# A sentence mark and the white space after it, or a line break.
+# A sentence mark and the white space after it, or a line break; with a clause mark
+# for a reply's first piece.
 _BREAK = re.compile(r"[.!?…]+[\"'»«“”„)\]]*\s+|\n\s*")
+_CLAUSE_OR_BREAK = re.compile(r"[.!?…]+[\"'»«“”„)\]]*\s+|[,;:][\"'»«“”„)\]]*\s+|\n\s*")
 _LAST_WORD = re.compile(r"(\S+)\.$")
 
 
 class Sentences:
     """feed(piece) → the sentences the piece completed; flush() → the rest."""
 
-    def __init__(self):
+    def __init__(self, *, clause_first=False):
         self.buffer = ""
+        self.clause = clause_first  # until the first piece was handed on
 
     def feed(self, piece):
         self.buffer += piece
         done = []
         searched = 0
-        while (found := _BREAK.search(self.buffer, searched)) is not None:
+        while (found := (_CLAUSE_OR_BREAK if self.clause else _BREAK).search(self.buffer, searched)) is not None:
             verdict = self._ends_sentence(found)
             if verdict is None:  # the next word decides; it has not come yet
                 break
@@ -40,6 +50,7 @@ class Sentences:
             searched = 0
             if sentence:
                 done.append(sentence)
+                self.clause = False
         return done
 
     def flush(self):
@@ -49,7 +60,7 @@ class Sentences:
     def _ends_sentence(self, found):
         """True, False, or None while the word after the mark has not arrived."""
         mark = found.group().strip()
-        if not mark:  # a line break
+        if not mark or mark[0] in ",;:":  # a line break, or the first piece's clause
             return True
         if "!" in mark or "?" in mark:
             return True

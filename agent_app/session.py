@@ -366,19 +366,21 @@ class Conversation:
         """Sends the audio of `lines` as it is synthesised, sentence by sentence, paced to
         real time (at most AGENT_SPEECH_LEAD_SEC ahead). Right before a sentence's first
         audio, agent.speaking names the sentences ready by then (`whole` instead, for a
-        text known at once): a reply the model still streams may take several."""
+        text known at once): a reply the model still streams may take several. The
+        transcript gets one line for it all, when it ends (or is interrupted)."""
         audio = asyncio.Queue()
         producer = asyncio.ensure_future(synthesise(lines, audio, opening=opening, language=self.language,
                                                     voice=self.context.voice, wire=self.wire))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
         began, lead, sent, announced = None, settings.AGENT_SPEECH_LEAD_SEC, 0, 0
+        said = []  # (time, text) of each agent.speaking: one transcript line for the whole
         try:
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
                 part, pcm = item
                 if part >= announced:
-                    announced = await self._announce(lines, announced, whole)
+                    announced = await self._announce(lines, announced, whole, said)
                 if disclosure and part == 1 and not self.barge_in_allowed:  # the disclosure was sent in full
                     await self._disclosure_heard()
                 for offset in range(0, len(pcm), chunk):
@@ -393,7 +395,7 @@ class Conversation:
                     if ahead > 0:
                         await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
             if lines.since(announced):  # parts that made no audio were still said
-                await self._announce(lines, announced, whole)
+                await self._announce(lines, announced, whole, said)
             if disclosure and not self.barge_in_allowed:
                 await self._disclosure_heard()
         except asyncio.CancelledError:
@@ -405,15 +407,18 @@ class Conversation:
             lines.stop()  # the synthesis stops after its current sentence
             if not producer.done():
                 producer.cancel()
+            if said:  # what the agent said (or began to say), at the time it began
+                self._write(_line(call_id=self.call_id, role=ASSISTANT, text=" ".join(text for _, text in said),
+                                  ts=said[0][0]))
         await self.send_event({"type": "agent.done"})
 
-    async def _announce(self, lines, announced, whole):
-        """agent.speaking and the transcript line for the parts from `announced` on;
-        returns how many parts are announced now."""
+    async def _announce(self, lines, announced, whole, said):
+        """agent.speaking for the parts from `announced` on (noted in `said`); returns
+        how many parts are announced now."""
         parts = lines.since(announced)
         text = whole if whole is not None else " ".join(parts)
+        said.append((timezone.now(), text))
         await self.send_event({"type": "agent.speaking", "text": text})
-        self._write(self._note(ASSISTANT, text))
         return announced + len(parts)
 
     async def _disclosure_heard(self):

@@ -155,11 +155,11 @@ def _grant(base, key):
         return json.loads(response.read())["url"]
 
 
-def _served(project):
+def _served(project, **extra_env):
     port = free_port()
     log_path = project.tmp / "uvicorn.log"
     # INFO: the server's log says whether the end-of-turn model was loaded (read below).
-    env = {**project.env, "AGENT_WS_URL": f"ws://{HOST}:{port}", "LOG_LEVEL": "INFO"}
+    env = {**project.env, "AGENT_WS_URL": f"ws://{HOST}:{port}", "LOG_LEVEL": "INFO", **extra_env}
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "console.asgi:application", "--host", HOST, "--port", str(port),
@@ -209,3 +209,51 @@ def reply_latency(load):
                      if "Smart Turn" in line and line.startswith("{")]
             print("\n".join(notes[:3]) or "(the server logged nothing about Smart Turn)", flush=True)
         return rows
+
+
+# Issue 28: the same turns answered by a model that streams as a local LLM does.
+FIRST_TOKEN_SEC, TOKENS_PER_SEC = 0.3, 30.0
+TURNS_PER_LANE = 12
+_STREAMING_REGISTRY = """
+import json
+from registry_app.demo import SHIPPED_DOCUMENT
+from registry_app.services import registry_load
+document = json.loads(SHIPPED_DOCUMENT.read_text())
+mock = next(entry for entry in document["models"] if entry["id"] == "chat-gateway-mock")
+fake = dict(mock, id="chat-fake-stream", name="Fake streaming LLM", endpoint={url!r}, health=None, priority=1,
+            params={{"streaming": True, "languages": ["de", "en"], "model": "fake"}})
+registry_load(document=dict(document, models=[fake, mock]), loaded_by="bench")
+"""
+
+
+def reply_latency_streaming_lane(load):
+    """Voice agent on a streaming LLM lane (300 ms to the first token, 30 tokens/s) vs the mock lane: end of utterance → first reply audio, one session"""
+    from bench.bench_chat import ANSWER
+    from tests.openai_fake import FakeChatServer, Reply
+
+    fake = FakeChatServer(Reply(text=ANSWER, first_token_delay=FIRST_TOKEN_SEC, tokens_per_second=TOKENS_PER_SEC,
+                                usage=(60, 30)))
+    rows = []
+    try:
+        with temp_project() as project:
+            key = create_tenant_with_key(project, "bench")
+            project.manage("shell", "-c", "from console.tenants.models import Tenant; "
+                           "Tenant.objects.filter(slug='bench').update(minute_cap=100000, max_call_minutes=10)")
+            clips, made_by = speeches(project, sentences())
+            print(f"Caller's speech: {made_by}", flush=True)
+            project.django(_STREAMING_REGISTRY.format(url=fake.url))
+            for label, mode in (("mock lane", "mock"), ("streaming lane (fake, 300 ms + 30 tok/s)", "live")):
+                server, base, _ = _served(project, GATEWAY_MODE=mode)
+                try:
+                    asyncio.run(_caller(_grant(base, key), clips, 1))  # loads the models (not counted)
+                    row = _row(1, asyncio.run(_caller(_grant(base, key), clips, TURNS_PER_LANE)))
+                finally:
+                    stop(server)
+                rows.append({"lane": label, **row})
+                print(rows[-1], flush=True)
+    finally:
+        fake.stop()
+    added = rows[1]["p50 s"] - rows[0]["p50 s"]
+    rows.append({"lane": "streaming − mock (target ≤ 0.5 s)", "p50 s": round(added, 2),
+                 "p95 s": round(rows[1]["p95 s"] - rows[0]["p95 s"], 2)})
+    return rows

@@ -50,7 +50,7 @@ BENCHMARKS = [
     bench_webhooks.deliveries_per_second, bench_webhooks.lead_posts_with_deliveries,
     bench_webhooks.two_servers_against_one,
     bench_console.dashboard_and_search,
-    bench_agent.reply_latency,
+    bench_agent.reply_latency, bench_agent.reply_latency_streaming_lane,
     bench_chat.first_sentence,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,

@@ -1,7 +1,8 @@
 // The voice demo page: a session from the page's server, the microphone through an
 // AudioWorklet as 16 kHz PCM over the WebSocket, and the agent's PCM played back. While
 // the caller speaks, the partial transcript is shown in place (replaced by the final
-// one); a meter shows the microphone's level; each reply's latency appears under it.
+// one); a meter shows the microphone's level; each reply's latency appears under it. A
+// reply the model still streams comes in several agent.speaking frames: one line.
 (function () {
   "use strict";
   const script = document.currentScript;
@@ -11,6 +12,7 @@
   const log = document.getElementById("log");
   const level = document.getElementById("level");
   let socket = null, context = null, stream = null, playingUntil = 0, sources = [], partialLine = null;
+  let agentLine = null;  // the reply being spoken: a model that streams adds its sentences
 
   function say(kind, text) {
     const line = document.createElement("p");
@@ -29,6 +31,11 @@
     if (partialLine) partialLine.remove();
     partialLine = null;
     say("caller transcript-final", text);
+  }
+
+  function speaking(text) {
+    if (agentLine) agentLine.textContent += " " + text;
+    else agentLine = say("agent", text);
   }
 
   function latency(frame) {
@@ -68,8 +75,9 @@
     if (typeof event.data !== "string") { play(event.data); return; }
     const frame = JSON.parse(event.data);
     if (frame.type === "session.started") statusLine.textContent = "Verbunden (" + frame.callId + ").";
-    else if (frame.type === "agent.speaking") say("agent", frame.text);
-    else if (frame.type === "agent.interrupted") { silence(); say("system", "(unterbrochen)"); }
+    else if (frame.type === "agent.speaking") speaking(frame.text);
+    else if (frame.type === "agent.done") agentLine = null;
+    else if (frame.type === "agent.interrupted") { agentLine = null; silence(); say("system", "(unterbrochen)"); }
     else if (frame.type === "transcript.partial") partial(frame.text);
     else if (frame.type === "transcript.final") final(frame.text);
     else if (frame.type === "turn.latency") latency(frame);

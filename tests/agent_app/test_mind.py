@@ -198,7 +198,7 @@ def test_the_first_sentence_is_handed_on_while_the_model_still_streams(tenant_a,
 
     stall = threading.Event()
     # The role chunk and the words up to "Unsere ", then the model stalls until released.
-    lane = chat_server(Reply(text="Gern helfe ich Ihnen, z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr.",
+    lane = chat_server(Reply(text="Gern helfe ich Ihnen z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr.",
                              stall_after=1 + 10, stall=stall))
     load_lanes(streaming_lane("chat-local", endpoint=lane.url))
     said = []
@@ -208,9 +208,9 @@ def test_the_first_sentence_is_handed_on_while_the_model_still_streams(tenant_a,
         stall.set()  # the model goes on only once the first sentence was handed on
 
     reply = mind_of(tenant_a, web_call, assistant).turn("Kann ich einen Termin machen?", say=say)
-    assert said == [("Gern helfe ich Ihnen, z. B. mit einem Termin.", False),  # before the model finished
+    assert said == [("Gern helfe ich Ihnen z. B. mit einem Termin.", False),  # before the model finished
                     ("Unsere Praxis öffnet um acht Uhr.", True)]
-    assert reply.text == "Gern helfe ich Ihnen, z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr."
+    assert reply.text == "Gern helfe ich Ihnen z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr."
 
 
 def test_what_the_model_says_before_a_tool_call_is_handed_on_before_the_tool_runs(tenant_a, assistant, web_call,
@@ -225,8 +225,8 @@ def test_what_the_model_says_before_a_tool_call_is_handed_on_before_the_tool_run
         said.append((sentence, Lead.objects.for_tenant(tenant_a).exists()))
 
     reply = mind_of(tenant_a, web_call, assistant).turn("Rufen Sie mich unter 0176 12345678 zurück.", say=say)
-    assert said == [("Einen Moment, ich notiere das.", False), ("Wir rufen Sie zurück.", True),
-                    ("Auf Wiederhören.", True)]
+    assert said == [("Einen Moment,", False), ("ich notiere das.", False), ("Wir rufen Sie zurück.", True),
+                    ("Auf Wiederhören.", True)]  # the reply's first piece a clause
     assert reply.text == "Einen Moment, ich notiere das. Wir rufen Sie zurück. Auf Wiederhören."
     assert reply.notes  # the tool call is noted as before
 

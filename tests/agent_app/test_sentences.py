@@ -41,3 +41,16 @@ def test_a_sentence_is_handed_on_once_the_next_word_begins():
     assert sentences.feed("W") == ["Guten Tag."]
     assert sentences.feed("ie geht's? ") == ["Wie geht's?"]  # ! and ? decide at once
     assert sentences.flush() == ""
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_a_replys_first_piece_may_be_a_clause(size):
+    sentences, done = Sentences(clause_first=True), []
+    text = "Gern, ich notiere das für Sie, am 3. Mai. Danke, bis bald."
+    for start in range(0, len(text), size):
+        done += sentences.feed(text[start:start + size])
+    assert done + [sentences.flush()] == ["Gern,", "ich notiere das für Sie, am 3. Mai.", "Danke, bis bald."]
+    assert cut("Die Summe ist 12,50 Euro; danke.", 2) == ["Die Summe ist 12,50 Euro; danke."]
+    clause = Sentences(clause_first=True)
+    assert clause.feed("Das kostet 12,50 Euro. ") == []  # no white space after the comma of a number
+    assert clause.feed("Gut") == ["Das kostet 12,50 Euro."]
