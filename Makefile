@@ -17,6 +17,8 @@ RUN_PORT ?= 8000
 # The voice agent's WebSocket (/api/voice/agent) is served by uvicorn on a port of its
 # own, so gunicorn keeps serving HTTP exactly as measured (docs/architecture.md).
 RUN_WS_PORT ?= 8001
+# Asterisk's AudioSocket (phone calls from a PBX, docs/telephony.md): a TCP listener of its own.
+RUN_AUDIOSOCKET_PORT ?= 8002
 # Debian packages the product needs at run time (the features add theirs here).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # Debian packages only the test suite needs (e.g. a real browser for the widget).
@@ -36,17 +38,21 @@ run: install .env gateway-token migrate
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with the voice agent and a job worker (Ctrl-C stops all)"
 	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
+	@echo "Phone calls: Twilio Voice URL http://$(RUN_HOST):$(RUN_PORT)/voice/twilio/<carrier>/incoming (stream on ws://$(RUN_HOST):$(RUN_WS_PORT)); AudioSocket on $(RUN_HOST):$(RUN_AUDIOSOCKET_PORT) (docs/telephony.md)"
 # The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
 # gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
-# uvicorn (the agent's WebSocket) is stopped by the same trap. Its HTTP protocol drops a
+# uvicorn (the agent's WebSocket and the carriers' media streams) and the AudioSocket
+# listener are stopped by the same trap. Its HTTP protocol drops a
 # request not complete in ASGI_REQUEST_TIMEOUT_SEC (uvicorn has no header timeout), and
 # frames over 64 KiB end a session (the agent's frames are at most 6,400 bytes).
-	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) setsid $(MANAGE) qcluster & jobs=$$!; \
+	REGISTRY_PROBE_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) VOICE_PUBLIC_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) \
+	  setsid $(MANAGE) qcluster & jobs=$$!; \
 	$(BIN)/uvicorn console.asgi:application --host $(RUN_HOST) --port $(RUN_WS_PORT) --ws websockets-sansio \
 	  --http console.asgi_http:H11WithRequestTimeout --ws-max-size 65536 \
 	  --lifespan off --no-access-log --log-level warning & agent=$$!; \
-	trap 'kill $$agent 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
-	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 \
+	$(MANAGE) audiosocket --host $(RUN_HOST) --port $(RUN_AUDIOSOCKET_PORT) & phone=$$!; \
+	trap 'kill $$agent 2>/dev/null; kill $$phone 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
+	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 VOICE_PUBLIC_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) \
 	  $(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 
 test: install

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
-from speech_app.services import recognizer_for, synthesizer_for
+from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
 from speech_app.smart_turn import smart_turn
 from speech_app.stt import Deadline
 
@@ -30,6 +30,16 @@ def opening(*, tenant, variables):
     text = effective_text(script, variables={"companyName": tenant.name, **variables},
                           disclosure=tenant.disclosure_text)
     return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
+
+
+def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
+    """What an answering machine is told for a campaign (its voicemail touchpoint, the
+    disclosure first where the script opens a call): `companyName` is the tenant's and
+    `callbackNumber` the number we called from unless the contact's variables name them.
+    MissingVariables (400) if the script needs one more."""
+    script = effective_script(tenant, touchpoint)
+    return effective_text(script, variables={"companyName": tenant.name, "callbackNumber": callback_number,
+                                             **(variables or {})}, disclosure=tenant.disclosure_text)
 
 
 def hear(pcm, *, language):
@@ -54,10 +64,12 @@ DRAFT_DEADLINE_SEC = 5
 
 
 def get_ready(*, language):
-    """Loads the recognition model and the end-of-turn model while the opening is spoken
-    (the first session of a process would otherwise wait for them at the caller's first
-    words)."""
-    engine = recognizer_for(language)
+    """Loads this process's recognition model and the end-of-turn model while the
+    opening is spoken (the first session of a process would otherwise wait for them at
+    the caller's first words). Also where a remote speech server hears first: the model
+    is its fallback, and the server is not asked to hear a second of silence for every
+    session."""
+    engine = local_recognizer(language)
     engine.hear(b"\0" * 16000, language=language, deadline=Deadline(60))
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
@@ -68,6 +80,12 @@ def speak(text, *, language, voice, wire):
     engine = synthesizer_for(language, voice=voice)
     for speech in engine.stream(text, voice=voice or language):
         yield wire.from_pcm(speech.pcm, speech.sample_rate)
+
+
+def speak_whole(text, *, language, voice, wire):
+    """`text` spoken, all of it at once (what must be heard out, such as the goodbye at a
+    grant's end)."""
+    return b"".join(speak(text, language=language, voice=voice, wire=wire))
 
 
 # The openings spoken lately, by their exact text, voice, engine version and wire

@@ -14,8 +14,11 @@ from agent_app.conversation import opening
 from agent_app.errors import UnknownAssistant
 from agent_app.mind import assistant_of
 from agent_app.models import AgentSession
+from calls_app import phone_calls
 from calls_app import services as calls
+from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
 from console.assistants.models import Assistant
+from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
 
 
@@ -65,26 +68,126 @@ def agent_sessions_expire(*, tenant: Tenant, now: datetime | None = None) -> Non
 
 
 @transaction.atomic
-def agent_session_claim(*, token: object, now: datetime | None = None) -> AgentSession | None:
-    """The session of `token` if the token is unused and unexpired, now marked used (one
-    conditional UPDATE, so two connections with one token cannot both win); else None.
-    An expired token's call is ended on the spot."""
+def agent_session_claim(*, token: object, now: datetime | None = None, transport: str = AgentSession.Transport.WEB,
+                        carrier_id: str | None = None, carrier_call_id: str | None = None) -> AgentSession | None:
+    """The session of `token` if the token is unused, unexpired and of this transport
+    (a phone call's token opens no browser session, nor the reverse), and, for a phone
+    call's stream, of the call `carrier_call_id` of the carrier `carrier_id`: now marked
+    used (one conditional UPDATE, so two connections with one token cannot both win);
+    else None. An expired token's call is ended on the spot. A phone call starts here
+    (`call.started`)."""
     now = now or timezone.now()
     if not isinstance(token, str) or not 20 <= len(token) <= 100:
         return None
     digest = token_digest(token)
-    claimed = AgentSession.objects.filter(token_digest=digest, used_at__isnull=True, expires_at__gt=now).update(
-        used_at=now)
-    session = AgentSession.objects.select_related("tenant", "call").filter(token_digest=digest).first()
+    mine = AgentSession.objects.filter(token_digest=digest, transport=transport)
+    if carrier_id is not None:
+        mine = mine.filter(call__carrier_id=carrier_id, call__carrier_call_id=carrier_call_id)
+    claimed = mine.filter(used_at__isnull=True, expires_at__gt=now).update(used_at=now)
+    session = mine.select_related("tenant", "call").first()
     if session is None:
         return None
     if not claimed:
         if session.used_at is None:
             calls.call_web_end(call_id=session.call_id, now=now)
         return None
-    calls.call_web_start(call_id=session.call_id, now=now)
+    if transport == AgentSession.Transport.WEB:
+        calls.call_web_start(call_id=session.call_id, now=now)
+    else:
+        phone_calls.call_phone_start(call_id=session.call_id, now=now)
     session.call.refresh_from_db(fields=["started_at", "status"])
     return session
+
+
+# --- Phone calls (docs/telephony.md) ------------------------------------------------------
+
+PHONE_WIRES: dict[str, tuple[str, int]] = {AgentSession.Transport.TWILIO: ("mulaw", 8000),
+                                            AgentSession.Transport.AUDIOSOCKET: ("pcm_s16le", 8000)}
+
+
+@transaction.atomic
+def phone_call_register(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
+                        to_e164: str, transport: str, token: str | None = None,
+                        now: datetime | None = None) -> tuple[Call, str]:
+    """An inbound phone call to `number` (a tenant's): the cap checked and the grant
+    reserved, the call created, and the grant of its conversation, whose single-use
+    token (shown once: for twilio the stream's parameter, for AudioSocket the UUID)
+    expires after AGENT_TOKEN_TTL_SEC. The number's assistant answers, else the
+    tenant's first (agent_app.mind), as on a web call: its tools, transfer targets and
+    analysis apply. Returns (call, token); MinuteCapReached when nothing is left
+    (nothing stored then: see phone_call_reject)."""
+    now = now or timezone.now()
+    tenant = number.tenant
+    agent_sessions_expire(tenant=tenant, now=now)
+    answering = _answering(number)
+    call = phone_calls.call_request_phone(carrier=carrier, tenant=tenant, carrier_call_id=carrier_call_id,
+                                          from_e164=from_e164, to_e164=to_e164, assistant=answering, now=now)
+    return call, _phone_session(call, answering, transport, token, now)
+
+
+def _answering(number: PhoneNumber) -> Assistant | None:
+    return number.assistant or assistant_of(tenant=number.tenant)
+
+
+def phone_call_reject(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
+                      to_e164: str) -> Call:
+    """The call the cap refused, recorded as `rejected` with 0 seconds."""
+    return phone_calls.call_reject_phone(carrier=carrier, tenant=number.tenant, carrier_call_id=carrier_call_id,
+                                         from_e164=from_e164, to_e164=to_e164, assistant=_answering(number))
+
+
+@transaction.atomic
+def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None) -> str | None:
+    """A new token for a call whose conversation has not begun: a carrier that asks
+    again (a retried webhook), or the callee of an outbound call answering. None when
+    its conversation began or the call ended."""
+    now = now or timezone.now()
+    if call.is_ended:
+        return None
+    session = AgentSession.objects.filter(call=call).first()
+    if session is not None and session.used_at is not None:
+        return None
+    token = secrets.token_urlsafe(32)
+    if session is None:
+        # The callee of an outbound call: the call's assistant where it names one, else
+        # the tenant's first answers (agent_app.mind).
+        _phone_session(call, call.assistant, transport, token, now)
+    else:
+        AgentSession.objects.filter(pk=session.pk, used_at__isnull=True).update(
+            token_digest=token_digest(token), expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC))
+    return token
+
+
+def _phone_session(call: Call, assistant: Assistant | None, transport: str, token: str | None,
+                   now: datetime) -> str:
+    token = token or secrets.token_urlsafe(32)
+    encoding, sample_rate = PHONE_WIRES[transport]
+    AgentSession.objects.create(
+        tenant=call.tenant, call=call, token_digest=token_digest(token), transport=transport,
+        expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC),
+        assistant_id=assistant.pk if assistant else "", language=(assistant.language if assistant else "") or "de",
+        voice=assistant.voice if assistant else "", variables={}, encoding=encoding, sample_rate=sample_rate,
+    )
+    return token
+
+
+def phone_transfer_target(*, token: str) -> str:
+    """The number the AudioSocket call of `token` (its UUID) was handed over to, or ""
+    (an Asterisk dialplan reads it back after AudioSocket() returned)."""
+    session = AgentSession.objects.filter(token_digest=token_digest(token),
+                                          transport=AgentSession.Transport.AUDIOSOCKET).first()
+    return phone_calls.call_transfer_target(call_id=session.call_id) if session else ""
+
+
+def agent_sessions_expire_all(*, now: datetime | None = None) -> int:
+    """The periodic job: ends the calls of every tenant's grants whose token expired
+    unused (a phone call whose stream never came). Returns how many tenants it looked at."""
+    now = now or timezone.now()
+    tenants = set(AgentSession.objects.filter(used_at__isnull=True, expires_at__lte=now,
+                                              call__ended_at__isnull=True).values_list("tenant_id", flat=True))
+    for tenant in Tenant.objects.filter(pk__in=tenants):
+        agent_sessions_expire(tenant=tenant, now=now)
+    return len(tenants)
 
 
 # --- The privacy features' part (calls_app.call_data, registered in apps.py) ------------

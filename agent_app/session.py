@@ -39,6 +39,7 @@ from agent_app.hearing import Hearing
 from agent_app.mind import Mind, assistant_of, filler
 from agent_app.speaking import STAGE_COLUMNS, Lines, TurnTiming, synthesise
 from agent_app.threads import off_loop
+from calls_app import phone_calls
 from calls_app import services as calls
 from console.errors import ApiError
 
@@ -56,15 +57,27 @@ SPEECH_CHUNK_SEC = 0.1
 # The caller's audio may run ahead of the wall clock by this much (a burst after a
 # network hiccup) before the 2x real-time limit applies.
 AUDIO_BURST_SEC = 1.0
+# What a phone caller hears when the call's granted minutes are used up (then it ends).
+GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vielen Dank für Ihren Anruf "
+           "und auf Wiederhören.")
+# What a phone caller hears when the carrier refused the hand-over the assistant announced
+# (the conversation goes on).
+TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
+                   "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
+# The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
+# a phone call, or any other spoken conversation (the browser's).
+PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
 
 
 _line = off_loop(calls.call_web_line)
 _disclosed = off_loop(calls.call_web_disclosed)
 _end_call = off_loop(calls.call_web_end)
+_hand_over = off_loop(phone_calls.call_hand_over)
 _heartbeat = off_loop(calls.call_heartbeat)
 _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
+_speak_whole = off_loop(conversation.speak_whole)
 
 
 def _mind_for(context):
@@ -85,6 +98,10 @@ class Transport(ABC):
     out. Implementations only translate; they decide nothing about the conversation."""
 
     wire: WireFormat  # the encoding of the audio in both directions
+    # Seconds before the grant's end at which the agent says goodbye (GOODBYE) and hangs
+    # up: a phone caller hears why the call ends. 0: the grant's end closes at once
+    # (the browser's 4402 `grant_ended`).
+    goodbye_lead_sec = 0
 
     @abstractmethod
     async def send_event(self, event):
@@ -102,10 +119,22 @@ class Transport(ABC):
         `clear`); nothing to do where the conversation's pacing is the only buffer."""
         return None
 
-    async def transfer(self, target):
-        """Hands the call to a person ({"name", "e164"}) before the conversation ends;
-        a phone bridge redirects its call there. The browser has no phone line."""
+    async def speech_sent(self):
+        """The agent's audio of one spoken part (the disclosure, a turn; a sentence where
+        synthesis streams sentence by sentence) was handed over in full: a media stream
+        marks the spot (`mark`), so that what the caller heard is known."""
         return None
+
+    # Whether the transport can hand its call over to a person (a phone line); the
+    # browser cannot: an assistant's transfer ends its conversation with the note.
+    can_transfer = False
+
+    async def transfer(self, target):
+        """Hands the call over to a person at `target` (E.164) on the carrier's side,
+        before the conversation books it and closes: a twilio call is redirected to a
+        `<Dial>`, an Asterisk dialplan dials the number the call keeps. Raises when the
+        carrier refuses (the conversation then goes on)."""
+        raise NotImplementedError("This transport cannot hand a call over.")
 
     @abstractmethod
     async def close(self, code):
@@ -126,18 +155,29 @@ class CallContext:
     max_seconds: int = 0
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
-    channel: str = "Sprache"  # what the assistant is told: a spoken conversation
+    channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
 
     @classmethod
     def of_agent_session(cls, session):
+        """The context of a claimed session (its call loaded): a phone call's (a transport
+        other than the browser's) tells the assistant the channel and the caller's number,
+        the other party's of an outbound call; a withheld or erased number is none."""
+        call, caller, channel = session.call, "", SPOKEN_CHANNEL
+        if session.transport != "web":
+            channel = PHONE_CHANNEL
+            number = call.to_e164 if call.direction == "outbound" else call.from_e164
+            caller = number if number.startswith("+") else ""
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
-                   max_seconds=session.call.max_seconds, assistant_id=session.assistant_id)
+                   max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
+                   channel=channel)
 
 
 class Conversation:
     booked = False
     closing = False
+    transfer_target = None  # set while the call is being handed over to a person
+    transfer_label = ""  # how its note names the person ("Zentrale (+49…)"), else the number
 
     def __init__(self, transport, context):
         self.transport = transport
@@ -244,7 +284,8 @@ class Conversation:
     async def book(self):
         """Ends the call and books it: the one booking path of every end. call_web_end
         books once, so a second call changes nothing. The lines and measurements still
-        being written go in first."""
+        being written go in first. A call being handed over is booked as handed over
+        (its note, its seconds up to now), whoever books it first."""
         if self.booked:
             return
         if self.writes:
@@ -252,8 +293,31 @@ class Conversation:
                 if isinstance(result, Exception):
                     logger.warning("Voice agent session %s: a write of the call failed (%r)",
                                    self.context.session_id, result)
-        await _end_call(call_id=self.call_id)
+        if self.transfer_target:
+            await _hand_over(call_id=self.call_id, target=self.transfer_target, label=self.transfer_label)
+        else:
+            await _end_call(call_id=self.call_id)
         self.booked = True
+
+    async def transfer_to(self, target, *, label=""):
+        """Hands the call over to a person at `target` (E.164): the carrier is told first
+        (a refusal, or a transport without a phone line, leaves the conversation going
+        on: returns False), then the call is booked with the note "Weitergeleitet an
+        `label` or `target`" and its seconds up to now, and the connection closes."""
+        if self.closing or self.transfer_target or not self.transport.can_transfer:
+            return False
+        self.transfer_target, self.transfer_label = target, label
+        try:
+            await self.transport.transfer(target)
+        except Exception:
+            logger.warning("Call %s could not be handed over", self.call_id, exc_info=True)
+            self.transfer_target = None
+            return False
+        self.closing = True
+        self.stop_tasks()
+        await self.book()
+        await self.transport.close(CLOSE_NORMAL)
+        return True
 
     async def fail(self, exc, where):
         """The conversation cannot go on after `exc`: an error event if the caller can
@@ -333,16 +397,22 @@ class Conversation:
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
         if reply.action == "transfer":
-            self._write(self._note(SYSTEM, f"Weitergeleitet an {reply.target['name']} ({reply.target['e164']})"))
             await self.transfer(reply.target)
         elif reply.action == "end_call":
             await self.end(CLOSE_NORMAL)
 
     async def transfer(self, target):
-        """Hands the call to a person at `target` ({"name", "e164"}): a phone transport
-        bridges it (Transport.transfer); the browser cannot, so the conversation ends
-        there with the note in the transcript."""
-        await self.transport.transfer(target)
+        """The assistant hands the call to a person at `target` ({"name", "e164"}, one of
+        its transfer targets, checked by calls_app): a phone transport hands the call over
+        (transfer_to: the carrier first, then the call booked with the note "Weitergeleitet
+        an …"; if the carrier refuses, the caller is told and the conversation goes on);
+        the browser has no phone line, so its conversation ends there with the note."""
+        label = f"{target['name']} ({target['e164']})"
+        if self.transport.can_transfer:
+            if not await self.transfer_to(target["e164"], label=label):
+                await self._say(TRANSFER_FAILED.get(self.language, TRANSFER_FAILED["de"]))
+            return
+        await self._note(SYSTEM, f"Weitergeleitet an {label}")
         await self.end(CLOSE_NORMAL)
 
     async def _say(self, text, *, disclosure="", opening=False):
@@ -376,14 +446,19 @@ class Conversation:
         began, lead, sent, announced = None, settings.AGENT_SPEECH_LEAD_SEC, 0, 0
         said = []  # (time, text) of each agent.speaking: one transcript line for the whole
         try:
+            part = None  # the part whose audio is going out
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
-                part, pcm = item
+                index, pcm = item
+                if index != part:
+                    if part is not None:  # the previous part was handed over in full
+                        if disclosure and part == 0 and not self.barge_in_allowed:
+                            await self._disclosure_heard()
+                        await self.transport.speech_sent()
+                    part = index
                 if part >= announced:
                     announced = await self._announce(lines, announced, whole, said)
-                if disclosure and part == 1 and not self.barge_in_allowed:  # the disclosure was sent in full
-                    await self._disclosure_heard()
                 for offset in range(0, len(pcm), chunk):
                     piece = pcm[offset:offset + chunk]
                     await self.transport.send_audio(piece)
@@ -399,6 +474,7 @@ class Conversation:
                 await self._announce(lines, announced, whole, said)
             if disclosure and not self.barge_in_allowed:
                 await self._disclosure_heard()
+            await self.transport.speech_sent()
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
@@ -443,11 +519,13 @@ class Conversation:
         """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
         of the caller's silence: no frame since the agent finished its turn (its speech,
         hearing and thinking do not count; a connection that hangs)."""
-        grant_end = self.started + self.context.max_seconds
+        grant_end = self.started + self.context.max_seconds - self.transport.goodbye_lead_sec
         timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
             now = self.loop.time()
             if now >= grant_end:
+                if self.transport.goodbye_lead_sec:
+                    await self._goodbye()
                 return await self.refuse("grant_ended", "The minutes granted to this session are used up.",
                                          CLOSE_GRANT)
             wake = grant_end
@@ -463,6 +541,25 @@ class Conversation:
                 await asyncio.wait_for(self.went_idle.wait(), wake - now)
             except TimeoutError:
                 pass
+
+    async def _goodbye(self):
+        """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
+        full (no barge-in) before the call is hung up."""
+        for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        await self.transport.clear_audio()
+        audio = await _speak_whole(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire)
+        await self.send_event({"type": "agent.speaking", "text": GOODBYE})
+        await self._note(ASSISTANT, GOODBYE)
+        chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
+        began = self.loop.time()
+        for offset in range(0, len(audio), chunk):
+            await self.transport.send_audio(audio[offset:offset + chunk])
+            ahead = began + min(offset + chunk, len(audio)) / self.wire.bytes_per_second - self.loop.time()
+            if ahead > 0:
+                await asyncio.sleep(ahead)  # real time: the caller hears it out before the hang-up
+        await self.transport.speech_sent()
 
     async def _heartbeats(self):
         """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it

@@ -26,6 +26,7 @@ from bench import (
     bench_knowledge,  # noqa: E402
     bench_leads,  # noqa: E402
     bench_pages,  # noqa: E402
+    bench_phone,  # noqa: E402
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
@@ -54,6 +55,7 @@ BENCHMARKS = [
     bench_chat.first_sentence,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
+    bench_phone.phone_reply_latency,
 ]
 
 

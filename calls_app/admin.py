@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from calls_app.analysis import OUTCOME_LABELS
 from calls_app.models import Call, CallAnalysis, Carrier, UsageCounter
+from calls_app.recordings import recording_link
 from calls_app.search import calls_search
 from calls_app.selectors import call_latency
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
@@ -60,6 +61,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
                        "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
+                       "transferred_to",
                        "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
                        "reply_latency", "conversation"]
 
@@ -104,9 +106,10 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
     @admin.display(description=_("recording"))
     def recording(self, call):
-        if not call.recording_url:
+        link = recording_link(call.pk, call.recording_url)
+        if not link:
             return "—"
-        return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', call.recording_url)
+        return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', link)
 
     @admin.display(description=_("reply latency"))
     def reply_latency(self, call):
@@ -213,9 +216,9 @@ class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin)
     """Carriers serve every tenant: only superusers see or change them."""
 
     form = CarrierAdminForm
-    list_display = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
-    fields = ["id", "name", "caller_id", "created_at", "secret_rotated_at"]
-    readonly_fields = ["id", "created_at", "secret_rotated_at"]
+    list_display = ["id", "name", "kind", "caller_id", "created_at", "secret_rotated_at"]
+    fields = ["id", "name", "kind", "caller_id", "account_sid", "api_base", "created_at", "secret_rotated_at"]
+    readonly_fields = ["id", "kind", "account_sid", "api_base", "created_at", "secret_rotated_at"]
 
     def has_add_permission(self, request):
         # The secret is shown once by `manage.py create_carrier`, never in the admin.

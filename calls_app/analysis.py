@@ -134,10 +134,13 @@ def call_facts(call):
     if call.lead_id:
         lead = (Lead.objects.for_tenant(call.tenant_id)
                 .filter(pk=call.lead_id, kind=Lead.Kind.CALLBACK, created_at__gte=call.created_at).first())
+    transfers = [action.get("target", "") for action in actions if action.get("tool") == "transfer_call"]
+    if call.transferred_to and not transfers:  # a phone call handed over by other means than the tool
+        transfers = [mask(call.transferred_to)]
     return {
         "callback": lead,
         "callback_requested": lead is not None or "create_callback" in tools,
-        "transfers": [action.get("target", "") for action in actions if action.get("tool") == "transfer_call"],
+        "transfers": transfers,
         "opted_out": "opt_out" in tools,
         "ended_by_assistant": "end_call" in tools,
     }

@@ -5,7 +5,7 @@ import orjson
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from calls_app import selectors
+from calls_app import recordings, selectors
 from calls_app.call_texts import call_texts
 from calls_app.serializers import call_list_item
 from console.representation import ReadyJSON
@@ -17,7 +17,7 @@ def calls_page(*, tenant, limit, **query):
     process, two otherwise (the transcript lines of the others)."""
     rows, convert, next_cursor = selectors.calls_page_rows(tenant=tenant, limit=limit, **query)
     zone = timezone.get_current_timezone_name()
-    texts = [call_texts.get((row, zone)) for row in rows]
+    texts = [call_texts.get(_text_key(row, zone)) for row in rows]
     missing = [(position, row) for position, row in enumerate(rows) if texts[position] is None]
     if missing:
         converted = convert([row for _position, row in missing])
@@ -30,5 +30,16 @@ def calls_page(*, tenant, limit, **query):
             except TypeError:  # what orjson would not write as DRF does: DRF writes it, and it is not kept
                 texts[position] = JSONRenderer().render(item)
                 continue
-            call_texts.put((raw, zone), texts[position])
+            call_texts.put(_text_key(raw, zone), texts[position])
     return ReadyJSON(b"[" + b",".join(texts) + b"]"), next_cursor
+
+
+_RECORDING_AT = selectors.CALL_COLUMNS.index("recording_url")
+
+
+def _text_key(row, zone):
+    """A call's text is kept under its row and zone; one with a recording of ours also
+    under the period of its signed link, which changes every RECORDING_LINK_TTL_SEC."""
+    if recordings.is_stored(row[_RECORDING_AT]):
+        return row, zone, recordings.link_period()
+    return row, zone

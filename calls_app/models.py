@@ -12,17 +12,35 @@ from console.tenants.querysets import TenantOwnedQuerySet
 
 
 class Carrier(models.Model):
-    """A telephony carrier that posts signed events to `/voice/webhook/<id>`.
+    """A telephony carrier, of one of three kinds:
 
-    The signing secret is not stored: it is derived on demand as
-    HMAC(CARRIER_SIGNING_KEY, id + nonce) (see `calls_app.signing`), so a copy of the
+    - `signed-webhook`: posts signed events to `/voice/webhook/<id>` (CONTRACT §5);
+    - `twilio`: a Twilio-compatible carrier whose calls reach the agent over Media
+      Streams (`/voice/twilio/<id>/…`), and which dials through its REST API;
+    - `asterisk`: a PBX that registers each call over HTTP and hands its audio to the
+      agent over AudioSocket (docs/telephony.md).
+
+    The signing secret (signed-webhook, asterisk) is not stored: it is derived on demand
+    as HMAC(CARRIER_SIGNING_KEY, id + nonce) (see `calls_app.signing`), so a copy of the
     database alone does not reveal it. Only the random nonce is kept here; issuing a
-    new nonce rotates the secret.
+    new nonce rotates the secret. A Twilio account's auth token is the carrier's, so it
+    cannot be derived: it is kept sealed (Fernet, with a key derived from the same
+    signing key) and never shown again.
     """
+
+    class Kind(models.TextChoices):
+        SIGNED_WEBHOOK = "signed-webhook", pgettext_lazy("choice", "Signed webhook")
+        TWILIO = "twilio", pgettext_lazy("choice", "Twilio-compatible (Media Streams)")
+        ASTERISK = "asterisk", pgettext_lazy("choice", "Asterisk (AudioSocket)")
 
     id = models.SlugField(primary_key=True, max_length=64)
     name = models.CharField(_("name"), max_length=200, blank=True)
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices, default=Kind.SIGNED_WEBHOOK)
     secret_nonce = models.CharField(_("secret nonce"), max_length=64, editable=False)
+    # Twilio-compatible carriers: the account, its sealed auth token, and the REST API's base.
+    account_sid = models.CharField(_("account SID"), max_length=64, blank=True)
+    auth_token_sealed = models.TextField(_("sealed auth token"), blank=True, editable=False)
+    api_base = models.URLField(_("REST API base"), max_length=200, blank=True)
     # The number shown to the called party when the tenant has no number of its own.
     caller_id = models.CharField(_("caller id (E.164)"), max_length=16, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
@@ -60,6 +78,8 @@ class Call(models.Model):
         BUSY = "busy", pgettext_lazy("choice", "Busy")
         NO_ANSWER = "no-answer", pgettext_lazy("choice", "No answer")
         CANCELED = "canceled", pgettext_lazy("choice", "Canceled")
+        # A phone call refused at once (the tenant's minute cap): 0 seconds.
+        REJECTED = "rejected", pgettext_lazy("choice", "Rejected")
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cl"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calls",
@@ -93,6 +113,9 @@ class Call(models.Model):
     # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
     # Null: nothing. The analysis reads its outcome from it.
     assistant_actions = models.JSONField(_("assistant's actions"), null=True, blank=True, editable=False)
+    # A phone call the agent handed over to a person: the number it was put through to
+    # (the call's seconds are those up to the transfer).
+    transferred_to = models.CharField(_("transferred to"), max_length=16, blank=True)
     # Outbound only: whole minutes reserved against the cap, in the usage period of
     # the request; released by call.ended.
     reserved_minutes = models.PositiveIntegerField(_("reserved minutes"), default=0)

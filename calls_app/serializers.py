@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from calls_app.analysis import analysis_data
 from calls_app.models import Call
+from calls_app.recordings import recording_link
 from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
 from console.phone import InvalidPhoneNumber, to_e164
 from console.representation import ReadyJSON
@@ -43,7 +44,7 @@ class CallSerializer(serializers.Serializer):
         return 1 if call.disclosed else 0
 
     def get_recording_url(self, call) -> str | None:
-        return call.recording_url or None
+        return recording_link(call.pk, call.recording_url)
 
     def get_lead_id(self, call) -> str | None:
         return call.lead_id or None
@@ -127,7 +128,7 @@ def call_list_item(row, transcript):
         "max_seconds": None if max_seconds is None else int(max_seconds),
         "recording_enabled": bool(recording_enabled),
         "transcription_enabled": bool(transcription_enabled),
-        "recording_url": recording_url or None,
+        "recording_url": recording_link(id_, recording_url) if recording_url else None,
         "lead_id": lead_id or None,
         "created_at": created_at,
         "started_at": started_at,

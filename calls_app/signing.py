@@ -19,6 +19,7 @@ import secrets
 import time
 from functools import lru_cache
 
+from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
@@ -113,3 +114,27 @@ def _parse_header(header):
     if timestamp is None or not candidates:
         raise InvalidSignature()
     return timestamp, candidates
+
+
+# --- Sealed credentials of Twilio-compatible carriers --------------------------------------
+# A Twilio account's auth token is Twilio's, not ours: it cannot be derived like the
+# secrets above, so it is kept encrypted (Fernet: AES-128-CBC and HMAC-SHA256) under a
+# key derived from the same signing key. A database copy alone reveals no token;
+# rotating CARRIER_SIGNING_KEY (or SECRET_KEY, where it is derived from it) means
+# storing the tokens again (`create_carrier ID --rotate --auth-token …`).
+
+def _sealing_key():
+    digest = hmac.new(_signing_key(), b"calls_app.carrier-token-seal:v1", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest)
+
+
+def seal(text):
+    return Fernet(_sealing_key()).encrypt(text.encode()).decode()
+
+
+def unseal(sealed):
+    """The sealed text, or "" when it cannot be opened (another key sealed it)."""
+    try:
+        return Fernet(_sealing_key()).decrypt(sealed.encode()).decode()
+    except (InvalidToken, ValueError):
+        return ""

@@ -1,15 +1,18 @@
 """The voice runtime's HTTP surface (`/voice/`): outbound requests and the carrier webhook."""
 import json
 
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from calls_app import selectors, services
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
+from calls_app.recordings import recording_file
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
-from console.api import OpenAPIView, TenantAPIView, validated
+from console.api import OpenAPIView, TenantAPIView, accepts_query, validated
+from console.errors import NotFound
 from console.idempotency.services import idempotent
 from console.openapi import errors
 
@@ -86,3 +89,28 @@ class CarrierWebhookView(OpenAPIView):
         if request.method == "POST":
             return self.post(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
+
+
+class RecordingView(OpenAPIView):
+    """A call's recording behind its signed, expiring link (the link is the credential:
+    the API and the admin hand out fresh ones)."""
+
+    @accepts_query(OpenApiParameter("expires", str, OpenApiParameter.QUERY, required=True),
+                   OpenApiParameter("signature", str, OpenApiParameter.QUERY, required=True))
+    @extend_schema(
+        responses={(200, "audio/mpeg"): OpenApiTypes.BINARY},
+        extensions=errors(404),
+        summary="A phone call's recording (caller and agent as two channels, MP3), by its signed link",
+    )
+    def get(self, request, call_id):
+        audio = recording_file(call_id=call_id, expires=request.GET.get("expires"),
+                               signature=request.GET.get("signature"))
+        if audio is None:
+            raise RecordingNotFound()
+        response = FileResponse(audio, content_type="audio/mpeg")
+        response["Cache-Control"] = "private, max-age=300"
+        return response
+
+
+class RecordingNotFound(NotFound):
+    code, message = "recording_not_found", "No recording at this link: it expired, was removed, or never existed."

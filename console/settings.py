@@ -462,6 +462,21 @@ VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
 # is ended by the periodic sweep, booked up to its last heartbeat (docs/operations.md).
 CALL_HEARTBEAT_SEC = env.float("CALL_HEARTBEAT_SEC", default=5.0)
 CALL_HEARTBEAT_TIMEOUT_SEC = env.float("CALL_HEARTBEAT_TIMEOUT_SEC", default=30.0)
+# Phone calls (docs/telephony.md). Where carriers reach this service, scheme and host
+# (https://voice.example.de) as they sign it: set it behind a proxy; empty: the
+# request's own (and outbound calls through a twilio carrier need it).
+VOICE_PUBLIC_BASE_URL = env.str("VOICE_PUBLIC_BASE_URL", default="")
+# Seconds a twilio carrier's REST request may take; seconds an outbound call rings.
+VOICE_CARRIER_TIMEOUT_SEC = env.float("VOICE_CARRIER_TIMEOUT_SEC", default=10.0)
+VOICE_RING_TIMEOUT_SEC = env.int("VOICE_RING_TIMEOUT_SEC", default=30)
+# The AudioSocket listener (manage.py audiosocket; make run: RUN_AUDIOSOCKET_PORT).
+AUDIOSOCKET_HOST = env.str("AUDIOSOCKET_HOST", default="127.0.0.1")
+AUDIOSOCKET_PORT = env.int("AUDIOSOCKET_PORT", default=8002)
+# Seconds a phone connection may take for its first frame (the stream's `start`, the
+# AudioSocket UUID), and for the rest of a frame once it began (slow senders are closed).
+PHONE_HANDSHAKE_TIMEOUT_SEC = env.float("PHONE_HANDSHAKE_TIMEOUT_SEC", default=5.0)
+# Seconds a signed link to a call's recording stays valid (at least; at most twice that).
+RECORDING_LINK_TTL_SEC = env.int("RECORDING_LINK_TTL_SEC", default=3600)
 
 # --- Outbound campaigns (campaigns_app; docs/api.md "Campaigns", docs/operations.md) ---
 # Seconds after which a dial whose carrier never answered (a timeout, a worker that died

@@ -39,6 +39,7 @@ urlpatterns = [
     path("v2/", include("tools_app.urls")),
     path("v2/", include("knowledge_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
+    path("voice/", include("agent_app.phone_urls")),
     path("api/voice/agent/", include("agent_app.urls")),
     path("api/voice/", include("speech_app.module_urls")),
     path("widget/", include("leads_app.widget_urls")),

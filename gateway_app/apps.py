@@ -8,3 +8,9 @@ class GatewayAppConfig(AppConfig):
 
     def ready(self):
         from gateway_app import checks, schema  # noqa: F401 - registers the settings checks, the OpenAPI scheme
+        from gateway_app.services import lane_usage_add
+        from registry_app.lanes.outcomes import register_usage_recorder
+
+        # Every lane's use is counted here, also a remote speech lane's that render,
+        # transcription or the agent called through speech_app (below the gateway).
+        register_usage_recorder(lane_usage_add)

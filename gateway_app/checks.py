@@ -2,7 +2,7 @@
 from django.conf import settings
 from django.core.checks import Error, register
 
-from gateway_app.config import GATEWAY_MODES, LANE_MODES
+from registry_app.lanes.config import GATEWAY_MODES, LANE_MODES
 
 
 @register()

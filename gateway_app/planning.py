@@ -28,15 +28,16 @@ from functools import partial
 
 from django.conf import settings
 
-from gateway_app.config import LANE_MODES, gateway_mode, lane_setting, lane_variable
-from gateway_app.cost import Measures, lane_cost
-from gateway_app.failover import Step
 from gateway_app.providers.chat_api import ChatResult, chat_completion, chat_turn, prompt_token_bound, token_bound
 from gateway_app.providers.cli import run_command
 from gateway_app.providers.mock import mock_answer, mock_policy, mock_turn
 from gateway_app.turns import LaneEnd, TextDelta, request_token_bound
 from registry_app import snapshot
-from registry_app.routing import price_group, route, sort_key
+from registry_app.lanes.config import LANE_MODES, gateway_mode, lane_setting, lane_variable
+from registry_app.lanes.cost import Measures, lane_cost
+from registry_app.lanes.failover import Step
+from registry_app.lanes.plans import api_target, budget_skip, http_url, lane_model, ordered_lanes
+from registry_app.routing import route
 from registry_app.snapshot import SnapshotLane
 
 GATEWAY_PATH = "/v1/agent"
@@ -61,10 +62,6 @@ class ChatQuery:
     capability: str = "chat"
 
 
-def http_url(text):
-    return isinstance(text, str) and text.startswith(("http://", "https://"))
-
-
 def is_gateway_mock(lane):
     return lane.entry.get("endpoint") == GATEWAY_PATH or (lane.entry.get("params") or {}).get("model") == "mock"
 
@@ -83,25 +80,6 @@ def chat_lane_mode(lane):
     if gateway_mode() == "mock":
         return "mock"
     return "api" if http_url(lane.entry.get("endpoint")) else None
-
-
-def ordered_lanes(route_):
-    """[(lane, cooldown reason or None)]: the candidates and the lanes in a cooldown
-    (reported as skipped), zero-euro lanes first, each group in the router's order."""
-    lanes = [(candidate.lane, None) for candidate in route_.candidates]
-    lanes += [(exclusion.lane, exclusion.reason) for exclusion in route_.excluded if exclusion.code == "cooldown"]
-    return sorted(lanes, key=lambda item: (price_group(item[0].eur), sort_key(item[0])))
-
-
-def budget_skip(lane, estimate, max_eur, worst_case=""):
-    """(outcome, detail) when a lane's price rules it out, else (). `worst_case` says
-    what the estimate counts."""
-    group = price_group(lane.eur)
-    if group == 2:
-        return ("price_unknown", "price unknown (eur null): the gateway cannot keep a budget with it")
-    if group == 1 and estimate > max_eur:
-        return ("over_budget", f"worst case {estimate:.6f} EUR{worst_case} exceeds max_eur {max_eur:g}")
-    return ()
 
 
 def answer_token_cap(mode):
@@ -124,12 +102,6 @@ def _cli_call(command, query, timeout):
                       output_tokens=token_bound(text))
 
 
-def lane_model(lane):
-    params = lane.entry.get("params") or {}
-    models = params.get("models") or []
-    return lane_setting(lane.id, "MODEL") or params.get("model") or (models[0] if models else lane.id)
-
-
 def chat_step(lane, cooldown, query, max_eur):
     mode = chat_lane_mode(lane)
     if cooldown:
@@ -150,12 +122,9 @@ def chat_step(lane, cooldown, query, max_eur):
         if not command:
             return Step(lane, mode, skip=("unavailable", f"no command: set {lane_variable(lane.id, 'CMD')}"))
         return Step(lane, mode, call=partial(_cli_call, command, query), estimate_eur=estimate)
-    endpoint = lane_setting(lane.id, "ENDPOINT") or lane.entry.get("endpoint")
-    if not http_url(endpoint):
-        return Step(lane, mode, skip=("unavailable", f"no HTTP endpoint: set {lane_variable(lane.id, 'ENDPOINT')}"))
-    key = lane_setting(lane.id, "KEY")
-    if lane.hosting == "api" and not key:  # a hosted third-party API: bearer key (§5)
-        return Step(lane, mode, skip=("no_key", f"no key: set {lane_variable(lane.id, 'KEY')}"))
+    endpoint, key, unreachable = api_target(lane)
+    if unreachable:
+        return Step(lane, mode, skip=unreachable)
 
     def call(timeout):
         return chat_completion(endpoint=endpoint, key=key, model=lane_model(lane), prompt=query.prompt,
@@ -248,12 +217,9 @@ def turn_step(lane, unusable, request, max_eur):
         if not command:
             return Step(lane, mode, skip=("unavailable", f"no command: set {lane_variable(lane.id, 'CMD')}"))
         return Step(lane, mode, call=partial(_cli_turn, command, request), estimate_eur=estimate)
-    endpoint = lane_setting(lane.id, "ENDPOINT") or lane.entry.get("endpoint")
-    if not http_url(endpoint):
-        return Step(lane, mode, skip=("unavailable", f"no HTTP endpoint: set {lane_variable(lane.id, 'ENDPOINT')}"))
-    key = lane_setting(lane.id, "KEY")
-    if lane.hosting == "api" and not key:
-        return Step(lane, mode, skip=("no_key", f"no key: set {lane_variable(lane.id, 'KEY')}"))
+    endpoint, key, unreachable = api_target(lane)
+    if unreachable:
+        return Step(lane, mode, skip=unreachable)
 
     def call(first_by, ends_by, cancel):
         return chat_turn(endpoint=endpoint, key=key, model=lane_model(lane), request=request, stream=lane.streaming,

@@ -6,13 +6,13 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from console.engines import engine_probes, lane_status
-from gateway_app.config import gateway_mode
-from gateway_app.cost import Measures
-from gateway_app.failover import Step
 from gateway_app.models import LaneUsage
-from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step, ordered_lanes
-from gateway_app.voice import BUILTIN_LOCAL_LANES, hosted_step, is_local
+from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step
+from registry_app.lanes.config import gateway_mode
+from registry_app.lanes.failover import Step
+from registry_app.lanes.plans import budget_skip, ordered_lanes
 from registry_app.routing import active_cooldowns, price_group, route
+from speech_app.lanes import BUILTIN_LOCAL_LANES, stt_plan, tts_plan
 
 PRICE_NAMES = ("zero-euro", "paid", "unknown")
 
@@ -42,25 +42,24 @@ def _never_called(*args: Any) -> NoReturn:
 
 
 def voice_lane_states(capability: str) -> list[dict[str, Any]]:
-    """[state] of each tts or stt lane: the local ones usable when an engine of this
-    process serves them now, the hosted ones when they have an endpoint and a key."""
+    """[state] of each tts or stt lane, as /v1/speak and /v1/transcribe would plan them
+    (any language, any budget): the local ones usable when an engine of this process
+    serves them now, the remote ones when they can be called (an HTTP endpoint, and a
+    key where the lane is a hosted API)."""
     engines = engine_probes.statuses()
-    routed = route(capability)
-    listed = ordered_lanes(routed)
-    builtin = BUILTIN_LOCAL_LANES[capability]
-    if not any(is_local(lane) for lane, _ in listed):
-        listed.insert(0, (builtin, None))
+    plan = (tts_plan if capability == "tts" else stt_plan)(None, always_local=False)
     steps = []
-    for lane, cooldown in listed:
-        if cooldown:
-            steps.append(Step(lane, "local" if is_local(lane) else "api", skip=("cooldown", cooldown)))
-        elif not is_local(lane):
-            steps.append(hosted_step(lane, Measures(), float("inf"), _never_called))
-        elif (any(engine.usable_now for engine in engines if engine.kind == capability) if lane is builtin
-              else lane_status(lane, engines)["usableNow"]):
-            steps.append(Step(lane, "local", call=_never_called))
+    for item in plan.lanes:
+        if item.skip:
+            steps.append(Step(item.lane, item.mode, skip=item.skip))
+        elif item.mode == "api":
+            skip = budget_skip(item.lane, 0.0, float("inf"))  # price unknown: never called
+            steps.append(Step(item.lane, "api", skip=skip, call=None if skip else _never_called))
+        elif (any(engine.usable_now for engine in engines if engine.kind == capability)
+              if item.lane is BUILTIN_LOCAL_LANES[capability] else lane_status(item.lane, engines)["usableNow"]):
+            steps.append(Step(item.lane, "local", call=_never_called))
         else:
-            steps.append(Step(lane, "local", skip=("unavailable", "no engine of this process can serve it now")))
+            steps.append(Step(item.lane, "local", skip=("unavailable", "no engine of this process can serve it now")))
     return [_lane_state(step) for step in steps]
 
 

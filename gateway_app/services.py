@@ -13,13 +13,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from console.errors import ValidationFailed
-from gateway_app.cost import Measures, lane_cost
 from gateway_app.errors import AnswerInterrupted, AudioTooLong, NoLaneAnswered, OverBudget
-from gateway_app.failover import MIN_ATTEMPT_SECONDS, Answer, Attempt, LaneFailure, Step, ms_since, run_steps, why_paid
-from gateway_app.failover import logger as paid_logger
 from gateway_app.models import LaneUsage
 from gateway_app.planning import TURN_CAPABILITIES, ChatQuery, chat_steps, turn_lanes, turn_steps
-from gateway_app.providers.http import Cancel
 from gateway_app.roles import role_named
 from gateway_app.turns import (
     ChatDone,
@@ -31,11 +27,22 @@ from gateway_app.turns import (
     request_token_bound,
     token_bound,
 )
-from gateway_app.voice import hosted_speak, hosted_transcribe, voice_steps
-from registry_app.routing import lane_state
-from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from gateway_app.voice import speak_steps, transcribe_steps_for
+from registry_app.lanes.cost import Measures, lane_cost
+from registry_app.lanes.failover import (
+    MIN_ATTEMPT_SECONDS,
+    Answer,
+    Attempt,
+    LaneFailure,
+    Step,
+    ms_since,
+    run_steps,
+    why_paid,
+)
+from registry_app.lanes.failover import logger as paid_logger
+from registry_app.lanes.http import Cancel
+from registry_app.lanes.outcomes import record_failure, record_success
 from registry_app.snapshot import SnapshotLane
-from speech_app import services as speech
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import EmptyAudio
 
@@ -100,20 +107,6 @@ def lane_usage_add(*, lane: SnapshotLane, mode: str, day: dt.date | None = None,
         _increment(day, lane.id, mode, counts)
 
 
-def _record_failure(step: Step, failure: LaneFailure) -> None:
-    if failure.cools_down:
-        seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
-        lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
-    lane_usage_add(lane=step.lane, mode=step.mode, failures=1)
-
-
-def _record_success(step: Step, cost: float, **counts: Any) -> None:
-    lane_usage_add(lane=step.lane, mode=step.mode, requests=1, eur=Decimal(f"{cost:.6f}"), **counts)
-    # The lane answered: its failures in a row start from zero (a cooldown that has ended goes).
-    if step.lane.id in lane_state().cooldowns:
-        lane_cooldown_clear(lane_id=step.lane.id)
-
-
 # Why a lane is not used that stays so for this request, however often it is sent.
 LASTING_OUTCOMES = frozenset({"over_budget", "price_unknown", "no_key", "unavailable"})
 
@@ -140,7 +133,7 @@ def answer_through(steps: Sequence[Step], *, max_eur: float, what: str) -> Answe
     stood in the way, else NoLaneAnswered, with every attempt."""
     deadline = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
     answer = run_steps(steps, deadline=deadline, attempt_timeout=settings.GATEWAY_TIMEOUT_SEC, max_eur=max_eur,
-                       on_failure=_record_failure)
+                       on_failure=record_failure)
     if answer.step is None:
         raise _no_answer(steps, answer.attempts, max_eur=max_eur, what=what)
     return answer
@@ -173,7 +166,7 @@ def gateway_prompt_answer(*, query: ChatQuery, max_eur: float | None = None, min
     # Simulated lanes spend nothing, whatever their price.
     cost = 0.0 if step.mode == "mock" else lane_cost(step.lane, Measures(tokens=result.input_tokens
                                                                           + result.output_tokens))
-    _record_success(step, cost, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
+    record_success(step, cost, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
     return GatewayAnswer(result=result, lane=step.lane.id, mode=step.mode, attempts=answer.attempts, cost_eur=cost,
                          fallback=step.fallback)
 
@@ -277,9 +270,9 @@ class ChatStream:
                          else min(self._output_bytes, self._request.max_tokens))
         cost = 0.0 if step.mode == "mock" else lane_cost(step.lane, Measures(tokens=input_tokens + output_tokens))
         if failure is None:
-            _record_success(step, cost, input_tokens=input_tokens, output_tokens=output_tokens)
+            record_success(step, cost, input_tokens=input_tokens, output_tokens=output_tokens)
         else:
-            _record_failure(step, failure)
+            record_failure(step, failure)
             lane_usage_add(lane=step.lane, mode=step.mode, input_tokens=input_tokens, output_tokens=output_tokens,
                            eur=Decimal(f"{cost:.6f}"))
         return input_tokens, output_tokens, cost
@@ -345,7 +338,7 @@ class ChatStream:
                 return True
             if not emitted:
                 attempts.append(Attempt(step.lane.id, failure.outcome, ms_since(started), step.mode, failure.detail))
-                _record_failure(step, failure)
+                record_failure(step, failure)
                 return False
             self._count(None, None, failure=failure)
             raise AnswerInterrupted(
@@ -414,70 +407,39 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                       ends_by=time.monotonic() + seconds, whole=not stream)
 
 
-def _voice_answer(capability: str, *, measures: Measures, max_eur: float | None, local_call: Callable[[], Any],
-                  hosted_call: Callable[..., Any], language: str | None) -> tuple[Answer, float]:
-    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
-    steps = voice_steps(capability, language=language, measures=measures, max_eur=max_eur, local_call=local_call,
-                        hosted_call=hosted_call)
-    answer = answer_through(steps, max_eur=max_eur, what=capability)
-    cost = lane_cost(answer.step.lane, measures)
-    return answer, cost
-
-
 def gateway_speak(*, text: str, voice: str | None = None, language: str | None = None,
                   max_eur: float | None = None) -> GatewayAnswer:
     """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
-    if voice is None and language is not None:
-        voice = language  # eSpeak NG names its voices by language
-    language = language or (voice or settings.SPEECH_DEFAULT_VOICE).partition("+")[0]
-    measures = Measures(characters=len(text))
-    answer, cost = _voice_answer("tts", measures=measures, max_eur=max_eur, language=language,
-                                 local_call=lambda: speech.speech_render(text=text, voice=voice)[0],
-                                 hosted_call=hosted_speak(text, voice or language))
-    rendered = answer.result
-    _record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
+    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
+    answer = answer_through(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur),
+                            max_eur=max_eur, what="tts")
+    rendered, _ = answer.result
+    cost = lane_cost(answer.step.lane, Measures(characters=len(text)))
+    record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
     return GatewayAnswer(result=rendered, lane=answer.step.lane.id, mode=answer.step.mode, attempts=answer.attempts,
                          cost_eur=cost)
 
 
-@dataclass(frozen=True)
-class HeardText:
-    """What a hosted speech API heard, shaped like the speech module's Transcript."""
-
-    text: str
-    duration_sec: float
-    engine: str
-    model: str
-    language: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {"text": self.text, "words": [], "durationSec": round(self.duration_sec, 2), "engine": self.engine,
-                "model": self.model, "language": self.language}
-
-
 def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: float | None = None,
                        phrases: list[str] | None = None) -> GatewayAnswer:
-    """POST /v1/transcribe: a GatewayAnswer whose result has `as_json()` (the transcript).
+    """POST /v1/transcribe: a GatewayAnswer whose result is the Transcript.
 
     The audio is decoded once up front: undecodable or over-long audio is refused
-    before any lane is asked, and its length prices the hosted lanes."""
+    before any lane is asked, and its length prices the paid lanes."""
     language = language or "de"
+    max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     if not audio:
         raise EmptyAudio()
-    seconds = decode_to_pcm(audio).duration_sec
+    decoded = decode_to_pcm(audio)
+    seconds = decoded.duration_sec
     if seconds > settings.GATEWAY_MAX_AUDIO_SEC:
         raise AudioTooLong(f"The audio is {seconds:.1f} s long; the voice gateway transcribes at most "
                            f"{settings.GATEWAY_MAX_AUDIO_SEC:g} s per request.",
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
-    measures = Measures(audio_seconds=seconds)
-
-    def hosted(endpoint: str, key: str, model: str, timeout: float) -> HeardText:
-        text = hosted_transcribe(audio, language)(endpoint, key, model, timeout)
-        return HeardText(text=text, duration_sec=seconds, engine="api", model=model, language=language)
-
-    answer, cost = _voice_answer("stt", measures=measures, max_eur=max_eur, language=language,
-                                 local_call=lambda: speech.audio_transcribe(audio=audio, language=language, phrases=phrases),
-                                 hosted_call=hosted)
-    _record_success(answer.step, cost, audio_seconds=seconds)
+    steps = transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None, seconds=seconds,
+                                 max_eur=max_eur)
+    answer = answer_through(steps, max_eur=max_eur, what="stt")
+    cost = lane_cost(answer.step.lane, Measures(audio_seconds=seconds))
+    record_success(answer.step, cost, audio_seconds=seconds)
     return GatewayAnswer(result=answer.result, lane=answer.step.lane.id, mode=answer.step.mode,
                          attempts=answer.attempts, cost_eur=cost)

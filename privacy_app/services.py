@@ -16,6 +16,7 @@ from calls_app import redaction
 from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, SimDial, TranscriptEntry
+from calls_app.recordings import recordings_delete
 from calls_app.services import call_tool_notes_erase
 from campaigns_app.models import BlockedNumber, CampaignContact
 from campaigns_app.services import number_erase as campaigns_number_erase
@@ -160,6 +161,7 @@ def _expire_deliveries(tenant: Tenant, now: datetime, retention: RetentionSettin
 def _expire_recordings(tenant: Tenant, cutoff: datetime, counts: dict[str, int]) -> None:
     old = Call.objects.for_tenant(tenant).filter(created_at__lt=cutoff)
     with_links = old.exclude(recording_url="")
+    recordings_delete(calls=with_links)  # our own recordings' files go with their links
     counts["callsRedacted"] += with_links.filter(redacted=False).update(redacted=True)
     counts["recordingLinks"] = with_links.update(recording_url="")
     ends = list(selectors.events_of_calls(old).filter(type="call.ended").exclude(data__recordingUrl="")
@@ -306,6 +308,7 @@ def _erase_calls(call_ids: list[str], e164: str, pseudonym: str, counts: dict[st
     if e164:
         calls.filter(from_e164=e164).update(from_e164=pseudonym)
         calls.filter(to_e164=e164).update(to_e164=pseudonym)
+    recordings_delete(calls=calls)  # our own recordings' files go with their links
     counts["recordingLinks"] = calls.exclude(recording_url="").update(recording_url="")
     calls.update(redacted=True)
     counts["transcriptLines"] = _deleted(TranscriptEntry.objects.filter(call_id__in=call_ids))

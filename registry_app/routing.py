@@ -39,6 +39,8 @@ DEGRADED_AFTER_FAILURES = 2
 LANE_STATE_SECONDS = 1.0
 ZERO_EURO_SOURCE = {"self-hosted": "self-hosted", "subscription": "subscription"}
 PRICE_GROUP_NAMES = ("zero-euro", "paid per use", "unknown price")
+# route(current=…) not given: the route reads the current snapshot itself.
+UNREAD = object()
 
 
 @dataclass(frozen=True)
@@ -250,14 +252,17 @@ def _state_key(failures, cooldowns):
 
 
 def route(capability, *, language=None, streaming=False, min_quality=None, max_latency=None, allow_paid=True,
-          now=None):
+          now=None, current=UNREAD):
     """The Route of `capability` on the current registry version (empty without one).
 
     `excluded` lists the lanes of an unusable status first (document order), then
     the usable ones that fail a condition (routing order). A route is computed once
     per version, query and set of degraded lanes and cooldowns, then served from memory.
+    `current`: the snapshot the caller read a moment ago (registry_app.snapshot.current(),
+    None without a registry), which spares the query for it.
     """
-    current = registry_snapshot.current()
+    if current is UNREAD:
+        current = registry_snapshot.current()
     if current is None:
         return Route(capability=capability, version=None, candidates=(), excluded=())
     if capability in current.by_capability:

@@ -1,17 +1,42 @@
-"""Speaking texts as MP3 and transcribing audio: the services other apps call."""
+"""Speaking texts as MP3 and transcribing audio: the services other apps call.
+
+Both go through the registry's lanes (speech_app.lanes): the engines of this process,
+and remote speech servers in `api` mode that speak the OpenAI audio API, in the cost
+policy's order, with failover, cooldowns and the local engines as the fallback.
+Without a remote lane to call they are the local engines, exactly as before.
+"""
 import base64
 import binascii
 import hashlib
 import json
+import time
+from typing import cast
 
-from console.engines import local_engine_id
-from registry_app.routing import route
+from django.conf import settings
+
+from console.engines import SPEECH_MODULE_ENDPOINTS, local_engine_id
+from registry_app import snapshot as registry_snapshot
+from registry_app.lanes.cost import Measures
+from registry_app.lanes.failover import Step
+from registry_app.routing import UNREAD, USABLE_STATUSES, Route, route
+from registry_app.snapshot import Snapshot
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
 from speech_app.errors import AudioTooLarge, EmptyAudio, InvalidBase64, TextTooLong
+from speech_app.lanes import (
+    LaneRecognizer,
+    LaneSynthesizer,
+    SpeechPlan,
+    answered,
+    plan_steps,
+    speech_answer,
+    stt_plan,
+    tts_plan,
+)
 from speech_app.piper import piper_voices
 from speech_app.recognition import Recognizer, Transcript
+from speech_app.remote import RemoteSynthesizer
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
@@ -30,16 +55,17 @@ def render_key(text: str, voice: str, engine_version: str) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
-    """The synthesis engine for `voice` in `language`: an operator's Piper voice of that
-    name (PIPER_VOICES), or without a voice the Piper voice named after the language
-    (`de=…onnx` makes it German's voice); else the first lane of the registry's tts
-    route (CONTRACT §7 order) that an engine of this process serves; without a
-    registry, or when no routed lane is served here, the default engine — the engines
-    of this process serve whether or not a registry is loaded (CONTRACT §4)."""
+def local_synthesizer(language: str, voice: str | None = None, routed: Route | None = None) -> Synthesizer:
+    """This process's synthesis engine for `voice` in `language`: an operator's Piper
+    voice of that name (PIPER_VOICES), or without a voice the Piper voice named after
+    the language (`de=…onnx` makes it German's voice); else the first lane of the
+    registry's tts route (`routed`, CONTRACT §7 order) whose engine here speaks the
+    voice (a Piper lane without such a voice is passed over); without a registry, or
+    when no routed lane is served here, the default engine — the engines of this
+    process serve whether or not a registry is loaded (CONTRACT §4)."""
     if (voice or language) in piper_voices():
         return synthesizer(PIPER_SYNTHESIZER)
-    for candidate in route("tts", language=language).candidates:
+    for candidate in (routed or route("tts", language=language)).candidates:
         engine_id = local_engine_id(candidate.lane, SYNTHESIZERS)
         # A routed engine that has no voice for it here (Piper without a voice file for
         # the language) is skipped like a lane no engine here serves.
@@ -48,16 +74,52 @@ def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
     return synthesizer(DEFAULT_SYNTHESIZER)
 
 
-def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio, bool]:
-    """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
+def voice_language(voice: str, current: object = UNREAD) -> tuple[str | None, str]:
+    """(the language a voice speaks, the voice this process's engines speak for it).
 
-    Returns (rendered, from_cache)."""
-    if len(text) > MAX_RENDER_CHARS:
-        raise TextTooLong(f"The text to speak has {len(text)} characters; at most {MAX_RENDER_CHARS} can be "
-                          "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
-    voice = voice or default_voice()
-    # A Piper voice by its name; else the voice's language ("de" of "de+f3") routes.
-    engine = synthesizer_for(voice.partition("+")[0], voice=voice)
+    An operator's Piper voice speaks its file's language; a voice of a remote tts lane
+    (`params.voices` of a usable lane that is not this service's speech module: a
+    speech server's voice) speaks that lane's first language, which this process's
+    engines speak with their own voice for it when they stand in; any other voice is
+    eSpeak NG's, named by its language (`de`, `de+f3`, `en-us`). `current`: the
+    registry snapshot, when read already."""
+    spec = piper_voices().get(voice)
+    if spec is not None:
+        return spec.language or voice, voice
+    snapshot = registry_snapshot.current() if current is UNREAD else cast(Snapshot | None, current)
+    for lane in snapshot.by_capability.get("tts", ()) if snapshot is not None else ():
+        params = lane.entry.get("params") or {}
+        if (lane.status in USABLE_STATUSES and lane.entry.get("endpoint") != SPEECH_MODULE_ENDPOINTS["tts"]
+                and voice in (params.get("voices") or ())):
+            languages = params.get("languages") or []
+            return (languages[0], languages[0]) if languages else (None, default_voice())
+    return voice.partition("+")[0], voice
+
+
+def synthesizer_for(language: str, voice: str | None = None) -> Synthesizer:
+    """The synthesis engine for `voice` (None: the language's) in `language`, the one
+    choice of render, the agent and the voice gateway:
+
+    - when no remote tts lane can be called, this process's engine
+      (local_synthesizer): an operator's Piper voice (PIPER_VOICES) by its name or its
+      language, else the first routed lane whose engine here speaks the voice, else
+      eSpeak NG;
+    - else a LaneSynthesizer that tries the registry's tts lanes in order, remote
+      speech servers among them (they get the German normaliser's spoken text as
+      every engine does), with that same local engine as the fallback."""
+    current = registry_snapshot.current()
+    local_voice = voice_language(voice, current)[1] if voice else language
+    plan = tts_plan(language, voice, current=current)
+    if not plan.calls_remote(settings.GATEWAY_MAX_EUR) and local_voice == (voice or language):
+        return local_synthesizer(language, voice, plan.route)
+    return LaneSynthesizer(plan, local=lambda: local_synthesizer(language, local_voice, plan.route),
+                           local_voice=local_voice)
+
+
+def render_with(engine: Synthesizer, text: str, voice: str) -> tuple[RenderedAudio, bool]:
+    """`text` spoken by `engine` as MP3, from the cache when it was rendered before:
+    (rendered, from_cache). The key names the engine and its voice, so a remote lane's
+    audio and a local engine's never stand in for each other."""
     engine.check_voice(voice)
     key = render_key(text, voice, f"{engine.version}/{ENCODER_VERSION}")
 
@@ -67,6 +129,46 @@ def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio
                              duration_sec=round(speech.duration_sec, 2))
 
     return render_cache().get_or_render(key, render)
+
+
+def render_steps(plan: SpeechPlan, *, text: str, language: str | None, local_voice: str, max_eur: float,
+                 ends_by: float) -> list[Step]:
+    """The Steps of rendering `text` through `plan`, each answering (rendered,
+    from_cache): a remote lane with its voice, each of its requests within the
+    step's time and all of them by `ends_by`; this process's engines with `local_voice`."""
+    def remote(engine: RemoteSynthesizer, timeout: float) -> tuple[RenderedAudio, bool]:
+        return render_with(engine.within(timeout, ends_by), text, engine.voice)
+
+    def local(timeout: float) -> tuple[RenderedAudio, bool]:
+        return render_with(local_synthesizer(language or local_voice, local_voice, plan.route), text, local_voice)
+
+    return plan_steps(plan, measures=Measures(characters=len(text)), max_eur=max_eur, local_call=local,
+                      remote_call=remote)
+
+
+def speech_render(*, text: str, voice: str | None = None) -> tuple[RenderedAudio, bool]:
+    """`text` spoken as MP3 (a RenderedAudio), from the cache when it was rendered before.
+
+    Returns (rendered, from_cache)."""
+    if len(text) > MAX_RENDER_CHARS:
+        raise TextTooLong(f"The text to speak has {len(text)} characters; at most {MAX_RENDER_CHARS} can be "
+                          "rendered in one request.", details={"length": len(text), "maxLength": MAX_RENDER_CHARS})
+    # A Piper voice by its name; a remote lane's voice by its lane; else the voice's
+    # language ("de" of "de+f3") routes.
+    current = registry_snapshot.current()  # read once: the voice's lane and the route
+    language, local_voice = voice_language(voice or default_voice(), current)
+    plan = tts_plan(language, voice, current=current)
+    max_eur = settings.GATEWAY_MAX_EUR
+    if not plan.calls_remote(max_eur):
+        return render_with(local_synthesizer(language or local_voice, local_voice, plan.route), text, local_voice)
+    ends_by = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
+    steps = render_steps(plan, text=text, language=language, local_voice=local_voice, max_eur=max_eur,
+                         ends_by=ends_by)
+    answer = speech_answer("tts", steps, ends_by=ends_by, max_eur=max_eur)
+    rendered, from_cache = answer.result
+    if not from_cache:  # a render from the cache asked no lane
+        answered(answer, Measures(characters=len(text)), characters=len(text), audio_seconds=rendered.duration_sec)
+    return rendered, from_cache
 
 
 def audio_from_base64(value: str) -> bytes:
@@ -84,18 +186,30 @@ def audio_from_base64(value: str) -> bytes:
         raise InvalidBase64() from None
 
 
-def recognizer_for(language: str) -> Recognizer:
-    """The recognition engine for `language` (or "auto"), chosen like synthesis: the
-    first lane of the registry's stt route whose engine runs in this process and
-    serves that language here. Without a registry, or when no routed lane is served
-    here: Vosk for the languages an operator configured in VOSK_MODELS, Whisper for
-    every other language."""
-    for candidate in route("stt", language=None if language == AUTO_LANGUAGE else language).candidates:
+def local_recognizer(language: str, routed: Route | None = None) -> Recognizer:
+    """This process's recognition engine for `language` (or "auto"), chosen like
+    synthesis: the first lane of the registry's stt route (`routed`) whose engine runs
+    in this process and serves that language here. Without a registry, or when no
+    routed lane is served here: Vosk for the languages an operator configured in
+    VOSK_MODELS, Whisper for every other language."""
+    routed = routed or route("stt", language=None if language == AUTO_LANGUAGE else language)
+    for candidate in routed.candidates:
         engine_id = local_engine_id(candidate.lane, RECOGNIZERS)
         if engine_id is not None and recognizer(engine_id).serves(language):
             return recognizer(engine_id)
     vosk = recognizer("vosk")
     return vosk if vosk.serves(language) else recognizer()
+
+
+def recognizer_for(language: str) -> Recognizer:
+    """The recognition engine for `language` (or "auto"): this process's
+    (local_recognizer) when no remote lane can be called, else a LaneRecognizer that
+    tries the registry's stt lanes in order, remote speech servers among them, with
+    this process's engines as the fallback."""
+    plan = stt_plan(language)
+    if not plan.calls_remote(settings.GATEWAY_MAX_EUR):
+        return local_recognizer(language, plan.route)
+    return LaneRecognizer(plan, local=lambda: local_recognizer(language, plan.route))
 
 
 def audio_transcribe(*, audio: bytes, language: str | None = None, default_language: str = DEFAULT_LANGUAGE,
@@ -106,7 +220,8 @@ def audio_transcribe(*, audio: bytes, language: str | None = None, default_langu
     Client mistakes are reported before the server's state: a malformed language,
     empty, oversized or undecodable audio answer the same with or without a model;
     a missing model (503) only for audio that could be recognised. Recognition runs
-    against a deadline derived from the audio's length (503 `stt_busy` past it)."""
+    against a deadline derived from the audio's length (503 `stt_busy` past it),
+    whichever lane does it."""
     language = checked_language(language, default=default_language)
     if not audio:
         raise EmptyAudio()

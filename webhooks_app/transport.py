@@ -74,7 +74,9 @@ def post(url, *, body, headers, timeout, allow_private, read_limit=MAX_READ):
             response = connection.getresponse()
             content = response.read(read_limit)
         except (OSError, http.client.HTTPException) as exc:
-            if timed_out():
+            # The socket's own timeout may fire before the deadline's timer thread on a
+            # loaded machine: both mean the answer did not come in time.
+            if timed_out() or isinstance(exc, TimeoutError):
                 return Result(None, f"no complete answer within {timeout:g} s")
             return Result(None, f"no valid answer: {exc.__class__.__name__}")
         finally:

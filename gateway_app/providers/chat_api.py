@@ -25,8 +25,6 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from gateway_app.failover import LaneFailure
-from gateway_app.providers import http
 from gateway_app.turns import (
     MAX_TOOL_CALLS,
     TEMPLATE_TOKENS,
@@ -36,6 +34,8 @@ from gateway_app.turns import (
     normal_finish,
     token_bound,
 )
+from registry_app.lanes import http
+from registry_app.lanes.failover import LaneFailure
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 
-from gateway_app.failover import LaneFailure
+from registry_app.lanes.failover import LaneFailure
 
 _ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL")
 

@@ -16,6 +16,7 @@ from agent_app.audio import WireFormat
 from tests.gateway_app.conftest import chat_server, refused_url  # noqa: F401 - the fake model lanes' fixtures
 from tests.ports import worker_ports
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
+from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
 
 PORTS = worker_ports(range(18500, 18600))  # this xdist worker's share
 FRAME_SEC = 0.1
@@ -184,3 +185,72 @@ def booked_calls(monkeypatch):
     monkeypatch.setattr(session, "_end_call", book_and_tell)
     monkeypatch.setattr(consumer, "_end_call", book_and_tell)
     return booked
+
+
+# --- Phone calls (tests/agent_app/phone.py has the fake carriers) ----------------------------
+
+@pytest.fixture
+def fake_twilio():
+    from tests.agent_app.phone import FakeTwilioRest
+
+    server = FakeTwilioRest()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def twilio_carrier(transactional_db, fake_twilio):
+    """A twilio carrier whose REST API is the fake one on loopback."""
+    from calls_app.services import carrier_create
+    from tests.agent_app.phone import ACCOUNT, TOKEN
+
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
+                                api_base=fake_twilio.base)
+    return carrier
+
+
+@pytest.fixture
+def called_number(tenant_a):
+    from console.numbers.services import number_create
+    from tests.agent_app.phone import CALLED
+
+    return number_create(tenant=tenant_a, e164=CALLED)
+
+
+class AudioSocketServer:
+    """`manage.py audiosocket`'s listener in a thread of the test process (the test's
+    settings and database apply), listening before the thread starts."""
+
+    def __init__(self):
+        from agent_app.audiosocket import serve
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.loop = asyncio.new_event_loop()
+        self.task = None
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.task = self.loop.create_task(serve(sock=self.sock))
+            try:
+                self.loop.run_until_complete(self.task)
+            except (asyncio.CancelledError, Exception):
+                pass
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(lambda: self.task and self.task.cancel())
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+
+@pytest.fixture
+def audiosocket(transactional_db, settings):
+    settings.AGENT_STT_DEADLINE_SEC = 120
+    server = AudioSocketServer()
+    yield server
+    server.stop()

@@ -91,6 +91,17 @@ def test_a_callback_and_a_transfer_are_the_outcome(tenant_a, assistant, django_c
     assert found.success is True
 
 
+def test_a_phone_call_handed_over_without_the_tool_is_transferred_too(tenant_a, assistant,
+                                                                      django_capture_on_commit_callbacks):
+    def handed_over(call):
+        Call.objects.filter(pk=call.pk).update(transferred_to="+4930901829")
+
+    call = conversation(tenant_a, assistant, LINES, then=handed_over, capture=django_capture_on_commit_callbacks)
+    found = CallAnalysis.objects.get(call=call)
+    assert found.outcome == ["transferred"]
+    assert "+4930901829" not in found.summary and "weitergeleitet" in found.summary  # the number masked
+
+
 def test_structured_data_that_does_not_fit_is_recorded_invalid(tenant_a, assistant,
                                                                django_capture_on_commit_callbacks):
     assistant.analysis_schema = {"type": "object", "properties": {"kundenname": {"type": "string"}},

@@ -6,7 +6,7 @@ import threading
 
 from django.db import connection
 
-from calls_app import services
+from calls_app import carrier_events, services
 from calls_app.models import CarrierEvent, TranscriptEntry
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header
@@ -37,7 +37,7 @@ def test_a_pending_event_committing_during_call_started_is_still_applied(transac
     # The transcript line decides "pending" and then waits, uncommitted, while
     # call.started runs in another worker.
     decided, go_on = threading.Event(), threading.Event()
-    original_apply = services._apply
+    original_apply = carrier_events._apply
 
     def apply_then_wait(carrier, event):
         outcome = original_apply(carrier, event)
@@ -46,7 +46,7 @@ def test_a_pending_event_committing_during_call_started_is_still_applied(transac
             go_on.wait(timeout=30)
         return outcome
 
-    monkeypatch.setattr(services, "_apply", apply_then_wait)
+    monkeypatch.setattr(carrier_events, "_apply", apply_then_wait)
     states = {}
     first = threading.Thread(target=lambda: states.update(line=receive(secret, line)))
     second = threading.Thread(target=lambda: states.update(started=receive(secret, started)))

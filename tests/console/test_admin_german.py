@@ -43,7 +43,7 @@ SAME_IN_GERMAN = {
     # django-q2's own words that German keeps
     "minuten",
     # names of audio encodings
-    "pcm s16le", "μ-law",
+    "pcm s16le", "μ-law", "a-law",
     # a campaign's purposes and document types, words German uses as they are
     "service", "marketing", "pdf", "markdown",
     # the federal states (a tenant's `state`), named in German already

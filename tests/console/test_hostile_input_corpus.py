@@ -9,11 +9,12 @@ a 5xx; bodies nested too deeply are 400 `malformed_json`, NUL and lone surrogate
 below fails the test, so a new endpoint cannot be left out."""
 import base64
 import json
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from twilio.request_validator import RequestValidator
 
 from calls_app.models import Call
 from calls_app.services import carrier_create
@@ -36,6 +37,10 @@ PREFIXES = ("v2/", "voice/", "api/voice/")
 BODY_METHODS = ("post", "put", "patch")
 HOSTILE = "__hostile__"
 CARRIER = "corpuscarrier"
+# The phone carriers: requests to their webhooks are signed (Twilio) or carry the
+# carrier's secret (Asterisk), so that the hostile input reaches the views behind.
+TWILIO_CARRIER, TWILIO_TOKEN, ASTERISK_CARRIER = "corpustwilio", "corpus-auth-token", "corpusasterisk"
+CALLED = "+493055500777"
 
 
 def _routes():
@@ -123,6 +128,14 @@ def templates(objects):
         ("v2/^tools/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keepPrevious": False},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
+        # A Twilio-compatible carrier posts forms (signed by the Runner); Asterisk's CURL() too,
+        # but its registration takes JSON as well.
+        ("voice/twilio/<str:carrier_id>/incoming", "post"): urlencode({
+            "CallSid": "CAcorpus0001", "AccountSid": "AC" + "0" * 32, "From": "+491711234567", "To": CALLED,
+            "CallStatus": "ringing", "Direction": "inbound"}).encode(),
+        ("voice/twilio/<str:carrier_id>/status", "post"): urlencode({
+            "CallSid": "CAcorpus0001", "CallStatus": "completed", "CallDuration": "12"}).encode(),
+        ("voice/asterisk/<str:carrier_id>/calls", "post"): {"from": "+491711234567", "to": CALLED},
         ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
                                      "window": {"mon": {"start": "09:00", "end": "18:00"}}},
         ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
@@ -157,6 +170,12 @@ def path_values(objects):
         "v2/^blocklist/(?P<pk>[^/]+)$": {"pk": objects["blocked"]},
         "v2/^tools/(?P<pk>[^/]+)$": {"pk": objects["tool"]},
         "v2/^tools/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["tool"]},
+        "voice/twilio/<str:carrier_id>/incoming": {"carrier_id": TWILIO_CARRIER},
+        "voice/twilio/<str:carrier_id>/status": {"carrier_id": TWILIO_CARRIER},
+        "voice/asterisk/<str:carrier_id>/calls": {"carrier_id": ASTERISK_CARRIER},
+        "voice/asterisk/<str:carrier_id>/calls/<str:call_uuid>/transfer": {
+            "carrier_id": ASTERISK_CARRIER, "call_uuid": "5f0c3d9e-2a41-4c3b-9d8e-0a1b2c3d4e5f"},
+        "voice/recordings/<str:call_id>.mp3": {"call_id": objects["call"]},
     }
 
 
@@ -198,7 +217,10 @@ WHOLE_BODIES = {
     "3 MB": (json.dumps({"x": "y" * 3_000_000}), None),
 }
 
-SUCCESS_TYPES = ("application/json", "audio/mpeg", "text/csv", "application/vnd.oai.openapi", "application/vnd.oai.openapi+json")
+SUCCESS_TYPES = ("application/json", "audio/mpeg", "text/csv", "application/vnd.oai.openapi",
+                 "application/vnd.oai.openapi+json",
+                 # the phone webhooks' documented answers: TwiML, an Asterisk call's UUID or transfer target
+                 "text/xml", "text/plain")
 # Routes that read no input and take long to answer (the OpenAPI document is built per
 # request) get fewer query and header variants, not every combination.
 LIGHT = {"v2/schema", "v2/docs"}
@@ -270,7 +292,9 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
     tenant_a.minute_cap, tenant_a.lead_rate_limit = 1_000_000, 1_000_000
     tenant_a.save()
     carrier, secret = carrier_create(carrier_id=CARRIER)
-    number_create(tenant=tenant_a, e164="+493055500777")
+    carrier_create(carrier_id=TWILIO_CARRIER, kind="twilio", account_sid="AC" + "0" * 32, auth_token=TWILIO_TOKEN)
+    _, asterisk_secret = carrier_create(carrier_id=ASTERISK_CARRIER, kind="asterisk")
+    number_create(tenant=tenant_a, e164=CALLED)
     document = json.loads(SHIPPED_DOCUMENT.read_text(encoding="utf-8"))
     registry_load(document=document, loaded_by="corpus")
     call = Call.objects.create(tenant=tenant_a, carrier=carrier, carrier_call_id="CA-corpus", direction="inbound",
@@ -294,7 +318,7 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "knowledge": knowledge_document_create(tenant=tenant_a, title="FAQ", content_type="text/markdown",
                                                text="## Preise\n\nEin Aufmaß kostet 60 Euro.").pk,
     }
-    return {"key": key_a, "secret": secret, "objects": objects}
+    return {"key": key_a, "secret": secret, "asterisk_secret": asterisk_secret, "objects": objects}
 
 
 class Runner:
@@ -308,6 +332,19 @@ class Runner:
             raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
             headers.setdefault("HTTP_X_SIGNATURE", signature_header(self.world["secret"], raw))
         auth = {"HTTP_AUTHORIZATION": f"Bearer {self.world['key']}", "HTTP_X_TENANT": "acme"}
+        if path.startswith("/voice/twilio/"):
+            # A carrier posts its form; the signature covers the URL and the form's fields
+            # (a body that is no form is signed as an empty one).
+            if content_type == "application/octet-stream":
+                content_type = "application/x-www-form-urlencoded"
+            try:
+                form = dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True)) if isinstance(body, bytes) else {}
+            except UnicodeDecodeError:
+                form = {}
+            headers.setdefault("HTTP_X_TWILIO_SIGNATURE",
+                               RequestValidator(TWILIO_TOKEN).compute_signature(f"http://testserver{path}", form))
+        elif path.startswith("/voice/asterisk/"):
+            auth["HTTP_AUTHORIZATION"] = f"Bearer {self.world['asterisk_secret']}"
         content_type = headers.pop("CONTENT_TYPE", content_type)
         data = b"" if body is None else body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
         response = self.client.generic(method.upper(), path, data, content_type=content_type, **{**auth, **headers})

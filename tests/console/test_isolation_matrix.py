@@ -66,7 +66,8 @@ pytestmark = pytest.mark.django_db
 # Routes that hold no tenant's data, by view or by base class, each with its reason.
 NOT_TENANT_BOUND = {
     OpenAPIView: "open by the contract (CONTRACT §1): /health, public leads (tenant in the body, origin and "
-                 "rate checked), the signed carrier webhook, the engines list",
+                 "rate checked), the signed carrier webhook, the engines list; the phone carriers' webhooks "
+                 "(Twilio's signature, an Asterisk carrier's Bearer secret) and a recording's signed link",
     SpectacularAPIView: "the OpenAPI document",
     SpectacularSwaggerView: "the page that renders the OpenAPI document (/v2/docs)",
     RegistryAPIView: "the model hub registry holds no tenant data (any credential, no tenant)",

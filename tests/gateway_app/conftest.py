@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gateway_app.config import lane_variable
 from registry_app import snapshot
 from registry_app.demo import SHIPPED_DOCUMENT
+from registry_app.lanes.config import lane_variable
 from registry_app.services import registry_load
 from tests.conftest import make_client
 

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from gateway_app.failover import LaneFailure
 from gateway_app.providers.cli import run_command
+from registry_app.lanes.failover import LaneFailure
 from tests.gateway_app.conftest import chat_lane, load_lanes
 
 PYTHON = shlex.quote(sys.executable)

@@ -8,14 +8,16 @@ from urllib.parse import quote
 import pytest
 from django.utils import timezone
 
-from gateway_app.cost import Measures
 from gateway_app.models import LaneUsage
 from gateway_app.services import answer_through
-from gateway_app.voice import hosted_transcribe, voice_steps
+from registry_app.lanes.cost import Measures
 from registry_app.models import LaneCooldown
 from registry_app.services import lane_cooldown_start
 from speech_app.decode import decode_to_pcm
 from speech_app.errors import SttUnavailable, UndecodableAudio
+from speech_app.lanes import plan_steps, stt_plan
+from speech_app.remote import wav_from_pcm
+from speech_app.stt import Deadline
 from tests.conftest import error_of
 from tests.gateway_app.conftest import SHIPPED, load_document, load_lanes
 from tests.speech_app.audio_samples import encode, silence
@@ -83,13 +85,17 @@ def test_a_hosted_tts_lane_answers_when_the_local_one_is_cooling_down(gateway, a
     response = speak(gateway, text="Guten Tag", max_eur=0.01)
     assert response.status_code == 200, response.content
     assert (response["X-Gateway-Lane"], response["X-Gateway-Mode"]) == ("tts-azure-de", "api")
-    assert response.content == azure.audio
+    # The lane's audio, encoded as every render is (it answered MP3 though WAV was asked).
+    assert decode_to_pcm(response.content).duration_sec == pytest.approx(decode_to_pcm(azure.audio).duration_sec,
+                                                                         abs=0.1)
     attempts = json.loads(response["X-Gateway-Attempts"])
     assert [(a["lane"], a["outcome"]) for a in attempts] == [("tts-espeak-de", "cooldown"), ("tts-azure-de", "ok")]
     assert float(response["X-Gateway-Cost-Eur"]) == pytest.approx(14.5 * 9 / 1_000_000, abs=1e-6)
     path, headers, sent = azure.requests[0]
     assert headers["Authorization"] == "Bearer az-key"
-    assert sent == {"model": "tts-azure-de", "input": "Guten Tag", "voice": "de", "response_format": "mp3"}
+    # The lane's own voice (params.voices): the request named none.
+    assert sent == {"model": "tts-azure-de", "input": "Guten Tag", "voice": "de-DE-KatjaNeural",
+                    "response_format": "wav"}
 
 
 def test_a_hosted_tts_lane_is_untouched_while_the_local_lane_answers(gateway, azure):
@@ -128,7 +134,8 @@ def test_a_hosted_stt_lane_hears_when_no_local_lane_can(gateway, provider, lane_
     path, headers, sent = fake.requests[0]
     assert headers["Authorization"] == "Bearer dg-key"
     assert headers["Content-Type"].startswith("multipart/form-data; boundary=")
-    assert audio in sent and b'name="language"\r\n\r\nde\r\n' in sent
+    # What was decoded, as 16 kHz mono WAV: one format every server takes.
+    assert wav_from_pcm(silence(3.0)) in sent and b'name="language"\r\n\r\nde\r\n' in sent
 
 
 def test_a_local_engine_that_cannot_serve_moves_on_without_a_cooldown(db, provider, lane_settings):
@@ -136,13 +143,14 @@ def test_a_local_engine_that_cannot_serve_moves_on_without_a_cooldown(db, provid
     load_lanes(lane_of("stt-vosk-de"), dict(lane_of("stt-deepgram"), status="key-ready", endpoint=fake.url))
     lane_settings("stt-deepgram", key="dg-key")
 
-    def no_model():
+    def no_model(timeout):
         raise SttUnavailable("No speech recognition model is installed for 'de'.")
 
-    steps = voice_steps("stt", language="de", measures=Measures(audio_seconds=1.0), max_eur=1, local_call=no_model,
-                        hosted_call=hosted_transcribe(b"RIFF", "de"))
+    steps = plan_steps(stt_plan("de", always_local=False), measures=Measures(audio_seconds=1.0), max_eur=1,
+                       local_call=no_model, remote_call=lambda engine, timeout: engine.transcribe(
+                           silence(1.0), language="de", deadline=Deadline(timeout)))
     answer = answer_through(steps, max_eur=1, what="stt")
-    assert answer.result == "Hallo"
+    assert answer.result.text == "Hallo"
     assert [(a.lane, a.outcome, a.detail) for a in answer.attempts] == [
         ("stt-vosk-de", "unavailable", "No speech recognition model is installed for 'de'."),
         ("stt-deepgram", "ok", "")]
@@ -154,11 +162,11 @@ def test_a_client_mistake_found_by_a_local_engine_ends_the_request(db, provider,
     load_lanes(lane_of("stt-vosk-de"), dict(lane_of("stt-deepgram"), status="key-ready", endpoint=fake.url))
     lane_settings("stt-deepgram", key="dg-key")
 
-    def undecodable():
+    def undecodable(timeout):
         raise UndecodableAudio()
 
-    steps = voice_steps("stt", language="de", measures=Measures(), max_eur=1, local_call=undecodable,
-                        hosted_call=hosted_transcribe(b"", "de"))
+    steps = plan_steps(stt_plan("de", always_local=False), measures=Measures(), max_eur=1, local_call=undecodable,
+                       remote_call=lambda engine, timeout: pytest.fail("never called"))
     with pytest.raises(UndecodableAudio):
         answer_through(steps, max_eur=1, what="stt")
     assert fake.requests == []

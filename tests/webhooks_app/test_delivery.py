@@ -345,3 +345,21 @@ def test_a_receiver_that_trickles_its_answer_fails_the_attempt_within_the_timeou
     attempt = Attempt.objects.get()
     assert (attempt.outcome, attempt.error) == ("failed", "no complete answer within 0.5 s")
     assert attempt.duration_ms < 5000
+
+
+def test_a_socket_timeout_before_the_deadline_fires_is_still_no_answer_in_time(monkeypatch):
+    """On a loaded machine the socket's own timeout can beat the deadline's timer thread;
+    the attempt is then a timeout, not a broken answer."""
+    import contextlib
+
+    from webhooks_app import transport
+
+    @contextlib.contextmanager
+    def late_timer(sock, seconds):
+        yield lambda: False  # the timer thread has not run yet
+
+    monkeypatch.setattr(transport.outbound, "deadline", late_timer)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        result = transport.post(f"http://127.0.0.1:{server.getsockname()[1]}/h", body=b"{}", headers={},
+                                timeout=0.3, allow_private=True)
+    assert (result.ok, result.error) == (False, "no complete answer within 0.3 s")

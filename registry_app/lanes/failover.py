@@ -1,11 +1,13 @@
 """Trying lanes in order until one answers, with every attempt reported.
 
-A `Step` is one lane of a plan (gateway_app/planning.py): either a call to make or a
-reason why the lane is skipped (in a cooldown, no key, over budget, …). `run_steps`
-calls them in order within one deadline; a `LaneFailure` moves on to the next step,
-and the failures that say the lane is unwell right now (connection error, timeout,
-5xx, 429) put it in a cooldown, so the next requests skip it. Any other exception
-(a client mistake such as undecodable audio) ends the request as it is.
+A `Step` is one lane of a plan (the gateway's chat plans in gateway_app/planning.py,
+the speech plans in speech_app/lanes.py): either a call to make or a reason why the
+lane is skipped (in a cooldown, no key, over budget, …). `run_steps` calls them in
+order within one deadline; a `LaneFailure` moves on to the next step, and the
+failures that say the lane is unwell right now (connection error, timeout, 5xx, 429)
+put it in a cooldown (`registry_app.lanes.outcomes`), so the next requests skip it.
+Any other exception (a client mistake such as undecodable audio) ends the request as
+it is.
 """
 import logging
 import time
@@ -26,9 +28,12 @@ MIN_ATTEMPT_SECONDS = 0.05
 class LaneFailure(Exception):
     """A lane did not answer. `outcome` is one of the attempt outcomes (docs/api.md)."""
 
-    def __init__(self, outcome, detail, *, retry_after=None):
+    def __init__(self, outcome, detail, *, retry_after=None, error=None):
         super().__init__(f"{outcome}: {detail}")
         self.outcome, self.detail, self.retry_after = outcome, detail, retry_after
+        # The error of this process's engine behind an `unavailable` (stt_unavailable,
+        # stt_busy, …): what a caller answers with when no lane did.
+        self.error = error
 
     @property
     def cools_down(self):
@@ -58,6 +63,10 @@ class Step:
     skip: tuple = ()  # (outcome, detail) of a lane that is not called
     estimate_eur: float = 0.0
     fallback: bool = False  # the cloud agent's fallback to a hosted chat provider
+    # A call that keeps its own time (this process's engines: recognition has its
+    # deadline, synthesis its caps): it gets all the time that is left, and is made
+    # even when none is, so that the local fallback always answers or says why not.
+    own_time: bool = False
 
     @property
     def paid(self):
@@ -91,7 +100,7 @@ def run_steps(steps, *, deadline, attempt_timeout, max_eur, on_failure):
             attempts.append(Attempt(step.lane.id, step.skip[0], 0, step.mode, step.skip[1]))
             continue
         left = deadline - time.monotonic()
-        if left < MIN_ATTEMPT_SECONDS:
+        if left < MIN_ATTEMPT_SECONDS and not step.own_time:
             attempts.append(Attempt(step.lane.id, "deadline", 0, step.mode,
                                     "not tried: the request's time was used up by the lanes before"))
             continue
@@ -99,7 +108,7 @@ def run_steps(steps, *, deadline, attempt_timeout, max_eur, on_failure):
             logger.info("paid lane %s used: %s", step.lane.id, why_paid(attempts, step, max_eur))
         started = time.monotonic()
         try:
-            result = step.call(min(attempt_timeout, left))
+            result = step.call(max(left, 0.0) if step.own_time else min(attempt_timeout, left))
         except LaneFailure as failure:
             attempts.append(Attempt(step.lane.id, failure.outcome, ms_since(started), step.mode, failure.detail))
             on_failure(step, failure)

@@ -1,8 +1,10 @@
-"""The gateway's settings, and the per-lane ones named after the lane.
+"""The settings of calling lanes, and the per-lane ones named after the lane.
 
 A lane's own settings are environment variables named after its id in capitals with
 `_` for every other character: `chat-mistral-api` → `GATEWAY_KEY_CHAT_MISTRAL_API`.
-They are collected once at start-up into `settings.GATEWAY_LANE_SETTINGS`.
+They are collected once at start-up into `settings.GATEWAY_LANE_SETTINGS`. They keep
+the gateway's names (it was their first user), and serve the speech lanes that
+speech_app calls too: one key, endpoint and model per lane, whoever calls it.
 """
 import re
 

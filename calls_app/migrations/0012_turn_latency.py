@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('calls_app', '0010_german_labels_of_the_mind'),
+        ('calls_app', '0011_phone_carriers'),
     ]
 
     operations = [

@@ -1,12 +1,14 @@
-"""Bounded HTTP POSTs to a provider, with their failures as LaneFailure outcomes.
+"""Bounded HTTP POSTs to a lane's provider, with their failures as LaneFailure outcomes.
 
-Redirects are not followed (a provider that redirects is misconfigured, and a
-redirect could carry the key elsewhere). Requests to loopback addresses ignore proxy
-variables, so a local provider is really called locally. `post` reads the answer in
-chunks until the attempt's deadline and at most `max_bytes`; `post_stream` hands it
-over line by line as it arrives (a chat lane's server-sent events), with a deadline
-for connecting, one for the first token, one for the whole answer and a limit on the
-quiet time between lines.
+Used by the gateway's chat lanes and by speech_app's remote speech lanes. Redirects
+are not followed (a provider that redirects is misconfigured, and a redirect could
+carry the key elsewhere). Requests to loopback addresses ignore proxy variables, so a
+local provider is really called locally. `post` refuses unread an answer that
+announces more than `max_bytes` (Content-Length); any other is read in chunks until
+the attempt's deadline and refused as soon as it passes `max_bytes`, so a huge answer
+is never held whole. `post_stream` hands the answer over line by line as it arrives
+(a chat lane's server-sent events), with a deadline for connecting, one for the
+first token, one for the whole answer and a limit on the quiet time between lines.
 """
 import base64
 import contextlib
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import unquote, urlsplit
 
-from gateway_app.failover import LaneFailure
+from registry_app.lanes.failover import LaneFailure
 from registry_app.probes import is_loopback
 
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -57,7 +59,15 @@ def _retry_after(headers):
     return min(int(value), MAX_RETRY_AFTER_SEC) if value.isascii() and value.isdigit() else None
 
 
+def _declared_length(headers):
+    value = (headers.get("Content-Length") or "").strip() if headers is not None else ""
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
 def _read(response, deadline, max_bytes):
+    declared = _declared_length(response.headers)
+    if declared is not None and declared > max_bytes:
+        raise LaneFailure("bad_response", f"the answer announces {declared} bytes, more than {max_bytes}")
     body = bytearray()
     while True:
         if time.monotonic() > deadline:

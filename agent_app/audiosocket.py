@@ -1,0 +1,201 @@
+"""Asterisk's AudioSocket: a TCP listener that puts a PBX's calls through to the agent
+(docs/telephony.md). Served by `manage.py audiosocket` (make run: RUN_AUDIOSOCKET_PORT).
+
+The protocol: every frame is a 3-byte header — its kind and a 16-bit big-endian length
+— and that many bytes. Kinds: 0x00 hangup, 0x01 the call's UUID (16 bytes; the first
+frame), 0x03 a DTMF digit (one ASCII byte), 0x10 audio (signed linear 16-bit, 8 kHz,
+mono, little-endian), 0xff an error. We send the agent's audio as 0x10 frames of 20 ms,
+paced to real time (barge-in drops what was not sent yet), and 0x00 when we hang up.
+
+The UUID is the one the dialplan's registration answered (`POST
+/voice/asterisk/<carrier>/calls`): single-use, at most AGENT_TOKEN_TTL_SEC old. A first
+frame that is not such a UUID, a frame of an unknown kind, an audio frame over 200 ms
+(the length field allows 64 KiB), a frame that does not arrive whole within
+PHONE_HANDSHAKE_TIMEOUT_SEC of its first byte (a slow sender) or an error frame closes
+the connection with an error log line; a hangup frame or a dropped connection ends the
+call. A call that had begun is booked once however it ends."""
+import asyncio
+import logging
+import struct
+import uuid
+
+from django.conf import settings
+
+from agent_app.audio import PhoneWire
+from agent_app.models import AgentSession
+from agent_app.phone import PhoneBridge, connection_id
+from agent_app.services import agent_session_claim
+from agent_app.session import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOO_LARGE, off_loop
+
+logger = logging.getLogger("agent_app.phone")
+
+HANGUP, UUID, DTMF, AUDIO, ERROR = 0x00, 0x01, 0x03, 0x10, 0xFF
+WIRE = PhoneWire("pcm_s16le", 8000)
+FRAME_BYTES = 320  # 20 ms of our audio per frame
+MAX_AUDIO_BYTES = 3200  # 200 ms: a longer audio frame is refused
+MAX_CONTROL_BYTES = 64  # hangup, DTMF and error frames carry a few bytes
+
+_claim = off_loop(agent_session_claim)
+
+
+class Refused(Exception):
+    """The peer broke the protocol: logged, the connection closed."""
+
+
+def frame(kind, payload=b""):
+    return struct.pack(">BH", kind, len(payload)) + payload
+
+
+class AudioSocketCall(PhoneBridge):
+    wire = WIRE
+    closed = False
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.log_id = connection_id()
+        self.outbox = bytearray()
+        self.outbox_ready = asyncio.Event()
+        self.sender = None
+
+    async def run(self):
+        try:
+            await self._serve()
+        except Refused as exc:
+            logger.error("AudioSocket %s refused: %s", self.log_id, exc)
+            await self._end(CLOSE_PROTOCOL)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the PBX hung up without a hangup frame: the call ends below
+        except Exception as exc:
+            if self.conversation is not None:
+                await self.conversation.fail(exc, "the AudioSocket")
+            else:
+                logger.error("AudioSocket %s failed", self.log_id, exc_info=exc)
+        finally:
+            if self.sender is not None:
+                self.sender.cancel()
+            await self.finish()
+            await self.close(CLOSE_NORMAL)
+
+    async def _end(self, close_code):
+        if self.conversation is not None:
+            await self.conversation.end(close_code)
+        else:
+            await self.close(close_code)
+
+    async def _frame(self, first_byte_timeout):
+        """(kind, payload) of the next frame: its first byte within `first_byte_timeout`
+        (None: no limit), the rest within PHONE_HANDSHAKE_TIMEOUT_SEC."""
+        first = await asyncio.wait_for(self.reader.readexactly(1), first_byte_timeout)
+        try:
+            async with asyncio.timeout(settings.PHONE_HANDSHAKE_TIMEOUT_SEC):
+                (length,) = struct.unpack(">H", await self.reader.readexactly(2))
+                kind = first[0]
+                limit = MAX_AUDIO_BYTES if kind == AUDIO else 16 if kind == UUID else MAX_CONTROL_BYTES
+                if kind not in (HANGUP, UUID, DTMF, AUDIO, ERROR):
+                    raise Refused(f"a frame of the unknown kind 0x{kind:02x}")
+                if length > limit:
+                    if kind == AUDIO and self.conversation is not None:
+                        await self.conversation.refuse("frame_too_large", "Audio frames carry at most 200 ms.",
+                                                       CLOSE_TOO_LARGE)
+                    raise Refused(f"a frame of kind 0x{kind:02x} with {length} bytes (at most {limit})")
+                return kind, await self.reader.readexactly(length)
+        except TimeoutError:
+            raise Refused("a frame that did not arrive whole in time (a slow sender)") from None
+
+    async def _serve(self):
+        try:
+            kind, payload = await self._frame(settings.PHONE_HANDSHAKE_TIMEOUT_SEC)
+        except TimeoutError:
+            raise Refused("no UUID frame in time") from None
+        if kind != UUID or len(payload) != 16:
+            raise Refused("a first frame that is not the call's UUID")
+        session = await _claim(token=str(uuid.UUID(bytes=payload)), transport=AgentSession.Transport.AUDIOSOCKET)
+        if session is None:
+            raise Refused("an unknown, used or expired UUID")
+        self.begin(session, WIRE)
+        self.sender = asyncio.create_task(self._pace())
+        conversation = self.conversation
+        while not conversation.closing:
+            kind, payload = await self._frame(None)  # silence of a hung PBX: the conversation's idle timeout
+            conversation.touch()
+            if kind == AUDIO:
+                await self.heard(payload)
+            elif kind == DTMF:
+                await conversation.dtmf(payload.decode("latin-1") if len(payload) == 1 else None)
+            elif kind == HANGUP:
+                return await conversation.end()
+            elif kind == ERROR:
+                logger.error("AudioSocket %s (call %s): the PBX reported an error (%s)", self.log_id,
+                             conversation.call_id, payload.hex()[:32])
+                return await conversation.end(CLOSE_FAILED)
+            else:
+                raise Refused("a second UUID frame")
+
+    # --- the transport ------------------------------------------------------------------
+    async def send_event(self, event):
+        if event.get("type") == "error":
+            logger.info("AudioSocket %s (call %s): %s", self.log_id,
+                        self.conversation.call_id if self.conversation else "-", event.get("code"))
+
+    async def send_wire(self, chunk):
+        self.outbox += chunk
+        self.outbox_ready.set()
+
+    async def clear_audio(self):
+        self.outbox.clear()  # barge-in: what was not sent yet is never sent
+
+    async def _pace(self):
+        """Our audio in 20 ms frames at real time: Asterisk plays what it gets as it gets it."""
+        loop = asyncio.get_running_loop()
+        due = None
+        while True:
+            if not self.outbox:
+                due = None
+                self.outbox_ready.clear()
+                await self.outbox_ready.wait()
+                continue
+            now = loop.time()
+            if due is None or due < now - 0.1:
+                due = now
+            data = bytes(self.outbox[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+            del self.outbox[:FRAME_BYTES]
+            self.writer.write(frame(AUDIO, data))
+            await self.writer.drain()
+            due += FRAME_BYTES / WIRE.bytes_per_second
+            await asyncio.sleep(max(0.0, due - loop.time()))
+
+    async def transfer(self, target):
+        """Nothing to ask the PBX: the call keeps the number (call_hand_over), the hangup
+        frame ends AudioSocket(), and the dialplan reads the number back and dials it."""
+        return None
+
+    async def close(self, code=None):
+        if self.closed:
+            return
+        self.closed = True
+        if self.sender is not None:
+            self.sender.cancel()
+        await self.keep_recording()
+        try:
+            self.writer.write(frame(HANGUP))
+            await asyncio.wait_for(self.writer.drain(), 2)
+        except (ConnectionError, TimeoutError, RuntimeError):
+            pass
+        self.writer.close()
+
+
+async def serve(host=None, port=None, *, sock=None, ready=None):
+    """Listens (on host:port, or the listening `sock`) until cancelled; `ready` (an
+    asyncio.Event) is set once it listens."""
+    async def handle(reader, writer):
+        await AudioSocketCall(reader, writer).run()
+
+    if sock is not None:
+        server = await asyncio.start_server(handle, sock=sock, limit=1 << 16)
+    else:
+        server = await asyncio.start_server(handle, host, port, limit=1 << 16)
+    logger.info("AudioSocket listening on %s:%s", host, port)
+    if ready is not None:
+        ready.set()
+    async with server:
+        await server.serve_forever()
