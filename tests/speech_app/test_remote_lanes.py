@@ -189,7 +189,7 @@ def test_the_agents_warm_up_loads_this_processs_engine_and_asks_no_server(speech
     load(stt_lane("stt-whisper-gpu", server.url))
     warmed = []
     monkeypatch.setattr(conversation, "local_recognizer", lambda language: type(
-        "Engine", (), {"transcribe": lambda self, pcm, **kw: warmed.append(len(pcm))})())
+        "Engine", (), {"hear": lambda self, pcm, **kw: warmed.append(len(pcm))})())
     conversation.get_ready(language="de")
     assert warmed == [16000] and server.requests == []
 
