@@ -20,9 +20,9 @@ as tasks of its own.
 The first audio of a reply is what a caller waits for: recognition starts before the
 end of the turn is decided (hearing), the reply is spoken while the model writes it,
 sentence by sentence (agent_app.speaking: the first one is sent while the next is
-written and synthesised), the opening's audio is made once per
-script and kept, and the transcript lines and measurements are written beside the
-conversation rather than before it goes on. Each reply measures itself: from the
+written and synthesised), the opening's audio is made once per script and kept, and
+the transcript lines and measurements are written beside the conversation rather
+than before it goes on. Each reply measures itself: from the
 caller's last speech to its first audio, split into the end-of-turn wait,
 recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
