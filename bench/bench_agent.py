@@ -266,7 +266,7 @@ def reply_latency_streaming_lane(load):
     rows = [{"lane": label, **_row(1, results[label])} for label, _ in lanes]
     for row in rows:
         print(row, flush=True)
-    added = {"lane": "streaming − mock (target: ≤ 0.5 s)"}
+    added = {"lane": "streaming − mock (target: ≤ 0.5 s)", "sessions": "", "turns": ""}
     for column, value in rows[1].items():
         if column not in ("lane", "sessions", "turns"):
             other = rows[0][column]
