@@ -165,6 +165,8 @@ class OutboundCallRequestSerializer(ClosedSerializer):
     to = serializers.CharField()
     # `from` is a keyword, so the field is declared below under its JSON name.
     leadId = serializers.CharField(required=False, allow_null=True, max_length=40)
+    # Who talks to the callee (default the calling number's assistant, else the tenant's first).
+    assistant = serializers.CharField(required=False, allow_null=True, max_length=40)
 
     def get_fields(self):
         fields = super().get_fields()

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.services has always offered)
@@ -107,18 +108,22 @@ def carrier_rotate_secret(*, carrier: Carrier) -> str:
 
 @transaction.atomic
 def call_request_outbound(*, tenant: Tenant, carrier: Carrier, to_e164: str, from_number: str | None = None,
-                          lead_id: str = "", now: datetime | None = None) -> Call:
+                          lead_id: str = "", assistant_id: str | None = None, now: datetime | None = None) -> Call:
     """Checks the cap and reserves minutes for a new outbound call (status `queued`).
 
     One transaction holding the tenant's counter row: used + reserved minutes are
     read and the reservation written atomically, so concurrent requests can never
-    be granted more than the cap together."""
+    be granted more than the cap together. The call's assistant (who talks to the
+    callee where our own bridge carries the call: its tools, transfer targets and
+    analysis) is `assistant_id`, else the calling number's, else the tenant's first."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     period = counter.period
     caller_id = _caller_id(tenant, carrier, from_number)
     _check_lead(tenant, lead_id)
+    assistant_id = _calling_assistant(tenant, caller_id, assistant_id)
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, direction=Call.Direction.OUTBOUND, from_e164=caller_id, to_e164=to_e164,
+        assistant_id=assistant_id,
         status=Call.Status.QUEUED, lead_id=lead_id or "", reserved_minutes=minutes, reserved_period=period,
         max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
@@ -141,6 +146,19 @@ def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str
     if not numbers.filter(e164=e164).exists():
         raise ValidationFailed.field("from", "Calls can only be placed from one of the tenant's own numbers.")
     return e164
+
+
+def _calling_assistant(tenant: Tenant, caller_id: str, assistant_id: str | None) -> str | None:
+    """The id of the outbound call's assistant (one query): the one named, else the
+    calling number's, else the tenant's first (by name, as agent_app.mind picks it)."""
+    assistants = Assistant.objects.for_tenant(tenant)
+    if assistant_id:
+        if not assistants.filter(pk=assistant_id).exists():  # another tenant's answers like none
+            raise ValidationFailed.field("assistant", f"No assistant '{assistant_id}' in this tenant.")
+        return assistant_id
+    on_number = PhoneNumber.objects.for_tenant(tenant).filter(e164=caller_id, assistant=OuterRef("pk"))
+    return (assistants.annotate(on_number=Exists(on_number)).order_by("-on_number", "name", "id")
+            .values_list("pk", flat=True).first())
 
 
 def _check_lead(tenant: Tenant, lead_id: str) -> None:

@@ -38,7 +38,7 @@ class OutboundCallView(TenantAPIView):
         data = validated(OutboundCallRequestSerializer, request.data)
         call = services.call_request_outbound(
             tenant=request.tenant, carrier=outbound_carrier(), to_e164=data["to"],
-            from_number=data.get("from"), lead_id=data.get("leadId") or "",
+            from_number=data.get("from"), lead_id=data.get("leadId") or "", assistant_id=data.get("assistant"),
         )
         return Response(OutboundCallSerializer(call).data, status=status.HTTP_201_CREATED)
 

@@ -6,7 +6,8 @@ import pytest
 from calls_app import sim
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, SimDial, UsageCounter
-from calls_app.services import MinuteCapReached, call_request_outbound
+from calls_app.services import MinuteCapReached, call_request_outbound, call_transfer
+from console.assistants.models import Assistant
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.services import number_create
 from leads_app.models import Lead
@@ -137,6 +138,46 @@ def test_lead_of_another_tenant_is_a_field_error(api_a, tenant_b):
     lead = Lead.objects.create(tenant=tenant_b, kind="callback", phone=TO)
     response = dial(api_a, {"to": TO, "leadId": lead.pk})
     assert response.status_code == 400 and "leadId" in error_of(response)["details"]
+
+
+def test_the_call_gets_the_named_assistant_else_the_calling_numbers_else_the_tenants_first(
+        api_a, tenant_a, tenant_b):
+    """Who talks to the callee where our own bridge carries the call (a twilio carrier):
+    its transfer targets and analysis are the call's assistant's."""
+    set_tenant(tenant_a, minute_cap=100)
+    first = Assistant.objects.create(tenant=tenant_a, name="Allgemein")
+    reception = Assistant.objects.create(tenant=tenant_a, name="Empfang")
+    number_create(tenant=tenant_a, e164="+493055501234", assistant_id=reception.pk)
+    number_create(tenant=tenant_a, e164="+493055505678")
+
+    def assistant_of(body):
+        response = dial(api_a, {"to": TO, **body})
+        assert response.status_code == 201, response.content
+        return Call.objects.get(pk=response.json()["id"]).assistant_id
+
+    assert assistant_of({"from": "+493055501234"}) == reception.pk
+    assert assistant_of({}) == reception.pk  # the default number is the first by E.164
+    assert assistant_of({"from": "+493055505678"}) == first.pk
+    assert assistant_of({"from": "+493055505678", "assistant": reception.pk}) == reception.pk
+    theirs = Assistant.objects.create(tenant=tenant_b, name="Fremd")
+    for unknown in (theirs.pk, "as_nope"):
+        response = dial(api_a, {"to": TO, "assistant": unknown})
+        assert response.status_code == 400 and "assistant" in error_of(response)["details"]
+    assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == 4 * 10
+
+
+def test_the_callee_can_be_handed_over_to_the_calls_assistants_target(api_a, tenant_a):
+    """The assistant's transfer_call on an outbound call reaches its own targets (a call
+    without an assistant had none, so the tenant's first assistant could not hand over)."""
+    target = {"name": "Praxisteam", "e164": "+4930901829"}
+    Assistant.objects.create(tenant=tenant_a, name="Allgemein", tools=["transfer_call"], transfer_targets=[target])
+    call_id = dial(api_a).json()["id"]
+    assert call_transfer(call_id=call_id, target="Praxisteam") == target
+
+
+def test_a_tenant_without_assistants_calls_out_without_one(api_a, tenant_a):
+    response = dial(api_a)
+    assert response.status_code == 201 and Call.objects.get(pk=response.json()["id"]).assistant_id is None
 
 
 def test_idempotent_retry_returns_the_first_response_and_dials_once(api_a, tenant_a):

@@ -10,10 +10,12 @@ from tests.conftest import error_of, make_client
 from tests.gateway_app.conftest import GATEWAY_TOKEN
 
 METHODS = ("get", "post", "put", "patch", "delete")
-# Served as a plain Django view (calls_app/voice_views.py): the carrier's signature
-# alone authenticates it, and a carrier adding a parameter to the configured URL
-# must not lose events (docs/api.md).
-NOT_CHECKED = {("/voice/webhook/{carrier_id}", "post")}
+# Served as plain Django views (calls_app/voice_views.py, agent_app/phone_views.py): the
+# carrier's signature or secret alone authenticates them, and a carrier adding a
+# parameter to the configured URL must not lose events (docs/api.md).
+NOT_CHECKED = {("/voice/webhook/{carrier_id}", "post"), ("/voice/twilio/{carrier_id}/incoming", "post"),
+               ("/voice/twilio/{carrier_id}/status", "post"), ("/voice/asterisk/{carrier_id}/calls", "post"),
+               ("/voice/asterisk/{carrier_id}/calls/{call_uuid}/transfer", "get")}
 
 
 def documented_operations():
