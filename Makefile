@@ -10,6 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 STAMP := $(VENV)/.installed
+TURN_MODEL := $(VENV)/share/stimmwerk/smart-turn-v3.2-cpu.onnx
 # Not HOST/PORT: shells such as zsh set HOST to the machine name.
 RUN_HOST ?= 127.0.0.1
 RUN_PORT ?= 8000
@@ -73,7 +74,7 @@ bench: install
 	@bash .ci/apt-ensure wrk
 	$(BIN)/python bench/run.py
 
-install: system-packages $(STAMP)
+install: system-packages $(STAMP) $(TURN_MODEL)
 
 system-packages:
 	@bash .ci/apt-ensure $(SYSTEM_PACKAGES)
@@ -84,6 +85,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet ".[test]"
 	@touch $@
+
+# The voice agent's end-of-turn model (Smart Turn v3.2, BSD-2-Clause), taken out of the
+# pipecat-ai wheel and verified by sha256 (speech_app/smart_turn_fetch.py; docs/architecture.md
+# says why the file and not the package). Without it (no network) the agent ends turns after
+# a fixed pause, so a failed fetch does not stop the install; the next make tries again.
+$(TURN_MODEL): $(STAMP)
+	@$(BIN)/python -m speech_app.smart_turn_fetch $@ || true
 
 # A local settings file with a fresh secret and gateway token; never committed.
 .env:

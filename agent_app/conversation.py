@@ -1,6 +1,8 @@
 """The blocking steps of a conversation — what the agent says first, hearing and
 speaking — each run in a worker thread by the conversation core, never on the event
 loop (thinking is the assistant's mind, agent_app/mind.py)."""
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -8,6 +10,7 @@ from django.conf import settings
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
+from speech_app.smart_turn import smart_turn
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
@@ -40,23 +43,76 @@ def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
 
 
 def hear(pcm, *, language):
-    """What the caller said in `pcm` (16 kHz PCM), by the engine that serves the language."""
+    """What the caller said in `pcm` (16 kHz PCM, one utterance), by the engine that
+    serves the language."""
     engine = recognizer_for(language)
     # No HTTP worker waits here, so the deadline is the agent's own; past it the caller
     # gets stt_busy for this utterance and the conversation goes on.
-    return engine.transcribe(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
+    return engine.hear(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
+
+
+def draft(pcm, *, language):
+    """A partial transcript of the utterance so far, or None when the engines are busy
+    (a draft never waits for one)."""
+    transcript = recognizer_for(language).hear(pcm, language=language, deadline=Deadline(DRAFT_DEADLINE_SEC),
+                                                draft=True)
+    return transcript.text.strip() if transcript is not None else None
+
+
+# A draft later than this is of no use any more: the caller has said more meanwhile.
+DRAFT_DEADLINE_SEC = 5
 
 
 def get_ready(*, language):
-    """Loads this process's recognition model while the opening is spoken (the first
-    session of a process would otherwise wait for it at the caller's first words). Also
-    where a remote speech server hears first: the model is its fallback, and the
-    server is not asked to hear a second of silence for every session."""
+    """Loads this process's recognition model and the end-of-turn model while the
+    opening is spoken (the first session of a process would otherwise wait for them at
+    the caller's first words). Also where a remote speech server hears first: the model
+    is its fallback, and the server is not asked to hear a second of silence for every
+    session."""
     engine = local_recognizer(language)
-    engine.transcribe(b"\0" * 16000, language=language, deadline=Deadline(60))
+    engine.hear(b"\0" * 16000, language=language, deadline=Deadline(60))
+    smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
 
 def speak(text, *, language, voice, wire):
-    """`text` spoken, in the session's wire format."""
-    speech = synthesizer_for(language, voice=voice).synthesize(text, voice=voice or language)
-    return wire.from_pcm(speech.pcm, speech.sample_rate)
+    """`text` spoken sentence by sentence, in the session's wire format: an iterator of
+    audio, so that the first sentence can be sent while the next is being made."""
+    engine = synthesizer_for(language, voice=voice)
+    for speech in engine.stream(text, voice=voice or language):
+        yield wire.from_pcm(speech.pcm, speech.sample_rate)
+
+
+def speak_whole(text, *, language, voice, wire):
+    """`text` spoken, all of it at once (what must be heard out, such as the goodbye at a
+    grant's end)."""
+    return b"".join(speak(text, language=language, voice=voice, wire=wire))
+
+
+# The openings spoken lately, by their exact text, voice, engine version and wire
+# format: the same script (and variables) is synthesised once per process, not per call.
+OPENING_CACHE_ENTRIES = 32
+_openings = OrderedDict()
+_openings_lock = threading.Lock()
+
+
+def opening_audio(text, *, language, voice, wire):
+    """The audio of an opening sentence by sentence (like speak), made once per script
+    version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
+    first time, each sentence is handed on as soon as it is made."""
+    engine = synthesizer_for(language, voice=voice)
+    key = (text, voice or language, type(engine).__name__, engine.version, wire)
+    with _openings_lock:
+        cached = _openings.get(key)
+        if cached is not None:
+            _openings.move_to_end(key)
+    if cached is not None:
+        yield from cached
+        return
+    made = []
+    for audio in speak(text, language=language, voice=voice, wire=wire):
+        made.append(audio)
+        yield audio
+    with _openings_lock:  # only when every sentence was made (a caller may hang up first)
+        _openings[key] = tuple(made)
+        while len(_openings) > OPENING_CACHE_ENTRIES:
+            _openings.popitem(last=False)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from agent_app.sentences import Sentences
 from campaigns_app.selectors import is_campaign_call
 from campaigns_app.services import opt_out
 from console.assistants.models import Assistant
@@ -104,20 +105,30 @@ class Mind:
         lines.append(DATA_NOTICE)
         return "\n".join(lines)
 
-    def turn(self, text, *, deadline=None):
+    def turn(self, text, *, deadline=None, say=None):
         """The reply to the caller's `text` (blocking: the conversation core runs it in a
         worker thread): the model's answer after its tool calls, the notes of those
-        calls, and an end or transfer to do after speaking."""
+        calls, and an end or transfer to do after speaking.
+
+        With `say`, the answer is also handed on while the model streams it: `say(sentence)`
+        (called in this thread) gets each sentence as soon as it is complete — the
+        reply's first piece already at a clause's end (agent_app.sentences) — and the
+        rest of a round's text when the round ends — so
+        the first sentence is spoken while the model is still writing the second, and
+        what the model says before a tool call is spoken while the tool runs. The
+        Reply's text is still the whole answer."""
         self.messages.append({"role": "user", "content": text})
         reply = Reply(text="")
         spoken = []
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
-                done = self._ask(spoken, deadline)
+                done = self._ask(spoken, deadline, say)
             except ApiError as exc:  # no lane answered, the budget, an answer broken off
                 logger.warning("Call %s: the assistant's model gave no answer (%s)", self.call_id, exc.code)
                 if not spoken:
                     spoken.append(APOLOGY.get(self.language, APOLOGY["de"]))
+                    if say is not None:
+                        say(spoken[-1])
                 break
             self.messages.append(done.assistant_message())
             if not done.tool_calls:
@@ -130,7 +141,7 @@ class Mind:
         self._trim()
         return reply
 
-    def _ask(self, spoken, deadline):
+    def _ask(self, spoken, deadline, say):
         stream = gateway_chat(
             messages=self.messages, tools=self.tools or None, language=self.language,
             lane=(self.assistant.model_lane or None) if self.assistant is not None else None,
@@ -139,14 +150,28 @@ class Mind:
             deadline=deadline or settings.AGENT_THINK_DEADLINE_SEC,
             first_token_timeout=settings.AGENT_FIRST_TOKEN_SEC)
         text, done = [], None
-        with stream:
-            for event in stream:
-                if isinstance(event, TextDelta):
-                    text.append(event.text)
-                elif isinstance(event, ChatDone):
-                    done = event
-                elif not isinstance(event, ToolCall):  # pragma: no cover - the stream's three kinds
-                    raise TypeError(f"unexpected event {event!r}")
+        # The reply's first piece may be a clause ("Gern,"): the caller hears it sooner.
+        sentences, said = Sentences(clause_first=not any(part.strip() for part in spoken)), []
+        try:
+            with stream:
+                for event in stream:
+                    if isinstance(event, TextDelta):
+                        text.append(event.text)
+                        if say is not None:
+                            for sentence in sentences.feed(event.text):
+                                said.append(sentence)
+                                say(sentence)
+                    elif isinstance(event, ChatDone):
+                        done = event
+                    elif not isinstance(event, ToolCall):  # pragma: no cover - the stream's three kinds
+                        raise TypeError(f"unexpected event {event!r}")
+        except ApiError:
+            # The answer broke off: what was spoken of it stays the reply's, the rest is dropped.
+            if said:
+                spoken.append(" ".join(said))
+            raise
+        if say is not None and (rest := sentences.flush()):
+            say(rest)
         spoken.append("".join(text))
         return done
 

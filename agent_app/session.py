@@ -14,20 +14,31 @@ worker threads (`off_loop`), so the event loop only moves audio and one slow
 conversation never holds up another. Per conversation there are four tasks: the turn
 worker (hear → think → speak, one utterance after the other), the agent's speech
 being streamed (cancelled by barge-in), the watchdog (grant and silence), and the
-heartbeat."""
+heartbeat; hearing (agent_app.hearing) runs its recognitions and end-of-turn decisions
+as tasks of its own.
+
+The first audio of a reply is what a caller waits for: recognition starts before the
+end of the turn is decided (hearing), the reply is spoken while the model writes it,
+sentence by sentence (agent_app.speaking: the first one is sent while the next is
+written and synthesised), the opening's audio is made once per script and kept, and
+the transcript lines and measurements are written beside the conversation rather
+than before it goes on. Each reply measures itself: from the
+caller's last speech to its first audio, split into the end-of-turn wait,
+recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone
 
 from agent_app import conversation
-from agent_app.audio import Endpointer, WireFormat
+from agent_app.audio import WireFormat
+from agent_app.hearing import Hearing
 from agent_app.mind import Mind, assistant_of, filler
+from agent_app.speaking import STAGE_COLUMNS, Lines, TurnTiming, synthesise
+from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
 from console.errors import ApiError
@@ -58,26 +69,15 @@ TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wi
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
 
 
-def off_loop(function):
-    """`function` as a coroutine run in a worker thread that closes its database
-    connections afterwards (worker threads are not Django request threads)."""
-    def run(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        finally:
-            connections.close_all()
-
-    return sync_to_async(run, thread_sensitive=False)
-
-
 _line = off_loop(calls.call_web_line)
 _disclosed = off_loop(calls.call_web_disclosed)
 _end_call = off_loop(calls.call_web_end)
 _hand_over = off_loop(phone_calls.call_hand_over)
 _heartbeat = off_loop(calls.call_heartbeat)
+_turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
-_hear = off_loop(conversation.hear)
 _get_ready = off_loop(conversation.get_ready)
+_speak_whole = off_loop(conversation.speak_whole)
 
 
 def _mind_for(context):
@@ -89,9 +89,8 @@ def _mind_for(context):
 _new_mind = off_loop(_mind_for)
 
 
-def _think(mind, text):
-    return off_loop(mind.turn)(text)
-_speak = off_loop(conversation.speak)
+def _think(mind, text, *, say):
+    return off_loop(mind.turn)(text, say=say)
 
 
 class Transport(ABC):
@@ -107,9 +106,9 @@ class Transport(ABC):
     @abstractmethod
     async def send_event(self, event):
         """One event of the browser protocol (docs/api.md: session.started,
-        transcript.final, agent.speaking, agent.done, agent.interrupted, error). A
-        phone bridge maps what its peer understands (agent.done → a mark) and drops
-        the rest."""
+        transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
+        agent.interrupted, error). A phone bridge maps what its peer understands
+        (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
     async def send_audio(self, chunk):
@@ -187,7 +186,9 @@ class Conversation:
         self.call_id = context.call_id
         self.language = context.language
         self.loop = asyncio.get_running_loop()
-        self.endpointer = Endpointer()
+        self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
+                               on_partial=self._partial)
+        self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.loop.time()
         self.dtmf_count = 0
         self.first_audio, self.audio_sec = None, 0.0
@@ -197,10 +198,11 @@ class Conversation:
         # for its answer: only the caller's silence after that counts as idle.
         self.idle_since = None
         self.went_idle = asyncio.Event()
-        self.utterances = asyncio.Queue()
+        self.utterances = asyncio.Queue()  # hearing's Turns, answered one after the other
         self.speech_task = None
         self.mind = None  # made when the conversation starts (it reads the assistant)
         self.tasks = []
+        self.writes = set()  # transcript lines and measurements being written (book() waits for them)
 
     def start(self):
         """The conversation's tasks: the opening and the turns, the watchdog, the heartbeat."""
@@ -230,12 +232,16 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.", CLOSE_TOO_FAST)
-        for kind, value in self.endpointer.feed(self.wire.to_pcm16k(data)):
-            if kind == "start":
-                await self._barge_in()
-            else:
-                self.utterances.put_nowait(value)
-                self.idle_since = None  # the caller said something: now it waits for the agent
+        for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+            await self._barge_in()
+
+    def _heard(self, turn):
+        """Hearing decided that a turn of the caller ended (its recognition may still run)."""
+        self.utterances.put_nowait(turn)
+        self.idle_since = None  # the caller said something: now it waits for the agent
+
+    async def _partial(self, text, start):
+        await self.send_event({"type": "transcript.partial", "text": text, "start": start})
 
     async def dtmf(self, digit):
         """A key the caller pressed: a system note of the call (at most AGENT_MAX_DTMF_PER_CALL)."""
@@ -273,13 +279,20 @@ class Conversation:
         for task in [*self.tasks, self.speech_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
+        self.hearing.close()
 
     async def book(self):
         """Ends the call and books it: the one booking path of every end. call_web_end
-        books once, so a second call changes nothing. A call being handed over is booked
-        as handed over (its note, its seconds up to now), whoever books it first."""
+        books once, so a second call changes nothing. The lines and measurements still
+        being written go in first. A call being handed over is booked as handed over
+        (its note, its seconds up to now), whoever books it first."""
         if self.booked:
             return
+        if self.writes:
+            for result in await asyncio.gather(*self.writes, return_exceptions=True):
+                if isinstance(result, Exception):
+                    logger.warning("Voice agent session %s: a write of the call failed (%r)",
+                                   self.context.session_id, result)
         if self.transfer_target:
             await _hand_over(call_id=self.call_id, target=self.transfer_target, label=self.transfer_label)
         else:
@@ -336,7 +349,7 @@ class Conversation:
         self.mind = await _new_mind(self.context)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
-            await self._say(opening.text, disclosure=opening.disclosure)
+            await self._say(opening.text, disclosure=opening.disclosure, opening=True)
             self._callers_turn()  # while the recogniser may still be loading
             await ready
         finally:
@@ -354,29 +367,35 @@ class Conversation:
             self.idle_since = self.loop.time()
             self.went_idle.set()
 
-    async def _answer(self, utterance):
+    async def _answer(self, turn):
         try:
-            text = await _hear(utterance.pcm, language=self.language)
+            text = await turn.transcript
         except ApiError as exc:  # e.g. stt_busy: this utterance is lost, the call goes on
             return await self.send_event({"type": "error", "code": exc.code, "message": exc.message})
+        heard_at = self.loop.time()
         if not text:
             return  # noise, a cough: nothing was said
+        utterance = turn.utterance
         await self.send_event({"type": "transcript.final", "text": text, "start": utterance.start,
                                "end": utterance.end})
-        await self._note(USER, text)
-        thinking = asyncio.create_task(_think(self.mind, text))
+        self._write(self._note(USER, text))
+        timing = TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at, heard=heard_at)
+        # The reply is spoken while the model streams it: its sentences as they come.
+        lines = Lines(self.loop)
+        thinking = asyncio.create_task(_think(self.mind, text, say=lines.add))
+        thinking.add_done_callback(lambda _: lines.close())
         try:
-            # No dead air: a model or a tool that has not answered soon gets a filler.
-            done, _ = await asyncio.wait({thinking}, timeout=settings.AGENT_FILLER_AFTER_SEC)
-            if not done:
+            # No dead air: a model or a tool that has said nothing soon gets a filler.
+            if not await lines.started(settings.AGENT_FILLER_AFTER_SEC) and not thinking.done():
                 await self._say(filler(self.language))
+            if await lines.started():
+                await self._speak(lines, timing=timing)
             reply = await thinking
         finally:
+            lines.stop()
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
         for note in reply.notes:
-            await self._note(SYSTEM, note)
-        if reply.text:
-            await self._say(reply.text)
+            self._write(self._note(SYSTEM, note))
         if reply.action == "transfer":
             await self.transfer(reply.target)
         elif reply.action == "end_call":
@@ -396,47 +415,99 @@ class Conversation:
         await self._note(SYSTEM, f"Weitergeleitet an {label}")
         await self.end(CLOSE_NORMAL)
 
-    async def _say(self, text, *, disclosure=""):
+    async def _say(self, text, *, disclosure="", opening=False):
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
-        opening) is spoken in full before barge-in can stop the agent."""
+        opening) is spoken in full before barge-in can stop the agent. The opening's
+        audio comes from the process's cache of openings."""
         # The disclosure is synthesised on its own, so that where its audio ends is exact.
         parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
-        audio = [await _speak(part, language=self.language, voice=self.context.voice, wire=self.wire)
-                 for part in parts if part]
-        disclosure_bytes = len(audio[0]) if len(parts) == 2 else 0
-        audio = b"".join(audio)
+        await self._speak(Lines.of(self.loop, parts), whole=text, disclosure=len(parts) == 2, opening=opening)
+
+    async def _speak(self, lines, *, whole=None, disclosure=False, opening=False, timing=None):
+        """Speaks `lines` as they come; a barge-in stops it (once the disclosure was
+        heard) and the turns go on."""
         self.barge_in_allowed = not disclosure
-        self.speech_task = task = asyncio.create_task(self._stream(text, audio, disclosure_bytes))
+        self.speech_task = task = asyncio.create_task(
+            self._stream(lines, whole=whole, disclosure=disclosure, opening=opening, timing=timing))
         await asyncio.wait([task])  # a barge-in cancels it, the turns go on
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # a failure while speaking ends the conversation (_guarded)
 
-    async def _stream(self, text, audio, disclosure_bytes):
-        await self.send_event({"type": "agent.speaking", "text": text})
-        await self._note(ASSISTANT, text)
+    async def _stream(self, lines, *, whole, disclosure, opening, timing):
+        """Sends the audio of `lines` as it is synthesised, sentence by sentence, paced to
+        real time (at most AGENT_SPEECH_LEAD_SEC ahead). Right before a sentence's first
+        audio, agent.speaking names the sentences ready by then (`whole` instead, for a
+        text known at once): a reply the model still streams may take several. The
+        transcript gets one line for it all, when it ends (or is interrupted)."""
+        audio = asyncio.Queue()
+        producer = asyncio.ensure_future(synthesise(lines, audio, opening=opening, language=self.language,
+                                                    voice=self.context.voice, wire=self.wire))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
-        began, lead = self.loop.time(), settings.AGENT_SPEECH_LEAD_SEC
+        began, lead, sent, announced = None, settings.AGENT_SPEECH_LEAD_SEC, 0, 0
+        said = []  # (time, text) of each agent.speaking: one transcript line for the whole
         try:
-            for offset in range(0, len(audio), chunk):
-                await self.transport.send_audio(audio[offset:offset + chunk])
-                sent = offset + chunk
-                if disclosure_bytes and sent >= disclosure_bytes and not self.barge_in_allowed:
-                    await _disclosed(call_id=self.call_id)
-                    self.barge_in_allowed = True
-                    await self.transport.speech_sent()
-                ahead = began + min(sent, len(audio)) / self.wire.bytes_per_second - lead - self.loop.time()
-                if ahead > 0:
-                    await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
-            if disclosure_bytes and not self.barge_in_allowed:
-                await _disclosed(call_id=self.call_id)
-                self.barge_in_allowed = True
+            part = None  # the part whose audio is going out
+            while (item := await audio.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                index, pcm = item
+                if index != part:
+                    if part is not None:  # the previous part was handed over in full
+                        if disclosure and part == 0 and not self.barge_in_allowed:
+                            await self._disclosure_heard()
+                        await self.transport.speech_sent()
+                    part = index
+                if part >= announced:
+                    announced = await self._announce(lines, announced, whole, said)
+                for offset in range(0, len(pcm), chunk):
+                    piece = pcm[offset:offset + chunk]
+                    await self.transport.send_audio(piece)
+                    if began is None:
+                        began = self.loop.time()
+                        if timing is not None:
+                            await self._measured(timing, thought=lines.first_at or began, first_audio=began)
+                    sent += len(piece)
+                    ahead = began + sent / self.wire.bytes_per_second - lead - self.loop.time()
+                    if ahead > 0:
+                        await asyncio.sleep(ahead)  # real-time pacing of the agent's voice
+            if lines.since(announced):  # parts that made no audio were still said
+                await self._announce(lines, announced, whole, said)
+            if disclosure and not self.barge_in_allowed:
+                await self._disclosure_heard()
             await self.transport.speech_sent()
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
-                await self._note(SYSTEM, "The caller interrupted the agent.")
+                self._write(self._note(SYSTEM, "The caller interrupted the agent."))
             raise
+        finally:
+            lines.stop()  # the synthesis stops after its current sentence
+            if not producer.done():
+                producer.cancel()
+            if said:  # what the agent said (or began to say), at the time it began
+                self._write(_line(call_id=self.call_id, role=ASSISTANT, text=" ".join(text for _, text in said),
+                                  ts=said[0][0]))
         await self.send_event({"type": "agent.done"})
+
+    async def _announce(self, lines, announced, whole, said):
+        """agent.speaking for the parts from `announced` on (noted in `said`); returns
+        how many parts are announced now."""
+        parts = lines.since(announced)
+        text = whole if whole is not None else " ".join(parts)
+        said.append((timezone.now(), text))
+        await self.send_event({"type": "agent.speaking", "text": text})
+        return announced + len(parts)
+
+    async def _disclosure_heard(self):
+        await _disclosed(call_id=self.call_id)
+        self.barge_in_allowed = True
+
+    async def _measured(self, timing, *, thought, first_audio):
+        """The reply's first audio went out: its latency as an event and with the call."""
+        stages = timing.stages(thought=thought, first_audio=first_audio)
+        await self.send_event({"type": "turn.latency", **{f"{name}Ms": value for name, value in stages.items()}})
+        self._write(_turn_latency(call_id=self.call_id, **{STAGE_COLUMNS[name]: value
+                                                              for name, value in stages.items()}))
 
     async def _barge_in(self):
         task = self.speech_task
@@ -478,7 +549,7 @@ class Conversation:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         await self.transport.clear_audio()
-        audio = await _speak(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire)
+        audio = await _speak_whole(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire)
         await self.send_event({"type": "agent.speaking", "text": GOODBYE})
         await self._note(ASSISTANT, GOODBYE)
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
@@ -515,8 +586,15 @@ class Conversation:
             await self.fail(exc, "a task")
 
     # --- helpers --------------------------------------------------------------------
-    async def _note(self, role, text):
-        await _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+    def _note(self, role, text):
+        """A transcript line, timed now (written whenever its thread gets to it)."""
+        return _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+
+    def _write(self, coroutine):
+        """A write the conversation does not wait for; book() does."""
+        task = asyncio.ensure_future(coroutine)
+        self.writes.add(task)
+        task.add_done_callback(self.writes.discard)
 
     async def send_event(self, event):
         if not self.closing:

@@ -149,3 +149,59 @@ def word_error_rates(load):
                               _WER.format(sentences=str(sentences), voices=VOICES)],
                              cwd=ROOT, env=project.env, capture_output=True, text=True, timeout=1800, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+_SIZED = """
+import json, statistics, time
+import jiwer
+from agent_app.audio import WireFormat
+from speech_app.stt import Deadline, recognizer
+from speech_app.tts import EspeakSynthesizer
+from tests.speech_app.utterances import UTTERANCES
+from tests.speech_app.voicemails import VOICEMAILS
+from tests.speech_app.wer import normalised
+engine = recognizer("whisper")
+engine.model()
+pcm16, phone = WireFormat("pcm_s16le", 16000), WireFormat("mulaw", 8000)
+synthesizer = EspeakSynthesizer()
+speech = b""
+for sentence in UTTERANCES:
+    spoken = synthesizer.synthesize(sentence, voice="de+m3")
+    speech += pcm16.from_pcm(spoken.pcm, spoken.sample_rate)
+rows = []
+for seconds in (1, 2, 4, 8):
+    clip = speech[:seconds * 32000]
+    timings = {{"full": [], "sized": []}}
+    for _ in range({rounds}):
+        for name, run in (("full", engine.transcribe), ("sized", engine.hear)):
+            began = time.perf_counter()
+            run(clip, language="de", deadline=Deadline(300))
+            timings[name].append(time.perf_counter() - began)
+    full, sized = statistics.median(timings["full"]), statistics.median(timings["sized"])
+    rows.append({{"what": f"recognition of {{seconds}} s of speech", "full window": f"{{full:.2f}} s",
+                 "sized window": f"{{sized:.2f}} s", "sized / full": round(sized / full, 2)}})
+for rate in ("16k", "8k"):
+    references, full, sized = [], [], []
+    for sentence in VOICEMAILS + UTTERANCES:
+        spoken = synthesizer.synthesize(sentence, voice="de+m3")
+        pcm = pcm16.from_pcm(spoken.pcm, spoken.sample_rate)
+        if rate == "8k":
+            pcm = phone.to_pcm16k(phone.from_pcm(spoken.pcm, spoken.sample_rate))
+        references.append(normalised(sentence))
+        full.append(normalised(engine.transcribe(pcm, language="de", deadline=Deadline(300)).text) or "<nichts>")
+        sized.append(normalised(engine.hear(pcm, language="de", deadline=Deadline(300)).text) or "<nichts>")
+    wer_full, wer_sized = jiwer.wer(references, full), jiwer.wer(references, sized)
+    rows.append({{"what": f"word error rate, German set ({{len(references)}} utterances, {{rate}})",
+                 "full window": round(wer_full, 3), "sized window": round(wer_sized, 3),
+                 "sized / full": round(wer_sized / wer_full, 2)}})
+print(json.dumps(rows))
+"""
+
+
+def sized_window(load):
+    """Whisper on the voice agent's utterances: full 30 s window (transcribe) vs the window sized to the utterance (hear), one engine"""
+    with temp_project() as project:
+        env = {**project.env, "WHISPER_ENGINES": "1"}
+        out = subprocess.run([sys.executable, "manage.py", "shell", "-c", _SIZED.format(rounds=3)],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])

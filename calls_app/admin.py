@@ -14,6 +14,7 @@ from calls_app.analysis import OUTCOME_LABELS
 from calls_app.models import Call, CallAnalysis, Carrier, UsageCounter
 from calls_app.recordings import recording_link
 from calls_app.search import calls_search
+from calls_app.selectors import call_latency
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
 from console.admin_export import CsvExportMixin
 from console.audit.admin import AuditedAdminMixin
@@ -62,7 +63,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
                        "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
                        "transferred_to",
                        "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
-                       "conversation"]
+                       "reply_latency", "conversation"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("transcript_entries").select_related(
@@ -109,6 +110,21 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
         if not link:
             return "—"
         return format_html('<audio controls preload="none" src="{0}"></audio> <a href="{0}">{0}</a>', link)
+
+    @admin.display(description=_("reply latency"))
+    def reply_latency(self, call):
+        """How fast the voice agent answered: from the end of the caller's speech to the
+        reply's first audio, over the call's replies, and where the time went."""
+        latency = call_latency(call=call)
+        if latency is None:
+            return "—"
+        stages = latency["median_ms"]
+        return format_html(
+            "{}<br><small>{}</small>",
+            _("median {p50} ms, 90 % within {p90} ms, slowest {max} ms ({turns} replies)").format(
+                p50=latency["p50_ms"], p90=latency["p90_ms"], max=latency["max_ms"], turns=latency["turns"]),
+            _("medians: end of turn {end_of_turn} ms, recognition {recognition} ms, thinking {thinking} ms, "
+              "synthesis {synthesis} ms").format(**stages))
 
     @admin.display(description=_("assistant's actions"))
     def assistant_actions_view(self, call):

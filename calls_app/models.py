@@ -220,6 +220,30 @@ class TranscriptEntry(models.Model):
         return f"{self.get_role_display()}: {self.text[:60]}"
 
 
+class TurnLatency(models.Model):
+    """How long one reply of the voice agent took: from the end of the caller's speech to
+    the reply's first audio (`total_ms`), and the stages that add up to it — waiting for
+    the end of the turn, recognition (what was left of it once the end was decided),
+    thinking and synthesis. Written once per reply by the agent; no words, no numbers:
+    only durations."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="turn_latencies", verbose_name=_("call"))
+    measured_at = models.DateTimeField(_("measured"), auto_now_add=True)
+    total_ms = models.PositiveIntegerField(_("reply latency (ms)"))
+    end_of_turn_ms = models.PositiveIntegerField(_("end-of-turn wait (ms)"))
+    recognition_ms = models.PositiveIntegerField(_("recognition (ms)"))
+    thinking_ms = models.PositiveIntegerField(_("thinking (ms)"))
+    synthesis_ms = models.PositiveIntegerField(_("synthesis (ms)"))
+
+    class Meta:
+        ordering = ["measured_at", "id"]
+        verbose_name = _("reply latency")
+        verbose_name_plural = _("reply latencies")
+
+    def __str__(self):
+        return f"{self.total_ms} ms"
+
+
 class CarrierEvent(models.Model):
     """Every accepted carrier event, by its id: makes the webhook idempotent and keeps
     events that arrive before their call.started until they can be applied."""

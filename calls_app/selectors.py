@@ -1,4 +1,5 @@
 """Reads of calls and usage; every query starts from the tenant."""
+import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -6,7 +7,7 @@ from typing import Any
 from django.db.models import Q, QuerySet, TextField, Value
 from django.utils import timezone
 
-from calls_app.models import Call, TranscriptEntry, UsageCounter
+from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import next_period_start, period_of
 from console.compiled import CompiledQuery, datetime_parameter
 from console.pagination import after_cursor, after_position, cursor_decode, given, page_of
@@ -139,3 +140,27 @@ def caller_number(*, call_id: str) -> str:
     direction, from_e164, to_e164 = row
     number = to_e164 if direction == Call.Direction.OUTBOUND else from_e164
     return number if number.startswith("+") else ""
+
+
+# The stages of a reply, as TurnLatency's columns name them.
+LATENCY_STAGES = ("end_of_turn", "recognition", "thinking", "synthesis")
+
+
+def call_latency(*, call: Call) -> dict[str, Any] | None:
+    """How fast the voice agent answered in `call` (a call the caller's tenant already
+    chose): {"turns", "p50_ms", "p90_ms", "max_ms", "median_ms": {stage: ms}} over its
+    replies, or None for a call without any. Percentiles are nearest-rank (the value
+    at rank ⌈q·n⌉, so always a measured one)."""
+    rows = list(TurnLatency.objects.filter(call_id=call.pk).values_list(
+        "total_ms", *(f"{stage}_ms" for stage in LATENCY_STAGES)))
+    if not rows:
+        return None
+    columns = [sorted(column) for column in zip(*rows, strict=True)]
+    totals = columns[0]
+    return {"turns": len(rows), "p50_ms": _rank(totals, 0.5), "p90_ms": _rank(totals, 0.9), "max_ms": totals[-1],
+            "median_ms": {stage: _rank(column, 0.5) for stage, column in zip(LATENCY_STAGES, columns[1:],
+                                                                             strict=True)}}
+
+
+def _rank(ordered: Sequence[int], share: float) -> int:
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]

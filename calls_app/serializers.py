@@ -50,6 +50,22 @@ class CallSerializer(serializers.Serializer):
         return call.lead_id or None
 
 
+class StageMediansSerializer(serializers.Serializer):
+    end_of_turn = serializers.IntegerField(help_text="Waiting for the end of the caller's turn.")
+    recognition = serializers.IntegerField(help_text="Recognition still under way once the end was decided.")
+    thinking = serializers.IntegerField(help_text="The answer's text.")
+    synthesis = serializers.IntegerField(help_text="Synthesis and sending of the answer's first audio.")
+
+
+class CallLatencySerializer(serializers.Serializer):
+    turns = serializers.IntegerField(help_text="Replies measured.")
+    p50_ms = serializers.IntegerField(help_text="Median milliseconds from the end of the caller's speech to the "
+                                                "first audio of the reply (nearest rank).")
+    p90_ms = serializers.IntegerField(help_text="90th percentile of the same (nearest rank).")
+    max_ms = serializers.IntegerField()
+    median_ms = StageMediansSerializer(help_text="The median of each stage, in milliseconds.")
+
+
 class CallAnalysisSerializer(serializers.Serializer):
     """A call's analysis (calls_app.analysis.analysis_data), written after it ended."""
 
@@ -68,10 +84,15 @@ class CallAnalysisSerializer(serializers.Serializer):
 
 
 class CallDetailSerializer(CallSerializer):
-    """One call (`GET /v2/calls/{id}`): the list's fields and its analysis (null until
-    it is written, after the call ended)."""
+    """One call (`GET /v2/calls/{id}`): the list's fields, its analysis (null until it
+    is written, after the call ended) and how fast the voice agent answered in it."""
 
     analysis = serializers.SerializerMethodField()
+    latency = serializers.SerializerMethodField()
+
+    @extend_schema_field(CallLatencySerializer(allow_null=True))
+    def get_latency(self, call):
+        return self.context["latency"]
 
     @extend_schema_field(CallAnalysisSerializer(allow_null=True))
     def get_analysis(self, call):

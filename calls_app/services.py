@@ -36,7 +36,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     reservations_release_expired,
     usage_recompute,
 )
-from calls_app.models import Call, Carrier, TranscriptEntry
+from calls_app.models import Call, Carrier, TranscriptEntry, TurnLatency
 from calls_app.signing import carrier_secret, new_nonce, seal
 from console.assistants.models import Assistant
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
@@ -253,6 +253,14 @@ def call_web_line(*, call_id: str, role: str, text: str, ts: datetime) -> None:
     call = Call.objects.filter(pk=call_id).only("transcription_enabled", "redacted", "ended_at").first()
     if call is not None and call.transcription_enabled and not call.redacted and not call.is_ended:
         TranscriptEntry.objects.create(call_id=call_id, role=role, text=text, ts=ts)
+
+
+def call_turn_latency_record(*, call_id: str, total_ms: int, end_of_turn_ms: int, recognition_ms: int, thinking_ms: int,
+                             synthesis_ms: int) -> None:
+    """One reply's latency, measured by the voice agent, stored with its call (an insert:
+    it locks nothing the call's end waits for)."""
+    TurnLatency.objects.create(call_id=call_id, total_ms=total_ms, end_of_turn_ms=end_of_turn_ms,
+                               recognition_ms=recognition_ms, thinking_ms=thinking_ms, synthesis_ms=synthesis_ms)
 
 
 @transaction.atomic

@@ -43,7 +43,7 @@ class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
             call = self.get_queryset().with_transcript().select_related("analysis").get(pk=pk)
         except Call.DoesNotExist:
             raise NotFound("No call with this id.") from None
-        return Response(CallDetailSerializer(call).data)
+        return Response(CallDetailSerializer(call, context={"latency": selectors.call_latency(call=call)}).data)
 
 
 class UsageView(TenantAPIView):

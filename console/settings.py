@@ -4,6 +4,7 @@ Every name is listed with its default in `.env.example`. The defaults are safe f
 production: DEBUG is off, and without DEBUG a missing SECRET_KEY stops the start.
 """
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -426,6 +427,18 @@ WHISPER_COMPUTE_TYPE = env.str("WHISPER_COMPUTE_TYPE", default="int8")
 # on 2 cores: each worker transcribes on its own core instead of both fighting over both.
 WHISPER_CPU_THREADS = env.int("WHISPER_CPU_THREADS", default=1)
 WHISPER_BEAM_SIZE = env.int("WHISPER_BEAM_SIZE", default=5)
+# Recognitions one process runs at the same time (CTranslate2 workers sharing one copy
+# of the weights, 16 MB each beyond the first), each on WHISPER_CPU_THREADS threads:
+# by default as many as the process has cores for, so that the voice agent's sessions
+# (all in the one ASGI process) do not wait for each other's recognition and the cores
+# are not oversubscribed. A gunicorn sync worker only ever uses one of them.
+WHISPER_ENGINES = env.int("WHISPER_ENGINES",
+                          default=max(1, len(os.sched_getaffinity(0)) // max(1, WHISPER_CPU_THREADS)))
+# The end-of-turn model of the voice agent (Smart Turn v3.2, BSD-2-Clause), put here by
+# `make install` (speech_app/smart_turn_fetch.py) and verified by sha256 before it is
+# loaded. Without it the agent ends a caller's turn after a fixed pause.
+SMART_TURN_MODEL = env.str("SMART_TURN_MODEL",
+                           default=str(Path(sys.prefix) / "share" / "stimmwerk" / "smart-turn-v3.2-cpu.onnx"))
 # Recognition deadline: BASE + PER_AUDIO_SEC x the audio's length, at most MAX seconds
 # (kept well under gunicorn's 30 s worker timeout). Past it the request answers 503
 # `stt_busy` with Retry-After and the worker is free again.

@@ -78,3 +78,13 @@ class Recognizer(ABC):
     @abstractmethod
     def transcribe(self, pcm, *, language, phrases=None, deadline):
         """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
+
+    def hear(self, pcm, *, language, deadline, draft=False):
+        """A Transcript of one utterance of a conversation (the voice agent's, at most
+        ~15 s). A `draft` is a partial transcript while the caller still speaks, which
+        an engine may decline (None) when it has no time for it. By default a
+        transcription like any other, and no drafts (a remote lane would be asked every
+        second; Whisper makes its own cheaply)."""
+        if draft:
+            return None
+        return self.transcribe(pcm, language=language, deadline=deadline)

@@ -63,8 +63,17 @@ def _either_case(pattern):
 
 _ABBREVIATION = re.compile(
     "|".join(rf"(?<![\w.])(?:{_either_case(pattern)})" for pattern, _ in _ABBREVIATIONS))
+# An abbreviation at the very end of a text (its period ends no sentence).
+_ABBREVIATION_AT_END = re.compile(rf"(?:{_ABBREVIATION.pattern})$")
 _ABBREVIATION_WORDS = {re.sub(r"\s", "", pattern.replace("\\s?", "").replace("\\", "")).rstrip("?"): spoken
                        for pattern, spoken in _ABBREVIATIONS}
+
+
+def ends_with_abbreviation(text):
+    """Whether `text` ends with one of the abbreviations the normaliser reads out
+    ("z. B.", "Dr.", "Nr."): a period there ends no sentence."""
+    return _ABBREVIATION_AT_END.search(text) is not None
+
 
 _DAY = r"(?:Mo|Di|Mi|Do|Fr|Sa|So)"
 _DASH = r"\s*(?:[–—-]|bis)\s*"

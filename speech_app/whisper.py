@@ -2,18 +2,36 @@
 
 One model per process, loaded on first use (the engine probe's test transcription
 usually does that right after the start) and shared by every request of the process.
-Transcriptions run one at a time on a single thread of this engine: with
-WHISPER_CPU_THREADS=1 and 2 gunicorn workers on 2 cores, each worker keeps to its
-core. The request's thread waits for the result only until its deadline
-(`stt.Deadline`); a transcription that cannot finish by then is abandoned — it stops
-at its next segment — and the request answers 503 `stt_busy` with Retry-After at
-once, so the worker is free again. CTranslate2 cannot be interrupted within a
-30-second window, which is why the waiting happens in another thread than the work.
+It runs WHISPER_ENGINES transcriptions at the same time (CTranslate2 workers sharing
+the weights), each on WHISPER_CPU_THREADS threads: by default one per core, so the
+voice agent's sessions, which all live in the one ASGI process, do not wait for each
+other's recognition, and the cores are not oversubscribed (a gunicorn sync worker only
+ever has one request, so it uses one of them). The request's thread waits for the
+result only until its deadline (`stt.Deadline`); a transcription that cannot finish by
+then is abandoned — it stops at its next segment — and the request answers 503
+`stt_busy` with Retry-After at once, so the worker is free again. CTranslate2 cannot
+be interrupted within a 30-second window, which is why the waiting happens in another
+thread than the work.
+
+The voice agent's utterances (`hear`, at most 15 s each) are recognised on a window
+sized to them instead of Whisper's 30 s: the encoder's cost grows faster than its
+input (3,000 frames cost 0.84 CPU s here, 1,000 frames 0.12 s), and a 3 s utterance
+padded to 30 s spent most of a second on nothing. The audio goes through the same
+Silero filter as transcribe(), its log-mel is padded with zeros as faster-whisper pads
+every window, but only to the utterance plus a margin and at least _WINDOW_MIN_SEC;
+no word timestamps (their alignment cost another 0.5 s). A window cut to the speech
+alone made the decoder run on ("Können Sie mich bitte morgen zurückrufen? Können Sie
+mich …"), so the decode is bounded by the audio's length, segments that start after
+the speech or repeat an earlier one are dropped, and a decode that loops is tried
+again at a higher temperature. docs/performance.md has the measurements, and
+tests/speech_app/test_sized_window.py holds the word error rate to 1.1× the full
+window's.
 """
 import concurrent.futures
 import json
 import logging
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -42,6 +60,26 @@ _SEED = 1
 # 0.33 with half a second of padding (docs/performance-history.md). Times are given back
 # relative to the audio as sent.
 _PAD_SEC = 0.5
+# The sized window of an utterance (`hear`): the speech as the filter left it, then
+# _WINDOW_MARGIN_SEC of zeros, and never shorter than _WINDOW_MIN_SEC in all. Whisper
+# was trained on 30 s windows; floors of 0, 10, 15, 20 and 30 s were measured on the
+# German sets (docs/performance.md): below 10 s the decoder lost more words, above it
+# the differences were within the noise of the sets, at up to 1.6× the cost.
+_WINDOW_MIN_SEC = 10.0
+_WINDOW_MARGIN_SEC = 1.0
+_FULL_WINDOW_FRAMES = 3000  # 100 feature frames a second
+# The decode of an utterance stops after this many tokens per second of audio (German
+# speech is 5-7, with timestamps and digits' commas up to 9), plus a few.
+_TOKENS_PER_SEC, _TOKENS_EXTRA = 10, 12
+# A segment that starts this close to the end of the speech (or later) is Whisper
+# running on into the silence.
+_LATE_SEGMENT_SEC = 0.1
+# The decode's temperatures: greedy (beam search) first, sampling when it looped.
+_TEMPERATURES = (0.0, 0.4, 0.8)
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Words that may well come three times in a row (digits of a phone number).
+_COUNTED_WORDS = frozenset("null eins zwei zwo drei vier fünf sechs sieben acht neun zehn ja nein".split())
 
 
 class _Abandoned(Exception):
@@ -49,8 +87,9 @@ class _Abandoned(Exception):
 
 
 class _Job:
-    def __init__(self, pcm, language, phrases, deadline):
+    def __init__(self, pcm, language, phrases, deadline, draft=False):
         self.pcm, self.language, self.phrases, self.deadline = pcm, language, phrases, deadline
+        self.draft = draft
         self.abandoned = threading.Event()
         self.done_sec = 0.0
 
@@ -65,6 +104,7 @@ class WhisperRecognizer(Recognizer):
         self._failure = None  # (reason, monotonic time of the attempt)
         self._pool_lock = threading.Lock()
         self._pool = None
+        self._busy = 0  # transcriptions submitted and not finished (drafts wait for none)
         self._languages = None  # (WHISPER_MODEL, languages), read once per setting
 
     # --- what the engine offers -------------------------------------------------
@@ -104,25 +144,59 @@ class WhisperRecognizer(Recognizer):
     # --- transcription ------------------------------------------------------------
     def transcribe(self, pcm, *, language, phrases=None, deadline):
         """A Transcript of 16 kHz mono PCM; `phrases` become Whisper's hotwords (a hint)."""
+        self._check_language(language)
+        return self._wait(self._submit(self._run, _Job(pcm, language, phrases, deadline)))
+
+    def hear(self, pcm, *, language, deadline, draft=False):
+        """An utterance of a conversation (16 kHz mono PCM, at most ~15 s), recognised on a
+        window sized to it (see the module doc). A `draft` (a partial transcript while
+        the caller still speaks) is greedy and never waits for an engine: None when all
+        are busy."""
+        self._check_language(language)
+        with self._pool_lock:
+            # A draft takes an engine only while another one stays free for a turn's recognition.
+            if draft and self._busy >= max(1, settings.WHISPER_ENGINES - 1):
+                return None
+        return self._wait(self._submit(self._run_utterance, _Job(pcm, language, None, deadline, draft=draft)))
+
+    def _check_language(self, language):
         if not self.serves(language):
             raise SttUnavailable(
                 f"The Whisper model '{self.model_name}' does not know the language '{language}'. Install a Vosk "
                 f"model for it (VOSK_MODELS) or configure a multilingual WHISPER_MODEL.",
                 details={"language": language})
-        job = _Job(pcm, language, phrases, deadline)
-        future = self._executor().submit(self._run, job)
+
+    def _submit(self, work, job):
+        executor = self._executor()
+        with self._pool_lock:
+            self._busy += 1
         try:
-            return future.result(timeout=deadline.remaining())
+            future = executor.submit(work, job)
+        except BaseException:
+            self._finished(None)
+            raise
+        future.add_done_callback(self._finished)
+        return job, future
+
+    def _finished(self, future):
+        with self._pool_lock:
+            self._busy -= 1
+
+    def _wait(self, submitted):
+        job, future = submitted
+        try:
+            return future.result(timeout=job.deadline.remaining())
         except concurrent.futures.TimeoutError:
             job.abandoned.set()
-            future.cancel()  # still queued behind another transcription: never starts
-            raise deadline.missed(duration_sec=len(pcm) / 2 / SAMPLE_RATE, done_sec=job.done_sec) from None
+            future.cancel()  # still queued behind other transcriptions: never starts
+            raise job.deadline.missed(duration_sec=len(job.pcm) / 2 / SAMPLE_RATE, done_sec=job.done_sec) from None
 
     def _executor(self):
         # Created on first use, i.e. in the worker process after gunicorn's fork.
         with self._pool_lock:
             if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=settings.WHISPER_ENGINES,
+                                                                   thread_name_prefix="whisper")
             return self._pool
 
     def _run(self, job):
@@ -157,6 +231,65 @@ class WhisperRecognizer(Recognizer):
             collected.append(segment)
             job.done_sec = max(0.0, segment.end - _PAD_SEC)
         return self._transcript(collected, info, duration_sec=len(job.pcm) / 2 / SAMPLE_RATE)
+
+    def _run_utterance(self, job):
+        """The sized window's recognition (see the module doc): one encoder pass over the
+        speech and its margin, then a decode bounded by the speech's length."""
+        model = self.model()
+        if job.abandoned.is_set():
+            raise _Abandoned()
+        import ctranslate2
+        import numpy
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.vad import VadOptions, collect_chunks, get_speech_timestamps
+
+        speech_sec = len(job.pcm) / 2 / SAMPLE_RATE
+        pad = numpy.zeros(int(_PAD_SEC * SAMPLE_RATE), dtype=numpy.float32)
+        audio = numpy.concatenate([pad, numpy.frombuffer(job.pcm, dtype="<i2").astype(numpy.float32) / 32768.0, pad])
+        # As transcribe() does: Silero VAD hands Whisper the speech with 0.4 s around it.
+        chunks = get_speech_timestamps(audio, VadOptions())
+        if not chunks:
+            return Transcript(text="", words=[], segments=[], duration_sec=speech_sec, engine=self.engine,
+                              model=self.model_name, language=job.language)
+        audio = numpy.concatenate(collect_chunks(audio, chunks)[0])
+        heard_sec = len(audio) / SAMPLE_RATE
+        # The log-mel of that, then zeros up to the window, as faster-whisper pads its 30 s
+        # windows; a draft (only a preview) without the floor.
+        features = model.feature_extractor(audio)[:, :-1]
+        floor = 0 if job.draft else int(_WINDOW_MIN_SEC * 100)
+        frames = min(_FULL_WINDOW_FRAMES, max(features.shape[1] + int(_WINDOW_MARGIN_SEC * 100), floor))
+        frames += frames % 2  # the encoder halves the frames
+        features = numpy.pad(features[:, :frames], ((0, 0), (0, frames - min(frames, features.shape[1]))))
+        encoded = model.model.encode(ctranslate2.StorageView.from_array(numpy.ascontiguousarray(features[None])),
+                                     to_cpu=False)
+        language = job.language
+        if language == AUTO_LANGUAGE:
+            language = model.model.detect_language(encoded)[0][0][0][2:-2]
+        tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
+        prompt = list(tokenizer.sot_sequence)
+        max_length = len(prompt) + int(_TOKENS_PER_SEC * heard_sec) + _TOKENS_EXTRA
+        ctranslate2.set_random_seed(_SEED)
+        text = ""
+        for temperature in (_TEMPERATURES[:1] if job.draft else _TEMPERATURES):
+            if job.abandoned.is_set():
+                raise _Abandoned()
+            if temperature == 0.0:
+                options = {"beam_size": 1 if job.draft else settings.WHISPER_BEAM_SIZE}
+            else:  # like faster-whisper's fallback: the better of two samples
+                options = {"beam_size": 1, "num_hypotheses": 2, "sampling_topk": 0,
+                           "sampling_temperature": temperature}
+            result = model.model.generate(encoded, [prompt], max_length=max_length, return_scores=True,
+                                          suppress_blank=True, suppress_tokens=[-1], **options)[0]
+            best = max(range(len(result.sequences_ids)), key=lambda index: result.scores[index])
+            text = _spoken_segments(result.sequences_ids[best], tokenizer, speech_end=heard_sec)
+            if not _loops(text):
+                break
+        else:
+            text = _without_loops(text)
+        job.done_sec = speech_sec
+        segments = [Segment(start=0.0, end=round(speech_sec, 2), text=text)] if text else []
+        return Transcript(text=text, words=[], segments=segments, duration_sec=speech_sec, engine=self.engine,
+                          model=self.model_name, language=language)
 
     def _transcript(self, segments, info, *, duration_sec):
         def at(seconds):
@@ -206,4 +339,82 @@ class WhisperRecognizer(Recognizer):
         from faster_whisper import WhisperModel
 
         return WhisperModel(str(directory), device="cpu", compute_type=settings.WHISPER_COMPUTE_TYPE,
-                            cpu_threads=settings.WHISPER_CPU_THREADS, num_workers=1, local_files_only=True)
+                            cpu_threads=settings.WHISPER_CPU_THREADS, num_workers=settings.WHISPER_ENGINES,
+                            local_files_only=True)
+
+
+def _spoken_segments(tokens, tokenizer, *, speech_end):
+    """The text of a decode with timestamps, segment by segment, without what Whisper
+    made up after the speech: a segment that starts at its end or later, and a segment
+    that repeats an earlier one (the decoder starting the utterance over)."""
+    segments, current, start = [], [], None
+    for token in tokens:
+        if token >= tokenizer.timestamp_begin:
+            at = (token - tokenizer.timestamp_begin) * 0.02
+            if start is None:
+                start = at
+            else:
+                segments.append((start, current))
+                current, start = [], None
+        elif token < tokenizer.eot:
+            current.append(token)
+    if current:  # cut by the length bound: kept only if it began within the speech
+        segments.append((start or 0.0, current))
+    kept, seen = [], []
+    for start, segment in segments:
+        if start >= speech_end - _LATE_SEGMENT_SEC:
+            break
+        text = tokenizer.decode(segment).strip()
+        words = _words(text)
+        if not words:
+            continue
+        if any(words == earlier[:len(words)] or earlier == words[:len(earlier)] for earlier in seen):
+            break
+        seen.append(words)
+        kept.append(text)
+    return _without_repeated_sentences(" ".join(kept))
+
+
+def _words(text):
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def _without_repeated_sentences(text):
+    """`text` up to a sentence that starts like an earlier one (its first three words)."""
+    sentences = _SENTENCE_END.split(text)
+    openings = []
+    for index, sentence in enumerate(sentences):
+        opening = _words(sentence)[:3]
+        if len(opening) == 3 and opening in openings:
+            return " ".join(sentences[:index])
+        openings.append(opening)
+    return text
+
+
+def _loop_at(words):
+    """(start, length) of the first run of a phrase said three times in a row (a decoder
+    stuck in a loop: "mein Name, mein Name, mein Name"), or None. Digits and number
+    words may repeat (a phone number)."""
+    for length in range(1, 7):
+        for start in range(len(words) - 3 * length + 1):
+            phrase = words[start:start + length]
+            if all(word.isdigit() or word in _COUNTED_WORDS for word in phrase):
+                continue
+            if phrase == words[start + length:start + 2 * length] == words[start + 2 * length:start + 3 * length]:
+                return start, length
+    return None
+
+
+def _loops(text):
+    return _loop_at(_words(text)) is not None
+
+
+def _without_loops(text):
+    """`text` cut after the first time its loop's phrase was said (the last resort, when
+    every temperature looped)."""
+    found = _loop_at(_words(text))
+    if found is None:
+        return text
+    start, length = found
+    matches = list(_WORD.finditer(text))
+    return text[:matches[start + length - 1].end()].strip()

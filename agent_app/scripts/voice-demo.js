@@ -1,5 +1,8 @@
 // The voice demo page: a session from the page's server, the microphone through an
-// AudioWorklet as 16 kHz PCM over the WebSocket, and the agent's PCM played back.
+// AudioWorklet as 16 kHz PCM over the WebSocket, and the agent's PCM played back. While
+// the caller speaks, the partial transcript is shown in place (replaced by the final
+// one); a meter shows the microphone's level; each reply's latency appears under it. A
+// reply the model still streams comes in several agent.speaking frames: one line.
 (function () {
   "use strict";
   const script = document.currentScript;
@@ -7,13 +10,44 @@
   const stopButton = document.getElementById("stop");
   const statusLine = document.getElementById("status");
   const log = document.getElementById("log");
-  let socket = null, context = null, stream = null, playingUntil = 0, sources = [];
+  const level = document.getElementById("level");
+  let socket = null, context = null, stream = null, playingUntil = 0, sources = [], partialLine = null;
+  let agentLine = null;  // the reply being spoken: a model that streams adds its sentences
 
   function say(kind, text) {
     const line = document.createElement("p");
     line.className = kind;
     line.textContent = text;
     log.appendChild(line);
+    return line;
+  }
+
+  function partial(text) {  // the caller's words so far, in one line that grows
+    if (!partialLine) partialLine = say("caller partial", text);
+    else partialLine.textContent = text;
+  }
+
+  function final(text) {
+    if (partialLine) partialLine.remove();
+    partialLine = null;
+    say("caller transcript-final", text);
+  }
+
+  function speaking(text) {
+    if (agentLine) agentLine.textContent += " " + text;
+    else agentLine = say("agent", text);
+  }
+
+  function latency(frame) {
+    say("latency", "Antwort nach " + (frame.totalMs / 1000).toFixed(2) + " s (Ende der Äußerung " +
+        frame.endOfTurnMs + " ms, Erkennung " + frame.recognitionMs + " ms, Antwort " + frame.thinkingMs +
+        " ms, Sprachausgabe " + frame.synthesisMs + " ms)");
+  }
+
+  function meter(samples) {  // the level of a 100 ms frame: its RMS, on a square-root scale
+    let sum = 0;
+    for (let i = 0; i < samples.length; i++) sum += samples[i] * samples[i];
+    level.value = Math.min(1, Math.sqrt(Math.sqrt(sum / samples.length) / 32768) * 2);
   }
 
   function play(buffer) {
@@ -41,9 +75,12 @@
     if (typeof event.data !== "string") { play(event.data); return; }
     const frame = JSON.parse(event.data);
     if (frame.type === "session.started") statusLine.textContent = "Verbunden (" + frame.callId + ").";
-    else if (frame.type === "agent.speaking") say("agent", frame.text);
-    else if (frame.type === "agent.interrupted") { silence(); say("system", "(unterbrochen)"); }
-    else if (frame.type === "transcript.final") say("caller transcript-final", frame.text);
+    else if (frame.type === "agent.speaking") speaking(frame.text);
+    else if (frame.type === "agent.done") agentLine = null;
+    else if (frame.type === "agent.interrupted") { agentLine = null; silence(); say("system", "(unterbrochen)"); }
+    else if (frame.type === "transcript.partial") partial(frame.text);
+    else if (frame.type === "transcript.final") final(frame.text);
+    else if (frame.type === "turn.latency") latency(frame);
     else if (frame.type === "error") say("system", "Fehler: " + frame.code + " – " + frame.message);
   }
 
@@ -66,6 +103,7 @@
       socket.onmessage = onFrame;
       socket.onclose = function (event) { statusLine.textContent = "Beendet (" + event.code + ")."; stop(); };
       worklet.port.onmessage = function (event) {
+        meter(new Int16Array(event.data));
         if (socket && socket.readyState === WebSocket.OPEN) socket.send(event.data);
       };
       stopButton.disabled = false;
@@ -79,7 +117,8 @@
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({type: "end"}));
     if (stream) stream.getTracks().forEach(function (track) { track.stop(); });
     if (context) context.close();
-    socket = null; stream = null; context = null;
+    socket = null; stream = null; context = null; partialLine = null;
+    level.value = 0;
     stopButton.disabled = true;
     startButton.disabled = false;
   }

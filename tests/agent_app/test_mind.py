@@ -189,3 +189,63 @@ def test_the_next_lane_answers_when_the_first_fails_mid_call(tenant_a, assistant
 def test_no_lane_answering_leaves_the_caller_with_an_apology(tenant_a, assistant, web_call, live, refused_url):
     load_lanes(streaming_lane("chat-a", endpoint=refused_url))
     assert mind_of(tenant_a, web_call, assistant).turn("Hallo.").text == APOLOGY["de"]
+
+
+# --- speaking while the model streams (Mind.turn(say=…)) ---------------------------------
+def test_the_first_sentence_is_handed_on_while_the_model_still_streams(tenant_a, assistant, web_call, live,
+                                                                      chat_server):
+    import threading
+
+    stall = threading.Event()
+    # The role chunk and the words up to "Unsere ", then the model stalls until released.
+    lane = chat_server(Reply(text="Gern helfe ich Ihnen z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr.",
+                             stall_after=1 + 10, stall=stall))
+    load_lanes(streaming_lane("chat-local", endpoint=lane.url))
+    said = []
+
+    def say(sentence):
+        said.append((sentence, stall.is_set()))
+        stall.set()  # the model goes on only once the first sentence was handed on
+
+    reply = mind_of(tenant_a, web_call, assistant).turn("Kann ich einen Termin machen?", say=say)
+    assert said == [("Gern helfe ich Ihnen z. B. mit einem Termin.", False),  # before the model finished
+                    ("Unsere Praxis öffnet um acht Uhr.", True)]
+    assert reply.text == "Gern helfe ich Ihnen z. B. mit einem Termin. Unsere Praxis öffnet um acht Uhr."
+
+
+def test_what_the_model_says_before_a_tool_call_is_handed_on_before_the_tool_runs(tenant_a, assistant, web_call,
+                                                                                 live, chat_server):
+    call = FakeToolCall("call_a", "create_callback", json.dumps({"phone": "0176 12345678"}), pieces=3)
+    lane = chat_server([Reply(text="Einen Moment, ich notiere das.", tool_calls=[call]),
+                        Reply(text="Wir rufen Sie zurück. Auf Wiederhören.")])
+    load_lanes(streaming_lane("chat-local", endpoint=lane.url))
+    said = []
+
+    def say(sentence):
+        said.append((sentence, Lead.objects.for_tenant(tenant_a).exists()))
+
+    reply = mind_of(tenant_a, web_call, assistant).turn("Rufen Sie mich unter 0176 12345678 zurück.", say=say)
+    assert said == [("Einen Moment,", False), ("ich notiere das.", False), ("Wir rufen Sie zurück.", True),
+                    ("Auf Wiederhören.", True)]  # the reply's first piece a clause
+    assert reply.text == "Einen Moment, ich notiere das. Wir rufen Sie zurück. Auf Wiederhören."
+    assert reply.notes  # the tool call is noted as before
+
+
+def test_an_answer_broken_off_keeps_what_was_said_and_no_lane_gets_the_apology(tenant_a, assistant, web_call, live,
+                                                                              chat_server, refused_url):
+    broken = chat_server(Reply(text="Das ist der erste Satz. Und dann bricht es ab mitten", break_after=1 + 7))
+    load_lanes(streaming_lane("chat-a", endpoint=broken.url))
+    said = []
+    reply = mind_of(tenant_a, web_call, assistant).turn("Hallo.", say=said.append)
+    assert said == ["Das ist der erste Satz."] and reply.text == "Das ist der erste Satz."
+
+    load_lanes(streaming_lane("chat-a", endpoint=refused_url))
+    said.clear()
+    reply = mind_of(tenant_a, web_call, assistant).turn("Hallo.", say=said.append)
+    assert said == [APOLOGY["de"]] and reply.text == APOLOGY["de"]
+
+
+def test_the_offline_policy_is_handed_on_in_sentences_too(tenant_a, assistant, web_call):
+    said = []
+    reply = mind_of(tenant_a, web_call, assistant).turn("Ich hätte gern einen Rückruf.", say=said.append)
+    assert said and " ".join(said) == reply.text

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from agent_app import conversation as conversation_module
 from agent_app import session as core
 from agent_app.audio import PhoneWire
 from agent_app.models import AgentSession
@@ -116,10 +117,10 @@ def test_a_refused_hand_over_is_said_and_the_call_goes_on(tenant_a, assistants, 
     _, reception = assistants
     call, session = _phone_call(tenant_a, assistant_id=reception.pk)
 
-    async def silent(text, **kwargs):
-        return b""
+    def silent(text, **kwargs):
+        return iter(())  # no audio: what is said still goes out as agent.speaking
 
-    monkeypatch.setattr(core, "_speak", silent)
+    monkeypatch.setattr(conversation_module, "speak", silent)
     line = FakeLine(refuse=True)
     conversation = asyncio.run(_transfer_over(line, session))
     assert line.said == [core.TRANSFER_FAILED["de"]] and not line.closed and not conversation.closing

@@ -33,8 +33,9 @@ def test_a_conversation_hears_and_speaks_through_speech_servers(agent_server, ap
 
     assert final["text"] == SAID  # the server's words, not Whisper base's
     assert reply["text"] == mock_answer(SAID, language="de")
-    assert any(body["input"] == spoken_form(reply["text"]) and body["voice"] == "de_kerstin"
-               for _, _, body in voice.requests)
+    # Spoken sentence by sentence as the reply came (each one request), after the opening.
+    assert " ".join(body["input"] for _, _, body in voice.requests).endswith(spoken_form(reply["text"]))
+    assert all(body["voice"] == "de_kerstin" for _, _, body in voice.requests)
     assert len(audio) > 16000
     # The warm-up before the caller's first words loaded this process's model; the server heard only the caller.
     assert all(path == "/v1/audio/transcriptions" for path, _, _ in hearing.requests)

@@ -1,6 +1,7 @@
 """The voice demo page in Debian's Chromium with a fake microphone that plays German
 speech of the product's own synthesis: the page's AudioWorklet resamples it to 16 kHz
-PCM, the agent hears it, and the page shows the transcript."""
+PCM, the agent hears it, and the page shows the caller's words as they come (partial,
+then final), the microphone's level and each reply's latency."""
 import wave
 
 import pytest
@@ -37,16 +38,27 @@ def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
         page = browser.new_page(locale="de-DE")
+        # Partial lines are replaced by the final one: note every one the page shows.
+        page.add_init_script("""window.partialsSeen = [];
+            new MutationObserver(function (changes) { changes.forEach(function (change) {
+              change.addedNodes.forEach(function (node) {
+                if (node.classList && node.classList.contains("partial")) window.partialsSeen.push(node.textContent);
+              }); }); }).observe(document, {childList: true, subtree: true});""")
         problems = []
         page.on("pageerror", lambda error: problems.append(str(error)))
         page.goto(f"http://127.0.0.1:{agent_server.port}/widget/voice-demo")
         page.click("#start")
         page.wait_for_selector("#log .agent", timeout=60_000)
+        page.wait_for_function("document.getElementById('level').value > 0.05", timeout=60_000)  # the voice
         heard = page.wait_for_selector("#log .transcript-final", timeout=90_000).text_content()
+        latency = page.wait_for_selector("#log .latency", timeout=60_000).text_content()
+        partials = page.evaluate("window.partialsSeen")
         call_id = page.text_content("#status").split("(")[1].split(")")[0]
         browser.close()
     assert not problems
     assert "montag" in heard.lower(), heard
+    assert partials and all(text for text in partials)
+    assert latency.startswith("Antwort nach ") and "Erkennung" in latency
     # The closed browser dropped the connection: the call is booked with what was heard.
     assert booked_calls.wait_for(call_id)
     assert Call.objects.filter(pk=call_id, ended_at__isnull=False).exists()

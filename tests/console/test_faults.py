@@ -6,7 +6,7 @@ Clients behave as the contract asks: a broken connection or a 5xx is retried wit
 the same Idempotency-Key (leads) or the same event (carriers). Afterwards the rows
 match exactly the requests that got a 2xx, usage matches the calls
 (`recompute_usage --dry-run` exits 0), and the same server answers again without a
-restart. Figures of a run are in docs/performance.md ("Faults")."""
+restart. Figures of a run are in docs/performance-history.md ("Faults")."""
 import json
 import os
 import signal

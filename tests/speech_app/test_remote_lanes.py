@@ -179,7 +179,7 @@ def test_the_agent_hears_and_speaks_through_remote_lanes(speech_server):
     load(stt_lane("stt-whisper-gpu", stt.url), tts_lane("tts-kokoro-de", voice.url))
     assert conversation.hear(silence(1.2), language="de") == "Ich hätte gern einen Termin am Montag."
     wire = WireFormat("pcm_s16le", 8000)
-    audio = conversation.speak("Gern, am Montag um 10 Uhr.", language="de", voice=None, wire=wire)
+    audio = conversation.speak_whole("Gern, am Montag um 10 Uhr.", language="de", voice=None, wire=wire)
     assert sent(voice)["input"] == spoken_form("Gern, am Montag um 10 Uhr.")
     assert wire.seconds_of(audio) == pytest.approx(SECONDS_PER_CHARACTER * len(sent(voice)["input"]), abs=0.05)
 
@@ -189,7 +189,7 @@ def test_the_agents_warm_up_loads_this_processs_engine_and_asks_no_server(speech
     load(stt_lane("stt-whisper-gpu", server.url))
     warmed = []
     monkeypatch.setattr(conversation, "local_recognizer", lambda language: type(
-        "Engine", (), {"transcribe": lambda self, pcm, **kw: warmed.append(len(pcm))})())
+        "Engine", (), {"hear": lambda self, pcm, **kw: warmed.append(len(pcm))})())
     conversation.get_ready(language="de")
     assert warmed == [16000] and server.requests == []
 

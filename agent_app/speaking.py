@@ -1,0 +1,168 @@
+"""The agent's speech on its way out: what it says as the text comes, synthesised
+sentence by sentence in a worker thread, and each reply's timing.
+
+A reply's text comes from the assistant's mind while the model streams
+(`Mind.turn(say=…)`): its sentences arrive one by one on a `Lines`, from the mind's
+worker thread. `synthesise` makes their audio in a thread of its own, sentence after
+sentence, as soon as each is there, and hands every piece to the event loop, which
+sends it paced to real time (agent_app.session). So the first sentence is heard while
+the model still writes the second and the synthesiser makes it. Texts known at once
+(the opening, a filler) go the same way, on Lines closed from the start."""
+import asyncio
+import concurrent.futures
+import threading
+from dataclasses import dataclass
+
+from agent_app import conversation
+from agent_app.threads import in_pool
+
+# Threads that synthesise (and wait for a reply's next sentence): apart from the loop's
+# default threads, which the minds' turns and the database writes share.
+_SYNTHESIS = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-speaking")
+
+
+class Lines:
+    """The text of one utterance of the agent, in parts (sentences) as they come.
+
+    Thread-safe: the mind's thread `add`s and finally `close`s; the synthesis thread
+    waits for the `next` part; the loop reads the parts to announce (`since`) and
+    awaits the first (`started`). `first_at` is the loop time the first part came."""
+
+    def __init__(self, loop, parts=()):
+        self.loop = loop
+        self._parts = [part for part in (part.strip() for part in parts) if part]
+        self._closed = self._stopped = False
+        self._changed = threading.Condition()
+        self._arrived = asyncio.Event()
+        self.first_at = loop.time() if self._parts else None
+
+    @classmethod
+    def of(cls, loop, parts):
+        """Lines whose parts are all known (an opening, a filler)."""
+        lines = cls(loop, parts)
+        lines.close()
+        return lines
+
+    def add(self, part):
+        """A sentence more (any thread)."""
+        part = part.strip()
+        if not part:
+            return
+        with self._changed:
+            if self._closed:
+                return
+            self._parts.append(part)
+            self._changed.notify_all()
+        self._wake()
+
+    def close(self):
+        """No more parts will come (any thread)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        self._wake()
+
+    def stop(self):
+        """The speech was stopped (a barge-in, the end): the synthesis waits no longer."""
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
+
+    @property
+    def stopped(self):
+        return self._stopped
+
+    def next(self, index):
+        """Part `index` once it is there, or None when there will be none (blocking)."""
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._parts) > index or self._closed or self._stopped)
+            return self._parts[index] if len(self._parts) > index and not self._stopped else None
+
+    def since(self, index):
+        with self._changed:
+            return list(self._parts[index:])
+
+    async def started(self, timeout=None):
+        """Whether a part is there (waiting up to `timeout` seconds for one, or for the
+        close); False when the text ended empty or the time ran out."""
+        try:
+            await asyncio.wait_for(self._arrived.wait(), timeout)
+        except TimeoutError:
+            return False
+        with self._changed:
+            return bool(self._parts)
+
+    def _wake(self):
+        def on_loop():
+            if self.first_at is None and self.since(0):
+                self.first_at = self.loop.time()
+            self._arrived.set()
+
+        if self.loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            on_loop()
+        else:
+            self.loop.call_soon_threadsafe(on_loop)
+
+
+def _produce(lines, put, *, opening, language, voice, wire):
+    """The synthesis thread: (part index, wire audio) sentence by sentence through
+    `put`, then None — or the exception that stopped it."""
+    try:
+        index = 0
+        while (part := lines.next(index)) is not None:
+            pieces = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
+                      else conversation.speak(part, language=language, voice=voice, wire=wire))
+            for pcm in pieces:
+                if lines.stopped:
+                    return
+                put((index, pcm))
+            index += 1
+        put(None)
+    except Exception as exc:  # noqa: BLE001 - handed to the loop, which ends the conversation
+        put(exc)
+
+
+_produce_in_pool = in_pool(_SYNTHESIS, _produce)
+
+
+async def synthesise(lines, audio, *, opening, language, voice, wire):
+    """Puts (part index, wire audio) on the asyncio queue `audio` as each sentence of
+    `lines` is made, then None (or the exception that stopped it). The opening's audio
+    comes from the process's cache of openings (conversation.opening_audio)."""
+    loop = lines.loop
+
+    def put(item):
+        loop.call_soon_threadsafe(audio.put_nowait, item)
+
+    await _produce_in_pool(lines, put, opening=opening, language=language, voice=voice, wire=wire)
+
+
+@dataclass(frozen=True)
+class TurnTiming:
+    """Loop times of one reply on its way (hearing's and the conversation's clocks)."""
+
+    spoken_end: float  # the caller's last speech arrived
+    decided: float  # the end of the turn was decided
+    heard: float  # the transcript was there
+
+    def stages(self, *, thought, first_audio):
+        """Milliseconds from the caller's last speech to the reply's first audio, and its
+        stages, which add up to it (`thought`: the reply's first sentence was there)."""
+        def ms(start, end):
+            return max(0, round((end - start) * 1000))
+
+        thought = min(max(thought, self.heard), first_audio)
+        return {"total": ms(self.spoken_end, first_audio), "endOfTurn": ms(self.spoken_end, self.decided),
+                "recognition": ms(self.decided, self.heard), "thinking": ms(self.heard, thought),
+                "synthesis": ms(thought, first_audio)}
+
+
+# turn.latency's names → TurnLatency's columns.
+STAGE_COLUMNS = {"total": "total_ms", "endOfTurn": "end_of_turn_ms", "recognition": "recognition_ms",
+                 "thinking": "thinking_ms", "synthesis": "synthesis_ms"}
