@@ -4,21 +4,25 @@ from typing import Any
 from django.db import models
 from django.http import Http404
 from rest_framework import serializers, viewsets
-from rest_framework.permissions import SAFE_METHODS, AllowAny
+from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
 from console.errors import NotFound, ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
-from console.tenants.selection import tenant_for_request
+from console.tenants import selection
 from console.verified_reads import verified_read
+
+# What binds a view to its tenant, defined here or by DRF only (as PostHog's team-scoped viewsets).
+_BINDING = ("dispatch", "initial", "bind_tenant", "get_permissions", "check_permissions", "get_queryset")
 
 
 class TenantBoundMixin:
     """Authenticates, then selects the request's tenant as `request.tenant`.
 
     Authentication runs first, so a request without credentials answers 401 before
-    anything about tenants is revealed.
+    anything about tenants is revealed. No subclass opts out: one defining a method of
+    `_BINDING` or dropping IsAuthenticated is refused when it is created.
 
     Every successful write (an unsafe method answered 2xx, not an idempotent replay)
     is recorded in the audit trail (console.audit). A view whose service records its
@@ -28,6 +32,18 @@ class TenantBoundMixin:
 
     audit_writes = True
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        owners = {name: next((klass.__module__ for klass in cls.__mro__ if name in vars(klass)), __name__)
+                  for name in _BINDING}
+        changed = [name for name, owner in owners.items()
+                   if owner != __name__ and owner.partition(".")[0] not in ("rest_framework", "django")]
+        if changed:
+            raise TypeError(f"{cls.__qualname__} is tenant-bound: it cannot define {', '.join(changed)}")
+        if not any(isinstance(permission, type) and issubclass(permission, IsAuthenticated)
+                   for permission in getattr(cls, "permission_classes", [IsAuthenticated])):
+            raise TypeError(f"{cls.__qualname__} is tenant-bound: its permission_classes keep IsAuthenticated")
+
     def dispatch(self, request, *args, **kwargs):
         # Most reads come from a key verified a moment ago: DRF's decisions are known.
         response = verified_read(self, request, args, kwargs, tenant_bound=TenantBoundMixin)
@@ -35,7 +51,13 @@ class TenantBoundMixin:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        request.tenant = tenant_for_request(request)
+        self.bind_tenant(request)
+
+    @staticmethod
+    def bind_tenant(request):
+        """The one tenant rule's choice, on DRF's path (`initial`) and the verified reads'."""
+        request.tenant = selection.tenant_for_request(request)
+        return request.tenant
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
@@ -124,8 +146,8 @@ class TenantAPIView(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, APIV
 class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, viewsets.GenericViewSet):
     """A tenant's resource: the subclass declares `model`, and every row it reads
     comes from `get_queryset()`, the request tenant's rows of that model. Subclasses
-    never write their own `get_queryset` (tests/console/test_isolation_matrix.py
-    checks it), so scoping cannot be forgotten in a new viewset."""
+    cannot write their own `get_queryset` (TenantBoundMixin refuses them), so scoping
+    cannot be forgotten in a new viewset."""
 
     model: type[models.Model] | None = None
     # The 404's message; default "No <the model's verbose name> with this id." (a model
