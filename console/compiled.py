@@ -124,7 +124,8 @@ class _Compiled:
         params = list(self.params)
         for index, slot in self.slots:
             params[index] = values[slot]
-        # PostgreSQL: parameters bound by the server, one kept cursor (console/db/postgresql/base.py).
+        # Through Django's cursor wrapper, as every statement. PostgreSQL: parameters bound
+        # by the server, one kept cursor (console/db/postgresql/base.py).
         fetch_rows = getattr(connection, "fetch_rows", None)
         if fetch_rows is not None:
             return fetch_rows(self.sql, params)
