@@ -7,8 +7,15 @@ from rest_framework import serializers
 from calls_app.analysis import analysis_data
 from calls_app.models import Call
 from calls_app.recordings import recording_link
-from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
-from console.listing import ColumnsField, NullIfEmptyField
+from console.fields import (
+    ClosedSerializer,
+    ColumnsField,
+    ListedChoiceField,
+    MomentField,
+    NullIfEmptyField,
+    PageQuerySerializer,
+    PhoneQueryField,
+)
 from console.phone import InvalidPhoneNumber, to_e164
 from console.representation import ReadyJSON
 

@@ -29,6 +29,7 @@ from rest_framework.settings import api_settings
 
 from console.api import accepts_query, default_query, validated_query
 from console.compiled import CompiledQuery, datetime_parameter
+from console.fields import ColumnsField, NullIfEmptyField
 from console.pagination import NEXT_HELP, after_position, cursor_decode, page_of
 
 PAGE_ORDER = ("-created_at", "-id")  # a paged list's: its cursor's keyset (console/pagination.py)
@@ -36,29 +37,6 @@ PAGE_ORDER = ("-created_at", "-id")  # a paged list's: its cursor's keyset (cons
 
 class UnderivableField(ImproperlyConfigured):
     """A serializer field whose representation a Listing cannot make from its row."""
-
-
-class NullIfEmptyField(serializers.CharField):
-    """Text stored empty when it was not given, shown as null."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]  # null: not given
-        return str(value) or None
-
-
-class ColumnsField(serializers.Field):
-    """A value shown from several columns (`columns`, of the row): `to_representation`
-    takes their values as a tuple, on DRF's path and a list's alike."""
-
-    def __init__(self, columns: Sequence[str], **kwargs: Any) -> None:
-        self.columns = tuple(columns)
-        super().__init__(source="*", read_only=True, **kwargs)
-
-    def get_attribute(self, instance: Any) -> tuple[Any, ...]:
-        return tuple(getattr(instance, column) for column in self.columns)
 
 
 # The representations of a value alone, each with the model fields whose values (as the

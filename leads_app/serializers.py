@@ -1,8 +1,15 @@
 from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
-from console.listing import PAGE_ORDER, Listing, NullIfEmptyField
+from console.fields import (
+    ClosedSerializer,
+    ListedChoiceField,
+    MomentField,
+    NullIfEmptyField,
+    PageQuerySerializer,
+    PhoneQueryField,
+)
+from console.listing import PAGE_ORDER, Listing
 from console.numbers.serializers import E164Field
 from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead

@@ -2,7 +2,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
 
-from console.api import ClosedSerializer
 from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT, Assistant
 from console.assistants.validation import (
     MAX_DESCRIPTION,
@@ -14,7 +13,8 @@ from console.assistants.validation import (
     MAX_TOKENS,
     MAX_TOOLS,
 )
-from console.listing import Listing, NullIfEmptyField
+from console.fields import ClosedSerializer, NullIfEmptyField
+from console.listing import Listing
 
 
 # `model` and `analysis` as the API shows them (their sources: an assistant's columns)
