@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from agent_app.audio import FORMATS
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from speech_app.stt import LANGUAGE_PATTERN
 
 

@@ -1,88 +1,22 @@
 """Reads of calls and usage; every query starts from the tenant."""
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet, TextField, Value
 from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import next_period_start, period_of
-from console.compiled import CompiledQuery, datetime_parameter
-from console.pagination import after_cursor, after_position, cursor_decode, given, page_of
-from console.representation import with_datetimes_as_text
+from console.compiled import CompiledQuery
 from console.tenants.models import Tenant
 
-# The columns of a call in the Console API (calls_app.serializers.CallSerializer).
-CALL_COLUMNS = (
-    "id", "direction", "from_e164", "to_e164", "status", "carrier_id", "disclosed", "seconds", "max_seconds",
-    "recording_enabled", "transcription_enabled", "recording_url", "lead_id", "created_at", "started_at", "ended_at",
-    "redacted",
-)
-
-
-def _page_rows(calls: QuerySet[Call]) -> QuerySet[Call, tuple[Any, ...]]:
-    return calls.values_list(*CALL_COLUMNS, "transcript_version")
-
-
-def calls_newest(*, tenant: Tenant, limit: int) -> list[Call]:
-    """The tenant's newest calls with their transcripts: two queries whatever the limit."""
-    return list(Call.objects.for_tenant(tenant).newest_first().with_transcript()[:limit])
-
-
-_newest_call_rows = CompiledQuery(
-    lambda tenant_id, *, limit: _page_rows(Call.objects.for_tenant(tenant_id).newest_first())[:limit],
-    datetimes_as_text=True)
-# The page after a cursor's position (created_at as datetime_parameter's text, id).
-_call_rows_after = CompiledQuery(
-    lambda tenant_id, created_at, pk, *, limit: _page_rows(after_position(
-        Call.objects.for_tenant(tenant_id), Value(created_at, output_field=TextField()), pk,
-    ).newest_first())[:limit],
-    datetimes_as_text=True)
+# The transcript lines of a page of calls (`GET /v2/calls`), written as TranscriptEntrySerializer
+# would: the one part of the call list not derived from its serializer (calls_app.serializers.CALLS).
 # One variant per number of calls (the IN list has a parameter per call).
 _transcript_rows = CompiledQuery(
     lambda *call_ids: TranscriptEntry.objects.filter(call_id__in=call_ids).order_by("ts", "id").values_list(
         "call_id", "role", "text", "ts"), datetimes_as_text=True)
-
-
-# Positions in the rows of a page.
-TRANSCRIPT_VERSION_AT = len(CALL_COLUMNS)
-_CALL_MOMENTS = tuple(CALL_COLUMNS.index(name) for name in ("created_at", "started_at", "ended_at"))
-_CREATED, _ID = CALL_COLUMNS.index("created_at"), CALL_COLUMNS.index("id")
-
-
-def calls_page_rows(*, tenant: Tenant, limit: int, cursor: str | None = None, status: str | None = None,
-                    direction: str | None = None, number: str | None = None, since: datetime | None = None,
-                    until: datetime | None = None, lead: str | None = None,
-                    ) -> tuple[list[Any], Callable[[list[Any]], list[Any]], str | None]:
-    """A page of `GET /v2/calls` as rows, filtered, after `cursor`: `(rows, convert,
-    next)`. Rows hold CALL_COLUMNS and the call's `transcript_version` (0: no lines ever),
-    as the database returned them; `convert(rows)` turns a list of them into the values
-    the API writes (timestamps as its text). One query whatever the depth
-    (console/pagination.py); the pages without filters, the common reads, take compiled
-    queries (a deep page then costs what the first does)."""
-    if not any((status, direction, number, since, until, lead)):
-        if cursor:
-            created_at, pk = cursor_decode(cursor, tenant=tenant, scope="calls")
-            rows, convert = _call_rows_after.fetch(tenant.id, datetime_parameter(created_at), pk, limit=limit + 1)
-        else:
-            rows, convert = _newest_call_rows.fetch(tenant.id, limit=limit + 1)
-    else:
-        calls = Call.objects.for_tenant(tenant).filter(**given(
-            status=status, direction=direction, created_at__gte=since, created_at__lt=until, lead_id=lead))
-        if number:
-            calls = calls.filter(Q(from_e164=number) | Q(to_e164=number))
-        calls = after_cursor(calls, tenant=tenant, scope="calls", cursor=cursor)
-        rows = [with_datetimes_as_text(row, _CALL_MOMENTS) for row in _page_rows(calls)[:limit + 1]]
-        convert = list
-    rows, next_cursor = page_of(rows, tenant=tenant, scope="calls", limit=limit,
-                                position=lambda row: _position(convert([row])[0]))
-    return rows, convert, next_cursor
-
-
-def _position(row: tuple[Any, ...]) -> tuple[Any, Any]:
-    return row[_CREATED], row[_ID]
 
 
 def transcript_lines(*, call_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:

@@ -7,7 +7,15 @@ from rest_framework import serializers
 from calls_app.analysis import analysis_data
 from calls_app.models import Call
 from calls_app.recordings import recording_link
-from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
+from console.fields import (
+    ClosedSerializer,
+    ColumnsField,
+    ListedChoiceField,
+    MomentField,
+    NullIfEmptyField,
+    PageQuerySerializer,
+    PhoneQueryField,
+)
 from console.phone import InvalidPhoneNumber, to_e164
 from console.representation import ReadyJSON
 
@@ -20,6 +28,14 @@ class TranscriptEntrySerializer(serializers.Serializer):
     ts = serializers.DateTimeField()
 
 
+@extend_schema_field({"type": "string", "nullable": True})
+class RecordingLinkField(ColumnsField):
+    """A carrier's link as it is, a recording of ours as a signed link (calls_app.recordings)."""
+
+    def to_representation(self, value):
+        return recording_link(*value)
+
+
 class CallSerializer(serializers.Serializer):
     id = serializers.CharField()
     direction = serializers.CharField()
@@ -27,27 +43,18 @@ class CallSerializer(serializers.Serializer):
     to_e164 = serializers.CharField()
     status = serializers.CharField()
     carrier = serializers.CharField(source="carrier_id")
-    disclosed = serializers.SerializerMethodField()
+    disclosed = serializers.IntegerField(read_only=True)  # 1 or 0
     seconds = serializers.IntegerField()
     max_seconds = serializers.IntegerField(allow_null=True)
     recording_enabled = serializers.BooleanField()
     transcription_enabled = serializers.BooleanField()
-    recording_url = serializers.SerializerMethodField()
-    lead_id = serializers.SerializerMethodField()
+    recording_url = RecordingLinkField(["id", "recording_url"])
+    lead_id = NullIfEmptyField(read_only=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     ended_at = serializers.DateTimeField(allow_null=True)
     transcript = TranscriptEntrySerializer(source="transcript_entries", many=True)
     redacted = serializers.BooleanField()
-
-    def get_disclosed(self, call) -> int:
-        return 1 if call.disclosed else 0
-
-    def get_recording_url(self, call) -> str | None:
-        return recording_link(call.pk, call.recording_url)
-
-    def get_lead_id(self, call) -> str | None:
-        return call.lead_id or None
 
 
 class StageMediansSerializer(serializers.Serializer):
@@ -104,38 +111,6 @@ class CallDetailSerializer(CallSerializer):
         # it as it is (its floats could be written otherwise), DRF's parses it back.
         data["structured"] = ReadyJSON(json.dumps(data["structured"], ensure_ascii=False, separators=(",", ":")))
         return data
-
-
-def call_list_item(row, transcript):
-    """`CallSerializer(call).data` for a converted row of `selectors.calls_page_rows`
-    (whose timestamps are text already, as DRF writes them) and its transcript lines,
-    built directly: the same keys in the same order, the same values (DRF's field
-    conversions spelled out; its CharField's str() is left out, the columns are strings
-    that cannot be null), at a fraction of the cost of 18 serializer fields per call
-    and 3 per transcript line. CallSerializer stays the schema and the single-call
-    representation; tests/calls_app/test_call_list.py checks both agree."""
-    (id_, direction, from_e164, to_e164, status, carrier_id, disclosed, seconds, max_seconds, recording_enabled,
-     transcription_enabled, recording_url, lead_id, created_at, started_at, ended_at, redacted, _transcript_version) = row
-    return {
-        "id": id_,
-        "direction": direction,
-        "from_e164": from_e164,
-        "to_e164": to_e164,
-        "status": status,
-        "carrier": carrier_id,
-        "disclosed": 1 if disclosed else 0,
-        "seconds": int(seconds),
-        "max_seconds": None if max_seconds is None else int(max_seconds),
-        "recording_enabled": bool(recording_enabled),
-        "transcription_enabled": bool(transcription_enabled),
-        "recording_url": recording_link(id_, recording_url) if recording_url else None,
-        "lead_id": lead_id or None,
-        "created_at": created_at,
-        "started_at": started_at,
-        "ended_at": ended_at,
-        "transcript": transcript,
-        "redacted": bool(redacted),
-    }
 
 
 class CallListQuerySerializer(PageQuerySerializer):

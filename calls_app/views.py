@@ -1,41 +1,22 @@
 """Calls and usage in the Console API: read-only (the voice runtime writes calls)."""
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import mixins, serializers
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins
 from rest_framework.response import Response
 
 from calls_app import selectors
-from calls_app.call_list import calls_page
+from calls_app.call_list import CALLS
 from calls_app.models import Call
-from calls_app.serializers import CallDetailSerializer, CallListQuerySerializer, CallSerializer, UsageSerializer
-from console.api import TenantAPIView, TenantViewSet, accepts_query, default_query, validated_query
+from calls_app.serializers import CallDetailSerializer, UsageSerializer
+from console.api import TenantAPIView, TenantViewSet
 from console.errors import NotFound
-from console.pagination import NEXT_HELP
+from console.listing import ListedMixin
 from console.rendering import fast_json_renderers
 
 
-class CallViewSet(mixins.RetrieveModelMixin, TenantViewSet):
-    model = Call
-    serializer_class = CallSerializer
+class CallViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
+    listing = CALLS
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a call
-
-    @accepts_query(CallListQuerySerializer)
-    @extend_schema(
-        responses=inline_serializer("CallList", {
-            "calls": CallSerializer(many=True),
-            "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
-        }),
-    )
-    def list(self, request):
-        return Response(self._page(request.tenant, validated_query(CallListQuerySerializer, request)))
-
-    def list_body(self, tenant):
-        return self._page(tenant, default_query(CallListQuerySerializer))
-
-    @staticmethod
-    def _page(tenant, query):
-        calls, next_cursor = calls_page(tenant=tenant, **query)
-        return {"calls": calls, "next": next_cursor}
 
     @extend_schema(responses=CallDetailSerializer)
     def retrieve(self, request, pk=None):

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from campaigns_app.models import MAX_CONTACTS_PER_CAMPAIGN, BlockedNumber, Campaign, CampaignContact, Outcome
 from campaigns_app.selectors import COUNT_KEYS, counts_of, progress_percent
 from campaigns_app.window import WindowInvalid, next_slot, window_parse
-from console.api import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
+from console.fields import ClosedSerializer, CursorField, LimitField, ListedChoiceField, MomentField, PhoneQueryField
 from console.ids import ID_LENGTH
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat")

@@ -4,21 +4,24 @@ from typing import Any
 from django.db import models
 from django.http import Http404
 from rest_framework import serializers, viewsets
-from rest_framework.permissions import SAFE_METHODS, AllowAny
+from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
 from console.errors import NotFound, ValidationFailed
-from console.phone import InvalidPhoneNumber, to_e164
-from console.tenants.selection import tenant_for_request
+from console.tenants import selection
 from console.verified_reads import verified_read
+
+# What binds a view to its tenant, defined here or by DRF only (as PostHog's team-scoped viewsets).
+_BINDING = ("dispatch", "initial", "bind_tenant", "get_permissions", "check_permissions", "get_queryset")
 
 
 class TenantBoundMixin:
     """Authenticates, then selects the request's tenant as `request.tenant`.
 
     Authentication runs first, so a request without credentials answers 401 before
-    anything about tenants is revealed.
+    anything about tenants is revealed. No subclass opts out: one defining a method of
+    `_BINDING` or dropping IsAuthenticated is refused when it is created.
 
     Every successful write (an unsafe method answered 2xx, not an idempotent replay)
     is recorded in the audit trail (console.audit). A view whose service records its
@@ -28,6 +31,18 @@ class TenantBoundMixin:
 
     audit_writes = True
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        owners = {name: next((klass.__module__ for klass in cls.__mro__ if name in vars(klass)), __name__)
+                  for name in _BINDING}
+        changed = [name for name, owner in owners.items()
+                   if owner != __name__ and owner.partition(".")[0] not in ("rest_framework", "django")]
+        if changed:
+            raise TypeError(f"{cls.__qualname__} is tenant-bound: it cannot define {', '.join(changed)}")
+        if not any(isinstance(permission, type) and issubclass(permission, IsAuthenticated)
+                   for permission in getattr(cls, "permission_classes", [IsAuthenticated])):
+            raise TypeError(f"{cls.__qualname__} is tenant-bound: its permission_classes keep IsAuthenticated")
+
     def dispatch(self, request, *args, **kwargs):
         # Most reads come from a key verified a moment ago: DRF's decisions are known.
         response = verified_read(self, request, args, kwargs, tenant_bound=TenantBoundMixin)
@@ -35,7 +50,13 @@ class TenantBoundMixin:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        request.tenant = tenant_for_request(request)
+        self.bind_tenant(request)
+
+    @staticmethod
+    def bind_tenant(request):
+        """The one tenant rule's choice, on DRF's path (`initial`) and the verified reads'."""
+        request.tenant = selection.tenant_for_request(request)
+        return request.tenant
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
@@ -124,8 +145,8 @@ class TenantAPIView(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, APIV
 class TenantViewSet(TenantLoggedMixin, TenantBoundMixin, QueryCheckedMixin, viewsets.GenericViewSet):
     """A tenant's resource: the subclass declares `model`, and every row it reads
     comes from `get_queryset()`, the request tenant's rows of that model. Subclasses
-    never write their own `get_queryset` (tests/console/test_isolation_matrix.py
-    checks it), so scoping cannot be forgotten in a new viewset."""
+    cannot write their own `get_queryset` (TenantBoundMixin refuses them), so scoping
+    cannot be forgotten in a new viewset."""
 
     model: type[models.Model] | None = None
     # The 404's message; default "No <the model's verbose name> with this id." (a model
@@ -212,105 +233,3 @@ def _validated_parameters(serializer_class, params):
             _valid_queries.clear()
         _valid_queries[key] = data
     return dict(data)
-
-
-class LimitField(serializers.CharField):
-    """The `limit` query parameter of list endpoints (CONTRACT §5): a positive whole
-    number, 50 when absent, values over 200 count as 200."""
-
-    DEFAULT, MAXIMUM = 50, 200
-
-    def __init__(self, **kwargs):
-        # A default is returned as is, not validated: hence the number itself.
-        super().__init__(required=False, default=self.DEFAULT, **kwargs)
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        digits = value.lstrip("0")
-        if not (value.isascii() and value.isdigit()) or not digits:
-            raise serializers.ValidationError("Send a positive whole number, e.g. limit=50.")
-        # Thousands of digits are still "more than the maximum" (int() refuses over 4,300).
-        return self.MAXIMUM if len(digits) > len(str(self.MAXIMUM)) else min(int(digits), self.MAXIMUM)
-
-
-class ClosedSerializer(serializers.Serializer):
-    """A body of the declared fields only: an unknown field is a 400 under its name that
-    lists the accepted fields, reported with the other fields' errors (a misspelled
-    required field shows as both unknown and missing). `refused` gives fields that
-    exist but cannot be sent here their own message. With `require_one`, an empty body
-    is a 400 that says which fields to send."""
-
-    require_one = False
-    refused: dict[str, str] = {}
-
-    def to_internal_value(self, data):
-        problems = {}
-        if isinstance(data, dict):
-            accepted = f"Unknown field. Accepted: {', '.join(self.fields)}."
-            problems = {name: [self.refused.get(name, accepted)] for name in sorted(set(data) - set(self.fields))}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            if problems and isinstance(exc.detail, dict):
-                raise serializers.ValidationError({**exc.detail, **problems}) from None
-            raise
-        if problems:
-            raise serializers.ValidationError(problems)
-        return value
-
-    def validate(self, attrs):
-        if self.require_one and not attrs:
-            *others, last = self.fields
-            raise serializers.ValidationError({"non_field_errors": [f"Send {', '.join(others)} and/or {last}."]})
-        return super().validate(attrs)
-
-
-class ListedChoiceField(serializers.ChoiceField):
-    """A choice whose error lists the allowed values, so the fix is in the message."""
-
-    def to_internal_value(self, data):
-        if data == "" and self.allow_blank:
-            return ""
-        if str(data) not in self.choice_strings_to_values:
-            allowed = ", ".join(self.choice_strings_to_values)
-            raise serializers.ValidationError(f"'{data}' is not a valid choice. Send one of: {allowed}.")
-        return self.choice_strings_to_values[str(data)]
-
-
-class MomentField(serializers.DateTimeField):
-    """`since`/`until` of list filters: ISO 8601, e.g. 2026-11-01T00:00:00Z or 2026-11-01."""
-
-    default_error_messages = {
-        "invalid": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00+01:00, 2026-11-01T08:00:00Z or 2026-11-01.",
-        "make_aware": "Send an ISO 8601 time with its offset, e.g. 2026-11-01T09:00:00+01:00.",
-        "overflow": "Send an ISO 8601 time, e.g. 2026-11-01T09:00:00Z.",
-    }
-
-    def to_internal_value(self, value):
-        if isinstance(value, str) and len(value) == 10:
-            value += "T00:00:00Z"  # a date alone is its start, in UTC
-        return super().to_internal_value(value)
-
-
-class PhoneQueryField(serializers.CharField):
-    """A phone number filter in any format a person types (`030 901820`, `+49 30 901820`), as E.164."""
-
-    def to_internal_value(self, data):
-        try:
-            return to_e164(super().to_internal_value(data))
-        except InvalidPhoneNumber as exc:
-            raise serializers.ValidationError(str(exc)) from None
-
-
-class CursorField(serializers.CharField):
-    def __init__(self, **kwargs):
-        super().__init__(required=False, max_length=500, help_text=(
-            "The `next` value of the previous page; omit it for the first page (newest first)."), **kwargs)
-
-
-class PageQuerySerializer(serializers.Serializer):
-    """The page of a cursor-paginated list (`limit`, `cursor`), first among its query
-    parameters; the list's serializer adds its filters."""
-
-    limit = LimitField(help_text="1–200 (larger values count as 200), default 50.")
-    cursor = CursorField()

@@ -37,6 +37,8 @@ from django.utils.dateparse import parse_datetime
 
 from console.representation import datetime_text, is_utc, utc_datetime_text
 
+MAX_VARIANTS = 256  # kept per query (a list's filters and limits combined); more start afresh
+
 
 class CompiledQuery:
     def __init__(self, build, using=DEFAULT_DB_ALIAS, *, datetimes_as_text=False):
@@ -47,9 +49,8 @@ class CompiledQuery:
 
     def __call__(self, *values, **variant):
         """The rows of the query built with `values` and `variant`, as list(queryset)."""
-        connection = connections[self._using]
-        compiled = self._compiled_for(connection, values, variant)
-        return compiled.convert(connection, compiled.fetch(connection, values))
+        rows, convert = self.fetch(*values, **variant)
+        return convert(rows)
 
     def fetch(self, *values, **variant):
         """`(rows, convert)`: the rows as the database driver returns them (not yet
@@ -66,6 +67,8 @@ class CompiledQuery:
         key = (connection.vendor, utc, tuple(map(type, values)), tuple(sorted(variant.items())))
         compiled = self._compiled.get(key)
         if compiled is None:
+            if len(self._compiled) >= MAX_VARIANTS:
+                self._compiled.clear()
             compiled = self._compiled[key] = _Compiled(self._build, values, variant, connection,
                                                        self._datetimes_as_text, utc)
         return compiled
@@ -121,7 +124,8 @@ class _Compiled:
         params = list(self.params)
         for index, slot in self.slots:
             params[index] = values[slot]
-        # PostgreSQL: parameters bound by the server, one kept cursor (console/db/postgresql/base.py).
+        # Through Django's cursor wrapper, as every statement. PostgreSQL: parameters bound
+        # by the server, one kept cursor (console/db/postgresql/base.py).
         fetch_rows = getattr(connection, "fetch_rows", None)
         if fetch_rows is not None:
             return fetch_rows(self.sql, params)

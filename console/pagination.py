@@ -61,12 +61,6 @@ def after_position(queryset, created_at, pk):
     return queryset.filter(created_at__lte=created_at).filter(Q(created_at__lt=created_at) | Q(id__lt=pk))
 
 
-def given(**filters):
-    """The filters of a list request that were given (a value, not None or empty), for
-    `queryset.filter(**given(status=status, created_at__gte=since, …))`."""
-    return {name: value for name, value in filters.items() if value}
-
-
 def page_of(rows, *, tenant, scope, limit, position):
     """`(rows, next)` of up to `limit + 1` rows read newest first: the first `limit`
     and the cursor of the page after them (None when there was no extra row).

@@ -1,7 +1,7 @@
-"""Values as the API's DRF serializers write them, for lists built from plain rows
-without a serializer's per-field work (which costs more than the query itself once
-a list has a few dozen rows). Each function returns exactly what the named DRF field
-returns; tests compare whole lists against the serializers byte for byte."""
+"""Values as the API's DRF serializers write them, for rows read without model
+instances (console/compiled.py, console/listing.py). Each function returns exactly
+what the named DRF field returns; tests compare whole lists against the serializers
+byte for byte."""
 import datetime as dt
 
 from django.utils import timezone
@@ -16,14 +16,6 @@ def datetime_text(value, zone=None):
         return value
     text = value.astimezone(zone or timezone.get_current_timezone()).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def with_datetimes_as_text(row, positions):
-    """`row` (a tuple) with the values at `positions` written by `datetime_text`."""
-    row = list(row)
-    for position in positions:
-        row[position] = datetime_text(row[position])
-    return tuple(row)
 
 
 def is_utc(zone):

@@ -3,51 +3,55 @@ the same way every time.
 
 Nearly every request to a tenant-bound endpoint is a GET with a key that this process
 verified less than API_KEY_CACHE_SECONDS ago (console/credentials/verified.py), naming
-that key's tenant in X-Tenant and asking for JSON. For such a request every step of
-DRF's `initial()` has a known answer: the first renderer, no version, the key's user,
-the key's tenant, permission granted (IsAuthenticated), no throttle. Asking them, and
-DRF's request and template response around them, cost a tenth or more of a read in
-process (docs/performance-history.md; authenticators, permissions and renderers built
-per request, the headers parsed into a dict to read one). `verified_read` sets those answers and
-runs the rest of DRF's cycle as DRF does: the query parameters checked, the handler,
-`handle_exception` for what it raises, `finalize_response`; a plain successful
-Response is rendered without the template response's machinery. The answer is DRF's
-(tests/console/test_verified_reads.py compares both paths byte for byte). A GET whose
-body depends on the tenant alone (`get_body`, a viewset's `list_body`; a paged list
-without query parameters is its first page at the default limit) is answered from
-that body without building DRF's request and response at all.
+that key's tenant in X-Tenant and asking for JSON. For such a request most steps of
+DRF's `initial()` have a known answer: the first renderer, no version, permission
+granted (IsAuthenticated), no throttle. Asking them, and DRF's request and template
+response around them, cost a tenth or more of a read in process
+(docs/performance-history.md). `verified_read` sets those answers, asks the others
+where DRF's path does (the key: the authentication's `api_key_credentials`; the tenant:
+`TenantBoundMixin.bind_tenant`, the one rule) and runs the rest of DRF's cycle as DRF
+does: the query parameters checked, the handler, `handle_exception` for what it raises,
+`finalize_response`; a plain successful Response is rendered without the template
+response's machinery. The answer is DRF's (tests/console/test_verified_reads.py
+compares both paths byte for byte). A GET whose body depends on the tenant alone
+(`get_body`, a viewset's `list_body`; a paged list without query parameters is its
+first page at the default limit) is answered from that body without building DRF's
+request and response at all.
 
 Anything else takes DRF's whole path, which decides as it always did: another method,
-another or no credential, a key not verified a moment ago (its query runs there), no
-X-Tenant (host names) or another tenant, another Accept or a format override, a view
-with its own authentication, permissions, throttles or versioning. Nothing has
-happened by then: looking a key up in the cache changes nothing.
+another or no credential, a key not verified a moment ago (its query runs there), a
+tenant the rule refuses, another Accept or a format override, a view with its own
+authentication, permissions, throttles or versioning. Nothing has happened by then:
+looking the key and the tenant up changes nothing.
 """
 from django.http import HttpResponse
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.credentials.authentication import ApiKeyAuthentication, ApiKeyUser
-from console.credentials.services import hash_key, split_key
-from console.credentials.verified import verified_keys
+from console.credentials.authentication import ApiKeyAuthentication, api_key_credentials
 from console.rendering import add_view_headers, asks_for_default_json
 
 
 def verified_read(view, request, args, kwargs, *, tenant_bound):
     """DRF's response to `request` (Django's) for `view`, or None when the request is
-    not a read by a verified key of the tenant it names (then DRF's path answers it).
-    `tenant_bound` is the base class that dispatches here (console.api.TenantBoundMixin),
-    whose `initial` is the one this answers for."""
+    not a read by a key verified a moment ago of a tenant the rule admits (then DRF's
+    path answers it). `tenant_bound` is the base class that dispatches here
+    (console.api.TenantBoundMixin), whose `initial` is the one this answers for."""
     if request.method != "GET" or "format" in kwargs or not _default_policies(type(view), tenant_bound) \
             or not asks_for_default_json(request, view.renderer_classes):
         return None
-    api_key = _verified_key(request.META.get("HTTP_AUTHORIZATION"))
-    # Host-name detection and other tenants' slugs stay with tenant_for_request.
-    if api_key is None or request.META.get("HTTP_X_TENANT", "").strip() != api_key.tenant.slug:
+    try:
+        credentials = api_key_credentials(request, verified_only=True)
+        if credentials is None:
+            return None
+        # As DRF's request sets them on Django's, for the tenant rule and the request log.
+        request.user, request.auth = credentials
+        tenant = tenant_bound.bind_tenant(request)
+    except Exception:  # noqa: BLE001 - a refusal (401, 400, 403): DRF's path asks again and answers it
         return None
 
-    direct = _direct_answer(view, request, api_key)
+    direct = _direct_answer(view, request, tenant)
     if direct is not None:
         return direct
     view.args, view.kwargs = args, kwargs
@@ -59,8 +63,8 @@ def verified_read(view, request, args, kwargs, *, tenant_bound):
     drf_request.accepted_renderer, drf_request.accepted_media_type = view.renderer_classes[0](), "application/json"
     drf_request.version, drf_request.versioning_scheme = None, None
     drf_request._authenticator = drf_request.authenticators[0]
-    drf_request.user, drf_request.auth = ApiKeyUser(api_key), api_key
-    drf_request.tenant = api_key.tenant
+    drf_request.user, drf_request.auth = credentials
+    drf_request.tenant = tenant
     try:
         view.check_query_parameters(drf_request)
         # A viewset's view has its GET action set as `get` when the route maps GET.
@@ -75,7 +79,7 @@ def verified_read(view, request, args, kwargs, *, tenant_bound):
     return view.response
 
 
-def _direct_answer(view, request, api_key):
+def _direct_answer(view, request, tenant):
     """The answer of a GET whose body depends on the tenant alone, for a request
     without query parameters (any would be refused as unknown): the view's
     `<handler>_body(tenant)` (`get_body`, a viewset's `list_body`) rendered by its
@@ -87,12 +91,11 @@ def _direct_answer(view, request, api_key):
     if body_for is None or request.META.get("QUERY_STRING"):
         return None
     try:
-        body = body_for(api_key.tenant)
+        body = body_for(tenant)
     except Exception:  # noqa: BLE001 - a read changed nothing: the handler runs it again, errors answered as DRF does
         return None
     response = _http_response(view.renderer_classes[0](), "application/json", body, {})
     add_view_headers(view, response)
-    request.tenant, request.user, request.auth = api_key.tenant, ApiKeyUser(api_key), api_key
     return response
 
 
@@ -103,14 +106,13 @@ def _is_plain_success(response):
 
 def _rendered(view, request, response):
     """A successful read's Response as the HttpResponse DRF would make of it: what
-    `finalize_response` (a GET is not audited; the tenant named for the request log)
-    and `rendered_content` do, without the template response's machinery. The
+    `finalize_response` (a GET is not audited; the tenant, named for the request log,
+    is set already) and `rendered_content` do, without the template response's machinery. The
     Response's own headers are kept."""
     drf_request = view.request
     rendered = _http_response(drf_request.accepted_renderer, drf_request.accepted_media_type, response.data,
                               view.get_renderer_context(), status=response.status_code, headers=response.items())
     add_view_headers(view, rendered)
-    request.tenant = drf_request.tenant
     return rendered
 
 
@@ -129,16 +131,6 @@ def _http_response(renderer, media_type, data, context, *, status=200, headers=(
     else:
         del response["Content-Type"]
     return response
-
-
-def _verified_key(header):
-    """The key of `Authorization: Bearer <key>` if this process verified it a moment
-    ago, else None (ApiKeyAuthentication reads the header the same way)."""
-    scheme, _, raw_key = (header or "").partition(" ")
-    raw_key = raw_key.strip()
-    if scheme.lower() != ApiKeyAuthentication.keyword.lower() or split_key(raw_key) is None:
-        return None
-    return verified_keys.get(hash_key(raw_key))
 
 
 _policies_checked: dict[type, bool] = {}  # view class -> whether it has the policies verified_read assumes

@@ -5,7 +5,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from gateway_app.models import LaneUsage
 
 LANGUAGE_PATTERN = r"^[a-z]{2,3}$"

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, ListedChoiceField
+from console.fields import ClosedSerializer, ListedChoiceField
 from knowledge_app.models import KnowledgeDocument, KnowledgePassage
 from knowledge_app.readers import MARKDOWN, TEXT
 

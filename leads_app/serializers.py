@@ -1,7 +1,15 @@
 from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, ListedChoiceField, MomentField, PageQuerySerializer, PhoneQueryField
+from console.fields import (
+    ClosedSerializer,
+    ListedChoiceField,
+    MomentField,
+    NullIfEmptyField,
+    PageQuerySerializer,
+    PhoneQueryField,
+)
+from console.listing import PAGE_ORDER, Listing
 from console.numbers.serializers import E164Field
 from leads_app.consent import VERSION_PATTERN
 from leads_app.models import Lead
@@ -16,37 +24,16 @@ class LeadSerializer(serializers.ModelSerializer):
     """A stored lead as the console API shows it (CONTRACT §6)."""
 
     tenant = serializers.CharField(source="tenant.slug")
-    preferred_at = serializers.CharField(allow_null=True)
-    page_url = serializers.CharField(allow_null=True)
-    consent_version = serializers.CharField(allow_null=True)
+    # Not given is null on the wire, not an empty string.
+    preferred_at = NullIfEmptyField()
+    page_url = NullIfEmptyField()
+    consent_version = NullIfEmptyField()
 
     class Meta:
         model = Lead
         fields = ["id", "tenant", "kind", "phone", "preferred_at", "preferred_at_resolved", "page_url",
                   "status", "created_at", "consent_version"]
         read_only_fields = fields
-
-    def to_representation(self, lead):
-        data = super().to_representation(lead)
-        # Not given is null on the wire, not an empty string.
-        for name in ("preferred_at", "page_url", "consent_version"):
-            data[name] = data[name] or None
-        return data
-
-
-def lead_list_data(rows, *, tenant_slug):
-    """`LeadSerializer(leads, many=True).data` for the rows of `selectors.lead_rows` (whose
-    timestamps are text already, as DRF writes them) of the tenant `tenant_slug`, built
-    directly (CharField and ChoiceField give the stored string, and empty optional
-    values are null as in `to_representation`); tests/leads_app/test_lead_list_data.py
-    checks both agree byte for byte."""
-    return [{
-        "id": str(id_), "tenant": tenant_slug, "kind": str(kind), "phone": str(phone),
-        "preferred_at": preferred_at or None, "preferred_at_resolved": preferred_at_resolved,
-        "page_url": page_url or None, "status": str(status), "created_at": created_at,
-        "consent_version": consent_version or None,
-    } for (id_, kind, phone, preferred_at, preferred_at_resolved, page_url, status, created_at,
-           consent_version) in rows]
 
 
 class PublicLeadCreatedSerializer(serializers.Serializer):
@@ -121,3 +108,8 @@ class LeadListQuerySerializer(PageQuerySerializer):
                             help_text="Leads of this number, in any format (`030 901820`, `+49 30 901820`).")
     since = MomentField(required=False, help_text="Leads created at or after this ISO 8601 time.")
     until = MomentField(required=False, help_text="Leads created before this ISO 8601 time.")
+
+
+# `GET /v2/leads` (console/listing.py).
+LEADS = Listing("leads", LeadSerializer, query=LeadListQuerySerializer, ordering=PAGE_ORDER, filters={
+    "status": "status", "kind": "kind", "phone": "phone", "since": "created_at__gte", "until": "created_at__lt"})

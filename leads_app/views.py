@@ -1,24 +1,23 @@
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins, serializers, status
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import mixins, status
 from rest_framework.response import Response
 
-from console.api import OpenAPIView, TenantViewSet, accepts_query, default_query, validated, validated_query
+from console.api import OpenAPIView, TenantViewSet, validated
 from console.errors import PayloadTooLarge, ValidationFailed
 from console.idempotency.services import idempotent
 from console.ids import PrefixedId
+from console.listing import ListedMixin
 from console.openapi import errors
-from console.pagination import NEXT_HELP
 from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
 from leads_app.serializers import (
-    LeadListQuerySerializer,
+    LEADS,
     LeadSerializer,
     LeadUpdateSerializer,
     PublicLeadCreatedSerializer,
     PublicLeadSerializer,
-    lead_list_data,
 )
 
 # A lead is a handful of short fields; anything bigger is not a form post.
@@ -113,31 +112,12 @@ def _create(fields):
     return Response({"id": lead.id, "status": lead.status}, status=status.HTTP_201_CREATED)
 
 
-class LeadViewSet(mixins.RetrieveModelMixin, TenantViewSet):
+class LeadViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
     """The tenant's leads in the console: list, one, and status changes."""
 
-    model = Lead
-    serializer_class = LeadSerializer
+    listing = LEADS
     lookup_value_regex = "[^/]+"
     renderer_classes = fast_json_renderers()  # no floats in a lead
-
-    @accepts_query(LeadListQuerySerializer)
-    @extend_schema(
-        responses=inline_serializer("LeadList", {
-            "leads": LeadSerializer(many=True),
-            "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
-        }),
-    )
-    def list(self, request):
-        return Response(self._page(request.tenant, validated_query(LeadListQuerySerializer, request)))
-
-    def list_body(self, tenant):
-        return self._page(tenant, default_query(LeadListQuerySerializer))
-
-    @staticmethod
-    def _page(tenant, query):
-        rows, next_cursor = selectors.lead_page_rows(tenant=tenant, **query)
-        return {"leads": lead_list_data(rows, tenant_slug=tenant.slug), "next": next_cursor}
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

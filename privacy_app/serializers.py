@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, LimitField
+from console.fields import ClosedSerializer, LimitField
 from console.ids import ID_LENGTH
 from console.numbers.serializers import E164Field
 from privacy_app.models import MAX_RETENTION_DAYS

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from scripts_app.analysis import RULE_IDS
 from scripts_app.models import MAX_TEXT_LENGTH
 from scripts_app.services import check_script_text

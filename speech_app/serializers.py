@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from speech_app.decode import MAX_AUDIO_BYTES
 
 MAX_PHRASES = 500

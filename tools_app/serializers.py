@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from tools_app.models import HttpTool
 from tools_app.services import DEFAULT_TIMEOUT_MS, MAX_DESCRIPTION, TIMEOUT_MS_RANGE
 

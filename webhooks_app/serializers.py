@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer, CursorField, LimitField
+from console.fields import ClosedSerializer, CursorField, LimitField
 from webhooks_app.models import EVENT_TYPES, Attempt, Delivery, Endpoint
 
 

@@ -2,7 +2,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
 
-from console.api import ClosedSerializer
 from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT, Assistant
 from console.assistants.validation import (
     MAX_DESCRIPTION,
@@ -14,15 +13,21 @@ from console.assistants.validation import (
     MAX_TOKENS,
     MAX_TOOLS,
 )
+from console.fields import ClosedSerializer, NullIfEmptyField
+from console.listing import Listing
 
 
+# `model` and `analysis` as the API shows them (their sources: an assistant's columns)
+# and as a body describes them (checked by console.assistants.validation).
 class AssistantModelSerializer(serializers.Serializer):
-    capability = serializers.ChoiceField(choices=["chat"], default="chat")
-    lane = serializers.CharField(allow_null=True, required=False, max_length=100,
-                                 help_text="A chat lane of the registry; null: the router's choice (cost policy).")
-    temperature = serializers.FloatField(allow_null=True, required=False, min_value=0, max_value=2,
+    capability = serializers.ChoiceField(choices=["chat"], default="chat")  # an assistant has no other
+    lane = NullIfEmptyField(source="model_lane", required=False, max_length=100,
+                            help_text="A chat lane of the registry; null: the router's choice (cost policy).")
+    temperature = serializers.FloatField(source="model_temperature", allow_null=True, required=False, min_value=0,
+                                         max_value=2,
                                          help_text="0–2, kept to two decimals; null: the lane's default.")
-    maxTokens = serializers.IntegerField(allow_null=True, required=False, min_value=1, max_value=MAX_TOKENS,
+    maxTokens = serializers.IntegerField(source="model_max_tokens", allow_null=True, required=False, min_value=1,
+                                         max_value=MAX_TOKENS,
                                          help_text="Longest answer in tokens; null: the gateway's default.")
 
 
@@ -32,11 +37,13 @@ class TransferTargetSerializer(serializers.Serializer):
 
 
 class AssistantAnalysisSerializer(serializers.Serializer):
-    summary = serializers.BooleanField(default=True, help_text="Write a German summary of each call.")
-    schema = serializers.DictField(allow_null=True, required=False,
+    summary = serializers.BooleanField(source="analysis_summary", default=True,
+                                       help_text="Write a German summary of each call.")
+    schema = serializers.DictField(source="analysis_schema", allow_null=True, required=False,
                                    help_text="A JSON Schema (Draft 2020-12, root `\"type\": \"object\"`) of the "
                                              "structured data extracted from each call; null: none.")
-    successCriteria = serializers.CharField(required=False, allow_blank=True, max_length=MAX_SUCCESS_CRITERIA,
+    successCriteria = serializers.CharField(source="analysis_success_criteria", required=False, allow_blank=True,
+                                            max_length=MAX_SUCCESS_CRITERIA,
                                             help_text="When a call counts as a success.")
 
 
@@ -59,9 +66,9 @@ class AssistantSerializer(serializers.ModelSerializer):
     openingTouchpoint = serializers.CharField(source="opening_touchpoint")
     tools = serializers.ListField(child=serializers.CharField())
     knowledge = serializers.ListField(child=serializers.CharField(), allow_null=True)
-    model = serializers.SerializerMethodField()
+    model = AssistantModelSerializer(source="*", read_only=True)
     transferTargets = TransferTargetSerializer(source="transfer_targets", many=True)
-    analysis = serializers.SerializerMethodField()
+    analysis = AssistantAnalysisSerializer(source="*", read_only=True)
     maxDurationSec = serializers.IntegerField(source="max_duration_sec", allow_null=True)
     silenceTimeoutSec = serializers.IntegerField(source="silence_timeout_sec", allow_null=True)
     endCallPhrases = serializers.ListField(source="end_call_phrases", child=serializers.CharField())
@@ -74,24 +81,6 @@ class AssistantSerializer(serializers.ModelSerializer):
                   "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
                   "endCallPhrases", "createdAt", "updatedAt"]
         read_only_fields = fields
-
-    @extend_schema_field(AssistantModelSerializer)
-    def get_model(self, assistant):
-        return model_data(assistant.model_lane, assistant.model_temperature, assistant.model_max_tokens)
-
-    @extend_schema_field(AssistantAnalysisSerializer)
-    def get_analysis(self, assistant):
-        return analysis_data(assistant.analysis_summary, assistant.analysis_schema, assistant.analysis_success_criteria)
-
-
-def model_data(lane, temperature, max_tokens):
-    return {"capability": "chat", "lane": lane or None,
-            "temperature": None if temperature is None else float(temperature),
-            "maxTokens": None if max_tokens is None else int(max_tokens)}
-
-
-def analysis_data(summary, schema, success_criteria):
-    return {"summary": bool(summary), "schema": schema, "successCriteria": str(success_criteria)}
 
 
 class AssistantCreateSerializer(ClosedSerializer):
@@ -134,23 +123,5 @@ class AssistantUpdateSerializer(AssistantCreateSerializer):
     name = documented(serializers.CharField(max_length=MAX_NAME))
 
 
-def assistant_list_data(rows):
-    """`AssistantSerializer(assistants, many=True).data` for the rows of
-    `selectors.assistant_rows` (whose timestamps are text already, as DRF writes them),
-    built directly (DRF's CharField is str()); tests/assistants/test_assistant_list_data.py
-    checks both agree byte for byte."""
-    return [{
-        "id": str(id_), "name": str(name), "description": str(description), "language": str(language),
-        "voice": str(voice), "instructions": str(instructions), "openingTouchpoint": str(opening_touchpoint),
-        "tools": [str(tool) for tool in tools],
-        "knowledge": None if knowledge is None else [str(document) for document in knowledge],
-        "model": model_data(lane, temperature, max_tokens),
-        "transferTargets": [{"name": str(target["name"]), "e164": str(target["e164"])} for target in targets],
-        "analysis": analysis_data(summary, schema, criteria),
-        "maxDurationSec": None if max_duration is None else int(max_duration),
-        "silenceTimeoutSec": None if silence is None else int(silence),
-        "endCallPhrases": [str(phrase) for phrase in phrases],
-        "createdAt": created_at, "updatedAt": updated_at,
-    } for (id_, name, description, language, voice, instructions, opening_touchpoint, tools, knowledge, lane,
-           temperature, max_tokens, targets, summary, schema, criteria, max_duration, silence, phrases, created_at,
-           updated_at) in rows]
+# `GET /v2/assistants` (console/listing.py): every assistant of the tenant, by name.
+ASSISTANTS = Listing("assistants", AssistantSerializer, ordering=("name", "id"))

@@ -1,17 +1,16 @@
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
 from console.api import TenantViewSet, validated
 from console.assistants import services
-from console.assistants.models import Assistant
-from console.assistants.selectors import assistant_rows
 from console.assistants.serializers import (
+    ASSISTANTS,
     AssistantCreateSerializer,
     AssistantSerializer,
     AssistantUpdateSerializer,
-    assistant_list_data,
 )
+from console.listing import ListedMixin
 from console.openapi import errors
 
 EXAMPLE = {
@@ -23,22 +22,14 @@ EXAMPLE = {
 }
 
 
-class AssistantViewSet(mixins.RetrieveModelMixin, TenantViewSet):
-    model = Assistant
-    serializer_class = AssistantSerializer
+class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
+    listing = ASSISTANTS
     lookup_value_regex = "[^/]+"
     not_found_message = "No assistant with this id."
     # The project's default renderers, DRF's JSON among them (not
     # console.rendering.FastJSONRenderer): an assistant holds floats (its temperature,
     # numbers in the tenant's analysis schema), which orjson may write differently
     # (1e-05 as 0.00001). A tenant has a handful of assistants.
-
-    @extend_schema(responses=inline_serializer("AssistantList", {"assistants": AssistantSerializer(many=True)}))
-    def list(self, request):
-        return Response(self.list_body(request.tenant))
-
-    def list_body(self, tenant):
-        return {"assistants": assistant_list_data(assistant_rows(tenant=tenant))}
 
     @extend_schema(request=AssistantCreateSerializer, responses={201: AssistantSerializer},
                    examples=[OpenApiExample("A receptionist", request_only=True, value=EXAMPLE)])

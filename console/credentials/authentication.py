@@ -28,28 +28,36 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
-        # The WSGI environ's text as it is (DRF's helper encodes it to latin-1 bytes, which
-        # would only be decoded back here).
-        header = request._request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            misplaced = _misplaced_key_header(request)
-            if misplaced:
-                raise exceptions.AuthenticationFailed(
-                    f"An API key was sent in the {misplaced} header; send it as 'Authorization: Bearer <api key>'.")
-            return None
-        scheme, _, raw_key = header.partition(" ")
-        if scheme.lower() != self.keyword.lower() or not raw_key.strip():
-            sent = f"'{scheme} …'" if raw_key.strip() else "a value without a scheme"
-            raise exceptions.AuthenticationFailed(
-                f"The Authorization header must be 'Bearer <api key>'; it was {sent}.")
         # A read may use a key verified a moment ago; a write is checked against the database.
-        api_key = api_key_authenticate(raw_key=raw_key.strip(), reuse_verified=request.method in SAFE_METHODS)
-        if api_key is None:
-            raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
-        return ApiKeyUser(api_key), api_key
+        return api_key_credentials(request._request, reuse_verified=request.method in SAFE_METHODS)
 
     def authenticate_header(self, request):
         return f'{self.keyword} realm="api"'
+
+
+def api_key_credentials(request, *, reuse_verified=False, verified_only=False):
+    """`(ApiKeyUser, ApiKey)` of the `Authorization: Bearer <api key>` of Django's
+    `request`, None without the header, else AuthenticationFailed saying what to send.
+    The one reading of the header; `verified_only` (console/verified_reads.py): a key
+    verified a moment ago or None, never a query."""
+    # The WSGI environ's text as it is (DRF's helper encodes it to latin-1 bytes, which
+    # would only be decoded back here).
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        misplaced = _misplaced_key_header(request)
+        if misplaced:
+            raise exceptions.AuthenticationFailed(
+                f"An API key was sent in the {misplaced} header; send it as 'Authorization: Bearer <api key>'.")
+        return None
+    scheme, _, raw_key = header.partition(" ")
+    raw_key = raw_key.strip()
+    if scheme.lower() != ApiKeyAuthentication.keyword.lower() or not raw_key:
+        sent = f"'{scheme} …'" if raw_key else "a value without a scheme"
+        raise exceptions.AuthenticationFailed(f"The Authorization header must be 'Bearer <api key>'; it was {sent}.")
+    api_key = api_key_authenticate(raw_key=raw_key, reuse_verified=reuse_verified, verified_only=verified_only)
+    if api_key is None and not verified_only:
+        raise exceptions.AuthenticationFailed("The API key is invalid or revoked.")
+    return None if api_key is None else (ApiKeyUser(api_key), api_key)
 
 
 KEY_PREFIX = f"{KEY_SCHEME}_"

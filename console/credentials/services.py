@@ -48,21 +48,21 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     return api_key
 
 
-def api_key_authenticate(*, raw_key: str, reuse_verified: bool = False) -> ApiKey | None:
+def api_key_authenticate(*, raw_key: str, reuse_verified: bool = False, verified_only: bool = False) -> ApiKey | None:
     """The active key matching `raw_key` with its tenant, or None: one query (the
     prefix is unique, so no ordering), the hashes compared in constant time. The tenant
     comes with the key, so that selecting the key's own tenant needs no query.
 
     `reuse_verified` (reads only): a key this process verified less than
     API_KEY_CACHE_SECONDS ago needs no query; console/credentials/verified.py states
-    the bound on a revoked key."""
+    the bound on a revoked key. `verified_only`: only such a key, never a query."""
     prefix = split_key(raw_key)
     if prefix is None:
         return None
     digest = hash_key(raw_key)
-    if reuse_verified:
+    if reuse_verified or verified_only:
         api_key = verified_keys.get(digest)
-        if api_key is not None:
+        if api_key is not None or verified_only:
             return api_key
     verified_at = verified_keys.clock()
     try:

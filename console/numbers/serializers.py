@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164
 

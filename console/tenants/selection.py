@@ -20,8 +20,9 @@ _slug = re.compile(SLUG_PATTERN)
 
 
 def tenant_for_request(request):
-    """The tenant of an authenticated request, or TenantRequired / TenantForbidden."""
-    slug = request.headers.get("X-Tenant", "").strip()
+    """The tenant of an authenticated request (DRF's, or Django's with `user` and `auth`),
+    or TenantRequired / TenantForbidden; asked by `console.api.TenantBoundMixin.bind_tenant`."""
+    slug = request.META.get("HTTP_X_TENANT", "").strip()
     if isinstance(request.auth, ApiKey):
         return _tenant_of_api_key(request, request.auth, slug)
     if slug:

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from console.api import ClosedSerializer
+from console.fields import ClosedSerializer
 
 
 class StrictBooleanField(serializers.BooleanField):

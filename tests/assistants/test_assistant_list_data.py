@@ -1,5 +1,5 @@
-"""The list endpoint's direct representation (serializers.assistant_list_data) is byte for
-byte what AssistantSerializer renders, and so is the endpoint's body."""
+"""The assistant list, derived from its declaration (serializers.ASSISTANTS), is byte for
+byte what AssistantSerializer renders for the same rows, and so is the endpoint's body."""
 import datetime as dt
 import zoneinfo
 
@@ -8,8 +8,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from console.assistants.models import Assistant
-from console.assistants.selectors import assistant_rows
-from console.assistants.serializers import AssistantSerializer, assistant_list_data
+from console.assistants.serializers import ASSISTANTS, AssistantSerializer
 
 pytestmark = pytest.mark.django_db
 
@@ -47,14 +46,14 @@ def rendered(data):
 
 
 def expected(tenant):
-    return rendered(AssistantSerializer(Assistant.objects.for_tenant(tenant), many=True).data)
+    return rendered(AssistantSerializer(ASSISTANTS.queryset(tenant), many=True).data)
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
-def test_list_data_renders_exactly_as_the_serializer(varied_assistants, tenant_a, zone):
+def test_the_derived_list_renders_exactly_as_the_serializer(varied_assistants, tenant_a, zone):
     with timezone.override(zoneinfo.ZoneInfo(zone)):
         body = expected(tenant_a)
-        assert rendered(assistant_list_data(assistant_rows(tenant=tenant_a))) == body
+        assert rendered(ASSISTANTS.page(tenant_a, {})["assistants"]) == body
     offsets = [b'Z"' in body, b'+01:00"' in body, b'+02:00"' in body]
     assert offsets == ([True, False, False] if zone == "UTC" else [False, True, True])
 

@@ -1,7 +1,8 @@
-"""The call list's body (calls_app/call_list.py: rows written directly, each call's text
-kept per process while its row and lines stay the same) is byte for byte what
-CallSerializer renders, for every kind of call and text, cold or from the cache, and
-never outlives a change of the call or its transcript."""
+"""The call list's body (calls_app/call_list.py: rows converted as the declaration
+CALLS derives from CallSerializer, each call's text kept per process while
+its row and lines stay the same) is byte for byte what CallSerializer renders, for every
+kind of call and text, cold or from the cache, and never outlives a change of the call
+or its transcript."""
 import datetime as dt
 import zoneinfo
 
@@ -10,7 +11,8 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from calls_app import call_list, selectors
+from calls_app import selectors
+from calls_app.call_list import CALLS
 from calls_app.call_texts import ENTRY_OVERHEAD, CallTextCache, call_texts
 from calls_app.models import Call, TranscriptEntry
 from calls_app.serializers import CallSerializer
@@ -34,7 +36,9 @@ def varied_calls(tenant_a, tenant_b, carrier):
             status=("queued", "active", "completed", "no-answer")[n % 4], seconds=n * 7, disclosed=bool(n % 2),
             started_at=None if n % 5 == 0 else MOMENT + dt.timedelta(seconds=n),
             ended_at=MOMENT + dt.timedelta(minutes=n) if n % 4 == 2 else None,
-            recording_url="https://carrier.example/r.mp3" if n % 6 == 0 else "", lead_id="ld_x" if n % 8 == 0 else "",
+            # A carrier's link, a recording of ours (a signed link: calls_app.recordings), none.
+            recording_url=("https://carrier.example/r.mp3", "/voice/recordings/x")[n % 12 // 6] if n % 6 == 0 else "",
+            lead_id="ld_x" if n % 8 == 0 else "",
             max_seconds=600 if n % 3 == 0 else None, recording_enabled=n % 6 == 0, transcription_enabled=bool(n % 9),
             reserved_period="2025-03", redacted=n % 5 == 1,
         ))
@@ -46,17 +50,22 @@ def varied_calls(tenant_a, tenant_b, carrier):
     return calls
 
 
+def newest(tenant, limit):
+    """The rows of the first page, with their transcripts, for DRF's serializer."""
+    return CALLS.queryset(tenant).with_transcript()[:limit]
+
+
 def rendered(data):
     return JSONRenderer().render({"calls": data})
 
 
 def expected_page(tenant, limit=200):
-    return rendered(CallSerializer(selectors.calls_newest(tenant=tenant, limit=limit), many=True).data)
+    return rendered(CallSerializer(newest(tenant, limit), many=True).data)
 
 
 def page(tenant, limit=200):
     """As the list view renders it (the calls' text spliced in)."""
-    calls, _next = call_list.calls_page(tenant=tenant, limit=limit)
+    calls = CALLS.page(tenant, {"limit": limit})["calls"]
     return FastJSONRenderer().render({"calls": calls}, None, {})
 
 
@@ -186,7 +195,7 @@ def test_timestamps_stored_in_other_forms_come_out_as_the_serializer_writes_them
 
 
 def test_list_endpoint_serves_the_serializer_bytes_for_tricky_text_indented_or_not(tricky_calls, tenant_a, api_a):
-    calls = CallSerializer(selectors.calls_newest(tenant=tenant_a, limit=200), many=True).data
+    calls = CallSerializer(newest(tenant_a, 200), many=True).data
     assert api_a.get("/v2/calls?limit=200").content == JSONRenderer().render({"calls": calls, "next": None})
     indented = "application/json; indent=4"
     assert api_a.get("/v2/calls?limit=200", HTTP_ACCEPT=indented).content == \

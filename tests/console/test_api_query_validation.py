@@ -7,12 +7,13 @@ from rest_framework.test import APIRequestFactory
 
 from console import api
 from console.api import validated, validated_query
+from console.fields import LimitField
 from leads_app.serializers import LeadListQuerySerializer
 
 
 class Counting(serializers.Serializer):
     status = serializers.ChoiceField(choices=["new", "lost"], required=False)
-    limit = api.LimitField()
+    limit = LimitField()
     built = 0
 
     def __init__(self, *args, **kwargs):

@@ -24,6 +24,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.test import APIClient
 
 from agent_app import demo_views
@@ -33,12 +34,14 @@ from campaigns_app import services as campaigns
 from campaigns_app.contact_rows import from_json
 from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, CampaignContact
 from campaigns_app.scheduler import campaigns_tick
-from console.api import OpenAPIView, TenantBoundMixin, TenantViewSet
+from console.api import OpenAPIView, TenantAPIView, TenantBoundMixin, TenantViewSet
 from console.assistants.models import Assistant
 from console.credentials.models import ApiKey
 from console.credentials.services import api_key_create, api_key_revoke
+from console.errors import TenantForbidden
 from console.numbers.models import PhoneNumber
 from console.numbers.services import number_create
+from console.tenants import selection
 from console.tenants.admin_scoping import visible_rows
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
 from console.tenants.services import tenant_create
@@ -55,7 +58,7 @@ from registry_app.views import RegistryAPIView
 from scripts_app.models import ScriptOverride
 from scripts_app.services import script_override_put
 from speech_app.views import ModuleHealthView, ModuleTranscribeView, SpeakView
-from tests.conftest import make_client
+from tests.conftest import error_of, make_client
 from tools_app.models import HttpTool
 from tools_app.services import http_tool_create
 from webhooks_app.models import Attempt, Delivery, Endpoint
@@ -332,6 +335,16 @@ def test_tenant_viewsets_get_their_rows_from_the_base_class():
             assert view.get_queryset is TenantViewSet.get_queryset, f"{view.__name__} writes its own get_queryset"
 
 
+@pytest.mark.parametrize("name", ["dispatch", "initial", "bind_tenant", "get_permissions", "check_permissions",
+                                  "get_queryset"])
+def test_a_tenant_bound_view_cannot_opt_out_of_scoping_or_permissions(name):
+    with pytest.raises(TypeError, match=f"cannot define {name}"):
+        type("Unbound", (TenantViewSet,), {name: lambda self, *args, **kwargs: None})
+    with pytest.raises(TypeError, match="IsAuthenticated"):
+        type("Open", (TenantAPIView,), {"permission_classes": [AllowAny]})
+    type("Stricter", (TenantAPIView,), {"permission_classes": [IsAuthenticated, IsAdminUser]})  # more is fine
+
+
 @pytest.fixture(params=["api key", "staff session"])
 def client_b(request, world):
     if request.param == "api key":
@@ -487,3 +500,45 @@ def test_the_effective_scripts_page_shows_a_member_of_b_only_bs_scripts(world):
 
     assert page.status_code == 200
     assert_nothing_of_a(page, world, "the effective scripts page")
+
+
+# --- One tenant rule ------------------------------------------------------------------
+
+@pytest.mark.parametrize("credential", ["api key", "staff session"])
+def test_a_rule_added_to_the_one_tenant_rule_holds_on_every_route_fast_or_not(world, credential, monkeypatch,
+                                                                             settings, drf_cycles):
+    """A tenant suspended in one place, the tenant rule (console/tenants/selection.py),
+    answers 403 on every tenant-bound route, list and detail, read and write, whichever
+    path answers: DRF's, or the verified reads' (console/verified_reads.py), which answer
+    the reads of a key verified a moment ago without DRF's cycle."""
+    settings.API_KEY_CACHE_SECONDS = 600  # "a moment ago" holds on a busy machine too
+    if credential == "api key":
+        client = make_client(world.key, "acme")
+    else:
+        client = APIClient()
+        client.force_login(world.owner)
+        client.credentials(HTTP_X_TENANT="acme")
+    requests = list(matrix_requests(world))
+    reads = {url for method, url, _body, _status in requests if method == "get"}
+    client.get("/v2/usage")  # verifies the key
+    drf_cycles.clear()
+    for url in sorted(reads):
+        assert client.get(url).status_code in (200, 400), url  # 400: the knowledge search without `q`
+    fast = reads - set(drf_cycles)
+    assert fast >= ({"/v2/assistants", "/v2/leads", "/v2/calls", "/v2/usage", reverse(
+        "lead-detail", kwargs={"pk": world.lead.pk})} if credential == "api key" else set()), fast
+
+    rule = selection.tenant_for_request
+
+    def suspending_acme(request):
+        tenant = rule(request)
+        if tenant.slug == "acme":
+            raise TenantForbidden()
+        return tenant
+
+    monkeypatch.setattr(selection, "tenant_for_request", suspending_acme)
+    before = state_of(world.tenant)
+    for method, url, body, _status in requests * 2:
+        response = send(client, method, url, body)
+        assert (response.status_code, error_of(response)["code"]) == (403, "tenant_forbidden"), (method, url)
+    assert state_of(world.tenant) == before

@@ -19,40 +19,24 @@ from django.db.backends.postgresql import base
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
-    def bound_cursor(self):
-        """A cursor like `cursor()` whose statements send their parameters apart from the
-        SQL (psycopg's server-side binding) instead of quoting them into it. For the hot
-        reads (console/compiled.py): the server then parses and plans a statement at
-        about half the CPU (docs/performance-history.md), and a request's queries share the
-        two cores with the app server. Django's client-side binding stays the default
-        for everything else, whose SQL it was written for."""
-        self.close_if_health_check_failed()
-        self.ensure_connection()
-        with self.wrap_database_errors:
-            return self._prepare_cursor(base.ServerBindingCursor(self.connection))
-
     def fetch_rows(self, sql, params):
-        """`cursor.execute(sql, params); cursor.fetchall()` on a bound cursor, for the
-        hot reads (console/compiled.py), through one psycopg cursor kept with the
-        connection instead of a new cursor and Django's wrapper per statement: about a
-        third of the client's CPU for a one-row read. Django's checks stay (health
-        check, thread sharing, no statement in a broken transaction, its database
-        errors); with queries logged (DEBUG, tests counting queries) or execute
-        wrappers installed, Django's cursor runs the statement, so it is seen."""
-        if self.queries_logged or self.execute_wrappers:
-            with self.bound_cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
+        """`cursor.execute(sql, params); cursor.fetchall()` for the hot reads
+        (console/compiled.py): their parameters sent apart from the SQL (psycopg's
+        server-side binding; the server then parses and plans a statement at about half
+        the CPU, docs/performance-history.md), through one psycopg cursor kept with the
+        connection instead of a new one per statement. It runs in Django's cursor
+        wrapper like every statement, so Django's checks apply (health check, thread
+        sharing, no statement in a broken transaction, its database errors) and what
+        watches statements sees it: the queries logged in DEBUG and by tests, execute
+        wrappers, tracing tools that wrap CursorWrapper.execute."""
         self.close_if_health_check_failed()
         self.ensure_connection()
-        self.validate_thread_sharing()
-        self.validate_no_broken_transaction()
-        with self.wrap_database_errors:
-            cursor = self._kept_cursor
-            if cursor is None or cursor.connection is not self.connection or cursor.closed:
-                cursor = self._kept_cursor = base.ServerBindingCursor(self.connection)
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+        cursor = self._kept_cursor
+        if cursor is None or cursor.connection is not self.connection or cursor.closed:
+            cursor = self._kept_cursor = base.ServerBindingCursor(self.connection)
+        wrapped = self._prepare_cursor(cursor)  # not closed: that would close the kept cursor
+        wrapped.execute(sql, params)
+        return wrapped.fetchall()
 
     _kept_cursor = None
 
