@@ -61,7 +61,7 @@ ENDPOINTS = [
     ("DELETE", "/v2/numbers/{number}", None, 2 + AUDIT, "the number, delete"),
     ("GET", "/v2/calls?limit=200", None, (2, 1),
      "the calls with their line ids, the lines of calls this process has not written yet (none the second time)"),
-    ("GET", "/v2/calls/{call}", None, 2, "the call, its transcript lines"),
+    ("GET", "/v2/calls/{call}", None, 3, "the call, its transcript lines, its replies' latencies"),
     ("GET", "/v2/usage", None, 1, "the counter row of the month"),
     ("GET", "/v2/leads", None, 1, "the leads"),
     ("GET", "/v2/leads/{lead}", None, 1, "the lead"),
