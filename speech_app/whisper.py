@@ -23,7 +23,7 @@ no word timestamps (their alignment cost another 0.5 s). A window cut to the spe
 alone made the decoder run on ("Können Sie mich bitte morgen zurückrufen? Können Sie
 mich …"), so the decode is bounded by the audio's length, segments that start after
 the speech or repeat an earlier one are dropped, and a decode that loops is tried
-again at a higher temperature. docs/performance.md has the measurements, and
+again with repetitions penalised. docs/performance.md has the measurements, and
 tests/speech_app/test_sized_window.py holds the word error rate to 1.1× the full
 window's.
 """
@@ -51,9 +51,10 @@ logger = logging.getLogger("speech_app.whisper")
 # A failed load is tried again after this long, so that a fixed installation is
 # picked up without a restart (and a broken one is not retried on every request).
 _RETRY_FAILED_LOAD_SEC = 60
-# Transcription is seeded: the same audio always gives the same text, also when
-# Whisper falls back to sampling at a higher temperature.
-_SEED = 1
+# Whisper's own checks of a decoded window (faster-whisper's defaults): a window whose
+# text compresses better than this repeats itself; one below this mean log-probability
+# per token is a guess.
+_MAX_COMPRESSION_RATIO, _MIN_AVG_LOGPROB = 2.4, -1.0
 # Silence put before and after the audio. Silero VAD cannot see speech in its first
 # window, so a clip that starts with a word at 0 s (a trimmed recording, synthetic
 # speech) lost its onset: on the eSpeak voicemail set the mean WER fell from 0.41 to
@@ -74,8 +75,11 @@ _TOKENS_PER_SEC, _TOKENS_EXTRA = 10, 12
 # A segment that starts this close to the end of the speech (or later) is Whisper
 # running on into the silence.
 _LATE_SEGMENT_SEC = 0.1
-# The decode's temperatures: greedy (beam search) first, sampling when it looped.
-_TEMPERATURES = (0.0, 0.4, 0.8)
+# The decode of an utterance that looped is tried once more with repeated tokens
+# penalised. Not Whisper's fallback of sampling at a higher temperature: CTranslate2
+# seeds its sampler once per thread, so a sampled text depended on what the engine had
+# heard before (the same audio gave different text in different test orders).
+_LOOP_RETRY = {"repetition_penalty": 1.2}
 _WORD = re.compile(r"[^\W_]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Words that may well come three times in a row (digits of a phone number).
@@ -203,12 +207,22 @@ class WhisperRecognizer(Recognizer):
         model = self.model()
         if job.abandoned.is_set():
             raise _Abandoned()
-        import ctranslate2
         import numpy
 
         pad = numpy.zeros(int(_PAD_SEC * SAMPLE_RATE), dtype=numpy.float32)
         audio = numpy.concatenate([pad, numpy.frombuffer(job.pcm, dtype="<i2").astype(numpy.float32) / 32768.0, pad])
-        ctranslate2.set_random_seed(_SEED)
+        # Phrases are a hint: Whisper sees them before the audio and prefers them, but may
+        # still write anything else (Vosk's grammar allows nothing else). A hint can also
+        # lead it astray ("ja, nein" made Whisper base run on "… ja nicht so gut, dass es
+        # nicht so gut ist, …"): a decode with it that fails Whisper's own checks is
+        # done again without it.
+        hint = ", ".join(job.phrases) if job.phrases else None
+        collected, info = self._decode(model, audio, job, hotwords=hint)
+        if hint and any(_misdecoded(segment) for segment in collected):
+            collected, info = self._decode(model, audio, job, hotwords=None)
+        return self._transcript(collected, info, duration_sec=len(job.pcm) / 2 / SAMPLE_RATE)
+
+    def _decode(self, model, audio, job, *, hotwords):
         segments, info = model.transcribe(
             audio, language=None if job.language == AUTO_LANGUAGE else job.language,
             beam_size=settings.WHISPER_BEAM_SIZE, word_timestamps=True,
@@ -216,21 +230,17 @@ class WhisperRecognizer(Recognizer):
             # Without it, silence and noise make Whisper retry every window at higher
             # temperatures: silence cost about two hundred times the CPU (docs/performance-history.md).
             vad_filter=True,
-            # Where a window decodes badly Whisper decodes it again at a higher
-            # temperature. faster-whisper's default (5 more tries, 5 samples each) cost
-            # about twice the CPU of these 2 tries of 2 samples on a badly decoded clip,
-            # with the same text on the German voicemail set (docs/performance-history.md).
-            temperature=(0.0, 0.4, 0.8), best_of=2,
-            # A hint: Whisper sees these words before the audio and prefers them, but
-            # may still write anything else (Vosk's grammar allows nothing else).
-            hotwords=", ".join(job.phrases) if job.phrases else None)
+            # Beam search only, no fallback to sampling at higher temperatures: the same
+            # audio gives the same text (see _LOOP_RETRY). On the German voicemail set the
+            # fallback never changed a word (docs/performance.md, "Whisper").
+            temperature=0.0, hotwords=hotwords)
         collected = []
         for segment in segments:  # each step decodes the next window of audio
             if job.abandoned.is_set():
                 raise _Abandoned()
             collected.append(segment)
             job.done_sec = max(0.0, segment.end - _PAD_SEC)
-        return self._transcript(collected, info, duration_sec=len(job.pcm) / 2 / SAMPLE_RATE)
+        return collected, info
 
     def _run_utterance(self, job):
         """The sized window's recognition (see the module doc): one encoder pass over the
@@ -268,20 +278,14 @@ class WhisperRecognizer(Recognizer):
         tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
         prompt = list(tokenizer.sot_sequence)
         max_length = len(prompt) + int(_TOKENS_PER_SEC * heard_sec) + _TOKENS_EXTRA
-        ctranslate2.set_random_seed(_SEED)
         text = ""
-        for temperature in (_TEMPERATURES[:1] if job.draft else _TEMPERATURES):
+        for retry in ((None,) if job.draft else (None, _LOOP_RETRY)):
             if job.abandoned.is_set():
                 raise _Abandoned()
-            if temperature == 0.0:
-                options = {"beam_size": 1 if job.draft else settings.WHISPER_BEAM_SIZE}
-            else:  # like faster-whisper's fallback: the better of two samples
-                options = {"beam_size": 1, "num_hypotheses": 2, "sampling_topk": 0,
-                           "sampling_temperature": temperature}
-            result = model.model.generate(encoded, [prompt], max_length=max_length, return_scores=True,
-                                          suppress_blank=True, suppress_tokens=[-1], **options)[0]
-            best = max(range(len(result.sequences_ids)), key=lambda index: result.scores[index])
-            text = _spoken_segments(result.sequences_ids[best], tokenizer, speech_end=heard_sec)
+            result = model.model.generate(encoded, [prompt], max_length=max_length, suppress_blank=True,
+                                          suppress_tokens=[-1], beam_size=1 if job.draft else settings.WHISPER_BEAM_SIZE,
+                                          **(retry or {}))[0]
+            text = _spoken_segments(result.sequences_ids[0], tokenizer, speech_end=heard_sec)
             if not _loops(text):
                 break
         else:
@@ -405,13 +409,17 @@ def _loop_at(words):
     return None
 
 
+def _misdecoded(segment):
+    return segment.compression_ratio > _MAX_COMPRESSION_RATIO or segment.avg_logprob < _MIN_AVG_LOGPROB
+
+
 def _loops(text):
     return _loop_at(_words(text)) is not None
 
 
 def _without_loops(text):
     """`text` cut after the first time its loop's phrase was said (the last resort, when
-    every temperature looped)."""
+    the retry looped too)."""
     found = _loop_at(_words(text))
     if found is None:
         return text
