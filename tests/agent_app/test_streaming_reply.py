@@ -73,7 +73,11 @@ def test_the_first_sentence_is_heard_before_the_model_has_finished(agent_server,
     latency = caller.texts("turn.latency")[0]
     assert latency["totalMs"] > 0
     lines = list(Call.objects.get(pk=session["callId"]).transcript_entries.values_list("role", "text"))
-    assert lines[-1] == ("assistant", f"{FIRST} {SECOND}")  # one line for the reply
+    # One line for the reply, not one per sentence. (Not necessarily the last line: on a
+    # busy machine the end-of-turn model has taken a pause inside the question for its
+    # end, and the rest of it was heard as a second turn after the reply.)
+    assert ("assistant", f"{FIRST} {SECOND}") in lines
+    assert not {("assistant", FIRST), ("assistant", SECOND)} & set(lines)
 
 
 def test_a_model_that_says_nothing_soon_gets_the_filler_first(agent_server, api_a, live, chat_server, settings,
