@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ["console", "registry_app", "speech_app", "gateway_app", "scripts_app", "calls_app", "leads_app", "privacy_app",
             "webhooks_app", "dashboard_app", "agent_app", "campaigns_app", "tools_app", "knowledge_app"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+# Each case runs lint-imports in a process on a copy of the tree: `make test` and CI run
+# them; `make test-fast` still lints the real tree.
+pytestmark = pytest.mark.slow
 
 
 def lint_imports(tree):

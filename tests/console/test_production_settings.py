@@ -40,6 +40,7 @@ def security_settings(**variables):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a manage.py process of its own
 def test_deploy_check_passes_without_a_warning_with_production_settings():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
 
@@ -47,6 +48,7 @@ def test_deploy_check_passes_without_a_warning_with_production_settings():
     assert "System check identified no issues" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a manage.py process of its own
 def test_deploy_check_names_what_plain_http_lacks():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "HTTPS_ONLY": "0"})
 
@@ -55,6 +57,7 @@ def test_deploy_check_names_what_plain_http_lacks():
         assert check in result.stdout + result.stderr
 
 
+@pytest.mark.slow  # a manage.py process of its own
 def test_defaults_serve_plain_http_on_loopback():
     assert security_settings(SECRET_KEY="x" * 50) == {
         "SECURE_SSL_REDIRECT": False, "SECURE_HSTS_SECONDS": 0, "SECURE_HSTS_INCLUDE_SUBDOMAINS": False,
@@ -62,6 +65,7 @@ def test_defaults_serve_plain_http_on_loopback():
         "SECURE_PROXY_SSL_HEADER": None}
 
 
+@pytest.mark.slow  # a manage.py process of its own
 def test_each_setting_overrides_https_only():
     values = security_settings(**{**PRODUCTION, "SECURE_HSTS_SECONDS": "300", "SECURE_HSTS_PRELOAD": "0"})
 
@@ -92,6 +96,7 @@ def test_https_behind_the_proxy_is_served_with_hsts(db, https_only):
     assert response["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
 
 
+@pytest.mark.slow  # a manage.py process of its own
 def test_the_render_cache_storage_is_named_by_the_environment():
     code = ("from speech_app.cache import cache_storage, render_cache; s = cache_storage(); "
             "print(type(s).__name__, s.base_url, render_cache().bounded)")

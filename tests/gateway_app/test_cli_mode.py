@@ -65,6 +65,7 @@ def _ends_within(pid, seconds):
         os.close(pidfd)
 
 
+@pytest.mark.slow  # waits out a command and its child process
 def test_a_slow_command_is_stopped_with_its_children(tmp_path):
     pid_file = tmp_path / "child.pid"
     child = (f"import os, pathlib, threading; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); "

@@ -49,6 +49,7 @@ def refused(client, name, content, content_type):
     pytest.param(lambda: b"PK\x03\x04" + random.Random(29).randbytes(1000), "unreadable_document", "pdf_unreadable",
                  id="a zip named .pdf"),
 ])
+@pytest.mark.slow  # a reader process per file, some working to their limits
 def test_hostile_pdfs_are_refused_in_bounded_time(api_a, pdf, code, reason):
     response, error, elapsed = refused(api_a, "bombe.pdf", pdf(), "application/pdf")
     assert response.status_code == 422 and error["code"] == code and error["details"]["reason"] == reason, error
