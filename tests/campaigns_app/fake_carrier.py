@@ -69,46 +69,13 @@ class ForgetfulCarrierAdapter(KeyedCarrierAdapter):
         return sid
 
 
-class FakeRestCarrier:
-    """`POST /calls` with an `Idempotency-Key` header places one call per key and answers
-    `{"sid"}`; `hold()` makes the next new call be placed but not answered until
-    `release()` (the request's worker is killed meanwhile)."""
+class _LoopbackServer:
+    """An HTTP server on loopback whose `Handler` (a BaseHTTPRequestHandler subclass
+    built by the carrier) answers with `_JsonAnswers.answer`; `hold()` keeps the next
+    new call's answer until `release()`."""
 
-    def __init__(self):
-        self.placed, self.requests = {}, []
-        self.lock = threading.Lock()
-        self.received = threading.Event()
-        self._holding, self._release = False, threading.Event()
-        carrier = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                key = self.headers.get("Idempotency-Key", "")
-                with carrier.lock:
-                    carrier.requests.append((key, body))
-                    new = key not in carrier.placed
-                    if new:
-                        carrier.placed[key] = f"CA{secrets.token_hex(8)}"
-                hold = new and carrier._holding
-                carrier.received.set()
-                if hold:
-                    carrier._holding = False
-                    carrier._release.wait(60)
-                answer = json.dumps({"sid": carrier.placed[key]}).encode()
-                try:
-                    self.send_response(201)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(answer)))
-                    self.end_headers()
-                    self.wfile.write(answer)
-                except OSError:
-                    pass  # the worker that asked is gone
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def _serve(self, handler):
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -126,6 +93,53 @@ class FakeRestCarrier:
 
     def release(self):
         self._release.set()
+
+
+class _JsonAnswers(BaseHTTPRequestHandler):
+    def answer(self, status, body):
+        payload = json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            pass  # the worker that asked is gone
+
+    def log_message(self, *args):
+        pass
+
+
+class FakeRestCarrier(_LoopbackServer):
+    """`POST /calls` with an `Idempotency-Key` header places one call per key and answers
+    `{"sid"}`; `hold()` makes the next new call be placed but not answered until
+    `release()` (the request's worker is killed meanwhile)."""
+
+    def __init__(self):
+        self.placed, self.requests = {}, []
+        self.lock = threading.Lock()
+        self.received = threading.Event()
+        self._holding, self._release = False, threading.Event()
+        carrier = self
+
+        class Handler(_JsonAnswers):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                key = self.headers.get("Idempotency-Key", "")
+                with carrier.lock:
+                    carrier.requests.append((key, body))
+                    new = key not in carrier.placed
+                    if new:
+                        carrier.placed[key] = f"CA{secrets.token_hex(8)}"
+                hold = new and carrier._holding
+                carrier.received.set()
+                if hold:
+                    carrier._holding = False
+                    carrier._release.wait(60)
+                self.answer(201, {"sid": carrier.placed[key]})
+
+        self._serve(Handler)
 
 
 class RestCarrierAdapter(SimCarrierAdapter):
@@ -147,7 +161,7 @@ class RestCarrierAdapter(SimCarrierAdapter):
             return json.loads(response.read())["sid"]
 
 
-class FakeTwilioCalls:
+class FakeTwilioCalls(_LoopbackServer):
     """A Twilio-compatible carrier's Calls resource on loopback, as campaigns meet it.
 
     `POST …/Calls.json` places a call and answers its sid: a new sid for every request,
@@ -169,7 +183,7 @@ class FakeTwilioCalls:
         self._release = threading.Event()
         carrier = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(_JsonAnswers):
             def do_POST(self):  # noqa: N802
                 from urllib.parse import parse_qs
 
@@ -178,7 +192,7 @@ class FakeTwilioCalls:
                 if not self.path.endswith("/Calls.json"):
                     with carrier.lock:
                         carrier.updates.append({"sid": self.path.rsplit("/", 1)[-1][:-len(".json")], "form": form})
-                    return self._answer(200, {"sid": self.path.rsplit("/", 1)[-1][:-len(".json")]})
+                    return self.answer(200, {"sid": self.path.rsplit("/", 1)[-1][:-len(".json")]})
                 with carrier.lock:
                     if carrier._unplaced:
                         carrier._unplaced -= 1
@@ -198,34 +212,9 @@ class FakeTwilioCalls:
                 if lose:
                     self.close_connection = True  # placed, and the answer never comes
                     return None
-                return self._answer(201, {"sid": sid, "status": "queued"})
+                return self.answer(201, {"sid": sid, "status": "queued"})
 
-            def _answer(self, status, answer):
-                payload = json.dumps(answer).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the worker that asked is gone
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
     def lose_answers(self, count=1):
         with self.lock:
@@ -234,12 +223,6 @@ class FakeTwilioCalls:
     def refuse_unplaced(self, count=1):
         with self.lock:
             self._unplaced += count
-
-    def hold(self):
-        self._holding = True
-
-    def release(self):
-        self._release.set()
 
     def end(self, sid):
         with self.lock:

@@ -87,7 +87,7 @@ def twilio(settings, db, fake_twilio, monkeypatch, clock):
     settings.CAMPAIGN_MACHINE_DETECTION = True
     monkeypatch.setattr("campaigns_app.services.job_enqueue_on_commit", lambda *args, **kwargs: None)
     carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
-                                api_base=fake_twilio.base)
+                                api_base=fake_twilio.url)
     return carrier
 
 
@@ -433,7 +433,7 @@ def test_a_worker_killed_mid_dial_over_twilio_leaves_one_call_that_the_callbacks
         service.migrate()  # no job worker runs: start's queued tick waits, the test's ticks run
         base, _ = service.start()
         with FakeTwilioCalls() as fake:
-            setup = KILLED_SETUP.replace("ACCOUNT", ACCOUNT).replace("TOKEN", TOKEN).replace("API_BASE", fake.base)
+            setup = KILLED_SETUP.replace("ACCOUNT", ACCOUNT).replace("TOKEN", TOKEN).replace("API_BASE", fake.url)
             service.manage("shell", "-c", setup)
             env = {**service.env, "VOICE_OUTBOUND_CARRIER": "tw1", "VOICE_PUBLIC_BASE_URL": base,
                    "CAMPAIGN_DIAL_LEASE_SEC": str(int(LEASE.total_seconds()))}
