@@ -75,8 +75,8 @@ _TOKENS_PER_SEC, _TOKENS_EXTRA = 10, 12
 # A segment that starts this close to the end of the speech (or later) is Whisper
 # running on into the silence.
 _LATE_SEGMENT_SEC = 0.1
-# The decode of an utterance that looped is tried once more with repeated tokens
-# penalised. Not Whisper's fallback of sampling at a higher temperature: CTranslate2
+# A decode that looped (or failed Whisper's checks, in transcribe) is tried once more
+# with repeated tokens penalised. Not Whisper's fallback of sampling at a higher temperature: CTranslate2
 # seeds its sampler once per thread, so a sampled text depended on what the engine had
 # heard before (the same audio gave different text in different test orders).
 _LOOP_RETRY = {"repetition_penalty": 1.2}
@@ -214,15 +214,15 @@ class WhisperRecognizer(Recognizer):
         # Phrases are a hint: Whisper sees them before the audio and prefers them, but may
         # still write anything else (Vosk's grammar allows nothing else). A hint can also
         # lead it astray ("ja, nein" made Whisper base run on "… ja nicht so gut, dass es
-        # nicht so gut ist, …"): a decode with it that fails Whisper's own checks is
-        # done again without it.
-        hint = ", ".join(job.phrases) if job.phrases else None
-        collected, info = self._decode(model, audio, job, hotwords=hint)
-        if hint and any(_misdecoded(segment) for segment in collected):
-            collected, info = self._decode(model, audio, job, hotwords=None)
+        # nicht so gut ist, …"), and a poor recording can make it loop ("Die S-1-1-1-…"
+        # on the phone band): a decode that fails Whisper's own checks is done again
+        # without the hint and with repetitions penalised (_LOOP_RETRY).
+        collected, info = self._decode(model, audio, job, hotwords=", ".join(job.phrases) if job.phrases else None)
+        if any(_misdecoded(segment) for segment in collected):
+            collected, info = self._decode(model, audio, job, hotwords=None, **_LOOP_RETRY)
         return self._transcript(collected, info, duration_sec=len(job.pcm) / 2 / SAMPLE_RATE)
 
-    def _decode(self, model, audio, job, *, hotwords):
+    def _decode(self, model, audio, job, *, hotwords, repetition_penalty=1.0):
         segments, info = model.transcribe(
             audio, language=None if job.language == AUTO_LANGUAGE else job.language,
             beam_size=settings.WHISPER_BEAM_SIZE, word_timestamps=True,
@@ -233,7 +233,7 @@ class WhisperRecognizer(Recognizer):
             # Beam search only, no fallback to sampling at higher temperatures: the same
             # audio gives the same text (see _LOOP_RETRY). On the German voicemail set the
             # fallback never changed a word (docs/performance.md, "Whisper").
-            temperature=0.0, hotwords=hotwords)
+            temperature=0.0, hotwords=hotwords, repetition_penalty=repetition_penalty)
         collected = []
         for segment in segments:  # each step decodes the next window of audio
             if job.abandoned.is_set():
