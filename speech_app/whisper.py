@@ -227,8 +227,8 @@ class WhisperRecognizer(Recognizer):
             audio, language=None if job.language == AUTO_LANGUAGE else job.language,
             beam_size=settings.WHISPER_BEAM_SIZE, word_timestamps=True,
             # Silero VAD (shipped inside faster-whisper) hands Whisper only the speech.
-            # Without it, silence and noise make Whisper retry every window at higher
-            # temperatures: silence cost about two hundred times the CPU (docs/performance-history.md).
+            # Without it Whisper decoded silence and noise window by window (then with its
+            # temperature retries): about two hundred times the CPU (docs/performance-history.md).
             vad_filter=True,
             # Beam search only, no fallback to sampling at higher temperatures: the same
             # audio gives the same text (see _LOOP_RETRY). On the German voicemail set the
