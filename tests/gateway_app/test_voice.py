@@ -59,7 +59,9 @@ def test_without_a_registry_the_local_engines_speak_and_hear(gateway, korean_mod
     heard = transcribe(gateway, spoken.content, f"?language=ko&{phrases}")
     assert heard.status_code == 200, heard.content
     body = heard.json()
-    assert body["text"] == "안녕하세요 감사합니다"
+    # The words said, last (see tests/speech_app/test_transcribe.py: at times Vosk's grammar
+    # matches one more of its phrases to the onset of a varying eSpeak synthesis).
+    assert body["text"].endswith("안녕하세요 감사합니다"), body["text"]
     assert (body["lane"], body["mode"], body["language"], body["engine"]) == ("stt-local", "local", "ko", "vosk")
     assert [(a["lane"], a["outcome"]) for a in body["attempts"]] == [("stt-local", "ok")]
 
