@@ -31,9 +31,9 @@ class FakeToolCall:
 @dataclass
 class Reply:
     text: str = ""
-    pieces: list = None  # the text's pieces as sent (default: word by word)
+    pieces: list | None = None  # the text's pieces as sent (default: word by word)
     tool_calls: list = field(default_factory=list)  # FakeToolCall
-    finish_reason: str = None  # default: tool_calls when there are some, else stop
+    finish_reason: str | None = None  # default: tool_calls when there are some, else stop
     usage: tuple = (11, 7)  # (prompt_tokens, completion_tokens), or None for no usage
     status: int = 200
     body: bytes = None  # a body sent as it is (JSON), with `status`

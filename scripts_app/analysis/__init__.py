@@ -38,7 +38,7 @@ class Script:
         self.max_seconds = max_seconds
         self.lexicon = lexicon
         reading = read(text)
-        self.words = reading.count
+        self.words = reading.word_count
         self.duration_sec = duration_of(self.words)
         # What the word rules read: variables and URLs blanked out, offsets unchanged.
         self.checked = reading.checked

@@ -62,7 +62,7 @@ class Reading(NamedTuple):
     """A text read once, token by token, for the word rules."""
     checked: str  # the text with variables and URLs blanked out, offsets unchanged
     words: list   # [(offset, word)] of the letter runs of `checked`, in order
-    count: int    # count_words(text)
+    word_count: int    # count_words(text)
 
 
 def read(text):
