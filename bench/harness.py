@@ -8,11 +8,16 @@ Environment knobs:
   BENCH_CONNECTIONS  wrk connections (default 16)
   BENCH_WARMUP       seconds of unmeasured load per URL before the first round (default 2)
   BENCH_ROUNDS       measurements per URL, interleaved; the table shows medians (default 3)
+  BENCH_SMOKE=1      (`bench/run.py --smoke`) every benchmark at its smallest: one round,
+                     one turn, a second of load, small data. Its figures mean nothing; it
+                     proves each benchmark still runs (tests/bench/test_smoke.py).
 """
+import atexit
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +40,16 @@ BENCH_SETTINGS = "bench.settings"
 
 # --- Load parameters -----------------------------------------------------------------
 
+def smoke() -> bool:
+    """Whether this is a smoke run (BENCH_SMOKE=1): each benchmark once, at its smallest."""
+    return os.environ.get("BENCH_SMOKE") == "1"
+
+
+def sized(full: int, small: int = 1) -> int:
+    """`full` (turns, rounds, rows of data) in a measurement, `small` in a smoke run."""
+    return small if smoke() else full
+
+
 @dataclass(frozen=True)
 class Load:
     threads: int
@@ -49,6 +64,8 @@ class Load:
             # "8" and "8s" both mean eight seconds.
             return int(os.environ.get(name, default).rstrip("s"))
 
+        if smoke():
+            return cls(threads=1, connections=2, duration=1, warmup=0, rounds=1)
         return cls(
             threads=int(os.environ.get("BENCH_THREADS", "2")),
             connections=int(os.environ.get("BENCH_CONNECTIONS", "16")),
@@ -97,13 +114,31 @@ class Project:
         return self.manage("shell", "-c", code)
 
 
+_migrated: dict[str, Path] = {}  # settings module → an empty migrated SQLite database of this run
+
+
+def _migrated_sqlite(settings: str) -> Path:
+    """An empty SQLite database migrated once per run (migrating takes seconds; each
+    benchmark's project starts from a copy)."""
+    if settings not in _migrated:
+        folder = Path(tempfile.mkdtemp(prefix="stimmwerk-bench-migrated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        (folder / "template").mkdir()
+        Project(folder / "template", settings).manage("migrate", "--noinput", "-v0")
+        _migrated[settings] = folder / "template" / "db.sqlite3"
+    return _migrated[settings]
+
+
 @contextmanager
 def temp_project(settings=BENCH_SETTINGS, database_url=None):
     """A migrated, empty project (SQLite unless `database_url` names an empty database);
     everything is deleted on exit."""
     with tempfile.TemporaryDirectory(prefix="stimmwerk-bench-") as tmp:
         project = Project(Path(tmp), settings, database_url)
-        project.manage("migrate", "--noinput", "-v0")
+        if database_url is None:
+            shutil.copyfile(_migrated_sqlite(settings), project.tmp / "db.sqlite3")
+        else:
+            project.manage("migrate", "--noinput", "-v0")
         yield project
 
 
