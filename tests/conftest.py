@@ -1,5 +1,9 @@
 """Shared fixtures: two tenants, and three users — the owner and a teammate of
 tenant A (acme) and an outsider who belongs to tenant B (globex)."""
+import os
+import shutil
+import tempfile
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
@@ -11,6 +15,7 @@ from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
 from console.views import recent_tenant_count
+from tests.speech_app.synthesis import DIRECTORY_VARIABLE as SPEECH_DIRECTORY
 
 # A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
 # uses: a browser (through pytest-django's live server, which every browser test needs),
@@ -20,6 +25,20 @@ SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
 # Whisper's tests share one pytest-xdist worker (`--dist loadgroup`): one model per run,
 # and no two recognitions at once on the two cores, whose deadlines are real.
 WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
+
+
+def pytest_configure(config):
+    """One directory for the speech the tests hear (tests/speech_app/synthesis.py), made by
+    the run's first process and inherited by pytest-xdist's workers, which it starts later:
+    each sentence is synthesised once per run, and every worker hears the same samples."""
+    if not os.environ.get(SPEECH_DIRECTORY):
+        os.environ[SPEECH_DIRECTORY] = config._speech_directory = tempfile.mkdtemp(prefix="stimmwerk-test-speech-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_speech_directory", None):
+        shutil.rmtree(config._speech_directory, ignore_errors=True)
+        del os.environ[SPEECH_DIRECTORY]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
