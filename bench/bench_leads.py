@@ -4,8 +4,9 @@ import threading
 import urllib.error
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
-from bench.harness import compare, create_tenant_with_key, gunicorn, sized, temp_project
+from bench.harness import Project, compare, create_tenant_with_key, gunicorn, sized, temp_project
 
 POSTERS = 50
 LEADS_PER_POSTER = 10
@@ -49,7 +50,7 @@ end
 """
 
 
-def distinct_leads_script(project, lead):
+def distinct_leads_script(project: Project, lead: dict[str, str]) -> Path:
     """A wrk Lua script (in the project's directory) whose requests POST `lead`, each with
     a phone number of its own. Returns its path."""
     before, after = json.dumps(dict(lead, phone="@"), ensure_ascii=True).split("@")

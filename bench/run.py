@@ -17,9 +17,11 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -91,9 +93,8 @@ def main():
 
     tables = {}
     for benchmark in selected:
-        title = benchmark.__doc__.strip().splitlines()[0]
         rows = benchmark(load)
-        print_table(title, rows)
+        print_table(title_of(benchmark), rows)
         tables[benchmark.__name__] = rows
 
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -102,14 +103,19 @@ def main():
     print(f"\nResults written to {path.relative_to(ROOT)}")
 
 
-def smoke_run(selected):
+def title_of(benchmark: Callable[..., object]) -> str:
+    """The table's title: the first line of the benchmark's docstring."""
+    return (benchmark.__doc__ or benchmark.__name__).strip().splitlines()[0]
+
+
+def smoke_run(selected: list[Callable[[Load], list[dict[str, Any]]]]) -> int | str:
     """Each benchmark once at its smallest; the names of those that failed (exit status 1)."""
     load, failed = Load.from_env(), []
     for benchmark in selected:
         began = time.monotonic()
         try:
             rows = benchmark(load)
-            print_table(benchmark.__doc__.strip().splitlines()[0], rows)
+            print_table(title_of(benchmark), rows)
             print(f"smoke: {benchmark.__name__} ran in {time.monotonic() - began:.0f} s", flush=True)
         except Exception:  # every benchmark runs; the failures are listed at the end
             traceback.print_exc()

@@ -70,7 +70,7 @@ def python_files() -> list[Path]:
 
 def _list_literals(tree: ast.Module) -> dict[str, ast.expr]:
     """Names assigned a list or tuple literal anywhere in the module (`command = ["wrk", …]`)."""
-    assigned = {}
+    assigned: dict[str, ast.expr] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple):
             for target in node.targets:
@@ -210,7 +210,7 @@ def _essential(package: str) -> bool:
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="not a Debian system (no dpkg-query)")
 
 
-def test_every_program_the_code_runs_is_installed_by_the_makefile():
+def test_every_program_the_code_runs_is_installed_by_the_makefile() -> None:
     lists = makefile_lists(MAKEFILE.read_text())
     assert set(lists) == set(LISTS), f"the Makefile lost a package list: {sorted(set(LISTS) - set(lists))}"
     # The tests run every benchmark (tests/bench/test_smoke.py), so what bench runs, they run.
@@ -230,7 +230,7 @@ def test_every_program_the_code_runs_is_installed_by_the_makefile():
     assert not problems, "\n".join(problems)
 
 
-def test_the_scan_finds_the_commands_written_in_each_form(tmp_path):
+def test_the_scan_finds_the_commands_written_in_each_form(tmp_path: Path) -> None:
     """The forms the scan must see, each in a module of its own: a literal list, a list
     held in a variable and extended, shutil.which, asyncio's exec, a script of ours."""
     source = tmp_path / "example.py"
@@ -248,13 +248,13 @@ def test_the_scan_finds_the_commands_written_in_each_form(tmp_path):
     assert script_packages(ROOT / ".ci" / "redis") == ["redis-server"]
 
 
-def test_a_program_nothing_installs_is_named():
+def test_a_program_nothing_installs_is_named() -> None:
     missing = {"no-such-program-of-stimmwerk", "/usr/bin/no-such-program-of-stimmwerk",
                "package:no-such-package-of-stimmwerk"}
     assert packages_of(missing | {"dpkg-query"}) == {**dict.fromkeys(missing), "dpkg-query": "dpkg"}
 
 
-def test_the_makefile_lists_are_read_with_their_references():
+def test_the_makefile_lists_are_read_with_their_references() -> None:
     lists = makefile_lists("SYSTEM_PACKAGES := a b\nBENCH_SYSTEM_PACKAGES := c\n"
                            "TEST_SYSTEM_PACKAGES := d $(BENCH_SYSTEM_PACKAGES)\n")
     assert lists == {"SYSTEM_PACKAGES": {"a", "b"}, "BENCH_SYSTEM_PACKAGES": {"c"},

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_every_benchmark_runs_in_its_smoke_mode():
+def test_every_benchmark_runs_in_its_smoke_mode() -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("BENCH_")}
     done = subprocess.run([sys.executable, "bench/run.py", "--smoke"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=1800)
@@ -26,7 +26,7 @@ def test_every_benchmark_runs_in_its_smoke_mode():
     assert ran == {benchmark.__name__ for benchmark in BENCHMARKS}
 
 
-def test_an_unknown_benchmark_is_named():
+def test_an_unknown_benchmark_is_named() -> None:
     done = subprocess.run([sys.executable, "bench/run.py", "--smoke", "no_such_benchmark"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "no benchmark named ['no_such_benchmark']" in done.stderr
