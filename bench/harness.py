@@ -36,6 +36,18 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "bench" / "results"
 HOST = "127.0.0.1"
 BENCH_SETTINGS = "bench.settings"
+BENCH_SECRET_KEY = "bench-only-secret-key-not-for-production"
+
+
+def configure_django() -> None:
+    """Django set up in this process, for the product code some benchmarks run here
+    (synthesis, encoding, decoding read settings): the benchmarks' settings with a
+    bench-only key. Each project's processes get an environment of their own (Project)."""
+    import django
+
+    os.environ["DJANGO_SETTINGS_MODULE"] = BENCH_SETTINGS
+    os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
+    django.setup()
 
 
 # --- Load parameters -----------------------------------------------------------------
@@ -89,7 +101,7 @@ class Project:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": settings,
             "DATABASE_URL": database_url or f"sqlite:///{tmp / 'db.sqlite3'}",
-            "SECRET_KEY": "bench-only-secret-key-not-for-production",
+            "SECRET_KEY": BENCH_SECRET_KEY,
             "DEBUG": "0",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "MEDIA_ROOT": str(tmp / "media"),
@@ -165,8 +177,10 @@ def free_port():
 
 
 @contextmanager
-def gunicorn(project, workers=2, startup_timeout=30):
-    """Serves console.wsgi with gunicorn on loopback; yields the base URL."""
+def gunicorn(project, workers=2, startup_timeout=120):
+    """Serves console.wsgi with gunicorn on loopback; yields the base URL. The start-up
+    bound is generous: on a machine busy with other work (the smoke test beside the
+    suite) two servers' workers took longer than 30 s to answer /health."""
     port = free_port()
     log_path = project.tmp / "gunicorn.log"
     with open(log_path, "w") as log:

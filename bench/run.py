@@ -46,7 +46,16 @@ from bench import (
     bench_webhooks,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
-from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table, smoke  # noqa: E402
+from bench.harness import (  # noqa: E402
+    HOST,
+    RESULTS_DIR,
+    ROOT,
+    Load,
+    configure_django,
+    machine_info,
+    print_table,
+    smoke,
+)
 
 BENCHMARKS = [
     bench_speed.tenant_bound,
@@ -77,6 +86,7 @@ def main():
     names = [arg for arg in sys.argv[1:] if arg != "--smoke"]
     if "--smoke" in sys.argv[1:]:
         os.environ["BENCH_SMOKE"] = "1"  # read by bench.harness (and the benchmarks' processes)
+    configure_django()
     selected = [b for b in BENCHMARKS if not names or b.__name__ in names]
     if not selected or len(selected) < len(set(names)):
         sys.exit(f"no benchmark named {names}; known: {[b.__name__ for b in BENCHMARKS]}")
