@@ -13,8 +13,9 @@ import pytest
 from bench.run import BENCHMARKS
 
 ROOT = Path(__file__).resolve().parents[2]
-# Minutes of servers, wrk, Whisper and a PostgreSQL server on two cores.
-pytestmark = pytest.mark.slow
+# Minutes of servers, wrk and Whisper on two cores: not beside the recognition tests,
+# whose deadlines are real (the whisper group runs on one worker, one test at a time).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("whisper")]
 
 
 def test_every_benchmark_runs_in_its_smoke_mode() -> None:
