@@ -91,7 +91,7 @@ def speak_whole(text, *, language, voice, wire):
 # The openings spoken lately, by their exact text, voice, engine version and wire
 # format: the same script (and variables) is synthesised once per process, not per call.
 OPENING_CACHE_ENTRIES = 32
-_openings = OrderedDict()
+_openings: OrderedDict[tuple[object, ...], tuple[bytes, ...]] = OrderedDict()
 _openings_lock = threading.Lock()
 
 

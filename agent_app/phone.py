@@ -36,7 +36,7 @@ RECORDING_PIECE_SEC = 5
 _store_recording = off_loop(call_recording_store)
 
 # The conversations this process holds, by call id (for transfer_to).
-live = {}
+live: dict[str, Conversation] = {}
 
 
 async def transfer_to(call_id, e164):
