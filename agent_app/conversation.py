@@ -10,7 +10,6 @@ from django.conf import settings
 
 from agent_app.audio import WireFormat
 from console.tenants.models import Tenant
-
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
