@@ -174,7 +174,7 @@ class EspeakSynthesizer(Synthesizer):
         self._espeak_version = None
 
     @property
-    def version(self):
+    def version(self) -> str:
         # How a text is cut into pieces changes how it sounds (pauses between calls).
         return (f"espeak-ng-{self._library_version()}/pyttsx3-{importlib.metadata.version('pyttsx3')}"
                 f"/pieces-{MAX_PIECE_CHARS}/{SPOKEN_VERSION}")
@@ -211,11 +211,11 @@ class EspeakSynthesizer(Synthesizer):
     def _on_error(self, name, exception):
         self._errors.append(exception)
 
-    def synthesize(self, text, *, voice):
+    def synthesize(self, text: str, *, voice: str) -> Speech:
         self.check_voice(voice)
         return self._speak(speech_pieces(spoken_text(text, voice)), voice)
 
-    def stream(self, text, *, voice):
+    def stream(self, text: str, *, voice: str) -> Iterator[Speech]:
         self.check_voice(voice)
         # Normalised first: a sentence break is only one in the spoken form ("z. B.").
         for sentence in speech_sentences(spoken_text(text, voice)):
