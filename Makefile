@@ -28,9 +28,10 @@ SYSTEM_PACKAGES := wngerman libespeak-ng1
 # The benchmarks (`make bench`): wrk is the load generator; PostgreSQL is the second
 # database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers.
 BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng
-# The test suite: Chromium for the browser tests (Playwright drives it), the espeak-ng
-# command line (Whisper's determinism test hears its speech), Redis for the two-server
-# tests (.ci/redis), and the benchmarks' packages, since a smoke test runs every benchmark.
+# The test suite (`make test` and `make test-fast`, whose installed-programs test checks
+# them too): Chromium for the browser tests (Playwright drives it), the espeak-ng command
+# line (Whisper's determinism test hears its speech), Redis for the two-server tests
+# (.ci/redis), and the benchmarks' packages, since a smoke test runs every benchmark.
 TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server $(BENCH_SYSTEM_PACKAGES)
 
 # pytest-xdist workers of `make test` / `make test-fast`: both cores of the 2-core
@@ -74,6 +75,7 @@ test: install
 # The unit tier: no browsers, server processes, real speech engines or bursts (marker
 # `slow`); CI runs the whole suite (`make test`).
 test-fast: install
+	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
