@@ -29,6 +29,7 @@ from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
+from tools_app import result_codes as codes
 from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
@@ -213,24 +214,25 @@ def _arguments_checked(name: str, parameters: dict[str, Any],
         try:
             arguments = json.loads(arguments or "{}")
         except ValueError:
-            return None, _error(name, "invalid_arguments", "The arguments are not valid JSON.")
+            return None, _error(name, codes.INVALID_ARGUMENTS, "The arguments are not valid JSON.")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return None, _error(name, "invalid_arguments", "The arguments must be a JSON object.")
+        return None, _error(name, codes.INVALID_ARGUMENTS, "The arguments must be a JSON object.")
     if len(json.dumps(arguments, ensure_ascii=False).encode()) > MAX_ARGUMENTS_BYTES:
-        return None, _error(name, "invalid_arguments", f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
+        return None, _error(name, codes.INVALID_ARGUMENTS,
+                            f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
     errors = instance_errors(parameters, arguments)
     if errors:
-        return None, {**_error(name, "invalid_arguments", "The arguments do not fit the tool's parameters: "
+        return None, {**_error(name, codes.INVALID_ARGUMENTS, "The arguments do not fit the tool's parameters: "
                                + "; ".join(errors)), "details": errors}
     return arguments, None
 
 
 # The attempt's error (webhooks_app.transport) → the tool error's code.
-_TRANSPORT_ERRORS = (("refused:", "refused"), ("connection failed", "connection_failed"),
-                     ("no complete answer", "timeout"), ("no valid answer", "invalid_answer"),
-                     ("redirect not followed", "http_error"), ("HTTP ", "http_error"))
+_TRANSPORT_ERRORS = (("refused:", codes.REFUSED), ("connection failed", codes.CONNECTION_FAILED),
+                     ("no complete answer", codes.TIMEOUT), ("no valid answer", codes.INVALID_ANSWER),
+                     ("redirect not followed", codes.HTTP_ERROR), ("HTTP ", codes.HTTP_ERROR))
 
 
 def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[str, Any]:
@@ -241,8 +243,7 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
     through the SSRF guard, within the tool's timeout (at most 5 s for all of it).
     Returns `{"ok": true, "tool", "status", "result"}` with the answer's JSON (at most
     16 KB; an empty answer is null), or a tool error `{"ok": false, "tool", "error",
-    "message"}` (`invalid_arguments`, `refused`, `connection_failed`, `timeout`,
-    `http_error`, `too_large`, `invalid_json`, `invalid_answer`, `internal_error`).
+    "message"}` (its code one of tools_app.result_codes).
     Never raises for the remote side's failures."""
     arguments, error = _arguments_checked(tool.name, tool.parameters, arguments)
     if error is not None:
@@ -258,18 +259,19 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
                                 allow_private=settings.TOOLS_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a bug must not end the conversation: a tool error, logged
         logger.exception("HTTP tool %s (%s) failed unexpectedly", tool.pk, tool.name)
-        return _error(tool.name, "internal_error", "The tool could not be called.")
+        return _error(tool.name, codes.INTERNAL_ERROR, "The tool could not be called.")
     if not answer.ok:
-        code = next((code for prefix, code in _TRANSPORT_ERRORS if answer.error.startswith(prefix)), "http_error")
+        code = next((code for prefix, code in _TRANSPORT_ERRORS if answer.error.startswith(prefix)),
+                    codes.HTTP_ERROR)
         return {**_error(tool.name, code, f"The tool failed: {answer.error}."), "status": answer.status}
     if len(answer.content) > MAX_RESULT_BYTES:
-        return _error(tool.name, "too_large", f"The tool's answer is over {MAX_RESULT_BYTES // 1024} KB.")
+        return _error(tool.name, codes.TOO_LARGE, f"The tool's answer is over {MAX_RESULT_BYTES // 1024} KB.")
     if not answer.content.strip():
         return {"ok": True, "tool": tool.name, "status": answer.status, "result": None}
     try:
         result = json.loads(answer.content.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return _error(tool.name, "invalid_json", "The tool's answer is not JSON.")
+        return _error(tool.name, codes.INVALID_JSON, "The tool's answer is not JSON.")
     return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
 
 
@@ -331,7 +333,7 @@ def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object
         return _tool_run(assistant, call_id, name, arguments, knowledge_search, also)
     except Exception:  # noqa: BLE001 - the conversation goes on with a tool error, logged
         logger.exception("Tool %s of assistant %s failed unexpectedly in call %s", name, assistant.pk, call_id)
-        return _error(str(name), "internal_error", "The tool failed.")
+        return _error(str(name), codes.INTERNAL_ERROR, "The tool failed.")
 
 
 def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
@@ -339,7 +341,7 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
     enabled = enabled_tools(assistant=assistant, also=also)
     if name in BUILTIN_TOOLS:
         if name not in enabled:
-            return _error(name, "unknown_tool", f"This assistant has no tool '{name}'.")
+            return _error(name, codes.UNKNOWN_TOOL, f"This assistant has no tool '{name}'.")
         # The parameters without the targets' enum: a target named by its number is
         # allowed too; call_transfer is the check of what may be reached.
         arguments, error = _arguments_checked(name, BUILTIN_DEFINITIONS[name]["parameters"], arguments)
@@ -349,7 +351,7 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
         return _builtin(assistant, call_id, name, arguments, knowledge_search)
     tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
     if tool is None:
-        return _error(str(name)[:64], "unknown_tool", f"This assistant has no tool '{str(name)[:64]}'.")
+        return _error(str(name)[:64], codes.UNKNOWN_TOOL, f"This assistant has no tool '{str(name)[:64]}'.")
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)
 
 
@@ -361,7 +363,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
                                         preferred_time=arguments.get("preferred_time"),
                                         reason=arguments.get("reason", ""))
         except ValidationFailed as exc:
-            return _error(name, "invalid_arguments", _validation_message(exc))
+            return _error(name, codes.INVALID_ARGUMENTS, _validation_message(exc))
         resolved = lead.preferred_at_resolved
         return {"ok": True, "tool": name, "result": {
             "leadId": lead.pk, "phone": lead.phone, "preferredAt": resolved.isoformat() if resolved else None}}
@@ -369,7 +371,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
         try:
             target = call_transfer(call_id=call_id, target=arguments["target"])
         except TransferRefused as exc:
-            return _error(name, "transfer_refused", exc.message)
+            return _error(name, codes.TRANSFER_REFUSED, exc.message)
         return {"ok": True, "tool": name, "action": "transfer", "result": target}
     if name in ("end_call", "opt_out"):
         call_action_record(call_id=call_id, tool=name)
@@ -378,7 +380,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
         return {"ok": True, "tool": name, "result": {"recorded": True}}
     if name == "lookup_knowledge":
         if knowledge_search is None:
-            return _error(name, "knowledge_unavailable", "No knowledge can be searched now.")
+            return _error(name, codes.KNOWLEDGE_UNAVAILABLE, "No knowledge can be searched now.")
         passages = knowledge_search(tenant=assistant.tenant, query=arguments["query"],
                                     document_ids=assistant.knowledge)
         return {"ok": True, "tool": name, "result": {
