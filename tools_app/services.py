@@ -6,7 +6,6 @@ answer is a result `{"ok": true, "tool", "result", "action"?}` or a tool error
 `{"ok": false, "tool", "error": code, "message"}`, which the conversation gives back
 to the model and goes on (docs/api.md, "HTTP tools").
 """
-import ipaddress
 import json
 import logging
 import re
@@ -14,7 +13,6 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -45,47 +43,11 @@ MAX_ARGUMENTS_BYTES = 16 * 1024
 MAX_RESULT_BYTES = 16 * 1024
 DEFAULT_PARAMETERS = {"type": "object", "properties": {}}
 API_FIELDS = ("name", "description", "parameters", "url", "timeoutMs")
-LOOPBACK_NAMES = ("localhost", "localhost.")
 USER_AGENT = "Stimmwerk-Tools/1"
 new_tool_call_id = PrefixedId("tc")  # the `webhook-id` of each call
 
 
 # --- The tools ---------------------------------------------------------------------------
-
-def tool_url_check(url: object) -> str:
-    """`url` if tool calls may go there, else ToolUrlRefused (400) or a 400
-    validation_error: https only, no user or password, a port of 1–65535, no host
-    that is an address other than a public one (a name's addresses are checked at
-    each call, by console.outbound). TOOLS_ALLOW_PRIVATE_TARGETS (tests) allows http on
-    loopback and private addresses."""
-    if not isinstance(url, str) or not url or len(url) > 2000:
-        raise ValidationFailed.field("url", "Send the tool's https URL (at most 2,000 characters).")
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        raise ValidationFailed.field("url", "Not a valid URL.") from None
-    if parts.scheme not in ("https", "http") or not host:
-        raise ToolUrlRefused(details={"url": ["Must be an https URL with a host."]})
-    if parts.username or parts.password:
-        raise ToolUrlRefused(details={"url": ["A URL without user or password is needed (the call is signed)."]})
-    try:
-        outbound.url_port(parts)
-    except outbound.InvalidPort:
-        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
-    try:
-        literal = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-    loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
-    allow_private = settings.TOOLS_ALLOW_PRIVATE_TARGETS
-    if parts.scheme == "http" and not (loopback and allow_private):
-        raise ToolUrlRefused(details={"url": ["Must be an https URL."]})
-    if not allow_private and (loopback or (literal is not None and not outbound.address_allowed(literal))):
-        raise ToolUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses that "
-                                              "lead to one) cannot be called."]})
-    return url
-
 
 def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpTool | None = None) -> dict[str, Any]:
     """The model's values for the API fields in `data`, checked (a create needs name,
@@ -133,7 +95,7 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     if instance is None:
         values.setdefault("parameters", dict(DEFAULT_PARAMETERS))
     if "url" in data:
-        values["url"] = tool_url_check(data["url"])
+        values["url"] = outbound.url_admit(data["url"], refused=ToolUrlRefused)
     name = values.get("name")
     if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
             pk=instance.pk if instance else None).exists():
@@ -256,7 +218,7 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
         timeout = min(tool.timeout_ms, TIMEOUT_MS_RANGE[1]) / 1000
         answer = transport.post(tool.url, body=payload.encode(), timeout=timeout,
                                 headers={**headers, "User-Agent": USER_AGENT, "Accept": "application/json"},
-                                allow_private=settings.TOOLS_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
+                                allow_private=settings.OUTBOUND_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a bug must not end the conversation: a tool error, logged
         logger.exception("HTTP tool %s (%s) failed unexpectedly", tool.pk, tool.name)
         return _error(tool.name, codes.INTERNAL_ERROR, "The tool could not be called.")

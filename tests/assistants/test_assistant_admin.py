@@ -116,7 +116,7 @@ def test_a_tools_secret_is_shown_once_after_adding_it(client, tenant_a):
 
 
 def test_the_tool_editor_refuses_a_private_url_and_a_built_in_name(client, tenant_a, settings):
-    settings.TOOLS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     response = client.post("/admin/tools_app/httptool/add/", {
         "tenant": tenant_a.pk, "name": "end_call", "parameters": '{"type": "object"}',
         "url": "https://10.0.0.1/t", "timeout_ms": "2000"})
