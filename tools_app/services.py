@@ -103,13 +103,20 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     return values
 
 
+def http_tool_room_check(*, tenant: Tenant) -> None:
+    """ToolLimitReached (409, `details.maxTools`) when the tenant has
+    TOOLS_MAX_PER_TENANT tools already: the check of `http_tool_create`, which the
+    admin's form asks too before it saves."""
+    limit = settings.TOOLS_MAX_PER_TENANT
+    if HttpTool.objects.for_tenant(tenant).count() >= limit:
+        raise ToolLimitReached(details={"maxTools": limit})
+
+
 @transaction.atomic
 def http_tool_create(*, tenant: Tenant, data: Mapping[str, Any]) -> tuple[HttpTool, str]:
     """A new HTTP tool and its signing secret (shown once)."""
     values = http_tool_values(tenant=tenant, data=data)
-    limit = settings.TOOLS_MAX_PER_TENANT
-    if HttpTool.objects.for_tenant(tenant).count() >= limit:
-        raise ToolLimitReached(details={"maxTools": limit})
+    http_tool_room_check(tenant=tenant)
     try:
         with transaction.atomic():
             tool = HttpTool.objects.create(tenant=tenant, secret_nonce=signing.new_nonce(), **values)
