@@ -85,7 +85,7 @@ def twilio(settings, db, fake_twilio, monkeypatch, clock):
     settings.VOICE_PUBLIC_BASE_URL = BASE
     settings.CAMPAIGN_DIAL_LEASE_SEC = int(LEASE.total_seconds())
     settings.CAMPAIGN_MACHINE_DETECTION = True
-    monkeypatch.setattr("campaigns_app.services.job_enqueue_on_commit", lambda *args, **kwargs: None)
+    monkeypatch.setattr("campaigns_app.services.lifecycle.job_enqueue_on_commit", lambda *args, **kwargs: None)
     carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
                                 api_base=fake_twilio.url)
     return carrier
