@@ -96,6 +96,8 @@ def test_the_contracts_hold_on_the_project():
     ("webhooks_app/_probe.py", "import campaigns_app.models\n", "Webhooks know no feature"),
     ("campaigns_app/_probe.py", "import privacy_app.services\n", "Layers"),
     ("campaigns_app/_probe.py", "import csv\n", "Every CSV is written by console.csv_export"),
+    ("calls_app/_probe.py", "from console.compiled import CompiledQuery\n", "The fast read layer is the core's"),
+    ("leads_app/_probe.py", "from console.rendering import fast_json_renderers\n", "The fast read layer is the core's"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
     probe = with_module(tree_copy, module, source)
