@@ -118,6 +118,30 @@ def _fresh_lane_state():
     invalidate_lane_state()
 
 
+@pytest.fixture
+def mock_gateway(settings):
+    """The gateway's documented defaults whatever the environment says: no registry
+    lanes (its snapshot read afresh before and after), so its own mock lane answers,
+    and no paid lane's budget. The gateway's tests and the conversation's use it."""
+    from registry_app import snapshot
+
+    snapshot.invalidate()
+    settings.GATEWAY_MODE = "mock"
+    settings.GATEWAY_MAX_EUR = 0.0
+    settings.GATEWAY_LANE_SETTINGS = {}
+    yield settings
+    snapshot.invalidate()
+
+
+@pytest.fixture
+def fake_twilio():
+    """Twilio's Calls resource on loopback (tests/twilio_fake.py)."""
+    from tests.twilio_fake import FakeTwilio
+
+    with FakeTwilio() as server:
+        yield server
+
+
 def make_client(key=None, tenant=None):
     client = APIClient()
     headers = {}
