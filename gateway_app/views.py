@@ -280,7 +280,7 @@ class ChatCompletionsView(GatewayAPIView):
         responses={(200, "application/json"): ChatCompletionSerializer,
                    (200, "text/event-stream"): OpenApiTypes.STR},
         extensions=errors(422),
-        examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="*/*", value={
+        examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="application/json", value={
             "model": "auto",
             "messages": [{"role": "system", "content": "Du bist die Telefonassistenz der Praxis Dr. Weber."},
                          {"role": "user", "content": "Bitte rufen Sie mich morgen Vormittag zurück."}],
