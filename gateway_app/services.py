@@ -378,12 +378,13 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                  lane: str | None = None, capability: str = "chat", language: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None, max_eur: float | None = None,
                  deadline: float | None = None, first_token_timeout: float | None = None,
-                 stream: bool = True) -> ChatStream:
+                 stream: bool = True, **sampling: Any) -> ChatStream:
     """One turn of a conversation through the registry's lanes: a ChatStream of its
     events (TextDelta…, ToolCall…, ChatDone), returned once a lane has started to answer.
 
-    `messages`, `tools`, `tool_choice`, `temperature`, `max_tokens` are the OpenAI Chat
-    Completions wire format's (checked by gateway_app.turns.chat_request; ValidationFailed
+    `messages`, `tools`, `tool_choice`, `temperature`, `max_tokens` and the `sampling`
+    fields (`top_p`, `stop`, `seed`, `frequency_penalty`, `presence_penalty`,
+    `response_format`: ChatRequest's) are the OpenAI Chat Completions wire format's (checked by gateway_app.turns.chat_request; ValidationFailed
     names each problem). `lane` names a lane of `capability` (chat or code) to try
     first; the others of the route follow in the gateway's order (zero-euro first, paid
     lanes only within `max_eur`, default GATEWAY_MAX_EUR), as for /v1/agent. A lane
@@ -397,7 +398,7 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
     if capability not in TURN_CAPABILITIES:
         raise ValidationFailed.field("capability", f"Send one of: {', '.join(TURN_CAPABILITIES)}.")
     request = chat_request(messages=messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
-                           max_tokens=max_tokens, language=language)
+                           max_tokens=max_tokens, language=language, **sampling)
     named = turn_lane(lane, capability) if lane is not None else None
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     seconds = settings.GATEWAY_DEADLINE_SEC if deadline is None else deadline

@@ -22,7 +22,8 @@ from console.parsers import JSONParser, read_bounded
 from gateway_app import selectors, services
 from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import LengthRequired, NotReady
-from gateway_app.planning import TURN_CAPABILITIES, turn_lanes
+from gateway_app.model_names import chat_model, model_list, model_named
+from gateway_app.providers.chat_api import SAMPLING_FIELDS
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
@@ -31,6 +32,8 @@ from gateway_app.serializers import (
     GatewaySpeakSerializer,
     GatewayTranscribeQuerySerializer,
     LaneUsageSerializer,
+    ModelListSerializer,
+    ModelSerializer,
     RoleRequestSerializer,
     UsageQuerySerializer,
 )
@@ -191,19 +194,6 @@ class TranscribeView(GatewayAPIView):
 
 # --- POST /v1/chat/completions: the hub as an OpenAI-compatible chat endpoint ---
 
-def _model_lane(model):
-    """(lane id or None for `auto`, capability) of the request's `model`, or a 400 on
-    `model` listing what may be sent."""
-    if model == "auto":
-        return None, "chat"
-    for capability in TURN_CAPABILITIES:
-        if any(lane.id == model for lane in turn_lanes(capability)):
-            return model, capability
-    names = [lane.id for capability in TURN_CAPABILITIES for lane in turn_lanes(capability)]
-    raise ValidationFailed.field("model", f"'{model}' is no chat or code lane of the registry. Send auto or one of: "
-                                          f"{', '.join(names) or 'none'}.")
-
-
 def _completion_id():
     return f"chatcmpl-{secrets.token_hex(12)}"
 
@@ -279,7 +269,7 @@ class ChatCompletionsView(GatewayAPIView):
         request=ChatCompletionRequestSerializer,
         responses={(200, "application/json"): ChatCompletionSerializer,
                    (200, "text/event-stream"): OpenApiTypes.STR},
-        extensions=errors(422),
+        extensions=errors(404, 422),
         examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="application/json", value={
             "model": "auto",
             "messages": [{"role": "system", "content": "Du bist die Telefonassistenz der Praxis Dr. Weber."},
@@ -292,12 +282,15 @@ class ChatCompletionsView(GatewayAPIView):
                 "streamed or whole")
     def post(self, request):
         data = validated(ChatCompletionRequestSerializer, request.data)
-        lane, capability = _model_lane(data["model"])
+        model = chat_model(data["model"])
         limits = [value for value in (data.get("max_tokens"), data.get("max_completion_tokens")) if value]
+        sampling = {name: data[name] for name in SAMPLING_FIELDS if data.get(name) is not None}
         stream = services.gateway_chat(
-            messages=data["messages"], tools=data.get("tools"), tool_choice=data.get("tool_choice"), lane=lane,
-            capability=capability, language=data.get("language"), temperature=data.get("temperature"),
-            max_tokens=min(limits) if limits else None, max_eur=data.get("max_eur"), stream=data["stream"])
+            messages=data["messages"], tools=data.get("tools"), tool_choice=data.get("tool_choice"),
+            lane=model.lane.id if model.lane is not None else None, capability=model.capability,
+            language=data.get("language"), max_tokens=min(limits) if limits else None, max_eur=data.get("max_eur"),
+            stream=data["stream"], stop=data.get("stop") or (), response_format=data.get("response_format"),
+            **sampling)
         if data["stream"]:
             include_usage = (data.get("stream_options") or {}).get("include_usage", False)
             response = StreamingHttpResponse(completion_events(stream, include_usage=include_usage),
@@ -311,3 +304,19 @@ class ChatCompletionsView(GatewayAPIView):
         _gateway_headers(response, stream)
         response["X-Gateway-Cost-Eur"] = f"{done.cost_eur:.6f}"
         return response
+
+
+# --- GET /v1/models: what a model picker offers ---
+
+class ModelsView(GatewayAPIView):
+    @extend_schema(responses=ModelListSerializer,
+                   summary="The models (OpenAI-compatible): auto and every callable chat and code lane")
+    def get(self, request):
+        return Response({"object": "list", "data": model_list()})
+
+
+class ModelView(GatewayAPIView):
+    @extend_schema(responses=ModelSerializer, extensions=errors(404),
+                   summary="One model (OpenAI-compatible): auto, a lane, or a name that stands for one")
+    def get(self, request, model):
+        return Response(model_named(model))
