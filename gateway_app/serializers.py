@@ -75,6 +75,12 @@ class GatewayTranscribeQuerySerializer(serializers.Serializer):
         return data
 
 
+class AudioFileSerializer(serializers.Serializer):
+    """POST /v1/transcribe as a multipart form: the audio is its `file`."""
+
+    file = serializers.FileField(help_text="The audio (a Whisper-style upload).")
+
+
 class UsageQuerySerializer(serializers.Serializer):
     """`from` and `to` (UTC days, inclusive; default the 30 days up to today), `lane`."""
 
@@ -302,16 +308,3 @@ class ChatCompletionSerializer(serializers.Serializer):
     choices = ChatCompletionChoiceSerializer(many=True)
     usage = ChatCompletionUsageSerializer()
 
-
-class ModelSerializer(serializers.Serializer):
-    """OpenAI's `model` object."""
-
-    id = serializers.CharField(help_text="`auto`, a lane's id, or the name asked for.")
-    object = serializers.ChoiceField(choices=["model"])
-    created = serializers.IntegerField(help_text="The registry document's `updated` day, Unix seconds.")
-    owned_by = serializers.CharField(help_text="The lane's provider; `stimmwerk` for `auto`.")
-
-
-class ModelListSerializer(serializers.Serializer):
-    object = serializers.ChoiceField(choices=["list"])
-    data = ModelSerializer(many=True)

@@ -22,25 +22,32 @@ from console.parsers import JSONParser, read_bounded
 from gateway_app import selectors, services
 from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import LengthRequired, NotReady
-from gateway_app.model_names import chat_model, model_list, model_named
+from gateway_app.model_names import chat_model
 from gateway_app.providers.chat_api import SAMPLING_FIELDS
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
+    AudioFileSerializer,
     ChatCompletionRequestSerializer,
     ChatCompletionSerializer,
     GatewaySpeakSerializer,
     GatewayTranscribeQuerySerializer,
     LaneUsageSerializer,
-    ModelListSerializer,
-    ModelSerializer,
     RoleRequestSerializer,
     UsageQuerySerializer,
 )
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app.decode import MAX_AUDIO_BYTES
-from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, audio_too_large, mp3_response, raw_audio_body
+from speech_app.http import (
+    MP3_RESPONSE,
+    AnyAcceptNegotiation,
+    AudioMultipartParser,
+    audio_too_large,
+    mp3_response,
+    raw_audio_body,
+    uploaded_audio,
+)
 
 logger = logging.getLogger("gateway_app")
 
@@ -100,6 +107,18 @@ class GatewayAPIView(ApiView):
         if response.status_code == 401:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
+
+
+def with_answer_headers(response, answer):
+    """`response` with the X-Gateway-* headers of a GatewayAnswer: the lane, its mode,
+    the cost and every attempt."""
+    response["X-Gateway-Lane"] = answer.lane
+    response["X-Gateway-Mode"] = answer.mode
+    response["X-Gateway-Cost-Eur"] = f"{answer.cost_eur:.6f}"
+    # ASCII JSON: a header carries Latin-1 at most.
+    response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in answer.attempts],
+                                                separators=(",", ":"))
+    return response
 
 
 def chat_answer_json(answer):
@@ -162,23 +181,25 @@ class SpeakView(GatewayAPIView):
     def post(self, request):
         data = validated(GatewaySpeakSerializer, request.data)
         answer = services.gateway_speak(**data)
-        response = mp3_response(answer.result)
-        response["X-Gateway-Lane"] = answer.lane
-        response["X-Gateway-Mode"] = answer.mode
-        response["X-Gateway-Cost-Eur"] = f"{answer.cost_eur:.6f}"
-        # ASCII JSON: a header carries Latin-1 at most.
-        response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in answer.attempts],
-                                                    separators=(",", ":"))
-        return response
+        return with_answer_headers(mp3_response(answer.result), answer)
 
 
 class TranscribeView(GatewayAPIView):
-    parser_classes = []  # the body is the audio itself, whatever its Content-Type
-    body_limit = MAX_AUDIO_BYTES
+    # The body is the audio itself, whatever its Content-Type, or a multipart form whose `file` it is.
+    parser_classes = [AudioMultipartParser]
     body_too_large = staticmethod(audio_too_large)
 
+    @property
+    def body_limit(self):
+        """The audio limit; a form gets room for its envelope around the file."""
+        return AudioMultipartParser.limit if self._multipart() else MAX_AUDIO_BYTES
+
+    def _multipart(self):
+        return self.request.content_type.startswith(AudioMultipartParser.media_type)
+
     @accepts_query(GatewayTranscribeQuerySerializer)
-    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY},
+    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY,
+                            "multipart/form-data": AudioFileSerializer},
                    responses=OpenApiTypes.OBJECT,
                    extensions=errors(422, 502),
                    summary="Transcribe raw audio through the registry's stt lanes, local engines first")
@@ -187,8 +208,11 @@ class TranscribeView(GatewayAPIView):
         phrases = request.query_params.getlist("phrase")
         if any(not phrase.strip() or len(phrase) > 200 for phrase in phrases) or len(phrases) > 500:
             raise ValidationFailed.field("phrase", "At most 500 phrases of 1 to 200 characters each.")
-        answer = services.gateway_transcribe(audio=raw_audio_body(request),
-                                             phrases=[phrase.strip() for phrase in phrases], **query)
+        if self._multipart():
+            audio = uploaded_audio(validated(AudioFileSerializer, request.data)["file"])
+        else:
+            audio = raw_audio_body(request)
+        answer = services.gateway_transcribe(audio=audio, phrases=[phrase.strip() for phrase in phrases], **query)
         return Response({**answer.result.as_json(), **answer.as_json()})
 
 
@@ -305,18 +329,3 @@ class ChatCompletionsView(GatewayAPIView):
         response["X-Gateway-Cost-Eur"] = f"{done.cost_eur:.6f}"
         return response
 
-
-# --- GET /v1/models: what a model picker offers ---
-
-class ModelsView(GatewayAPIView):
-    @extend_schema(responses=ModelListSerializer,
-                   summary="The models (OpenAI-compatible): auto and every callable chat and code lane")
-    def get(self, request):
-        return Response({"object": "list", "data": model_list()})
-
-
-class ModelView(GatewayAPIView):
-    @extend_schema(responses=ModelSerializer, extensions=errors(404),
-                   summary="One model (OpenAI-compatible): auto, a lane, or a name that stands for one")
-    def get(self, request, model):
-        return Response(model_named(model))

@@ -1,12 +1,25 @@
 """The OpenAI-compatible paths as OpenAI's own Python SDK uses them, against the served
 views (Django's live server on loopback): the model list a model picker asks first,
 OpenAI's model names, the standard fields of a chat request passed on to the lane
-(fake OpenAI-compatible and Ollama servers on loopback, tests/openai_fake.py)."""
+(fake OpenAI-compatible and Ollama servers on loopback, tests/openai_fake.py), and the
+audio paths on the real engines (eSpeak NG speaks, Whisper base and Vosk hear)."""
+import json
+import re
+from urllib.parse import quote
+
 import openai
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.gateway_app.conftest import GATEWAY_TOKEN, load_lanes, streaming_lane
+from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
+from speech_app.remote import wav_from_pcm
+from speech_app.services import speech_render
+from tests.conftest import error_of
+from tests.gateway_app.conftest import GATEWAY_TOKEN, SHIPPED, load_document, load_lanes, streaming_lane
 from tests.openai_fake import Reply
+from tests.speech_app.conftest import KOREAN_PHRASES, korean_mp3, whisper_ready  # noqa: F401 (a fixture)
+from tests.speech_app.voicemails import VOICEMAILS
+from tests.speech_app.wer import word_error_rate
 
 QUESTION = [{"role": "user", "content": "Wann haben Sie geöffnet?"}]
 
@@ -113,3 +126,125 @@ def test_a_bad_standard_field_is_a_400_naming_it(client):
         with pytest.raises(openai.BadRequestError) as bad:
             client.chat.completions.create(model="auto", messages=QUESTION, extra_body=fields)
         assert list(bad.value.body["details"]) == [name], fields
+
+
+# --- /v1/audio/speech and /v1/audio/transcriptions ---
+
+SPOKEN = "Guten Morgen, hier ist die Praxis Doktor Weber."
+# What each format starts with, and its Content-Type.
+MAGIC = {"mp3": (b"\xff", "audio/mpeg"), "wav": (b"RIFF", "audio/wav"), "opus": (b"OggS", "audio/ogg"),
+         "flac": (b"fLaC", "audio/flac"), "aac": (b"\xff\xf1", "audio/aac")}
+
+
+@pytest.fixture
+def shipped(render_cache_dir):
+    load_document(SHIPPED)
+
+
+def test_speech_in_every_format_of_openais_from_the_local_espeak_lane(client, shipped):
+    seconds = {}
+    for response_format, (magic, content_type) in MAGIC.items():
+        raw = client.audio.speech.with_raw_response.create(model="tts-1", voice="alloy", input=SPOKEN,
+                                                           response_format=response_format)
+        audio = raw.content
+        assert audio.startswith(magic) and raw.headers["Content-Type"] == content_type, response_format
+        assert raw.headers["X-Gateway-Lane"] == "tts-espeak-de"
+        seconds[response_format] = decode_to_pcm(audio).duration_sec
+    # The same speech in each (the encoders' padding aside).
+    assert max(seconds.values()) - min(seconds.values()) < 0.15, seconds
+    assert seconds["mp3"] > 2
+    # pcm: raw 16-bit mono at 24 kHz, as OpenAI's.
+    pcm = client.audio.speech.create(model="gpt-4o-mini-tts", voice="nova", input=SPOKEN, response_format="pcm").read()
+    assert len(pcm) / 2 / 24000 == pytest.approx(seconds["wav"], abs=0.05)
+
+
+def test_speech_at_twice_and_half_the_speed(client, shipped):
+    def seconds(speed):
+        return decode_to_pcm(client.audio.speech.create(model="tts-1", voice="alloy", input=SPOKEN,
+                                                        response_format="wav", speed=speed).read()).duration_sec
+    normal = seconds(1.0)
+    assert seconds(2.0) == pytest.approx(normal / 2, rel=0.05)
+    assert seconds(0.5) == pytest.approx(normal * 2, rel=0.05)
+
+
+def test_speech_requests_out_of_bounds_get_clear_errors(client, shipped):
+    for fields, name in (({"speed": 4.5}, "speed"), ({"response_format": "ogg"}, "response_format"),
+                         ({"input": "x" * 4097}, "input"), ({"input": "   "}, "input")):
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.audio.speech.create(**{"model": "tts-1", "voice": "alloy", "input": SPOKEN, **fields})
+        assert list(bad.value.body["details"]) == [name], fields
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.audio.speech.create(model="eleven-turbo", voice="alloy", input=SPOKEN)
+    assert unknown.value.code == "model_not_found"
+    assert unknown.value.body["details"]["models"] == ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "auto"]
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).audio.speech.create(
+            model="tts-1", voice="alloy", input=SPOKEN)
+
+
+@pytest.fixture(scope="module")
+def voicemail_wav(django_db_blocker):
+    """A WAV of our own eSpeak synthesis (the voice Whisper base hears best,
+    tests/speech_app/test_german_transcription.py)."""
+    with django_db_blocker.unblock():
+        rendered, _ = speech_render(text=VOICEMAILS[0], voice="de+m3")
+    return wav_from_pcm(decode_to_pcm(rendered.mp3).pcm)
+
+
+@pytest.fixture
+def patient(settings):
+    """Whisper's time on a machine busy with other work (what it hears is under test here)."""
+    settings.STT_DEADLINE_BASE_SEC = settings.STT_DEADLINE_MAX_SEC = 120
+    settings.GATEWAY_DEADLINE_SEC = 120
+
+
+@pytest.mark.slow  # real recognition
+@pytest.mark.usefixtures("whisper_ready")
+def test_transcriptions_in_every_response_format_by_whisper_base(client, shipped, patient, voicemail_wav):
+    upload = ("voicemail.wav", voicemail_wav, "audio/wav")
+    plain = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de")
+    assert word_error_rate(VOICEMAILS[0], plain.text) <= 0.5, plain.text
+    verbose = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de",
+                                                 response_format="verbose_json", prompt="Praxis Weber",
+                                                 timestamp_granularities=["word", "segment"])
+    assert (verbose.language, verbose.text) == ("german", plain.text)
+    assert verbose.duration == pytest.approx(len(voicemail_wav) / 32000, abs=0.05)
+    assert " ".join(segment.text.strip() for segment in verbose.segments) == plain.text
+    assert [word.word for word in verbose.words] == plain.text.split()
+    assert all(0 <= word.start <= word.end <= verbose.duration + 0.05 for word in verbose.words)
+    text = client.audio.transcriptions.create(model="gpt-4o-transcribe", file=upload, language="de",
+                                              response_format="text")
+    assert text == plain.text + "\n"
+    srt = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de", response_format="srt")
+    assert re.fullmatch(r"1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n.+\n(\n\d+\n.+\n.+\n)*", srt), srt
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de", response_format="vtt")
+    assert vtt.startswith("WEBVTT\n\n00:00:") and " --> " in vtt
+
+
+def test_transcription_uploads_out_of_bounds_get_clear_errors(client, gateway, shipped):
+    with pytest.raises(openai.UnprocessableEntityError) as undecodable:
+        client.audio.transcriptions.create(model="whisper-1", file=("note.wav", b"not audio at all", "audio/wav"))
+    assert undecodable.value.code == "undecodable_audio"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.audio.transcriptions.create(model="nova-3", file=("note.wav", b"RIFF", "audio/wav"))
+    assert unknown.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.audio.transcriptions.create(model="whisper-1", file=("note.wav", b"RIFF", "audio/wav"),
+                                           response_format="docx")
+    assert list(bad.value.body["details"]) == ["response_format"]
+    missing = gateway.post("/v1/audio/transcriptions", {"model": "whisper-1"}, format="multipart")
+    assert (missing.status_code, list(error_of(missing)["details"])) == (400, ["file"])
+    too_large = gateway.post("/v1/audio/transcriptions", {
+        "model": "whisper-1", "file": SimpleUploadedFile("big.wav", b"\0" * (MAX_AUDIO_BYTES + 1))},
+        format="multipart")
+    assert (too_large.status_code, error_of(too_large)["code"]) == (413, "audio_too_large")
+
+
+@pytest.mark.slow  # real synthesis and recognition
+def test_v1_transcribe_takes_a_whisper_style_upload(gateway, korean_model, render_cache_dir):
+    phrases = "&".join(f"phrase={quote(phrase)}" for phrase in KOREAN_PHRASES)
+    response = gateway.post(f"/v1/transcribe?language=ko&{phrases}",
+                            {"file": SimpleUploadedFile("hallo.mp3", korean_mp3("안녕하세요"), "audio/mpeg"),
+                             "model": "whisper-1"}, format="multipart")
+    assert response.status_code == 200, response.content
+    assert (json.loads(response.content)["text"], response.json()["lane"]) == ("안녕하세요", "stt-local")
