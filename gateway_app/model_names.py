@@ -55,7 +55,7 @@ def callable_turn_lanes() -> list[SnapshotLane]:
 
 def chat_model(name: str) -> ChatModel:
     """The ChatModel `name` stands for, or 404 `model_not_found` listing what may be sent."""
-    if name == AUTO or name in CHAT_ALIASES:
+    if name == AUTO:
         return ChatModel(name, None, "chat")
     every = [(lane, capability) for capability in TURN_CAPABILITIES for lane in turn_lanes(capability)]
     for lane, capability in every:
@@ -64,6 +64,8 @@ def chat_model(name: str) -> ChatModel:
     for lane, capability in every:
         if lane_model(lane) == name:
             return ChatModel(name, lane, capability)
+    if name in CHAT_ALIASES:
+        return ChatModel(name, None, "chat")
     ids = [AUTO, *(lane.id for lane in callable_turn_lanes())]
     raise ModelNotFound(f"The model '{name}' does not exist here. Send one of: {', '.join(ids)} (GET /v1/models), "
                         f"or one of OpenAI's names that stand for auto: {', '.join(CHAT_ALIASES)}.",

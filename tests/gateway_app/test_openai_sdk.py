@@ -60,21 +60,26 @@ def test_models_lists_auto_and_every_callable_chat_lane(client, live, chat_serve
 
 
 def test_a_model_by_its_id_its_provider_name_or_openais_name_and_a_clear_404(client, live, chat_server):
-    lane = chat_server(Reply(text="Gern."))
-    load_lanes(lane_of("chat-local", lane.url, model="meta-llama/Llama-3.1-8B", priority=10, provider="Meta"))
+    lane, hosted = chat_server(Reply(text="Gern.")), chat_server(Reply(text="Gern, gehostet."))
+    load_lanes(lane_of("chat-local", lane.url, model="meta-llama/Llama-3.1-8B", priority=10, provider="Meta"),
+               lane_of("chat-hosted", hosted.url, model="gpt-4o", priority=20, provider="OpenAI"))
     assert client.models.retrieve("chat-local").model_dump(exclude_none=True) == {
         "id": "chat-local", "object": "model", "created": 1_795_392_000, "owned_by": "Meta"}
     # A provider's name holds `/`: the path takes it whole.
     assert client.models.retrieve("meta-llama/Llama-3.1-8B").owned_by == "Meta"
+    assert client.models.retrieve("gpt-4o").owned_by == "OpenAI"
     assert client.models.retrieve("gpt-4o-mini").model_dump(exclude_none=True) == {
         "id": "gpt-4o-mini", "object": "model", "created": 1_795_392_000, "owned_by": "stimmwerk"}
     with pytest.raises(openai.NotFoundError) as unknown:
         client.models.retrieve("gpt-9-ultra")
-    assert (unknown.value.code, unknown.value.body["details"]["models"]) == ("model_not_found", ["auto", "chat-local"])
-    # OpenAI's names stand for the router; a provider's name for its lane.
-    assert client.chat.completions.create(model="gpt-4o", messages=QUESTION).model == "chat-local"
+    assert (unknown.value.code, unknown.value.body["details"]["models"]) == (
+        "model_not_found", ["auto", "chat-local", "chat-hosted"])
+    # A provider's name names its lane (before OpenAI's names, which stand for the router).
+    assert client.chat.completions.create(model="gpt-4o", messages=QUESTION).model == "chat-hosted"
+    assert client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION).model == "chat-local"
     assert client.chat.completions.create(model="meta-llama/Llama-3.1-8B", messages=QUESTION).model == "chat-local"
     assert [body["model"] for body in lane.bodies] == ["meta-llama/Llama-3.1-8B"] * 2
+    assert [body["model"] for body in hosted.bodies] == ["gpt-4o"]
 
 
 def test_the_standard_fields_reach_an_openai_compatible_lane(client, live, chat_server):
