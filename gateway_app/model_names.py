@@ -6,7 +6,8 @@ policy); a chat or code lane's id; the provider's name of a lane (what the lane 
 sent, `lane_model`: `gpt-4.1` names the lane whose `params.model` it is); or one of
 OpenAI's common names below, which stand for `auto`. Anything else is 404
 `model_not_found`. The speech paths take OpenAI's speech and transcription model
-names, which stand for the registry's tts and stt lanes in their order.
+names, which stand for the registry's tts and stt lanes in their order, or a tts or
+stt lane's id, tried first.
 """
 import datetime as dt
 from dataclasses import dataclass
@@ -72,12 +73,18 @@ def chat_model(name: str) -> ChatModel:
                         details={"param": "model", "model": name, "models": ids})
 
 
-def speech_model(name: str, names: tuple[str, ...]) -> str:
-    """`name` when it is one of the speech path's `names`, else 404 `model_not_found`."""
-    if name not in names:
-        raise ModelNotFound(f"The model '{name}' does not exist here. Send one of: {', '.join(names)}.",
-                            details={"param": "model", "model": name, "models": list(names)})
-    return name
+def speech_model(name: str, names: tuple[str, ...], capability: str) -> str | None:
+    """The lane a speech path's `model` names first: None for one of OpenAI's `names`
+    (the registry's order), a `capability` (tts or stt) lane's id for itself; else 404
+    `model_not_found`."""
+    if name in names:
+        return None
+    current = snapshot.current()
+    lanes = [lane.id for lane in current.by_capability.get(capability, ())] if current is not None else []
+    if name in lanes:
+        return name
+    raise ModelNotFound(f"The model '{name}' does not exist here. Send one of: {', '.join(names + tuple(lanes))}.",
+                        details={"param": "model", "model": name, "models": [*names, *lanes]})
 
 
 def _created() -> int:

@@ -52,9 +52,9 @@ class AudioTranscriptionsView(GatewayAPIView):
                    summary="Transcribe an uploaded audio file (OpenAI-compatible) through the registry's stt lanes")
     def post(self, request):
         data = validated(TranscriptionRequestSerializer, request.data)
-        speech_model(data["model"], TRANSCRIPTION_MODELS)
+        lane = speech_model(data["model"], TRANSCRIPTION_MODELS, "stt")
         answer = services.gateway_transcribe(audio=uploaded_audio(data["file"]), language=data.get("language"),
-                                             max_eur=data.get("max_eur"))
+                                             max_eur=data.get("max_eur"), lane=lane)
         words = "word" in data.get("timestamp_granularities[]", ())
         body, content_type = transcript_in_format(answer.result, data["response_format"], words=words)
         response = (Response(body) if isinstance(body, dict)
@@ -73,10 +73,10 @@ class AudioSpeechView(GatewayAPIView):
                    summary="Speak a text (OpenAI-compatible) through the registry's tts lanes, local engines first")
     def post(self, request):
         data = validated(SpeechRequestSerializer, request.data)
-        speech_model(data["model"], SPEECH_MODELS)
+        lane = speech_model(data["model"], SPEECH_MODELS, "tts")
         voice = None if data["voice"] in OPENAI_VOICES else data["voice"]
         answer = services.gateway_speak(text=data["input"], voice=voice, language=data.get("language"),
-                                        max_eur=data.get("max_eur"))
+                                        max_eur=data.get("max_eur"), lane=lane)
         audio = speech_in_format(answer.result.mp3, response_format=data["response_format"], speed=data["speed"])
         response = HttpResponse(audio, content_type=SPEECH_FORMATS[data["response_format"]].content_type)
         response["Content-Length"] = str(len(audio))

@@ -408,12 +408,18 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                       ends_by=time.monotonic() + seconds, whole=not stream)
 
 
+def lane_first(steps: Sequence[Step], lane: str | None) -> list[Step]:
+    """`steps` with the named lane's first (when the plan has it), the others in their order."""
+    return sorted(steps, key=lambda step: step.lane.id != lane) if lane else list(steps)
+
+
 def gateway_speak(*, text: str, voice: str | None = None, language: str | None = None,
-                  max_eur: float | None = None) -> GatewayAnswer:
-    """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
+                  max_eur: float | None = None, lane: str | None = None) -> GatewayAnswer:
+    """POST /v1/speak (and /v1/audio/speech, which may name a `lane` to try first): a
+    GatewayAnswer whose result is a RenderedAudio (MP3)."""
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
-    answer = answer_through(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur),
-                            max_eur=max_eur, what="tts")
+    steps = lane_first(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur), lane)
+    answer = answer_through(steps, max_eur=max_eur, what="tts")
     rendered, _ = answer.result
     cost = lane_cost(answer.step.lane, Measures(characters=len(text)))
     record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
@@ -422,8 +428,9 @@ def gateway_speak(*, text: str, voice: str | None = None, language: str | None =
 
 
 def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: float | None = None,
-                       phrases: list[str] | None = None) -> GatewayAnswer:
-    """POST /v1/transcribe: a GatewayAnswer whose result is the Transcript.
+                       phrases: list[str] | None = None, lane: str | None = None) -> GatewayAnswer:
+    """POST /v1/transcribe (and /v1/audio/transcriptions, which may name a `lane` to
+    try first): a GatewayAnswer whose result is the Transcript.
 
     The audio is decoded once up front: undecodable or over-long audio is refused
     before any lane is asked, and its length prices the paid lanes."""
@@ -437,8 +444,8 @@ def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: fl
         raise AudioTooLong(f"The audio is {seconds:.1f} s long; the voice gateway transcribes at most "
                            f"{settings.GATEWAY_MAX_AUDIO_SEC:g} s per request.",
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
-    steps = transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None, seconds=seconds,
-                                 max_eur=max_eur)
+    steps = lane_first(transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None,
+                                            seconds=seconds, max_eur=max_eur), lane)
     answer = answer_through(steps, max_eur=max_eur, what="stt")
     cost = lane_cost(answer.step.lane, Measures(audio_seconds=seconds))
     record_success(answer.step, cost, audio_seconds=seconds)

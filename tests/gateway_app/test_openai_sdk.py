@@ -181,14 +181,29 @@ def test_speech_requests_out_of_bounds_get_clear_errors(client, shipped):
     with pytest.raises(openai.NotFoundError) as unknown:
         client.audio.speech.create(model="eleven-turbo", voice="alloy", input=SPOKEN)
     assert unknown.value.code == "model_not_found"
-    assert unknown.value.body["details"]["models"] == ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "auto"]
+    # OpenAI's names, then the registry's tts lanes.
+    assert unknown.value.body["details"]["models"] == ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "auto", "tts-espeak-de",
+                                                       "tts-piper-de", "tts-elevenlabs", "tts-azure-de"]
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).audio.speech.create(
             model="tts-1", voice="alloy", input=SPOKEN)
 
 
+def test_speech_may_name_a_tts_lane_to_try_first(client, shipped, provider, lane_settings):
+    hosted = provider("audio", audio=korean_mp3("안녕하세요"))  # real MP3 bytes
+    lane_settings("tts-azure-de", endpoint=hosted.url.replace("chat/completions", "audio/speech"), key="az-key")
+    raw = client.audio.speech.with_raw_response.create(model="tts-azure-de", voice="alloy", input=SPOKEN,
+                                                       extra_body={"max_eur": 0.01})
+    assert raw.headers["X-Gateway-Lane"] == "tts-azure-de" and raw.content.startswith(b"\xff")
+    assert len(hosted.requests) == 1
+    # OpenAI's names keep the registry's order: the local eSpeak lane first.
+    raw = client.audio.speech.with_raw_response.create(model="tts-1", voice="alloy", input=SPOKEN,
+                                                       extra_body={"max_eur": 0.01})
+    assert raw.headers["X-Gateway-Lane"] == "tts-espeak-de" and len(hosted.requests) == 1
+
+
 @pytest.fixture(scope="module")
-def voicemail_wav(django_db_blocker):
+def voicemail_wav(django_db_setup, django_db_blocker):
     """A WAV of our own eSpeak synthesis (the voice Whisper base hears best,
     tests/speech_app/test_german_transcription.py)."""
     with django_db_blocker.unblock():
@@ -222,7 +237,11 @@ def test_transcriptions_in_every_response_format_by_whisper_base(client, shipped
     assert text == plain.text + "\n"
     srt = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de", response_format="srt")
     assert re.fullmatch(r"1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n.+\n(\n\d+\n.+\n.+\n)*", srt), srt
-    vtt = client.audio.transcriptions.create(model="whisper-1", file=upload, language="de", response_format="vtt")
+    # A stt lane's id names the lane tried first (here the first anyway).
+    vtt = client.audio.transcriptions.with_raw_response.create(model="stt-whisper-base", file=upload, language="de",
+                                                               response_format="vtt")
+    assert vtt.headers["X-Gateway-Lane"] == "stt-whisper-base"
+    vtt = vtt.parse()
     assert vtt.startswith("WEBVTT\n\n00:00:") and " --> " in vtt
 
 
