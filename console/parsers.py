@@ -16,6 +16,8 @@ infinity. `json_loads` turns all of these into the contract's errors in one plac
 import io
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
@@ -168,10 +170,12 @@ class BoundedMultipartParser(BaseParser):
     too_large = staticmethod(JSONParser.too_large)
 
     @property
-    def limit(self):
+    def limit(self) -> int:
         return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> DataAndFiles:
+        assert parser_context is not None  # DRF's Request always passes it
         request = parser_context["request"]
         body = read_bounded(stream, content_length(request.META), self.limit, self.too_large)
         meta = {**request.META, "CONTENT_TYPE": media_type, "CONTENT_LENGTH": str(len(body))}

@@ -24,15 +24,17 @@ class ModelSerializer(serializers.Serializer):
 
 
 class ModelListSerializer(serializers.Serializer):
-    object = serializers.ChoiceField(choices=["list"])
-    data = ModelSerializer(many=True)
+    """OpenAI's list of models."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:  # `data` is a serializer's own attribute, so the fields are named here
+        return {"object": serializers.ChoiceField(choices=["list"]), "data": ModelSerializer(many=True)}
 
 
 class TranscriptionRequestSerializer(serializers.Serializer):
     """OpenAI's transcription form (multipart). Unknown form fields are left alone, as
     OpenAI's newer ones (`include[]`, `chunking_strategy`) may come from any client."""
 
-    def get_fields(self):  # `timestamp_granularities[]` is the form field's name
+    def get_fields(self) -> dict[str, serializers.Field]:  # `timestamp_granularities[]` is the form field's name
         return {
             "file": serializers.FileField(help_text="The audio: WAV, MP3, OGG, WebM, FLAC, M4A …"),
             "model": serializers.CharField(max_length=100, help_text="whisper-1, gpt-4o-transcribe, "
@@ -52,7 +54,7 @@ class TranscriptionRequestSerializer(serializers.Serializer):
                                               help_text="The gateway's budget of this request."),
         }
 
-    def validate_stream(self, value):
+    def validate_stream(self, value: bool) -> bool:
         if value:
             raise serializers.ValidationError("A transcription is answered whole: send stream=false.")
         return value
@@ -76,7 +78,7 @@ class SpeechRequestSerializer(ClosedSerializer):
                                       help_text="The gateway's own: the language of the lanes' voice.")
     max_eur = BudgetField(help_text="The gateway's budget of this request (default GATEWAY_MAX_EUR).")
 
-    def validate_input(self, value):
+    def validate_input(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("The input is empty.")
         return value

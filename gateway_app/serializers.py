@@ -1,6 +1,6 @@
 """Bodies and query parameters of the gateway paths."""
 import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -192,7 +192,7 @@ class StreamOptionsSerializer(ClosedSerializer):
 class StopField(serializers.JSONField):
     """`stop`: a string or up to 4 strings (each 1 to 200 characters), as a tuple."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:  # a tuple of strings
         stops = [data] if isinstance(data, str) else data
         if stops is None:
             return ()
@@ -214,7 +214,7 @@ class ResponseFormatField(serializers.JSONField):
     """`response_format`: None for text, else `{"type": "json_object"}` or
     `{"type": "json_schema", "json_schema": {"name", "schema"?, …}}` as sent."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:  # a dict, or None for text
         kind = data.get("type") if isinstance(data, dict) else None
         if kind not in RESPONSE_FORMATS:
             raise serializers.ValidationError(f"Must be an object whose type is one of: {', '.join(RESPONSE_FORMATS)}.")
@@ -229,7 +229,7 @@ class ResponseFormatField(serializers.JSONField):
 class IgnoredField(serializers.JSONField):
     """A field of OpenAI's request the gateway accepts and does not use (docs/api.md)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(required=False, allow_null=True, help_text="Accepted, not used.", **kwargs)
 
 

@@ -10,7 +10,7 @@ import secrets
 import time
 
 from django.core.handlers.wsgi import LimitedStream
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
@@ -109,7 +109,7 @@ class GatewayAPIView(ApiView):
         return response
 
 
-def with_answer_headers(response, answer):
+def with_answer_headers(response: HttpResponse, answer: services.GatewayAnswer) -> HttpResponse:
     """`response` with the X-Gateway-* headers of a GatewayAnswer: the lane, its mode,
     the cost and every attempt."""
     response["X-Gateway-Lane"] = answer.lane

@@ -52,13 +52,14 @@ def _pull_all(graph: av.filter.Graph, out: bytearray) -> None:
             frame = graph.pull()
         except (av.error.BlockingIOError, av.error.EOFError):
             return
+        assert isinstance(frame, av.AudioFrame)  # an audio graph
         out += bytes(frame.planes[0])[:frame.samples * 2]
 
 
 def pcm_of_mp3(mp3: bytes, *, speed: float = 1.0, rate: int = SPEECH_RATE) -> bytes:
     """16-bit mono PCM at `rate` of an MP3, its tempo multiplied by `speed`."""
     out = bytearray()
-    with av.open(io.BytesIO(mp3), format="mp3") as container:
+    with av.open(io.BytesIO(mp3), "r", format="mp3") as container:
         stream = container.streams.audio[0]
         graph = av.filter.Graph()
         chain = [graph.add_abuffer(template=stream)]
@@ -81,6 +82,7 @@ def _encoded(pcm: bytes, spec: SpeechFormat) -> bytes:
     buffer = io.BytesIO()
     with av.open(buffer, "w", format=spec.container) as container:
         stream = container.add_stream(spec.codec, rate=spec.rate, layout="mono")
+        assert isinstance(stream, av.AudioStream)  # an audio codec
         frame = av.AudioFrame(format="s16", layout="mono", samples=len(pcm) // 2)
         frame.planes[0].update(pcm)
         frame.sample_rate = SPEECH_RATE

@@ -6,6 +6,7 @@ for every endpoint. The speech views read their bodies themselves instead, refus
 an oversized body from its Content-Length before reading it and never reading more
 than the limit plus one byte.
 """
+from django.core.files.uploadedfile import UploadedFile
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
@@ -50,9 +51,9 @@ class AudioMultipartParser(BoundedMultipartParser):
     too_large = staticmethod(audio_too_large)
 
 
-def uploaded_audio(upload):
+def uploaded_audio(upload: UploadedFile) -> bytes:
     """The bytes of an uploaded file, at most the audio limit."""
-    if upload.size > MAX_AUDIO_BYTES:
+    if (upload.size or 0) > MAX_AUDIO_BYTES:
         raise audio_too_large(MAX_AUDIO_BYTES, upload.size)
     return upload.read()
 
