@@ -272,3 +272,17 @@ def test_v1_transcribe_takes_a_whisper_style_upload(gateway, korean_model, rende
                              "model": "whisper-1"}, format="multipart")
     assert response.status_code == 200, response.content
     assert (json.loads(response.content)["text"], response.json()["lane"]) == ("안녕하세요", "stt-local")
+
+
+FILE_PART = b'--zz\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n\r\n--zz--\r\n'
+
+
+@pytest.mark.parametrize("path", ["/v1/transcribe", "/v1/audio/transcriptions"])
+@pytest.mark.parametrize(("content_type", "body", "code"), [
+    ("multipart/form-data", b"no boundary", "malformed_json"),
+    ("multipart/form-data; boundary=zz", b"garbage", "validation_error"),
+    ("multipart/form-data; boundary=zz", FILE_PART, "validation_error"),  # an empty file
+])
+def test_a_broken_form_is_a_400(gateway, path, content_type, body, code):
+    response = gateway.generic("POST", path, body, content_type=content_type)
+    assert (response.status_code, error_of(response)["code"]) == (400, code)
