@@ -23,6 +23,7 @@ import sys
 import time
 import wave
 from pathlib import Path
+from typing import Any
 
 from bench.harness import HOST, ROOT, create_tenant_with_key, free_port, stop, temp_project, wait_until_up
 
@@ -188,7 +189,7 @@ def _row(sessions, results):
     return row
 
 
-def _bench_tenant(project):
+def _bench_tenant(project: Any) -> str:
     """The benchmark's tenant, its minutes more than any run uses; its API key."""
     key = create_tenant_with_key(project, "bench")
     project.manage("shell", "-c", "from console.tenants.models import Tenant; "

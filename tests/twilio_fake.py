@@ -17,6 +17,7 @@ import json
 import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs
 
 
@@ -24,30 +25,30 @@ class LoopbackServer:
     """An HTTP server on 127.0.0.1 (a free port) serving `handler` in a thread, as a
     context manager; `hold()` / `release()` for the carriers that keep an answer."""
 
-    def _serve(self, handler):
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self._holding, self._release = False, threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self):
+    def __enter__(self) -> "LoopbackServer":
         self.thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._release.set()
         self.server.shutdown()
         self.server.server_close()
 
-    def hold(self):
+    def hold(self) -> None:
         self._holding = True
 
-    def release(self):
+    def release(self) -> None:
         self._release.set()
 
 
 class JsonAnswers(BaseHTTPRequestHandler):
-    def answer(self, status, body):
+    def answer(self, status: int, body: Any) -> None:
         payload = json.dumps(body).encode()
         try:
             self.send_response(status)
@@ -58,22 +59,25 @@ class JsonAnswers(BaseHTTPRequestHandler):
         except OSError:
             pass  # the worker that asked is gone
 
-    def log_message(self, *args):
+    def log_message(self, *args: Any) -> None:
         pass
 
 
 class FakeTwilio(LoopbackServer):
-    def __init__(self):
-        self.requests, self.dials, self.updates = [], [], []
-        self.fail = None
-        self.active, self.peak = set(), 0
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.dials: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+        self.fail: tuple[int, Any] | None = None
+        self.active: set[str] = set()
+        self.peak = 0
         self.lock = threading.Condition()
         self.received = threading.Event()
         self._lose, self._unplaced = 0, 0
         carrier = self
 
         class Handler(JsonAnswers):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 form = {name: values if len(values) > 1 else values[0] for name, values in parse_qs(body).items()}
                 with carrier.lock:
@@ -82,17 +86,19 @@ class FakeTwilio(LoopbackServer):
                     carrier.lock.notify_all()
                     fail = carrier.fail
                 if fail:
-                    return self.answer(*fail)
+                    self.answer(*fail)
+                    return
                 if not self.path.endswith("/Calls.json"):
                     sid = self.path.rsplit("/", 1)[-1].removesuffix(".json")
                     with carrier.lock:
                         carrier.updates.append({"sid": sid, "form": form})
-                    return self.answer(200, {"sid": sid, "status": "in-progress"})
+                    self.answer(200, {"sid": sid, "status": "in-progress"})
+                    return
                 with carrier.lock:
                     if carrier._unplaced:
                         carrier._unplaced -= 1
                         self.close_connection = True
-                        return None
+                        return
                     sid = f"CA{secrets.token_hex(16)}"
                     carrier.dials.append({"sid": sid, "form": form,
                                           "key": self.headers.get("I-Twilio-Idempotency-Token", "")})
@@ -106,28 +112,28 @@ class FakeTwilio(LoopbackServer):
                     carrier._release.wait(60)
                 if lose:
                     self.close_connection = True  # placed, and the answer never comes
-                    return None
-                return self.answer(201, {"sid": sid, "status": "queued"})
+                    return
+                self.answer(201, {"sid": sid, "status": "queued"})
 
         self._serve(Handler)
 
-    def wait_for(self, count, timeout=30):
+    def wait_for(self, count: int, timeout: float = 30) -> bool:
         """Whether `count` requests came within `timeout` seconds."""
         with self.lock:
             return self.lock.wait_for(lambda: len(self.requests) >= count, timeout)
 
-    def lose_answers(self, count=1):
+    def lose_answers(self, count: int = 1) -> None:
         with self.lock:
             self._lose += count
 
-    def refuse_unplaced(self, count=1):
+    def refuse_unplaced(self, count: int = 1) -> None:
         with self.lock:
             self._unplaced += count
 
-    def end(self, sid):
+    def end(self, sid: str) -> None:
         with self.lock:
             self.active.discard(sid)
 
-    def dial_of(self, sid):
+    def dial_of(self, sid: str) -> dict[str, Any]:
         with self.lock:
             return next(dial for dial in self.dials if dial["sid"] == sid)

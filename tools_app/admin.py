@@ -1,6 +1,9 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
@@ -38,8 +41,9 @@ class HttpToolForm(forms.ModelForm):
         fields = ["tenant", "name", "description", "parameters", "url", "timeout_ms"]
         help_texts = {"timeout_ms": _("100 to 5000 milliseconds.")}
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         tenant = cleaned.get("tenant") or getattr(self.instance, "tenant", None)
         if tenant is None or self.errors:
             return cleaned
@@ -80,7 +84,7 @@ class HttpToolAdmin(TenantScopedAdmin):
     def used_by(self, tool):
         return ", ".join(assistant["name"] for assistant in assistants_using(tool)) or "—" if tool.pk else "—"
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: HttpTool, form: HttpToolForm, change: bool) -> None:
         """Through the API's services, with their checks (the per-tenant limit among
         them); the admin goes on with `obj` (its message, the audit entry, the page)."""
         if change:

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from console.numbers.forms import PhoneNumberAdminForm
 from console.numbers.models import PhoneNumber
@@ -14,12 +15,12 @@ class PhoneNumberAdmin(TenantScopedAdmin):
     readonly_fields = ["id", "created_at"]
     list_select_related = ["tenant", "assistant"]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: PhoneNumber | None = None) -> list[str]:
         # The number routes inbound calls to its tenant: replaced by deleting and
         # adding one, never edited in place (as in PATCH /v2/numbers/{id}).
         return [*self.readonly_fields, "tenant", "e164"] if obj is not None else self.readonly_fields
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: PhoneNumber, form: PhoneNumberAdminForm, change: bool) -> None:
         """Through the API's services; the admin goes on with `obj`."""
         if change:
             number_update(number=obj, label=obj.label, assistant=obj.assistant_id)

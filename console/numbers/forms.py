@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -16,14 +18,15 @@ class PhoneNumberAdminForm(forms.ModelForm):
         model = PhoneNumber
         fields = ["tenant", "e164", "label", "assistant"]
 
-    def clean_e164(self):
+    def clean_e164(self) -> str:
         try:
             return to_e164(self.cleaned_data["e164"])
         except InvalidPhoneNumber as exc:
             raise forms.ValidationError(exc.localized()) from None
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         adding = self.instance._state.adding
         tenant = cleaned.get("tenant") if adding else self.instance.tenant
         if tenant is None:

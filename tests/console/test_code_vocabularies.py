@@ -108,11 +108,11 @@ def documented_tool_errors() -> set[str]:
 
 # --- the voice agent's error events and closes ------------------------------------------
 
-def test_every_agent_error_is_documented_with_its_close():
+def test_every_agent_error_is_documented_with_its_close() -> None:
     assert documented_agent_errors() == agent_codes.CLOSES
 
 
-def test_every_agent_error_has_a_close_and_every_close_a_use():
+def test_every_agent_error_has_a_close_and_every_close_a_use() -> None:
     declared = _constants(agent_codes)
     errors = {name: value for name, value in declared.items() if not name.startswith("CLOSE_")}
     closes = {name: value for name, value in declared.items() if name.startswith("CLOSE_")}
@@ -122,18 +122,18 @@ def test_every_agent_error_has_a_close_and_every_close_a_use():
     assert set(closes.values()) == {*agent_codes.CLOSES.values(), agent_codes.CLOSE_NORMAL}
 
 
-def test_every_agent_code_is_used():
+def test_every_agent_code_is_used() -> None:
     used = _names_used(_sources("agent_app", "codes.py"))
     errors = [name for name in _constants(agent_codes) if not name.startswith("CLOSE_")]
     assert not [name for name in errors if name not in used]
     assert {"CLOSES", "CLOSE_NORMAL", "CLOSE_FAILED", "CLOSE_PROTOCOL"} <= used
 
 
-def test_no_agent_code_is_written_inline():
+def test_no_agent_code_is_written_inline() -> None:
     assert inline_agent_codes(_sources("agent_app", "codes.py")) == []
 
 
-def test_the_agent_check_finds_a_code_written_inline():
+def test_the_agent_check_finds_a_code_written_inline() -> None:
     source = {"x.py": ast.parse(
         'async def f(c):\n'
         '    await c.refuse("grant_ended", "over")\n'
@@ -146,21 +146,21 @@ def test_the_agent_check_finds_a_code_written_inline():
 
 # --- tool errors -------------------------------------------------------------------------
 
-def test_every_tool_error_is_documented_and_nothing_else():
+def test_every_tool_error_is_documented_and_nothing_else() -> None:
     assert documented_tool_errors() == set(_constants(result_codes).values())
 
 
-def test_every_tool_error_is_used():
+def test_every_tool_error_is_used() -> None:
     used = _names_used(_sources("tools_app", "result_codes.py"))
     assert not [name for name in _constants(result_codes) if name not in used]
 
 
-def test_no_tool_error_is_written_inline():
+def test_no_tool_error_is_written_inline() -> None:
     assert inline_tool_codes(_sources("tools_app", "result_codes.py")) == []
     assert inline_tool_codes(_sources("agent_app", "codes.py")) == []
 
 
-def test_the_tool_check_finds_a_code_written_inline():
+def test_the_tool_check_finds_a_code_written_inline() -> None:
     source = {"x.py": ast.parse(
         'def f(n):\n'
         '    a = _error(n, "unknown_tool", "no such tool")\n'

@@ -47,7 +47,7 @@ class Refused(ApiError):
     status, code = 400, "test_refused"
 
 
-def test_the_spellings_are_what_the_resolver_reads():
+def test_the_spellings_are_what_the_resolver_reads() -> None:
     """The list is honest: the OS reads each spelling as that address (a dotted quad
     with a trailing dot or zero-padded parts are read as written, too)."""
     for spelling, address in ODD_SPELLINGS.items():
@@ -58,7 +58,7 @@ def test_the_spellings_are_what_the_resolver_reads():
 
 @pytest.mark.parametrize("private", [False, True], ids=["production", "development"])
 @pytest.mark.parametrize("spelling", list(ODD_SPELLINGS))
-def test_an_http_tool_with_an_odd_ipv4_spelling_is_refused_at_save(api_a, spelling, private):
+def test_an_http_tool_with_an_odd_ipv4_spelling_is_refused_at_save(api_a, spelling, private) -> None:
     with override_settings(OUTBOUND_ALLOW_PRIVATE_TARGETS=private):
         response = api_a.post("/v2/tools", {**TOOL, "url": f"https://{spelling}/x"}, format="json")
     assert response.status_code == 400, response.content
@@ -69,7 +69,7 @@ def test_an_http_tool_with_an_odd_ipv4_spelling_is_refused_at_save(api_a, spelli
 
 @pytest.mark.parametrize("private", [False, True], ids=["production", "development"])
 @pytest.mark.parametrize("spelling", list(ODD_SPELLINGS))
-def test_a_webhook_with_an_odd_ipv4_spelling_is_refused_at_save(tenant_a, spelling, private):
+def test_a_webhook_with_an_odd_ipv4_spelling_is_refused_at_save(tenant_a, spelling, private) -> None:
     with override_settings(OUTBOUND_ALLOW_PRIVATE_TARGETS=private), pytest.raises(EndpointUrlRefused) as refused:
         endpoint_create(tenant=tenant_a, url=f"https://{spelling}/hook", event_types=["lead.created"])
     assert refused.value.details == {"url": [outbound.ODD_IPV4]}
@@ -77,7 +77,7 @@ def test_a_webhook_with_an_odd_ipv4_spelling_is_refused_at_save(tenant_a, spelli
 
 
 @pytest.mark.parametrize("spelling", ["127.1", "0x7f.1", "2130706433", "0177.0.0.1"])
-def test_the_webhooks_api_refuses_them_too(api_a, settings, spelling):
+def test_the_webhooks_api_refuses_them_too(api_a, settings, spelling) -> None:
     settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     response = api_a.post("/v2/webhooks", {"url": f"https://{spelling}/hook", "event_types": ["lead.created"]},
                           format="json")
@@ -89,7 +89,7 @@ def test_the_webhooks_api_refuses_them_too(api_a, settings, spelling):
                                  "https://[2a00:1450:4001:80b::200e]/x", "https://xn--mller-kva.example/x",
                                  "https://api.example.com./x", "https://1password.example/x",
                                  "https://0x7f.example/x"])
-def test_names_and_public_addresses_written_as_addresses_are_admitted(settings, url):
+def test_names_and_public_addresses_written_as_addresses_are_admitted(settings, url) -> None:
     settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     assert outbound.url_admit(url, refused=Refused) == url
 
@@ -100,7 +100,7 @@ def test_names_and_public_addresses_written_as_addresses_are_admitted(settings, 
     "https://api.localhost/x", "https://10.0.0.5/x", "https://[::1]/x", "https://[::ffff:7f00:1]/x",
     "https://[fe80::1%25eth0]/x", "https://999.1.1.1/x", "https://example.123/x",
 ])
-def test_the_rule_refuses_in_production(settings, url):
+def test_the_rule_refuses_in_production(settings, url) -> None:
     settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     with pytest.raises(Refused) as refused:
         outbound.url_admit(url, refused=Refused)
@@ -109,13 +109,13 @@ def test_the_rule_refuses_in_production(settings, url):
 
 @pytest.mark.parametrize("url", [None, 7, "", "x" * 2001, "https://praxis.example:99999/x", "https://[::1/x",
                                  "https://[not-an-address]/x"])
-def test_what_is_no_url_is_a_validation_error(url):
+def test_what_is_no_url_is_a_validation_error(url) -> None:
     with pytest.raises(ValidationFailed) as failed:
         outbound.url_admit(url, refused=Refused)
     assert list(failed.value.details) == ["url"]
 
 
-def test_development_admits_http_on_loopback_and_private_addresses_only(settings):
+def test_development_admits_http_on_loopback_and_private_addresses_only(settings) -> None:
     settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = True
     for url in ("http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x", "https://10.0.0.5/x",
                 "https://192.168.1.1/x"):
