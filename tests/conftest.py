@@ -3,6 +3,8 @@ tenant A (acme) and an outsider who belongs to tenant B (globex)."""
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -27,17 +29,22 @@ SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
 WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
 
 
-def pytest_configure(config):
+_MADE_SPEECH_DIRECTORY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
     """One directory for the speech the tests hear (tests/speech_app/synthesis.py), made by
     the run's first process and inherited by pytest-xdist's workers, which it starts later:
     each sentence is synthesised once per run, and every worker hears the same samples."""
     if not os.environ.get(SPEECH_DIRECTORY):
-        os.environ[SPEECH_DIRECTORY] = config._speech_directory = tempfile.mkdtemp(prefix="stimmwerk-test-speech-")
+        made = config.stash[_MADE_SPEECH_DIRECTORY] = tempfile.mkdtemp(prefix="stimmwerk-test-speech-")
+        os.environ[SPEECH_DIRECTORY] = made
 
 
-def pytest_unconfigure(config):
-    if getattr(config, "_speech_directory", None):
-        shutil.rmtree(config._speech_directory, ignore_errors=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_MADE_SPEECH_DIRECTORY, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
         del os.environ[SPEECH_DIRECTORY]
 
 
@@ -135,6 +142,30 @@ def _fresh_lane_state():
     invalidate_lane_state()
     yield
     invalidate_lane_state()
+
+
+@pytest.fixture
+def mock_gateway(settings: Any) -> Iterator[Any]:
+    """The gateway's documented defaults whatever the environment says: no registry
+    lanes (its snapshot read afresh before and after), so its own mock lane answers,
+    and no paid lane's budget. The gateway's tests and the conversation's use it."""
+    from registry_app import snapshot
+
+    snapshot.invalidate()
+    settings.GATEWAY_MODE = "mock"
+    settings.GATEWAY_MAX_EUR = 0.0
+    settings.GATEWAY_LANE_SETTINGS = {}
+    yield settings
+    snapshot.invalidate()
+
+
+@pytest.fixture
+def fake_twilio() -> Iterator[Any]:
+    """Twilio's Calls resource on loopback (tests/twilio_fake.py)."""
+    from tests.twilio_fake import FakeTwilio
+
+    with FakeTwilio() as server:
+        yield server
 
 
 def make_client(key=None, tenant=None):
