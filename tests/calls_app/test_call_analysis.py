@@ -4,6 +4,7 @@ the assistant's schema and never stored as valid when it does not fit; shown in
 `GET /v2/calls/{id}`, on the admin's call page, and sent as `call.analyzed`."""
 import datetime as dt
 import json
+import time
 
 import pytest
 from django.test import Client
@@ -175,6 +176,24 @@ def test_an_inbound_phone_call_is_analysed_with_its_numbers_assistant(tenant_a, 
     assert found.structured_valid is True and set(found.structured) == {"reason", "callback", "phone"}
     assert found.structured["phone"] == "+4915112345670"  # the caller's number: the assistant's schema applied
     assert "Dauer 1:15 Minuten." in found.summary
+
+
+def test_a_catastrophic_pattern_holds_no_worker_and_the_next_tenants_job_runs_on_time(
+        tenant_a, tenant_b, assistant, django_capture_on_commit_callbacks):
+    # Python's backtracking re took about ten seconds for these 28 characters (hours for 40),
+    # holding the only job worker; RE2 matches in time linear in the text.
+    assistant.analysis_schema = {"type": "object", "properties": {"reason": {"type": "string",
+                                                                             "pattern": "^(.+)+x$"}}}
+    assistant.save()
+    other = Assistant.objects.create(tenant=tenant_b, name="Empfang B", analysis_schema=SCHEMA)
+    started = time.monotonic()
+    slow = conversation(tenant_a, assistant, [("user", "bitte " + "a" * 22)],
+                        capture=django_capture_on_commit_callbacks)
+    after = conversation(tenant_b, other, LINES, capture=django_capture_on_commit_callbacks)
+    assert time.monotonic() - started < 3
+    found = CallAnalysis.objects.get(call=slow)
+    assert found.structured_valid is False and "does not match '^(.+)+x$'" in found.structured_errors[0]
+    assert CallAnalysis.objects.get(call=after).structured_valid is True
 
 
 # --- The seam of a language model --------------------------------------------------------------
