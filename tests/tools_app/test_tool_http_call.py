@@ -1,6 +1,7 @@
 """Calling a tenant's HTTP tool: arguments checked against its parameters, the POST
 signed by the Standard Webhooks scheme (verified here with the reference library),
 the answer's JSON given back, every failure a tool error and never an exception."""
+import asyncio
 import json
 import time
 
@@ -8,8 +9,9 @@ import pytest
 from django.test import override_settings
 from standardwebhooks import Webhook
 
+from agent_app.threads import off_loop
 from console.assistants.models import Assistant
-from tools_app.services import http_tool_rotate_secret, tool_http_call, tool_run
+from tools_app.services import http_tool_create, http_tool_rotate_secret, tool_http_call, tool_run
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +120,34 @@ def test_tool_run_calls_only_the_assistants_own_tools(tool_and_secret, receiver,
     assert refused["ok"] is False and refused["error"] == "unknown_tool"
     assert called["ok"] is True and called["result"] == {"frei": True}
     assert len(receiver.requests) == 1
+
+
+def test_a_backtracking_parameter_pattern_does_not_stall_the_event_loop(tenant_a, receiver):
+    # The conversation runs tool calls in a worker thread (off_loop); Python's re held the
+    # GIL for the whole match (about ten seconds for these 28 characters), so the event
+    # loop that moves every call's audio stood still. RE2 matches in linear time.
+    tool, _ = http_tool_create(tenant=tenant_a, data={
+        "name": "suche", "url": receiver.url,
+        "parameters": {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(.+)+x$"}}}})
+
+    async def conversation():
+        loop = asyncio.get_running_loop()
+        gaps = []
+
+        async def heartbeat():
+            last = loop.time()
+            while True:
+                await asyncio.sleep(0.01)
+                gaps.append(loop.time() - last)
+                last = loop.time()
+
+        beating = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0.05)
+        result = await off_loop(tool_http_call)(tool=tool, call_id="cl_probe", arguments={"q": "bitte " + "a" * 22})
+        await asyncio.sleep(0.05)
+        beating.cancel()
+        return result, max(gaps)
+
+    result, longest_gap = asyncio.run(conversation())
+    assert result["ok"] is False and result["error"] == "invalid_arguments" and "does not match" in result["message"]
+    assert longest_gap < 0.5 and receiver.requests == []
