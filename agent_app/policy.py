@@ -74,6 +74,7 @@ import phonenumbers
 from django.utils import timezone
 
 from console.json_schemas import SchemaUnusable, instance_valid, schema_problems
+from console.parsers import json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from gateway_app.providers.mock import RuleSetPolicy, guess_language
 from gateway_app.turns import TextDelta, ToolCall
@@ -748,7 +749,7 @@ def _result(content):
     """(ok, data) of a tool message's content: JSON where it is JSON; an `ok: false` or
     an `error` is a failure."""
     try:
-        data = json.loads(content or "")
+        data = json_text(content or "")
     except ValueError:
         return not re.match(r"\s*(?:error|fehler)\b", content or "", re.IGNORECASE), content or ""
     if isinstance(data, dict) and (data.get("ok") is False or ("error" in data and data.get("ok") is not True)):
@@ -858,7 +859,7 @@ class DialoguePolicy:
             elif role == "assistant":
                 for call in message.get("tool_calls") or ():
                     try:
-                        arguments = json.loads(call["function"]["arguments"] or "{}")
+                        arguments = json_text(call["function"]["arguments"] or "{}")
                     except ValueError:
                         arguments = {}
                     state.calls[call["id"]] = (call["function"]["name"], arguments)

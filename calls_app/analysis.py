@@ -33,6 +33,7 @@ from django.utils.translation import pgettext_lazy
 
 from calls_app.models import Call, CallAnalysis
 from console.json_schemas import instance_errors
+from console.parsers import json_text
 from console.phone import mask
 from leads_app.models import Lead
 from webhooks_app.services import event_publish
@@ -400,7 +401,7 @@ def analysis_by_lane(*, lines, config, facts, language="de"):
     if match is None:
         return None
     try:
-        found = json.loads(match.group(0))
+        found = json_text(match.group(0))
     except ValueError:
         return None
     if not isinstance(found, dict) or not isinstance(found.get("summary"), str):

@@ -4,6 +4,7 @@ the assistant's schema and never stored as valid when it does not fit; shown in
 `GET /v2/calls/{id}`, on the admin's call page, and sent as `call.analyzed`."""
 import datetime as dt
 import json
+import logging
 import time
 
 import pytest
@@ -236,12 +237,17 @@ def test_a_lanes_analysis_is_checked_against_the_schema(tenant_a, assistant, liv
 
 
 @pytest.mark.parametrize(("text", "status"), [("Kein JSON.", 200), ('{"structured": {}}', 200),
-                                              ('{"summary": "x"}', 500)])
+                                              ('{"summary": "x"}', 500),
+                                              ('{"summary": ' + "[" * 5000 + "}", 200),
+                                              ('{"summary": "x", "success": NaN}', 200)])
 def test_an_unusable_lane_answer_falls_back_to_the_policy(tenant_a, assistant, live, chat_server, text, status,
-                                                          django_capture_on_commit_callbacks):
+                                                          django_capture_on_commit_callbacks, caplog):
     lane_answers(chat_server, text, status=status)
-    call = conversation(tenant_a, assistant, LINES, capture=django_capture_on_commit_callbacks)
+    with caplog.at_level(logging.WARNING):
+        call = conversation(tenant_a, assistant, LINES, capture=django_capture_on_commit_callbacks)
     assert CallAnalysis.objects.get(call=call).engine == "policy"
+    if status == 200:  # a model's odd text is no failure of ours: no ERROR line with a traceback
+        assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
 def test_the_analysis_asks_the_assistants_lane_with_its_temperature_and_max_tokens(

@@ -103,6 +103,11 @@ OPENAI_GARBAGE = [
      "a tool call without a name"),
     (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": 7}}]}}]}',
      "bad_response", "a tool call's arguments are neither JSON text nor an object"),
+    (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": "'
+     + b"[" * 5000 + b'"}}]}}]}', "bad_response", "the arguments of the tool call lookup are not a JSON object"),
+    (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": '
+     b'"{\\"a\\": NaN}"}}]}}]}', "bad_response", "the arguments of the tool call lookup are not a JSON object"),
+    (b"data: " + b"[" * 5000, "bad_response", "an event of the stream is not JSON"),
     (b'data: {"error": {"code": 7}}', "server_error", "the lane reported an error: {'code': 7}"),
     (b'event: error', "server_error", "the lane reported an error: "),
     (b'data: \xff\xfe', "bad_response", "the stream is not UTF-8"),

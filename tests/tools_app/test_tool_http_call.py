@@ -3,6 +3,7 @@ signed by the Standard Webhooks scheme (verified here with the reference library
 the answer's JSON given back, every failure a tool error and never an exception."""
 import asyncio
 import json
+import logging
 import time
 
 import pytest
@@ -151,3 +152,26 @@ def test_a_backtracking_parameter_pattern_does_not_stall_the_event_loop(tenant_a
     result, longest_gap = asyncio.run(conversation())
     assert result["ok"] is False and result["error"] == "invalid_arguments" and "does not match" in result["message"]
     assert longest_gap < 0.5 and receiver.requests == []
+
+
+def test_arguments_nested_thousands_deep_are_a_tool_error_logged_at_no_error_level(tool_and_secret, receiver,
+                                                                                    tenant_a, caplog):
+    tool, _ = tool_and_secret
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Mit", tools=[tool.pk])
+    with caplog.at_level(logging.WARNING):
+        result = tool_run(assistant=assistant, call_id="cl_probe", name="termin_pruefen", arguments="[" * 5000)
+    assert result["ok"] is False and result["error"] == "invalid_arguments"
+    assert "nests deeper than" in result["message"]
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == [] and receiver.requests == []
+
+
+@pytest.mark.parametrize("answer", [b'{"a": NaN}', b'{"a": Infinity}', b"[-Infinity]", b'{"a": 1e999}',
+                                    b"[" * 5000, b'{"a": "\\u0000"}'])
+def test_an_answer_that_is_not_standard_json_is_invalid_json(tool_and_secret, receiver, answer, caplog):
+    tool, _ = tool_and_secret
+    receiver.answers = [(200, answer)]
+    with caplog.at_level(logging.WARNING):
+        result = tool_http_call(tool=tool, call_id="cl_probe", arguments={"datum": "2026-12-01"})
+    assert result["ok"] is False and result["error"] == "invalid_json", result
+    assert result["message"].startswith("The tool's answer")
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
