@@ -6,8 +6,8 @@ import json
 import threading
 
 import openai
-import yaml
 import pytest
+import yaml
 
 from tests.gateway_app.conftest import GATEWAY_TOKEN, load_lanes, streaming_lane
 from tests.openai_fake import FakeToolCall, Reply
