@@ -77,7 +77,7 @@ def regex_problem(pattern: str) -> str:
 
 _RE2_ONLY = SimpleNamespace(search=regex_search)
 for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
-    _module.re = _RE2_ONLY  # type: ignore[attr-defined]
+    _module.re = _RE2_ONLY
 
 _FORMATS = FormatChecker()
 
