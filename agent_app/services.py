@@ -175,12 +175,13 @@ def _phone_session(call: Call, assistant: Assistant | None, transport: str, toke
     return token
 
 
-def phone_transfer_target(*, token: str) -> str:
+def phone_transfer_target(*, carrier: Carrier, token: str) -> str | None:
     """The number the AudioSocket call of `token` (its UUID) was handed over to, or ""
-    (an Asterisk dialplan reads it back after AudioSocket() returned)."""
-    session = AgentSession.objects.filter(token_digest=token_digest(token),
+    (an Asterisk dialplan reads it back after AudioSocket() returned). None when the
+    token is no call of `carrier`: another carrier's secret reads nothing of its calls."""
+    session = AgentSession.objects.filter(token_digest=token_digest(token), call__carrier=carrier,
                                           transport=AgentSession.Transport.AUDIOSOCKET).first()
-    return phone_calls.call_transfer_target(call_id=session.call_id) if session else ""
+    return phone_calls.call_transfer_target(call_id=session.call_id) if session else None
 
 
 def agent_sessions_expire_all(*, now: datetime | None = None) -> int:
