@@ -21,7 +21,7 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     UnknownNumber,
     event_receive,
 )
-from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, outbound_carrier
+from calls_app.carriers import CarrierError, CarrierUnavailable, DialOutcomeUnknown, adapter_for, outbound_carrier
 from calls_app.ledger import (  # noqa: F401 (as above)
     ANALYSIS_JOB,
     END_ATTEMPTS,
@@ -174,9 +174,15 @@ def call_dial(*, call: Call) -> Call:
     A carrier that refuses (CarrierError) fails the call and releases its minutes
     (502). Any other failure leaves the outcome unknown (the carrier may have placed
     the call): the call stays queued, its events still apply if they come, and its
-    reservation is released after its granted time like any call without call.ended."""
+    reservation is released after its granted time like any call without call.ended.
+    A carrier that answered without the call's id (DialOutcomeUnknown) is that case
+    too, but answered: the call is returned queued, and its callbacks bind it."""
     try:
         carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
+    except DialOutcomeUnknown as exc:
+        logger.warning("Carrier %s: the dial of call %s left its outcome unknown (%s); its callbacks decide",
+                       call.carrier_id, call.pk, exc)
+        return call
     except CarrierError as exc:
         logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
         call_fail_undialled(call=call)

@@ -469,6 +469,10 @@ VOICE_PUBLIC_BASE_URL = env.str("VOICE_PUBLIC_BASE_URL", default="")
 # Seconds a twilio carrier's REST request may take; seconds an outbound call rings.
 VOICE_CARRIER_TIMEOUT_SEC = env.float("VOICE_CARRIER_TIMEOUT_SEC", default=10.0)
 VOICE_RING_TIMEOUT_SEC = env.int("VOICE_RING_TIMEOUT_SEC", default=30)
+# POST /voice/v1/calls without an Idempotency-Key: the same request (tenant, number,
+# body) within this many seconds answers the first call instead of dialling again (a
+# retry after a lost answer); 0 turns the implicit key off.
+VOICE_CALL_DEDUP_WINDOW_SEC = env.int("VOICE_CALL_DEDUP_WINDOW_SEC", default=120)
 # The AudioSocket listener (manage.py audiosocket; make run: RUN_AUDIOSOCKET_PORT).
 AUDIOSOCKET_HOST = env.str("AUDIOSOCKET_HOST", default="127.0.0.1")
 AUDIOSOCKET_PORT = env.int("AUDIOSOCKET_PORT", default=8002)

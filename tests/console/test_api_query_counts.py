@@ -77,8 +77,9 @@ ENDPOINTS = [
      "the override of the touchpoint, the registry version (engine routing)"),
     ("POST", "/v2/audio/transcribe", {"audio_base64": "{audio}", "language": "ko"}, 1,
      "the registry version (engine routing); no data of the tenant"),
-    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 12 + AUDIT,
-     "the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
+    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 16 + AUDIT,
+     "the implicit idempotency key (the previous window's record?), its claim (read, insert) and stored answer;"
+     " the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
      " the call's assistant (the calling number's, else the tenant's first); insert the call, update the counter; after the reservation committed, the call read again to dial it,"
      " the sim carrier's dial record and the call's carrier id"),
     ("GET", "/v2/privacy/settings", None, 1, "the tenant's retention settings"),
