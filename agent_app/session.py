@@ -64,6 +64,13 @@ GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vi
 # (the conversation goes on).
 TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
                    "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
+# The assistant's `silenceTimeoutSec` passed once: a polite check; twice: the end.
+SILENCE_CHECK = {"de": "Sind Sie noch da?", "en": "Are you still there?"}
+SILENCE_END = {"de": "Ich höre Sie leider nicht mehr. Vielen Dank für Ihren Anruf und auf Wiederhören.",
+               "en": "I cannot hear you any more. Thank you for calling, goodbye."}
+# Seconds before an assistant's `maxDurationSec` at which GOODBYE starts, on every
+# transport (it takes about six seconds to say): the call ends within its cap.
+CAP_GOODBYE_LEAD_SEC = 8
 # The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
 # a phone call, or any other spoken conversation (the browser's).
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
@@ -78,6 +85,7 @@ _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
 _speak_whole = off_loop(conversation.speak_whole)
+_cap_seconds = off_loop(calls.call_seconds_cap)
 
 
 def _mind_for(context):
@@ -91,6 +99,18 @@ _new_mind = off_loop(_mind_for)
 
 def _think(mind, text, *, say):
     return off_loop(mind.turn)(text, say=say)
+
+
+def _plain(text):
+    """Words only, case-folded: how end-call phrases and replies are compared."""
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
+
+
+def ends_the_call(text, phrases):
+    """Whether the agent's `text` says one of the assistant's `endCallPhrases` (as whole
+    words, ignoring case and punctuation)."""
+    said = f" {_plain(text)} "
+    return any(f" {phrase} " in said for phrase in map(_plain, phrases) if phrase)
 
 
 class Transport(ABC):
@@ -189,7 +209,11 @@ class Conversation:
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
                                on_partial=self._partial)
         self.endpointer = self.hearing.endpointer
-        self.started = self.last_frame = self.loop.time()
+        self.started = self.last_frame = self.last_speech = self.loop.time()
+        # The call's longest duration: the grant, or the assistant's `maxDurationSec`
+        # below it (set once the assistant is read); silence per the assistant too.
+        self.max_seconds, self.capped = context.max_seconds, False
+        self.silence_sec, self.silence_checked = None, False
         self.dtmf_count = 0
         self.first_audio, self.audio_sec = None, 0.0
         self.barge_in_allowed = False
@@ -233,12 +257,14 @@ class Conversation:
                 return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.", CLOSE_TOO_FAST)
         for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+            self.last_speech = self.loop.time()
             await self._barge_in()
 
     def _heard(self, turn):
         """Hearing decided that a turn of the caller ended (its recognition may still run)."""
         self.utterances.put_nowait(turn)
         self.idle_since = None  # the caller said something: now it waits for the agent
+        self.silence_checked = False
 
     async def _partial(self, text, start):
         await self.send_event({"type": "transcript.partial", "text": text, "start": start})
@@ -347,6 +373,7 @@ class Conversation:
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
+        await self._assistants_limits(self.mind.assistant)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
@@ -359,6 +386,18 @@ class Conversation:
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    async def _assistants_limits(self, assistant):
+        """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
+        and `silenceTimeoutSec` apply from now; the watchdog is woken to see them."""
+        if assistant is None:
+            return
+        cap = assistant.max_duration_sec
+        if cap and (not self.max_seconds or cap < self.max_seconds):
+            self.max_seconds, self.capped = cap, True
+            await _cap_seconds(call_id=self.call_id, max_seconds=cap)
+        self.silence_sec = assistant.silence_timeout_sec
+        self.went_idle.set()
 
     def _callers_turn(self):
         """The agent spoke and has nothing to answer: the caller's silence counts from
@@ -398,8 +437,15 @@ class Conversation:
             self._write(self._note(SYSTEM, note))
         if reply.action == "transfer":
             await self.transfer(reply.target)
-        elif reply.action == "end_call":
+        elif reply.action == "end_call" or self._said_an_end_phrase(reply.text):
             await self.end(CLOSE_NORMAL)
+
+    def _said_an_end_phrase(self, text):
+        """The reply, spoken in full (not interrupted), says one of the assistant's
+        `endCallPhrases`: the call ends after it."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        spoken = self.speech_task is not None and self.speech_task.done() and not self.speech_task.cancelled()
+        return bool(assistant is not None and text and spoken and ends_the_call(text, assistant.end_call_phrases))
 
     async def transfer(self, target):
         """The assistant hands the call to a person at `target` ({"name", "e164"}, one of
@@ -516,16 +562,22 @@ class Conversation:
             await self.transport.clear_audio()
 
     async def _watchdog(self):
-        """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
-        of the caller's silence: no frame since the agent finished its turn (its speech,
-        hearing and thinking do not count; a connection that hangs)."""
-        grant_end = self.started + self.context.max_seconds - self.transport.goodbye_lead_sec
+        """Ends the conversation at the end of its grant or of the assistant's
+        `maxDurationSec` (a goodbye first where the transport has a lead for it, and
+        always for the assistant's cap); after the assistant's `silenceTimeoutSec` of
+        the caller's silence once a polite check, twice the end; and after
+        AGENT_IDLE_TIMEOUT_SEC without any frame since the agent finished its turn (its
+        speech, hearing and thinking do not count; a connection that hangs)."""
         timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
             now = self.loop.time()
+            lead = CAP_GOODBYE_LEAD_SEC if self.capped else self.transport.goodbye_lead_sec
+            grant_end = self.started + self.max_seconds - lead
             if now >= grant_end:
-                if self.transport.goodbye_lead_sec:
+                if lead:
                     await self._goodbye()
+                if self.capped:
+                    return await self.end(CLOSE_NORMAL)
                 return await self.refuse("grant_ended", "The minutes granted to this session are used up.",
                                          CLOSE_GRANT)
             wake = grant_end
@@ -535,12 +587,33 @@ class Conversation:
                     return await self.refuse("idle_timeout", f"No frame arrived for {timeout} s after the "
                                              "agent's turn.", CLOSE_IDLE)
                 wake = min(wake, idle_end)
+                if self.silence_sec:
+                    silence_end = max(self.last_speech, self.idle_since) + self.silence_sec
+                    if now >= silence_end:
+                        if await self._silence():
+                            return None
+                        continue
+                    wake = min(wake, silence_end)
             # Until then, or until the agent's next turn ends (when the silence starts).
             self.went_idle.clear()
             try:
                 await asyncio.wait_for(self.went_idle.wait(), wake - now)
             except TimeoutError:
                 pass
+
+    async def _silence(self):
+        """The caller was silent for the assistant's `silenceTimeoutSec` after the
+        agent's turn: the first time a polite check (the silence counts anew after it),
+        the second time a goodbye and the end. Returns whether the call ended."""
+        texts = SILENCE_END if self.silence_checked else SILENCE_CHECK
+        await self._say(texts.get(self.language, texts["de"]))
+        if self.silence_checked:
+            await self.end(CLOSE_NORMAL)
+            return True
+        self.silence_checked = True
+        self.idle_since = None
+        self._callers_turn()
+        return False
 
     async def _goodbye(self):
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.services has always offered)
@@ -250,6 +250,14 @@ def call_web_start(*, call_id: str, now: datetime | None = None) -> None:
     now = now or timezone.now()
     Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
         started_at=now, status=Call.Status.ACTIVE, heartbeat_at=now)
+
+
+@transaction.atomic
+def call_seconds_cap(*, call_id: str, max_seconds: int) -> None:
+    """The call may last at most `max_seconds` (its assistant's `maxDurationSec`, below
+    the grant): every end books it with at most that many seconds."""
+    Call.objects.filter(pk=call_id).filter(Q(max_seconds__isnull=True) | Q(max_seconds__gt=max_seconds)).update(
+        max_seconds=max_seconds)
 
 
 @transaction.atomic
