@@ -30,6 +30,7 @@ from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164, written_pattern
 from console.pseudonyms import pseudonym_for
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 from scripts_app.catalog import catalog
 from webhooks_app.services import event_publish
@@ -104,6 +105,7 @@ def campaign_create(*, tenant: Tenant, name: str, purpose: str, assistant: str |
                     voicemail_touchpoint: str = "", start_at: datetime | None = None,
                     end_at: datetime | None = None) -> Campaign:
     _checked(tenant, {"concurrency": concurrency, "voicemail_touchpoint": voicemail_touchpoint})
+    quota_take(tenant=tenant, name="campaigns")
     campaign = Campaign(
         tenant=tenant, name=name, purpose=purpose, assistant=_assistant(tenant, assistant),
         from_number=_from_number(tenant, from_number), window=window or DEFAULT_WINDOW, concurrency=concurrency,
@@ -278,6 +280,8 @@ def contacts_add(*, campaign: Campaign, rows: list[ContactRow], errors: Iterable
     if len(existing) + len(new) > MAX_CONTACTS_PER_CAMPAIGN:
         raise TooManyContacts(details={"maxContacts": MAX_CONTACTS_PER_CAMPAIGN, "existing": len(existing),
                                        "new": len(new)})
+    if new:
+        quota_take(tenant=campaign.tenant, name="contacts", adding=len(new))
     _insert(new)
     errors = [error.as_dict() for error in errors]
     counted = {outcome: sum(1 for entry in skipped if entry["outcome"] == outcome)
@@ -342,6 +346,9 @@ def blocklist_add(*, tenant: Tenant, phone: str, note: str = "", reason: str = B
     ends as it ends, and is not repeated)."""
     now = now or timezone.now()
     e164 = to_e164(phone)
+    if reason == BlockedNumber.Reason.MANUAL and not blocklist_entries_for(tenant=tenant, e164=e164).exists():
+        # A new entry by hand counts against the cap; a callee's objection never does.
+        quota_take(tenant=tenant, name="blocklist")
     entry, created = _block(tenant, e164, reason=reason, note=note, call_id=call_id)
     _finish_open_contacts(tenant, e164, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
                           now=now)
