@@ -159,3 +159,30 @@ def test_on_audiosocket_the_cap_ends_the_call_with_a_goodbye(audiosocket, client
     call = Call.objects.get()
     assert _lines(call)[-1] == ("assistant", GOODBYE)
     _booked_capped(tenant_a, call)
+
+
+@pytest.mark.slow
+def test_on_a_twilio_stream_silence_gets_a_polite_check_then_the_end(
+        agent_server, client, tenant_a, twilio_carrier, called_number):
+    """The carrier's media frames of silence keep coming: the caller's silence counts
+    from the agent's turn, not from the last frame."""
+    Assistant.objects.create(tenant=tenant_a, name="Geduldig", silence_timeout_sec=2)
+    call_sid = new_call_sid()
+    url, token = stream_of(incoming(client, call_sid))
+
+    async def listen():
+        async with MediaStream(on_test_server(url, agent_server.port), call_sid, token) as stream:
+            await stream.start()
+            try:
+                while stream.ws.close_code is None:
+                    await stream.media(SILENCE)
+            except ConnectionClosed:
+                pass
+            await stream.ws.wait_closed()
+            return stream.ws.close_code
+
+    assert asyncio.run(listen()) == 1000
+    call = Call.objects.get(carrier_call_id=call_sid)
+    said = [text for role, text in _lines(call) if role == "assistant"]
+    assert said[-2:] == [SILENCE_CHECK["de"], SILENCE_END["de"]]
+    assert call.status == "completed" and call.ended_at is not None
