@@ -26,7 +26,7 @@ from calls_app import phone_calls, twilio
 from calls_app.carriers import CarrierError
 from calls_app.errors import MinuteCapReached, UnknownCarrier, UnknownNumber
 from console.api import OpenAPIView, accepts_query
-from console.errors import ApiError, ValidationFailed
+from console.errors import ApiError, NotFound, ValidationFailed
 from console.openapi import errors
 from console.parsers import json_loads
 from console.phone import InvalidPhoneNumber, mask, to_e164
@@ -270,6 +270,8 @@ class AsteriskTransferView(OpenAPIView):
         summary="The number an Asterisk call was handed over to (empty: none), read back by the dialplan",
     )
     def get(self, request, carrier_id, call_uuid):
-        _asterisk_carrier(request, carrier_id)
-        target = services.phone_transfer_target(token=call_uuid) if len(call_uuid) <= 64 else ""
+        carrier = _asterisk_carrier(request, carrier_id)
+        target = services.phone_transfer_target(carrier=carrier, token=call_uuid) if len(call_uuid) <= 64 else None
+        if target is None:
+            raise NotFound()
         return HttpResponse(target, content_type="text/plain; charset=utf-8")

@@ -75,7 +75,8 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
     (a phone call's token opens no browser session, nor the reverse), and, for a phone
     call's stream, of the call `carrier_call_id` of the carrier `carrier_id`: now marked
     used (one conditional UPDATE, so two connections with one token cannot both win);
-    else None. An expired token's call is ended on the spot. A phone call starts here
+    else None. A call that ended already (the carrier hung up first) is never claimed,
+    so nothing is spoken into it. An expired token's call is ended on the spot. A phone call starts here
     (`call.started`)."""
     now = now or timezone.now()
     if not isinstance(token, str) or not 20 <= len(token) <= 100:
@@ -84,7 +85,7 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
     mine = AgentSession.objects.filter(token_digest=digest, transport=transport)
     if carrier_id is not None:
         mine = mine.filter(call__carrier_id=carrier_id, call__carrier_call_id=carrier_call_id)
-    claimed = mine.filter(used_at__isnull=True, expires_at__gt=now).update(used_at=now)
+    claimed = mine.filter(used_at__isnull=True, expires_at__gt=now, call__ended_at__isnull=True).update(used_at=now)
     session = mine.select_related("tenant", "call").first()
     if session is None:
         return None
@@ -175,12 +176,13 @@ def _phone_session(call: Call, assistant: Assistant | None, transport: str, toke
     return token
 
 
-def phone_transfer_target(*, token: str) -> str:
+def phone_transfer_target(*, carrier: Carrier, token: str) -> str | None:
     """The number the AudioSocket call of `token` (its UUID) was handed over to, or ""
-    (an Asterisk dialplan reads it back after AudioSocket() returned)."""
-    session = AgentSession.objects.filter(token_digest=token_digest(token),
+    (an Asterisk dialplan reads it back after AudioSocket() returned). None when the
+    token is no call of `carrier`: another carrier's secret reads nothing of its calls."""
+    session = AgentSession.objects.filter(token_digest=token_digest(token), call__carrier=carrier,
                                           transport=AgentSession.Transport.AUDIOSOCKET).first()
-    return phone_calls.call_transfer_target(call_id=session.call_id) if session else ""
+    return phone_calls.call_transfer_target(call_id=session.call_id) if session else None
 
 
 def agent_sessions_expire_all(*, now: datetime | None = None) -> int:

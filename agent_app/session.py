@@ -28,7 +28,7 @@ recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,6 +46,7 @@ from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, syn
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
+from console.assistants.models import Assistant
 from console.errors import ApiError
 from console.tenants.models import Tenant
 
@@ -67,6 +68,13 @@ GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vi
 # (the conversation goes on).
 TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
                    "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
+# The assistant's `silenceTimeoutSec` passed once: a polite check; twice: the end.
+SILENCE_CHECK = {"de": "Sind Sie noch da?", "en": "Are you still there?"}
+SILENCE_END = {"de": "Ich höre Sie leider nicht mehr. Vielen Dank für Ihren Anruf und auf Wiederhören.",
+               "en": "I cannot hear you any more. Thank you for calling, goodbye."}
+# Seconds before an assistant's `maxDurationSec` at which GOODBYE starts, on every
+# transport (it takes about six seconds to say): the call ends within its cap.
+CAP_GOODBYE_LEAD_SEC = 8
 # The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
 # a phone call, or any other spoken conversation (the browser's).
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
@@ -81,6 +89,7 @@ _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
 _speak_whole = off_loop(conversation.speak_whole)
+_cap_seconds = off_loop(calls.call_seconds_cap)
 
 
 def _mind_for(context: "CallContext") -> Mind:
@@ -94,6 +103,18 @@ _new_mind = off_loop(_mind_for)
 
 def _think(mind: Mind, text: str, *, say: Callable[[str], None]) -> Coroutine[Any, Any, Reply]:
     return off_loop(mind.turn)(text, say=say)
+
+
+def _plain(text: str) -> str:
+    """Words only, case-folded: how end-call phrases and replies are compared."""
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
+
+
+def ends_the_call(text: str, phrases: Iterable[str]) -> bool:
+    """Whether the agent's `text` says one of the assistant's `endCallPhrases` (as whole
+    words, ignoring case and punctuation)."""
+    said = f" {_plain(text)} "
+    return any(f" {phrase} " in said for phrase in map(_plain, phrases) if phrase)
 
 
 class Transport(ABC):
@@ -193,7 +214,12 @@ class Conversation:
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
                                on_partial=self._partial)
         self.endpointer = self.hearing.endpointer
-        self.started = self.last_frame = self.loop.time()
+        self.started = self.last_frame = self.last_speech = self.loop.time()
+        # The call's longest duration: the grant, or the assistant's `maxDurationSec`
+        # below it (set once the assistant is read); silence per the assistant too.
+        self.max_seconds, self.capped = context.max_seconds, False
+        self.silence_sec: int | None = None
+        self.silence_checked = False
         self.dtmf_count = 0
         self.first_audio: float | None = None
         self.audio_sec = 0.0
@@ -237,12 +263,14 @@ class Conversation:
                 return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.")
         for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+            self.last_speech = self.loop.time()
             await self._barge_in()
 
     def _heard(self, turn: Turn) -> None:
         """Hearing decided that a turn of the caller ended (its recognition may still run)."""
         self.utterances.put_nowait(turn)
         self.idle_since = None  # the caller said something: now it waits for the agent
+        self.silence_checked = False
 
     async def _partial(self, text: str, start: float) -> None:
         await self.send_event({"type": "transcript.partial", "text": text, "start": start})
@@ -351,6 +379,7 @@ class Conversation:
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
+        await self._assistants_limits(self.mind.assistant)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
@@ -363,6 +392,18 @@ class Conversation:
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    async def _assistants_limits(self, assistant: Assistant | None) -> None:
+        """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
+        and `silenceTimeoutSec` apply from now; the watchdog is woken to see them."""
+        if assistant is None:
+            return
+        cap = assistant.max_duration_sec
+        if cap and (not self.max_seconds or cap < self.max_seconds):
+            self.max_seconds, self.capped = cap, True
+            await _cap_seconds(call_id=self.call_id, max_seconds=cap)
+        self.silence_sec = assistant.silence_timeout_sec
+        self.went_idle.set()
 
     def _callers_turn(self) -> None:
         """The agent spoke and has nothing to answer: the caller's silence counts from
@@ -403,8 +444,15 @@ class Conversation:
             self._write(self._note(SYSTEM, note))
         if reply.action == "transfer" and reply.target is not None:
             await self.transfer(reply.target)
-        elif reply.action == "end_call":
+        elif reply.action == "end_call" or self._said_an_end_phrase(reply.text):
             await self.end(CLOSE_NORMAL)
+
+    def _said_an_end_phrase(self, text: str) -> bool:
+        """The reply, spoken in full (not interrupted), says one of the assistant's
+        `endCallPhrases`: the call ends after it."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        spoken = self.speech_task is not None and self.speech_task.done() and not self.speech_task.cancelled()
+        return bool(assistant is not None and text and spoken and ends_the_call(text, assistant.end_call_phrases))
 
     async def transfer(self, target: dict[str, str]) -> None:
         """The assistant hands the call to a person at `target` ({"name", "e164"}, one of
@@ -525,16 +573,22 @@ class Conversation:
             await self.transport.clear_audio()
 
     async def _watchdog(self) -> None:
-        """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
-        of the caller's silence: no frame since the agent finished its turn (its speech,
-        hearing and thinking do not count; a connection that hangs)."""
-        grant_end = self.started + self.context.max_seconds - self.transport.goodbye_lead_sec
+        """Ends the conversation at the end of its grant or of the assistant's
+        `maxDurationSec` (a goodbye first where the transport has a lead for it, and
+        always for the assistant's cap); after the assistant's `silenceTimeoutSec` of
+        the caller's silence once a polite check, twice the end; and after
+        AGENT_IDLE_TIMEOUT_SEC without any frame since the agent finished its turn (its
+        speech, hearing and thinking do not count; a connection that hangs)."""
         timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
             now = self.loop.time()
+            lead = CAP_GOODBYE_LEAD_SEC if self.capped else self.transport.goodbye_lead_sec
+            grant_end = self.started + self.max_seconds - lead
             if now >= grant_end:
-                if self.transport.goodbye_lead_sec:
+                if lead:
                     await self._goodbye()
+                if self.capped:
+                    return await self.end(CLOSE_NORMAL)
                 return await self.refuse(codes.GRANT_ENDED, "The minutes granted to this session are used up.")
             wake = grant_end
             if self.idle_since is not None:
@@ -543,12 +597,33 @@ class Conversation:
                     return await self.refuse(codes.IDLE_TIMEOUT, f"No frame arrived for {timeout} s after the "
                                              "agent's turn.")
                 wake = min(wake, idle_end)
+                if self.silence_sec:
+                    silence_end = max(self.last_speech, self.idle_since) + self.silence_sec
+                    if now >= silence_end:
+                        if await self._silence():
+                            return None
+                        continue
+                    wake = min(wake, silence_end)
             # Until then, or until the agent's next turn ends (when the silence starts).
             self.went_idle.clear()
             try:
                 await asyncio.wait_for(self.went_idle.wait(), wake - now)
             except TimeoutError:
                 pass
+
+    async def _silence(self) -> bool:
+        """The caller was silent for the assistant's `silenceTimeoutSec` after the
+        agent's turn: the first time a polite check (the silence counts anew after it),
+        the second time a goodbye and the end. Returns whether the call ended."""
+        texts = SILENCE_END if self.silence_checked else SILENCE_CHECK
+        await self._say(texts.get(self.language, texts["de"]))
+        if self.silence_checked:
+            await self.end(CLOSE_NORMAL)
+            return True
+        self.silence_checked = True
+        self.idle_since = None
+        self._callers_turn()
+        return False
 
     async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in

@@ -17,3 +17,8 @@ class CallsAppConfig(AppConfig):
         from leads_app.callbacks import register_callback_starter
 
         register_callback_starter(call_start_for_lead)
+
+        from calls_app.recordings import recordings_bytes
+        from console.quotas import register_usage
+
+        register_usage("recordingBytes", recordings_bytes)

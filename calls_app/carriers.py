@@ -25,6 +25,11 @@ class CarrierError(Exception):
     """Raised by an adapter when the carrier refuses or cannot be reached."""
 
 
+class DialOutcomeUnknown(Exception):
+    """Raised by an adapter whose carrier may have placed the call without telling us
+    its id (a 2xx answer without one): like a lost answer, the carrier's callbacks decide."""
+
+
 class SimCarrierAdapter:
     """The built-in carrier of development and tests: records each dial, calls nobody.
 

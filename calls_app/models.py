@@ -98,6 +98,9 @@ class Call(models.Model):
     recording_enabled = models.BooleanField(_("recording on"), default=False)
     transcription_enabled = models.BooleanField(_("transcription on"), default=True)
     recording_url = models.URLField(_("recording URL"), max_length=2000, blank=True)
+    # The size of our stored recording (calls_app.recordings): the tenant's recordings
+    # together stay within TENANT_MAX_RECORDING_BYTES.
+    recording_bytes = models.PositiveBigIntegerField(_("recording size (bytes)"), default=0)
     # Content was removed from the call: its transcript or recording link by a
     # retention period, or (erasure) also the caller's number, replaced by a
     # pseudonym. Duration, direction, status and usage stay. A redacted call takes

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.services has always offered)
@@ -18,7 +18,7 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     EventOutcome,
     event_receive,
 )
-from calls_app.carriers import CarrierError, adapter_for, outbound_carrier
+from calls_app.carriers import CarrierError, DialOutcomeUnknown, adapter_for, outbound_carrier
 from calls_app.errors import (  # noqa: F401 (as above)
     CarrierUnavailable,
     MinuteCapReached,
@@ -177,9 +177,15 @@ def call_dial(*, call: Call) -> Call:
     A carrier that refuses (CarrierError) fails the call and releases its minutes
     (502). Any other failure leaves the outcome unknown (the carrier may have placed
     the call): the call stays queued, its events still apply if they come, and its
-    reservation is released after its granted time like any call without call.ended."""
+    reservation is released after its granted time like any call without call.ended.
+    A carrier that answered without the call's id (DialOutcomeUnknown) is that case
+    too, but answered: the call is returned queued, and its callbacks bind it."""
     try:
         carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
+    except DialOutcomeUnknown as exc:
+        logger.warning("Carrier %s: the dial of call %s left its outcome unknown (%s); its callbacks decide",
+                       call.carrier_id, call.pk, exc)
+        return call
     except CarrierError as exc:
         logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
         call_fail_undialled(call=call)
@@ -247,6 +253,14 @@ def call_web_start(*, call_id: str, now: datetime | None = None) -> None:
     now = now or timezone.now()
     Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
         started_at=now, status=Call.Status.ACTIVE, heartbeat_at=now)
+
+
+@transaction.atomic
+def call_seconds_cap(*, call_id: str, max_seconds: int) -> None:
+    """The call may last at most `max_seconds` (its assistant's `maxDurationSec`, below
+    the grant): every end books it with at most that many seconds."""
+    Call.objects.filter(pk=call_id).filter(Q(max_seconds__isnull=True) | Q(max_seconds__gt=max_seconds)).update(
+        max_seconds=max_seconds)
 
 
 @transaction.atomic

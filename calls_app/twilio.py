@@ -20,7 +20,7 @@ from django.conf import settings
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Dial, VoiceResponse
 
-from calls_app.carriers import CarrierError
+from calls_app.carriers import CarrierError, DialOutcomeUnknown
 from calls_app.models import Call
 from calls_app.signing import unseal
 from console.phone import mask
@@ -189,7 +189,7 @@ class TwilioCarrierAdapter:
         answer = self._post("Calls.json", form, headers)
         sid = answer.get("sid") if isinstance(answer, dict) else None
         if not isinstance(sid, str) or not 1 <= len(sid) <= 128:
-            raise CarrierError("the carrier's answer names no call sid")
+            raise DialOutcomeUnknown("the carrier's 2xx answer names no call sid")  # its callbacks will
         logger.info("Twilio carrier %s dialled %s for call %s: %s", self.carrier.pk, mask(call.to_e164), call.pk, sid)
         return sid
 

@@ -9,6 +9,7 @@ from console.assistants.validation import assistant_values
 from console.errors import ApiError, Conflict
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 
 
@@ -27,7 +28,9 @@ class TransferRefused(ApiError):
 
 @transaction.atomic
 def assistant_create(*, tenant: Tenant, data: dict[str, Any]) -> Assistant:
-    """A new assistant from the API's fields (`data`, checked here)."""
+    """A new assistant from the API's fields (`data`, checked here); 409
+    `tenant_limit_reached` past TENANT_MAX_ASSISTANTS."""
+    quota_take(tenant=tenant, name="assistants")
     return Assistant.objects.create(tenant=tenant, **assistant_values(tenant=tenant, data=data))
 
 

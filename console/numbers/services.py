@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from console.assistants.models import Assistant
 from console.errors import NumberTaken, ValidationFailed
 from console.numbers.models import PhoneNumber
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 
 
@@ -33,6 +34,7 @@ def number_create(*, tenant: Tenant, e164: str, label: str = "", assistant_id: s
     assistant = number_check(tenant=tenant, e164=e164, assistant_id=assistant_id)
     try:
         with transaction.atomic():
+            quota_take(tenant=tenant, name="numbers")
             return PhoneNumber.objects.create(tenant=tenant, e164=e164, label=label, assistant=assistant)
     except IntegrityError:
         # Lost a race with a concurrent insert of the same number.

@@ -102,6 +102,49 @@ def test_a_refusal_of_the_rest_api_fails_the_call_and_releases_its_minutes(api_a
     assert fake_twilio.requests[0]["form"]["TimeLimit"] == str(call.max_seconds)
 
 
+def test_a_2xx_answer_without_a_sid_leaves_the_call_to_the_carriers_callbacks(
+        api_a, client, tenant_a, dialling_out, fake_twilio):
+    """The carrier placed the call but named no sid: the call is not failed (it would
+    never be booked); its callbacks, which name our call, bind and end it."""
+    fake_twilio.fail = (201, {"status": "queued"})
+    response = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")
+    assert response.status_code == 201, response.content
+    call = Call.objects.get(pk=response.json()["id"])
+    assert (call.status, call.carrier_call_id) == ("queued", None)
+    assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == call.max_seconds // 60
+    status_url = fake_twilio.requests[0]["form"]["StatusCallback"]
+    sid = new_call_sid()
+    for status, seconds in (("initiated", None), ("completed", "23")):
+        params = {"CallSid": sid, "AccountSid": ACCOUNT, "CallStatus": status,
+                  **({"CallDuration": seconds} if seconds else {})}
+        path = status_url.removeprefix("http://testserver")
+        assert signed_post(client, path, params, url=status_url).status_code == 204
+    call.refresh_from_db()
+    assert (call.status, call.seconds, call.carrier_call_id) == ("completed", 23, sid)
+    counter = UsageCounter.objects.get(tenant=tenant_a)
+    assert (counter.calls, counter.seconds, counter.reserved_minutes) == (1, 23, 0)
+
+
+def test_a_request_without_a_key_sent_again_after_a_lost_answer_dials_once(
+        api_a, tenant_a, dialling_out, fake_twilio, settings):
+    """The grant request is idempotent by default: the same request (tenant, number,
+    body) within VOICE_CALL_DEDUP_WINDOW_SEC answers the first call; another number, or
+    an Idempotency-Key of the client's own, is a new call."""
+    tenant_a.max_call_minutes = 1  # four calls within the cap
+    tenant_a.save(update_fields=["max_call_minutes"])
+    first = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")
+    again = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")  # the first's answer was lost
+    assert first.status_code == again.status_code == 201
+    assert again.json()["id"] == first.json()["id"] and again["Idempotent-Replayed"] == "true"
+    assert len(fake_twilio.requests) == 1 and Call.objects.count() == 1
+    other = api_a.post("/voice/v1/calls", {"to": "+4917698765431"}, format="json")
+    keyed = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json", HTTP_IDEMPOTENCY_KEY="mine-1")
+    assert len({first.json()["id"], other.json()["id"], keyed.json()["id"]}) == 3
+    settings.VOICE_CALL_DEDUP_WINDOW_SEC = 0  # off: each request is a call
+    assert api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json").json()["id"] != first.json()["id"]
+    assert len(fake_twilio.requests) == 4
+
+
 def test_the_carrier_adapter_takes_the_campaigns_dial_options(tenant_a, dialling_out, fake_twilio):
     """The seam of calls_app.dialing: answering-machine detection asked for asynchronously
     (its verdict posted to the status webhook), the attempt's key sent along; Twilio does
