@@ -14,6 +14,9 @@ from speech_app.smart_turn import smart_turn
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
+# Said right after the AI disclosure when the call is recorded: recording a call unannounced
+# is an offence in Germany (§ 201 StGB), and Art. 13 GDPR needs the notice at the start.
+RECORDING_NOTICE = "Dieses Gespräch wird aufgezeichnet."
 
 
 @dataclass(frozen=True)
@@ -22,14 +25,22 @@ class Opening:
     text: str  # the whole opening, the disclosure first
 
 
-def opening(*, tenant, variables):
+def disclosure(*, tenant, recorded=False):
+    """What every caller hears first: the tenant's AI disclosure, and where the call is
+    recorded RECORDING_NOTICE (the one place every transport's opening takes it from)."""
+    text = tenant.disclosure_text.strip()
+    return f"{text} {RECORDING_NOTICE}" if recorded else text
+
+
+def opening(*, tenant, variables, recorded=False):
     """The assistant's opening script as the tenant has it, the disclosure prepended
-    (scripts_app, as for every call opener). MissingVariables (400) if the script names
-    a variable without a value; the tenant's name is `companyName` unless given."""
+    (scripts_app, as for every call opener; with the recording notice where the call is
+    recorded). MissingVariables (400) if the script names a variable without a value;
+    the tenant's name is `companyName` unless given."""
     script = effective_script(tenant, OPENING_TOUCHPOINT)
-    text = effective_text(script, variables={"companyName": tenant.name, **variables},
-                          disclosure=tenant.disclosure_text)
-    return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
+    said_first = disclosure(tenant=tenant, recorded=recorded)
+    text = effective_text(script, variables={"companyName": tenant.name, **variables}, disclosure=said_first)
+    return Opening(disclosure=said_first, text=text)
 
 
 def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):

@@ -156,6 +156,7 @@ class CallContext:
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
+    recorded: bool = False  # the call is recorded: its disclosure says so (conversation.RECORDING_NOTICE)
 
     @classmethod
     def of_agent_session(cls, session):
@@ -170,7 +171,7 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
-                   channel=channel)
+                   channel=channel, recorded=call.recording_enabled)
 
 
 class Conversation:
@@ -345,7 +346,8 @@ class Conversation:
     # --- the conversation -----------------------------------------------------------
     async def _turns(self):
         """The opening, then each utterance in turn: hear, think, speak."""
-        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
+        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
+                                 recorded=self.context.recorded)
         self.mind = await _new_mind(self.context)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
@@ -499,7 +501,7 @@ class Conversation:
         return announced + len(parts)
 
     async def _disclosure_heard(self):
-        await _disclosed(call_id=self.call_id)
+        await _disclosed(call_id=self.call_id, recording_announced=self.context.recorded)
         self.barge_in_allowed = True
 
     async def _measured(self, timing, *, thought, first_audio):

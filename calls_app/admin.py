@@ -60,7 +60,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     exclude = ["tenant", "recording_url"]
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
-                       "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
+                       "usage_period", "recording_enabled", "recording_announced", "transcription_enabled", "recording", "lead_id",
                        "transferred_to",
                        "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
                        "reply_latency", "conversation"]

@@ -264,9 +264,10 @@ def call_turn_latency_record(*, call_id: str, total_ms: int, end_of_turn_ms: int
 
 
 @transaction.atomic
-def call_web_disclosed(*, call_id: str) -> None:
-    """The disclosure was spoken to the caller in full."""
-    Call.objects.filter(pk=call_id).update(disclosed=True)
+def call_web_disclosed(*, call_id: str, recording_announced: bool = False) -> None:
+    """The disclosure was spoken to the caller in full (with the recording notice where
+    `recording_announced`: the call keeps the proof that its caller was told)."""
+    Call.objects.filter(pk=call_id).update(disclosed=True, recording_announced=recording_announced)
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
