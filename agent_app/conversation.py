@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from scripts_app.selectors import effective_script
-from scripts_app.services import effective_text
+from scripts_app.selectors import TENANT, EffectiveScript, effective_script
+from scripts_app.services import effective_text, sample_variables
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
 from speech_app.smart_turn import smart_turn
 from speech_app.stt import Deadline
@@ -32,15 +32,36 @@ def disclosure(*, tenant, recorded=False):
     return f"{text} {RECORDING_NOTICE}" if recorded else text
 
 
-def opening(*, tenant, variables, recorded=False):
-    """The assistant's opening script as the tenant has it, the disclosure prepended
-    (scripts_app, as for every call opener; with the recording notice where the call is
-    recorded). MissingVariables (400) if the script names a variable without a value;
-    the tenant's name is `companyName` unless given."""
-    script = effective_script(tenant, OPENING_TOUCHPOINT)
+def opening_script(*, tenant, assistant=None):
+    """What the call opens with after the disclosure: the assistant's own greeting where it
+    has one, else its opening touchpoint's script as the tenant has it (inbound.greeting
+    without an assistant)."""
+    if assistant is not None and assistant.greeting.strip():
+        tp = effective_script(tenant, assistant.opening_touchpoint)  # its length budget
+        return EffectiveScript(tp.touchpoint_id, assistant.greeting.strip(), TENANT, tp.max_seconds, True)
+    return effective_script(tenant, assistant.opening_touchpoint if assistant is not None else OPENING_TOUCHPOINT)
+
+
+def opening(*, tenant, variables, assistant=None, recorded=False):
+    """The opening (opening_script) with the disclosure prepended (scripts_app, as for
+    every call opener; with the recording notice where the call is recorded).
+    MissingVariables (400) if the script names a variable without a value; the tenant's
+    name is `companyName` unless given."""
+    script = opening_script(tenant=tenant, assistant=assistant)
     said_first = disclosure(tenant=tenant, recorded=recorded)
     text = effective_text(script, variables={"companyName": tenant.name, **variables}, disclosure=said_first)
     return Opening(disclosure=said_first, text=text)
+
+
+def first_heard(assistant):
+    """What a caller of `assistant` hears first as the admin shows it: the disclosure
+    (with the recording notice where the tenant records calls), then its greeting or
+    opening script, sample values for the variables (scripts_app's play button's)."""
+    tenant = assistant.tenant
+    script = opening_script(tenant=tenant, assistant=assistant)
+    values = {**sample_variables(script.text), "companyName": tenant.name}
+    return effective_text(script, variables=values,
+                          disclosure=disclosure(tenant=tenant, recorded=tenant.recording_enabled))
 
 
 def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):

@@ -43,10 +43,11 @@ def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: st
         if assistant is None:  # another tenant's assistant answers like none
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
-    opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
     # Without one named, the tenant's first assistant answers (agent_app.mind): its
-    # tools, transfer targets and analysis apply to the call.
+    # tools, transfer targets, greeting and analysis apply to the call.
     answering = assistant or assistant_of(tenant=tenant)
+    # The opening can be spoken (400 missing_variables).
+    opening(tenant=tenant, variables=variables or {}, assistant=answering)
     call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(

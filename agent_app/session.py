@@ -346,9 +346,9 @@ class Conversation:
     # --- the conversation -----------------------------------------------------------
     async def _turns(self):
         """The opening, then each utterance in turn: hear, think, speak."""
-        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
-                                 recorded=self.context.recorded)
         self.mind = await _new_mind(self.context)
+        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
+                                 assistant=self.mind.assistant, recorded=self.context.recorded)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)

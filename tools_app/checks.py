@@ -1,6 +1,7 @@
 """The checks of what an assistant names (console.assistants.references): registered
 by this app, which may import the catalog, the registry and the HTTP tools."""
 from registry_app import snapshot
+from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
 from tools_app.models import HttpTool
 
@@ -12,6 +13,15 @@ def opening_touchpoint_problems(*, tenant, value):
     openers = ", ".join(tp.id for tp in catalog().values() if tp.opens_call)
     what = "is no touchpoint of the catalog" if found is None else "does not open a call"
     return [f"'{value}' {what}. Send one that opens a call: {openers}."]
+
+
+def greeting_problems(*, tenant, value):
+    """A greeting is linted like every script (scripts_app's linter): its errors refuse
+    it, with the linter's message; warnings are the admin's to show."""
+    if not value:
+        return []
+    return [f"{finding['excerpt']!r}: {finding['message']}" for finding in analyze(value)["findings"]
+            if finding["level"] == "error"]
 
 
 def opening_touchpoint_choices(*, tenants):

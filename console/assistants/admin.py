@@ -22,7 +22,8 @@ BUILTIN_LABELS = {
 # the transfer targets.
 FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
-    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "tools": "tools",
+    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
+    "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
     "model.temperature": "model_temperature", "model.maxTokens": "model_max_tokens",
     "transferTargets": "transfer_targets_text", "analysis": "analysis_schema", "analysis.schema": "analysis_schema",
@@ -61,10 +62,10 @@ class AssistantForm(forms.ModelForm):
 
     class Meta:
         model = Assistant
-        fields = ["tenant", "name", "description", "language", "voice", "instructions", "opening_touchpoint",
-                  "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
+        fields = ["tenant", "name", "description", "language", "voice", "instructions", "greeting",
+                  "opening_touchpoint", "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
                   "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
-        widgets = {"instructions": forms.Textarea(attrs={"rows": 12})}
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 12}), "greeting": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args, tenants=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -94,6 +95,7 @@ class AssistantForm(forms.ModelForm):
             "language": data.get("language") or "", "voice": data.get("voice") or "",
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
+            "greeting": data.get("greeting") or "",
             "tools": list(data.get("tools") or []),
             "knowledge": None if data.get("knowledge_all") else _lines(data.get("knowledge_ids")),
             "model": {"lane": data.get("model_lane") or None, "temperature": data.get("model_temperature"),
@@ -134,18 +136,25 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard"]
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice"]}),
-        (_("Conversation"), {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
-                                    "max_duration_sec", "silence_timeout_sec"]}),
+        (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
+                                        "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
         (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
         (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    @admin.display(description=_("The caller hears first"))
+    def first_heard(self, obj):
+        """The disclosure and the greeting (or the opening script) as saved: what a caller hears first."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.first_heard(obj) or "-"
 
     # A user who may only view reads the stored fields, not the editor's lines (which
     # only a form has).

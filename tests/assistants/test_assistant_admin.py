@@ -35,7 +35,7 @@ def client(owner):
 
 def test_the_editor_speaks_german(client):
     page = client.get("/admin/assistants/assistant/add/").content.decode()
-    for label in ("Anweisungen", "Eröffnungstext", "Werkzeuge", "Weiterleitungsziele", "Alle Wissensdokumente",
+    for label in ("Anweisungen", "Eröffnungsskript", "Werkzeuge", "Weiterleitungsziele", "Alle Wissensdokumente",
                   "Schema der Auswertung", "Erfolgskriterien", "Höchstdauer (Sekunden)", "Schlusssätze",
                   "Rückruf anlegen (create_callback)", "Auswertung nach dem Anruf"):
         assert label in page, label
