@@ -55,6 +55,15 @@ def dashboard(request):
     return TemplateResponse(request, "dashboard_app/dashboard.html", context)
 
 
+def tenant_settings(request):
+    """The settings of the tenant the operator works on (its admin page: recording,
+    disclosure, members), or the dashboard where there is none."""
+    tenant = selected_tenant(request, list(Tenant.objects.visible_to(request.user).order_by("slug")))
+    if tenant is None:
+        return redirect("dashboard")
+    return redirect("admin:tenants_tenant_change", tenant.pk)
+
+
 def platform_context(figures):
     days = list(figures["per_day"])
     per_day = list(figures["per_day"].values())
