@@ -67,6 +67,8 @@ TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wi
 # The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
 # a phone call, or any other spoken conversation (the browser's).
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
+# The transcript's note of a barge-in (the transcript is read in the German console).
+INTERRUPTED = "Der Anrufer hat die Assistenz unterbrochen."
 
 
 _line = off_loop(calls.call_web_line)
@@ -480,7 +482,7 @@ class Conversation:
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
-                self._write(self._note(SYSTEM, "The caller interrupted the agent."))
+                self._write(self._note(SYSTEM, INTERRUPTED))
             raise
         finally:
             lines.stop()  # the synthesis stops after its current sentence

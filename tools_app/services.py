@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from calls_app.services import call_action_record, call_callback_create, call_transfer
 from console import outbound
@@ -58,20 +59,20 @@ def tool_url_check(url: object) -> str:
     each call, by console.outbound). TOOLS_ALLOW_PRIVATE_TARGETS (tests) allows http on
     loopback and private addresses."""
     if not isinstance(url, str) or not url or len(url) > 2000:
-        raise ValidationFailed.field("url", "Send the tool's https URL (at most 2,000 characters).")
+        raise ValidationFailed.field("url", gettext("Send the tool's https URL (at most 2,000 characters)."))
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
     except ValueError:
-        raise ValidationFailed.field("url", "Not a valid URL.") from None
+        raise ValidationFailed.field("url", gettext("Not a valid URL.")) from None
     if parts.scheme not in ("https", "http") or not host:
-        raise ToolUrlRefused(details={"url": ["Must be an https URL with a host."]})
+        raise ToolUrlRefused(details={"url": [gettext("Must be an https URL with a host.")]})
     if parts.username or parts.password:
-        raise ToolUrlRefused(details={"url": ["A URL without user or password is needed (the call is signed)."]})
+        raise ToolUrlRefused(details={"url": [gettext("A URL without user or password is needed (the call is signed).")]})
     try:
         outbound.url_port(parts)
     except outbound.InvalidPort:
-        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
+        raise ValidationFailed.field("url", gettext("The port must be a number from 1 to 65535 (or none: 443).")) from None
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
@@ -79,10 +80,10 @@ def tool_url_check(url: object) -> str:
     loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
     allow_private = settings.TOOLS_ALLOW_PRIVATE_TARGETS
     if parts.scheme == "http" and not (loopback and allow_private):
-        raise ToolUrlRefused(details={"url": ["Must be an https URL."]})
+        raise ToolUrlRefused(details={"url": [gettext("Must be an https URL.")]})
     if not allow_private and (loopback or (literal is not None and not outbound.address_allowed(literal))):
-        raise ToolUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses that "
-                                              "lead to one) cannot be called."]})
+        raise ToolUrlRefused(details={"url": [gettext("Private, loopback and special addresses (and IPv6 addresses "
+                                                      "that lead to one) cannot be called.")]})
     return url
 
 
@@ -93,24 +94,25 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     problems: dict[str, list[str]] = {}
     values: dict[str, Any] = {}
     for key in sorted(set(data) - set(API_FIELDS)):
-        problems[key] = [f"Unknown field. Accepted: {', '.join(API_FIELDS)}."]
+        problems[key] = [gettext("Unknown field. Accepted: %(fields)s.") % {"fields": ", ".join(API_FIELDS)}]
     if instance is None:
         for key in ("name", "url"):
             if key not in data:
-                problems[key] = ["This field is required."]
+                problems[key] = [gettext("This field is required.")]
     if "name" in data:
         name = data["name"]
         if not isinstance(name, str) or not NAME.match(name):
-            problems["name"] = ["Send a name of a lowercase letter, then up to 63 lowercase letters, digits or _ "
-                                "(e.g. check_appointment)."]
+            problems["name"] = [gettext("Send a name of a lowercase letter, then up to 63 lowercase letters, digits "
+                                        "or _ (e.g. check_appointment).")]
         elif name in BUILTIN_TOOLS:
-            problems["name"] = [f"'{name}' is a built-in tool; choose another name."]
+            problems["name"] = [gettext("'%(name)s' is a built-in tool; choose another name.") % {"name": name}]
         else:
             values["name"] = name
     if "description" in data:
         description = "" if data["description"] is None else data["description"]
         if not isinstance(description, str) or len(description) > MAX_DESCRIPTION or "\x00" in description:
-            problems["description"] = [f"Send a string of at most {MAX_DESCRIPTION:,} characters."]
+            problems["description"] = [gettext("Send a string of at most %(limit)s characters.")
+                                       % {"limit": f"{MAX_DESCRIPTION:,}"}]
         else:
             values["description"] = description
     if "parameters" in data:
@@ -124,7 +126,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
         timeout = data["timeoutMs"]
         low, high = TIMEOUT_MS_RANGE
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not low <= timeout <= high:
-            problems["timeoutMs"] = [f"Send a whole number of milliseconds from {low} to {high} (at most 5 s)."]
+            problems["timeoutMs"] = [gettext("Send a whole number of milliseconds from %(low)s to %(high)s (at most "
+                                             "5 s).") % {"low": low, "high": high}]
         else:
             values["timeout_ms"] = timeout
     if problems:
@@ -136,7 +139,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     name = values.get("name")
     if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
             pk=instance.pk if instance else None).exists():
-        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{name}' already."]})
+        raise ToolNameTaken(details={"name": [gettext("The tenant has an HTTP tool '%(name)s' already.")
+                                              % {"name": name}]})
     return values
 
 
