@@ -400,6 +400,7 @@ class Conversation:
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
+            await self.send_event({"type": "agent.note", "text": note})  # a tool call, as the transcript notes it
         if reply.action == "transfer":
             await self.transfer(reply.target)
         elif reply.action == "end_call":

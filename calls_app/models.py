@@ -94,6 +94,8 @@ class Call(models.Model):
     disclosed = models.BooleanField(_("AI disclosed"), default=False)
     # The caller heard that the call is recorded (the disclosure's recording notice, § 201 StGB).
     recording_announced = models.BooleanField(_("recording announced"), default=False)
+    # A conversation of the admin's "Im Browser testen": booked against no cap, marked in lists.
+    is_test = models.BooleanField(_("test call"), default=False)
     seconds = models.PositiveIntegerField(_("seconds"), default=0)
     # The tenant's audio switches as they stood when the call started; they apply
     # to the whole call and stay visible afterwards.

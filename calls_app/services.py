@@ -218,12 +218,21 @@ def _web_carrier() -> Carrier:
 
 @transaction.atomic
 def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: datetime | None = None,
-                     assistant: Assistant | None = None) -> Call:
+                     assistant: Assistant | None = None, test: bool = False) -> Call:
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
     caps the grant further (the public demo page's grants). `assistant` (the tenant's,
-    or None) answers it: its tools and analysis apply."""
+    or None) answers it: its tools and analysis apply.
+
+    A `test` call (the admin's "Im Browser testen") is marked as one, reserves nothing
+    and is booked against no cap: it lasts at most AGENT_TEST_CALL_MAX_MINUTES."""
+    if test:
+        return Call.objects.create(
+            tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+            assistant=assistant, status=Call.Status.QUEUED, is_test=True,
+            max_seconds=60 * settings.AGENT_TEST_CALL_MAX_MINUTES, recording_enabled=False,
+            transcription_enabled=tenant.transcription_enabled)
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     if max_minutes is not None:
         minutes = max(1, min(minutes, max_minutes))

@@ -51,5 +51,7 @@ urlpatterns = [
     path("agent", include("gateway_app.agent_urls")),
     # The dashboard is the admin's start page (dashboard_app), ahead of the admin's index.
     path("admin/", include("dashboard_app.urls")),
+    # "Im Browser testen" of an assistant (agent_app), ahead of the admin's own routes.
+    path("admin/", include("agent_app.test_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
@@ -136,10 +138,10 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at", "first_heard"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test"]
     list_select_related = ["tenant"]
     fieldsets = [
-        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice"]}),
+        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
@@ -148,6 +150,14 @@ class AssistantAdmin(TenantScopedAdmin):
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    @admin.display(description=_("Try it"))
+    def browser_test(self, obj):
+        """"Im Browser testen": a page of the admin that talks to the assistant (agent_app)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return format_html('<a class="button" href="{}">{}</a>', reverse("assistant-browser-test", args=[obj.pk]),
+                           _("Test in the browser"))
 
     @admin.display(description=_("The caller hears first"))
     def first_heard(self, obj):

@@ -21,4 +21,15 @@ class Migration(migrations.Migration):
                 field=models.BooleanField(default=False, verbose_name='recording announced'),
             )],
         ),
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunSQL(
+                "ALTER TABLE calls_app_call ADD COLUMN is_test boolean NOT NULL DEFAULT false",
+                reverse_sql="ALTER TABLE calls_app_call DROP COLUMN is_test",
+            )],
+            state_operations=[migrations.AddField(
+                model_name='call',
+                name='is_test',
+                field=models.BooleanField(default=False, verbose_name='test call'),
+            )],
+        ),
     ]
