@@ -10,11 +10,14 @@ no Django).
   (a word broken at a line end with `-` is joined again), then cut into passages.
 
 Within a section, paragraphs are joined into passages of at most `max_chars`
-characters; a longer paragraph is cut between sentences, a longer sentence between
+characters; a longer paragraph is cut between sentences (console.sentences, the one
+German splitter: not after "Dr.", "z. B." or "3."), a longer sentence between
 words, a longer word hard. Passages never span two sections.
 """
 import re
 from dataclasses import dataclass
+
+from console.sentences import split_sentences
 
 HEADING_SEPARATOR = " › "
 MAX_HEADING_CHARS = 300
@@ -25,7 +28,6 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`+|~~)(?=\S)(.+?)(?<=\S)\1")
-_SENTENCE_END = re.compile(r"(?<=[.!?…:;])\s+")
 _SPACES = re.compile(r"[ \t\f\v]+")
 
 
@@ -131,7 +133,7 @@ def _pieces(paragraph, max_chars):
     if len(paragraph) <= max_chars:
         yield paragraph
         return
-    for sentence in _SENTENCE_END.split(paragraph):
+    for sentence in split_sentences(paragraph):
         while len(sentence) > max_chars:
             cut = sentence.rfind(" ", 0, max_chars + 1)
             if cut <= 0:
