@@ -7,6 +7,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from calls_app.models import Call
+from console.assistants.admin import OFFLINE_BANNER
+from console.assistants.models import Assistant
+from console.assistants.references import thinks_offline
 from console.locale import PLATFORM_VIEW, SELECTED_TENANT, operator_home_tenant
 from console.tenants.models import Tenant
 from dashboard_app import charts
@@ -50,9 +53,16 @@ def dashboard(request):
     }
     if tenant is not None:
         context.update(dashboard_context(dashboard_figures(tenant=tenant, now=now)))
+        context["offline_banner"] = offline_banner(tenant)
     elif request.user.is_superuser:
         context.update(platform_context(platform_figures(now=now)))
     return TemplateResponse(request, "dashboard_app/dashboard.html", context)
+
+
+def offline_banner(tenant):
+    """The offline rule set's banner when one of the tenant's assistants is answered by it, else ""."""
+    offline = [assistant for assistant in Assistant.objects.for_tenant(tenant) if thinks_offline(assistant)]
+    return OFFLINE_BANNER if offline else ""
 
 
 def tenant_settings(request):

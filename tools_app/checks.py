@@ -1,5 +1,6 @@
 """The checks of what an assistant names (console.assistants.references): registered
 by this app, which may import the catalog, the registry and the HTTP tools."""
+from gateway_app.selectors import callable_chat_lanes, thinks_offline
 from registry_app import snapshot
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
@@ -38,6 +39,18 @@ def chat_lane_problems(*, tenant, value):
         chat = ", ".join(sorted(lane.id for lane in current.by_capability.get("chat", ()))) or "none"
         return [f"'{value}' is no chat lane of the registry. Chat lanes: {chat}; or null for the router's choice."]
     return []
+
+
+def chat_lane_choices(*, tenants):
+    """The registry's chat lanes the gateway can call, for the assistant's dropdown (the
+    router's choice first)."""
+    modes = {"mock": "Offline-Regelwerk", "api": "API", "cli": "Programm"}
+    return [("", "Automatisch (Router)")] + [(lane_id, f"{lane_id} ({modes.get(mode, mode)})")
+                                             for lane_id, mode in callable_chat_lanes()]
+
+
+def assistant_thinks_offline(assistant):
+    return thinks_offline(lane_id=assistant.model_lane, language=assistant.language)
 
 
 def http_tool_problems(*, tenant, value):

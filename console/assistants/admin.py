@@ -1,5 +1,5 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import format_html
@@ -12,6 +12,14 @@ from console.assistants.validation import assistant_values
 from console.errors import ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
+
+# The admin's banner where an assistant is answered by the offline rules (no language model).
+OFFLINE_BANNER = _(
+    "Offline rule set: your instructions take effect only with a language model. Until then the assistant "
+    "answers by fixed rules: it greets with the disclosure, gives opening hours and answers from the knowledge "
+    "documents, takes callback requests with the number, transfers to your team, notes objections and says "
+    "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
+    "a registry with a language model).")
 
 BUILTIN_LABELS = {
     "create_callback": _("Create a callback (create_callback)"),
@@ -74,6 +82,12 @@ class AssistantForm(forms.ModelForm):
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
+        if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
+            current = self.instance.model_lane if self.instance.pk else ""
+            if current and current not in dict(lanes):
+                lanes.append((current, current))
+            self.fields["model_lane"].widget = forms.Select(choices=lanes)
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
@@ -150,6 +164,12 @@ class AssistantAdmin(TenantScopedAdmin):
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        assistant = self.get_object(request, object_id)
+        if request.method == "GET" and assistant is not None and references.thinks_offline(assistant):
+            messages.warning(request, OFFLINE_BANNER)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description=_("Try it"))
     def browser_test(self, obj):

@@ -55,6 +55,20 @@ def first_heard(assistant):
     return _first_heard[0](assistant) if _first_heard else ""
 
 
+# Whether an assistant answers by the offline rule set (no language model): told by
+# gateway_app's routing through tools_app, shown as the admin's banner.
+_offline: list = []
+
+
+def register_offline_check(check):
+    """`check(assistant) -> bool`: the assistant's conversations are answered by the offline rules."""
+    _offline[:] = [check]
+
+
+def thinks_offline(assistant):
+    return bool(_offline) and _offline[0](assistant)
+
+
 def reference_choices(name, *, tenants):
     """[(value, label)] the admin may offer, or None when no app offers any."""
     reference = _references.get(name)
