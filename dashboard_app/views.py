@@ -11,6 +11,7 @@ from console.assistants.admin import OFFLINE_BANNER
 from console.assistants.models import Assistant
 from console.assistants.references import thinks_offline
 from console.locale import PLATFORM_VIEW, SELECTED_TENANT, operator_home_tenant
+from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
 from dashboard_app import charts
 from dashboard_app.selectors import NEAR_CAP, dashboard_figures, platform_figures
@@ -54,6 +55,8 @@ def dashboard(request):
     if tenant is not None:
         context.update(dashboard_context(dashboard_figures(tenant=tenant, now=now)))
         context["offline_banner"] = offline_banner(tenant)
+        # Which of the tenant's numbers reaches which assistant (the numbers' own page edits it).
+        context["numbers"] = list(PhoneNumber.objects.for_tenant(tenant).select_related("assistant").order_by("e164"))
     elif request.user.is_superuser:
         context.update(platform_context(platform_figures(now=now)))
     return TemplateResponse(request, "dashboard_app/dashboard.html", context)

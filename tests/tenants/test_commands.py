@@ -127,3 +127,13 @@ def test_the_practice_reaches_its_own_settings_from_the_dashboard(client, owner,
     settings = client.get("/admin/practice-settings/")
     assert settings.status_code == 302 and settings["Location"] == f"/admin/tenants/tenant/{tenant_a.pk}/change/"
     assert client.get(settings["Location"]).status_code == 200
+
+
+def test_the_practice_sees_which_number_reaches_which_assistant(client):
+    printed = run("seed_demo")
+    owner, password = re.findall(r"user (\S+)\s+password (\S+)", printed)[0]
+    assert client.login(username=owner, password=password)
+    page = client.get("/admin/").content.decode()
+    assert "Ihre Rufnummern" in page
+    for number in PhoneNumber.objects.filter(tenant__slug="demo").select_related("assistant"):
+        assert f">{number.assistant.name}</a></td></tr>" in page
