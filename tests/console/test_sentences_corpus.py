@@ -54,3 +54,18 @@ def test_the_offline_policy_answers_with_whole_sentences(tenant_a):
     passage = "## Kontakt\nSie erreichen die Praxis Dr. Weber in der Hauptstr. 12. Wir rufen gern zurück."
     assert _sentences(passage) == ["Sie erreichen die Praxis Dr. Weber in der Hauptstr. 12.",
                                    "Wir rufen gern zurück."]
+
+
+def test_a_one_page_faq_pdf_becomes_a_passage_per_question():
+    from knowledge_app.splitting import passages, pdf_sections
+
+    page = ("Praxis Dr. Weber\nHäufige Fragen\nWann haben Sie geöffnet?\nMo. bis Fr. von 8 bis 18 Uhr, am 24.\n"
+            "Dezember bis 12 Uhr.\nWo kann ich parken?\nIn der Hauptstr. 12 im Hof, z. B. auf Platz Nr. 3.\n"
+            "Anfahrt\nBus 42 bis zur Haltestelle Rathaus.")
+    found = passages(pdf_sections([page]), 1000)
+    assert [(passage.heading, passage.text) for passage in found] == [
+        ("Seite 1", "Praxis Dr. Weber Häufige Fragen"),
+        ("Seite 1 › Wann haben Sie geöffnet?", "Mo. bis Fr. von 8 bis 18 Uhr, am 24. Dezember bis 12 Uhr."),
+        ("Seite 1 › Wo kann ich parken?", "In der Hauptstr. 12 im Hof, z. B. auf Platz Nr. 3."),
+        ("Seite 1 › Anfahrt", "Bus 42 bis zur Haltestelle Rathaus."),
+    ]
