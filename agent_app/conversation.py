@@ -3,10 +3,14 @@ speaking — each run in a worker thread by the conversation core, never on the 
 loop (thinking is the assistant's mind, agent_app/mind.py)."""
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
 
+from agent_app.audio import WireFormat
+from console.assistants.models import Assistant
+from console.tenants.models import Tenant
 from scripts_app.selectors import TENANT, EffectiveScript, effective_script
 from scripts_app.services import effective_text, sample_variables
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
@@ -25,14 +29,14 @@ class Opening:
     text: str  # the whole opening, the disclosure first
 
 
-def disclosure(*, tenant, recorded=False):
+def disclosure(*, tenant: Tenant, recorded: bool = False) -> str:
     """What every caller hears first: the tenant's AI disclosure, and where the call is
     recorded RECORDING_NOTICE (the one place every transport's opening takes it from)."""
     text = tenant.disclosure_text.strip()
     return f"{text} {RECORDING_NOTICE}" if recorded else text
 
 
-def opening_script(*, tenant, assistant=None):
+def opening_script(*, tenant: Tenant, assistant: Assistant | None = None) -> EffectiveScript:
     """What the call opens with after the disclosure: the assistant's own greeting where it
     has one, else its opening touchpoint's script as the tenant has it (inbound.greeting
     without an assistant)."""
@@ -42,7 +46,8 @@ def opening_script(*, tenant, assistant=None):
     return effective_script(tenant, assistant.opening_touchpoint if assistant is not None else OPENING_TOUCHPOINT)
 
 
-def opening(*, tenant, variables, assistant=None, recorded=False):
+def opening(*, tenant: Tenant, variables: Mapping[str, str], assistant: Assistant | None = None,
+            recorded: bool = False) -> Opening:
     """The opening (opening_script) with the disclosure prepended (scripts_app, as for
     every call opener; with the recording notice where the call is recorded).
     MissingVariables (400) if the script names a variable without a value; the tenant's
@@ -53,7 +58,7 @@ def opening(*, tenant, variables, assistant=None, recorded=False):
     return Opening(disclosure=said_first, text=text)
 
 
-def first_heard(assistant):
+def first_heard(assistant: Assistant) -> str:
     """What a caller of `assistant` hears first as the admin shows it: the disclosure
     (with the recording notice where the tenant records calls), then its greeting or
     opening script, sample values for the variables (scripts_app's play button's)."""
@@ -64,7 +69,8 @@ def first_heard(assistant):
                           disclosure=disclosure(tenant=tenant, recorded=tenant.recording_enabled))
 
 
-def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
+def voicemail_text(*, tenant: Tenant, touchpoint: str, variables: Mapping[str, str] | None,
+                   callback_number: str = "") -> str:
     """What an answering machine is told for a campaign (its voicemail touchpoint, the
     disclosure first where the script opens a call): `companyName` is the tenant's and
     `callbackNumber` the number we called from unless the contact's variables name them.
@@ -74,7 +80,7 @@ def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
                                              **(variables or {})}, disclosure=tenant.disclosure_text)
 
 
-def hear(pcm, *, language):
+def hear(pcm: bytes, *, language: str) -> str:
     """What the caller said in `pcm` (16 kHz PCM, one utterance), by the engine that
     serves the language."""
     engine = recognizer_for(language)
@@ -83,7 +89,7 @@ def hear(pcm, *, language):
     return engine.hear(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
 
 
-def draft(pcm, *, language):
+def draft(pcm: bytes, *, language: str) -> str | None:
     """A partial transcript of the utterance so far, or None when the engines are busy
     (a draft never waits for one)."""
     transcript = recognizer_for(language).hear(pcm, language=language, deadline=Deadline(DRAFT_DEADLINE_SEC),
@@ -95,7 +101,7 @@ def draft(pcm, *, language):
 DRAFT_DEADLINE_SEC = 5
 
 
-def get_ready(*, language):
+def get_ready(*, language: str) -> None:
     """Loads this process's recognition model and the end-of-turn model while the
     opening is spoken (the first session of a process would otherwise wait for them at
     the caller's first words). Also where a remote speech server hears first: the model
@@ -106,7 +112,7 @@ def get_ready(*, language):
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
 
-def speak(text, *, language, voice, wire):
+def speak(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
     audio, so that the first sentence can be sent while the next is being made."""
     engine = synthesizer_for(language, voice=voice)
@@ -114,7 +120,7 @@ def speak(text, *, language, voice, wire):
         yield wire.from_pcm(speech.pcm, speech.sample_rate)
 
 
-def speak_whole(text, *, language, voice, wire):
+def speak_whole(text: str, *, language: str, voice: str, wire: WireFormat) -> bytes:
     """`text` spoken, all of it at once (what must be heard out, such as the goodbye at a
     grant's end)."""
     return b"".join(speak(text, language=language, voice=voice, wire=wire))
@@ -123,11 +129,11 @@ def speak_whole(text, *, language, voice, wire):
 # The openings spoken lately, by their exact text, voice, engine version and wire
 # format: the same script (and variables) is synthesised once per process, not per call.
 OPENING_CACHE_ENTRIES = 32
-_openings = OrderedDict()
+_openings: OrderedDict[tuple[object, ...], tuple[bytes, ...]] = OrderedDict()
 _openings_lock = threading.Lock()
 
 
-def opening_audio(text, *, language, voice, wire):
+def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
     first time, each sentence is handed on as soon as it is made."""
@@ -140,7 +146,7 @@ def opening_audio(text, *, language, voice, wire):
     if cached is not None:
         yield from cached
         return
-    made = []
+    made: list[bytes] = []
     for audio in speak(text, language=language, voice=voice, wire=wire):
         made.append(audio)
         yield audio

@@ -5,13 +5,17 @@ other direction. `VOICE_CARRIER_ADAPTERS` maps carrier ids to adapter classes;
 `VOICE_OUTBOUND_CARRIER` (default `sim`) is the one outbound calls use.
 """
 import secrets
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from calls_app.models import Carrier, SimDial
+from calls_app.models import Call, Carrier, SimDial
 from calls_app.signing import new_nonce
 from console.errors import ApiError
+
+if TYPE_CHECKING:  # dialing imports this module
+    from calls_app.dialing import DialOptions
 
 SIM_CARRIER_ID = "sim"
 SIM_CALLER_ID = "+493012345670"
@@ -40,7 +44,7 @@ class SimCarrierAdapter:
     dial_options = True
     idempotent_dials = True
 
-    def dial(self, *, call, max_seconds, options=None):
+    def dial(self, *, call: Call, max_seconds: int, options: "DialOptions | None" = None) -> str:
         if options is not None and options.repeat:
             placed = SimDial.objects.filter(call=call).values_list("carrier_call_id", flat=True).first()
             if placed:

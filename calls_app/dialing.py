@@ -20,9 +20,11 @@ same dial twice (nothing tells it the request is a repeat).
 """
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.db import transaction
 
+from calls_app.carrier_protocol import CarrierAdapter
 from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
 from calls_app.models import Call
 
@@ -38,16 +40,16 @@ class DialOptions:
     repeat: bool = False
 
 
-def adapter_of(call):
+def adapter_of(call: Call) -> CarrierAdapter:
     return adapter_for(call.carrier_id)
 
 
-def dials_idempotently(adapter):
+def dials_idempotently(adapter: CarrierAdapter) -> bool:
     """Whether `adapter` may be sent a dial again with the same key (it places one call)."""
     return bool(getattr(adapter, "dial_options", False) and getattr(adapter, "idempotent_dials", False))
 
 
-def call_dial_with(*, call, options):
+def call_dial_with(*, call: Call, options: DialOptions) -> Call:
     """`services.call_dial` with `options`: the call's carrier dials it with the granted
     time limit. A carrier that refuses (CarrierError) fails the call and releases its
     minutes (CarrierUnavailable); any other exception leaves the outcome unknown and
@@ -62,6 +64,7 @@ def call_dial_with(*, call, options):
         logger.warning("Carrier %s has no outbound adapter; call %s not dialled", call.carrier_id, call.pk)
         call_fail_undialled(call=call)
         raise
+    assert call.max_seconds is not None  # an outbound call's grant is set when it is requested
     try:
         if getattr(adapter, "dial_options", False):
             carrier_call_id = adapter.dial(call=call, max_seconds=call.max_seconds, options=options)
@@ -87,21 +90,27 @@ class MachineAnswer:
 
     hang_up: bool
     touchpoint: str = ""
-    variables: dict | None = None
+    variables: dict[str, str] | None = None
 
 
 HUMAN_VERDICTS = ("human", "unknown")
-_machine_listeners = []
 
 
-def register_machine_listener(listener):
+class MachineListener(Protocol):
+    def __call__(self, *, call: Call, answered_by: str) -> MachineAnswer | None: ...
+
+
+_machine_listeners: list[MachineListener] = []
+
+
+def register_machine_listener(listener: MachineListener) -> None:
     """`listener(*, call, answered_by)` → a MachineAnswer if the call is its (e.g. a
     campaign's attempt), else None. Registered by the apps above in AppConfig.ready()."""
     if listener not in _machine_listeners:
         _machine_listeners.append(listener)
 
 
-def machine_detected(*, call_id, answered_by):
+def machine_detected(*, call_id: str, answered_by: str) -> MachineAnswer | None:
     """The carrier's asynchronous verdict on who answered `call_id` (Twilio's
     `AnsweredBy`: human, machine_start, machine_end_beep, machine_end_silence,
     machine_end_other, fax, unknown). Returns what the carrier should do now: the first

@@ -14,14 +14,19 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Dial, VoiceResponse
 
 from calls_app.carriers import CarrierError
+from calls_app.models import Call
 from calls_app.signing import unseal
 from console.phone import mask
+
+if TYPE_CHECKING:  # dialing imports the carriers, which name this adapter
+    from calls_app.dialing import DialOptions
 
 logger = logging.getLogger("calls_app.phone")
 
@@ -160,7 +165,7 @@ class TwilioCarrierAdapter:
                 raise CarrierError(f"connection failed: {exc.reason}") from None
             raise  # a timeout: the carrier may have placed the call, the outcome is unknown
 
-    def dial(self, *, call, max_seconds, options=None):
+    def dial(self, *, call: Call, max_seconds: int, options: "DialOptions | None" = None) -> str:
         base = public_base()
         form = {
             "To": call.to_e164, "From": call.from_e164 or self.carrier.caller_id,
@@ -188,12 +193,12 @@ class TwilioCarrierAdapter:
         logger.info("Twilio carrier %s dialled %s for call %s: %s", self.carrier.pk, mask(call.to_e164), call.pk, sid)
         return sid
 
-    def transfer(self, *, carrier_call_id, target):
+    def transfer(self, *, carrier_call_id: str, target: str) -> None:
         """Hands the live call over to `target`: its TwiML is replaced by a `<Dial>`
         (which ends our stream; Twilio then dials the person)."""
         self._post(f"Calls/{carrier_call_id}.json", {"Twiml": twiml_dial(target)})
 
-    def machine_answer(self, *, carrier_call_id, message=""):
+    def machine_answer(self, *, carrier_call_id: str, message: str = "") -> None:
         """An answering machine took the call: its TwiML is replaced by `message` (if
         any) and a hang-up, which ends our stream."""
         self._post(f"Calls/{carrier_call_id}.json", {"Twiml": twiml_machine_answer(message)})

@@ -49,7 +49,7 @@ ABBREVIATIONS = [
 ]
 
 
-def either_case(pattern):
+def either_case(pattern: str) -> str:
     """`pattern` also with its first letter in the other case ("Evtl." opens a sentence)."""
     first = pattern[0]
     return f"[{first}{first.swapcase()}]{pattern[1:]}" if first.isalpha() and first.swapcase() != first else pattern
@@ -63,7 +63,7 @@ ABBREVIATION_WORDS = {re.sub(r"\s", "", pattern.replace("\\s?", "").replace("\\"
                        for pattern, spoken in ABBREVIATIONS}
 
 
-def ends_with_abbreviation(text):
+def ends_with_abbreviation(text: str) -> bool:
     """Whether `text` ends with one of the abbreviations the normaliser reads out
     ("z. B.", "Dr.", "Nr."): a period there ends no sentence."""
     return _ABBREVIATION_AT_END.search(text) is not None
@@ -84,13 +84,13 @@ SENTENCE_OPENERS = frozenset(
 class Sentences:
     """feed(piece) → the sentences the piece completed; flush() → the rest."""
 
-    def __init__(self, *, clause_first=False):
+    def __init__(self, *, clause_first: bool = False) -> None:
         self.buffer = ""
         self.clause = clause_first  # until the first piece was handed on
 
-    def feed(self, piece):
+    def feed(self, piece: str) -> list[str]:
         self.buffer += piece
-        done = []
+        done: list[str] = []
         searched = 0
         while (found := (_CLAUSE_OR_BREAK if self.clause else _BREAK).search(self.buffer, searched)) is not None:
             verdict = self._ends_sentence(found)
@@ -106,11 +106,11 @@ class Sentences:
                 self.clause = False
         return done
 
-    def flush(self):
+    def flush(self) -> str:
         rest, self.buffer = self.buffer.strip(), ""
         return rest
 
-    def _ends_sentence(self, found):
+    def _ends_sentence(self, found: re.Match[str]) -> bool | None:
         """True, False, or None while the word after the mark has not arrived."""
         mark = found.group().strip()
         if not mark or mark[0] in ",;:":  # a line break, or the first piece's clause
@@ -142,7 +142,7 @@ class Sentences:
         return True
 
 
-def split_sentences(text):
+def split_sentences(text: str) -> list[str]:
     """The sentences of a whole text (as Sentences cuts a stream): "Praxis Dr. Weber",
     "Hauptstr. 5", "z. B.", "Nr. 3", "am 3. Dezember" and "1. Stock" stay whole."""
     cutter = Sentences()
