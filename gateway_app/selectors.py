@@ -12,6 +12,7 @@ from registry_app import snapshot
 from registry_app.lanes.config import gateway_mode
 from registry_app.lanes.failover import Step
 from registry_app.lanes.plans import budget_skip, ordered_lanes
+from registry_app.models import LaneHealth
 from registry_app.routing import active_cooldowns, price_group, route
 from speech_app.lanes import BUILTIN_LOCAL_LANES, stt_plan, tts_plan
 
@@ -116,3 +117,17 @@ def callable_chat_lanes() -> list[tuple[str, str]]:
     current = snapshot.current()
     lanes = current.by_capability.get("chat", ()) if current is not None else ()
     return [(lane.id, mode) for lane in lanes if (mode := chat_lane_mode(lane)) is not None]
+
+
+def chat_lane_connection(lane_id: str) -> dict[str, Any] | None:
+    """The state of the chat lane `lane_id` (empty: the route's first) as the readiness
+    check sees it — its mode, whether the gateway can call it now or why not, and the
+    registry's last health probe — without calling it; None where no such lane is routed."""
+    _version, states = chat_lane_states("chat")
+    state = next((item for item in states if item["lane"] == lane_id), None) if lane_id else (
+        next((item for item in states if item["usable"]), states[0] if states else None))
+    if state is None:
+        return None
+    health = LaneHealth.objects.filter(lane_id=state["lane"]).first()
+    return {**state, "healthOk": None if health is None else health.ok,
+            "checkedAt": None if health is None else health.checked_at}

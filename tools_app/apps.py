@@ -18,6 +18,6 @@ class ToolsAppConfig(AppConfig):
         references.register_reference(references.GREETING, check=checks.greeting_problems)
         references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems,
                                       choices=checks.chat_lane_choices)
-        references.register_offline_check(checks.assistant_thinks_offline)
+        references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)

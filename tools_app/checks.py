@@ -1,6 +1,6 @@
 """The checks of what an assistant names (console.assistants.references): registered
 by this app, which may import the catalog, the registry and the HTTP tools."""
-from gateway_app.selectors import callable_chat_lanes, thinks_offline
+from gateway_app.selectors import callable_chat_lanes, chat_lane_connection, thinks_offline
 from registry_app import snapshot
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
@@ -51,6 +51,19 @@ def chat_lane_choices(*, tenants):
 
 def assistant_thinks_offline(assistant):
     return thinks_offline(lane_id=assistant.model_lane, language=assistant.language)
+
+
+def assistant_connection(assistant):
+    """How the assistant's chat lane stands (gateway_app's readiness: no call is made), in German."""
+    state = chat_lane_connection(assistant.model_lane)
+    if state is None:
+        return "Keine Chat-Lane der Registry passt."
+    modes = {"mock": "Offline-Regelwerk", "api": "API", "cli": "Programm"}
+    text = f"{state['lane']} ({modes.get(state['mode'], state['mode'] or 'nicht aufrufbar')}): "
+    text += "bereit" if state["usable"] else f"nicht nutzbar ({state.get('reason', 'unbekannt')})"
+    if state["healthOk"] is not None:
+        text += "; letzte Prüfung: " + ("erreichbar" if state["healthOk"] else "nicht erreichbar")
+    return text
 
 
 def http_tool_problems(*, tenant, value):

@@ -152,14 +152,14 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection"]
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
-        (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
+        (_("Model"), {"fields": ["model_lane", "connection", "model_temperature", "model_max_tokens"]}),
         (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
@@ -170,6 +170,13 @@ class AssistantAdmin(TenantScopedAdmin):
         if request.method == "GET" and assistant is not None and references.thinks_offline(assistant):
             messages.warning(request, OFFLINE_BANNER)
         return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description=_("Connection"))
+    def connection(self, obj):
+        """The chat lane's state as the gateway's readiness check sees it (checked on every view)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.lane_connection(obj) or "-"
 
     @admin.display(description=_("Try it"))
     def browser_test(self, obj):

@@ -60,13 +60,19 @@ def first_heard(assistant):
 _offline: list = []
 
 
-def register_offline_check(check):
-    """`check(assistant) -> bool`: the assistant's conversations are answered by the offline rules."""
-    _offline[:] = [check]
+def register_offline_check(check, *, connection=None):
+    """`check(assistant) -> bool`: the assistant's conversations are answered by the
+    offline rules; `connection(assistant) -> str`: how its chat lane stands."""
+    _offline[:] = [check, connection]
 
 
 def thinks_offline(assistant):
     return bool(_offline) and _offline[0](assistant)
+
+
+def lane_connection(assistant):
+    """How the assistant's chat lane stands ("" where no app tells it)."""
+    return _offline[1](assistant) if _offline and _offline[1] else ""
 
 
 def reference_choices(name, *, tenants):

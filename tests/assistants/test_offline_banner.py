@@ -36,6 +36,8 @@ def test_the_offline_rule_set_is_announced_on_the_assistant_and_the_dashboard(ow
     assert "Rückrufwünsche" in page  # what the rules can do
     # The lane is picked from the registry's callable chat lanes, not typed.
     assert '<select name="model_lane"' in page and 'value="chat-mock-only"' in page
+    # Its connection as the gateway's readiness sees it.
+    assert "chat-mock-only (Offline-Regelwerk): bereit" in page
 
 
 def test_a_language_model_answering_removes_the_banner(owner, assistant, settings):
@@ -43,6 +45,7 @@ def test_a_language_model_answering_removes_the_banner(owner, assistant, setting
     settings.GATEWAY_MODE = "api"
     page, dashboard = _pages(owner, assistant)
     assert BANNER not in page and BANNER not in dashboard
+    assert "chat-remote (API): bereit" in page
     # The assistant names the rule set's lane itself: the banner again.
     load_lanes(chat_lane("chat-remote", endpoint="https://llm.example/v1/chat/completions"),
                {**chat_lane("chat-offline"), "params": {"model": "mock", "streaming": False, "languages": ["de"]}})
