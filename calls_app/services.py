@@ -211,7 +211,7 @@ WEB_CARRIER = "web"
 def _web_carrier() -> Carrier:
     """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
     posts no webhooks: the agent writes its calls through the services below."""
-    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
+    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (Sprachagent)",
                                                                          "secret_nonce": new_nonce()})
     return carrier
 
