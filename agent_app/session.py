@@ -114,7 +114,7 @@ class Transport(ABC):
     async def send_event(self, event: dict[str, Any]) -> None:
         """One event of the browser protocol (docs/api.md: session.started,
         transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
-        agent.interrupted, error). A phone bridge maps what its peer understands
+        agent.interrupted, agent.note, error). A phone bridge maps what its peer understands
         (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
