@@ -31,10 +31,11 @@ def token_digest(token: str) -> str:
 def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: str | None = None,
                          variables: dict[str, Any] | None = None, encoding: str = "pcm_s16le",
                          sample_rate: int = 16000, max_minutes: int | None = None,
-                         now: datetime | None = None) -> tuple[AgentSession, str]:
+                         now: datetime | None = None, test: bool = False) -> tuple[AgentSession, str]:
     """A new session: checks the minute cap and reserves minutes like an outbound call
     (402 minute_cap_reached), at most `max_minutes` if given, and issues its single-use
-    token. Returns (session, token); the token is shown once and only its digest is kept."""
+    token. Returns (session, token); the token is shown once and only its digest is kept. A
+    `test` session (the admin's browser test) is a test call: no cap, no minutes booked."""
     now = now or timezone.now()
     agent_sessions_expire(tenant=tenant, now=now)
     voice, assistant = "", None
@@ -43,11 +44,12 @@ def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: st
         if assistant is None:  # another tenant's assistant answers like none
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
-    opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
     # Without one named, the tenant's first assistant answers (agent_app.mind): its
-    # tools, transfer targets and analysis apply to the call.
+    # tools, transfer targets, greeting and analysis apply to the call.
     answering = assistant or assistant_of(tenant=tenant)
-    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering)
+    # The opening can be spoken (400 missing_variables).
+    opening(tenant=tenant, variables=variables or {}, assistant=answering)
+    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering, test=test)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(
         tenant=tenant, call=call, token_digest=token_digest(token),

@@ -78,6 +78,8 @@ CAP_GOODBYE_LEAD_SEC = 8
 # The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
 # a phone call, or any other spoken conversation (the browser's).
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
+# The transcript's note of a barge-in (the transcript is read in the German console).
+INTERRUPTED = "Der Anrufer hat die Assistenz unterbrochen."
 
 
 _line = off_loop(calls.call_web_line)
@@ -131,7 +133,7 @@ class Transport(ABC):
     async def send_event(self, event: dict[str, Any]) -> None:
         """One event of the browser protocol (docs/api.md: session.started,
         transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
-        agent.interrupted, error). A phone bridge maps what its peer understands
+        agent.interrupted, agent.note, error). A phone bridge maps what its peer understands
         (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
@@ -180,6 +182,7 @@ class CallContext:
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
+    recorded: bool = False  # the call is recorded: its disclosure says so (conversation.RECORDING_NOTICE)
 
     @classmethod
     def of_agent_session(cls, session: AgentSession) -> "CallContext":
@@ -195,7 +198,7 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
-                   channel=channel)
+                   channel=channel, recorded=call.recording_enabled)
 
 
 class Conversation:
@@ -377,9 +380,10 @@ class Conversation:
     # --- the conversation -----------------------------------------------------------
     async def _turns(self) -> None:
         """The opening, then each utterance in turn: hear, think, speak."""
-        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
         await self._assistants_limits(self.mind.assistant)
+        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
+                                 assistant=self.mind.assistant, recorded=self.context.recorded)
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
@@ -442,6 +446,7 @@ class Conversation:
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
+            await self.send_event({"type": "agent.note", "text": note})  # a tool call, as the transcript notes it
         if reply.action == "transfer" and reply.target is not None:
             await self.transfer(reply.target)
         elif reply.action == "end_call" or self._said_an_end_phrase(reply.text):
@@ -534,7 +539,7 @@ class Conversation:
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
-                self._write(self._note(SYSTEM, "The caller interrupted the agent."))
+                self._write(self._note(SYSTEM, INTERRUPTED))
             raise
         finally:
             lines.stop()  # the synthesis stops after its current sentence
@@ -556,7 +561,7 @@ class Conversation:
         return announced + len(parts)
 
     async def _disclosure_heard(self) -> None:
-        await _disclosed(call_id=self.call_id)
+        await _disclosed(call_id=self.call_id, recording_announced=self.context.recorded)
         self.barge_in_allowed = True
 
     async def _measured(self, timing: TurnTiming, *, thought: float, first_audio: float) -> None:

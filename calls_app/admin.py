@@ -38,7 +38,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
     # Fits 1,366 px: the counterpart in national format, no carrier or raw ids.
     list_display = ["when", "direction_label", "counterpart", "duration", "outcome", "disclosed"]
-    list_filter = ["direction", "status", ("created_at", admin.DateFieldListFilter), "disclosed", "carrier"]
+    list_filter = ["direction", "status", ("created_at", admin.DateFieldListFilter), "disclosed", "is_test", "carrier"]
     # Searched by calls_search: numbers in any format, else transcript words.
     search_fields = ["id"]
     search_help_text = _("A number in any format (030 901820, +49 30 901820) or words of the transcript.")
@@ -60,7 +60,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     exclude = ["tenant", "recording_url"]
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
-                       "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
+                       "usage_period", "is_test", "recording_enabled", "recording_announced", "transcription_enabled", "recording", "lead_id",
                        "transferred_to",
                        "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
                        "reply_latency", "conversation"]
@@ -86,7 +86,9 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
     @admin.display(description=_("direction"), ordering="direction")
     def direction_label(self, call):
-        return choice_label(call, "direction")
+        # A browser test of an assistant ("Im Browser testen") says so in the list.
+        label = choice_label(call, "direction")
+        return format_html('{} <strong class="test-call">{}</strong>', label, _("Test")) if call.is_test else label
 
     @admin.display(description=_("counterpart"))
     def counterpart(self, call):

@@ -37,7 +37,7 @@ class SimCarrierAdapter:
     `manage.py simulate_call`, `seed_demo`)."""
 
     id = SIM_CARRIER_ID
-    name = "Simulated carrier (development and tests)"
+    name = "Simulierter Telefonieanbieter (Entwicklung und Tests)"
     # Takes calls_app.dialing.DialOptions, and places one call per call whatever is
     # sent again (its form of honouring the idempotency key).
     dial_options = True

@@ -92,6 +92,10 @@ class Call(models.Model):
     to_e164 = models.CharField(_("to"), max_length=16)
     status = models.CharField(_("status"), max_length=16, choices=Status.choices)
     disclosed = models.BooleanField(_("AI disclosed"), default=False)
+    # The caller heard that the call is recorded (the disclosure's recording notice, § 201 StGB).
+    recording_announced = models.BooleanField(_("recording announced"), default=False)
+    # A conversation of the admin's "Im Browser testen": booked against no cap, marked in lists.
+    is_test = models.BooleanField(_("test call"), default=False)
     seconds = models.PositiveIntegerField(_("seconds"), default=0)
     # The tenant's audio switches as they stood when the call started; they apply
     # to the whole call and stay visible afterwards.

@@ -47,6 +47,8 @@ class CallSerializer(serializers.Serializer):
     seconds = serializers.IntegerField()
     max_seconds = serializers.IntegerField(allow_null=True)
     recording_enabled = serializers.BooleanField()
+    recording_announced = serializers.BooleanField()
+    is_test = serializers.BooleanField()
     transcription_enabled = serializers.BooleanField()
     recording_url = RecordingLinkField(["id", "recording_url"])
     lead_id = NullIfEmptyField(read_only=True)

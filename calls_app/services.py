@@ -220,19 +220,28 @@ WEB_CARRIER = "web"
 def _web_carrier() -> Carrier:
     """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
     posts no webhooks: the agent writes its calls through the services below."""
-    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
+    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (Sprachagent)",
                                                                          "secret_nonce": new_nonce()})
     return carrier
 
 
 @transaction.atomic
 def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: datetime | None = None,
-                     assistant: Assistant | None = None) -> Call:
+                     assistant: Assistant | None = None, test: bool = False) -> Call:
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
     caps the grant further (the public demo page's grants). `assistant` (the tenant's,
-    or None) answers it: its tools and analysis apply."""
+    or None) answers it: its tools and analysis apply.
+
+    A `test` call (the admin's "Im Browser testen") is marked as one, reserves nothing
+    and is booked against no cap: it lasts at most AGENT_TEST_CALL_MAX_MINUTES."""
+    if test:
+        return Call.objects.create(
+            tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+            assistant=assistant, status=Call.Status.QUEUED, is_test=True,
+            max_seconds=60 * settings.AGENT_TEST_CALL_MAX_MINUTES, recording_enabled=False,
+            transcription_enabled=tenant.transcription_enabled)
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     if max_minutes is not None:
         minutes = max(1, min(minutes, max_minutes))
@@ -281,9 +290,10 @@ def call_turn_latency_record(*, call_id: str, total_ms: int, end_of_turn_ms: int
 
 
 @transaction.atomic
-def call_web_disclosed(*, call_id: str) -> None:
-    """The disclosure was spoken to the caller in full."""
-    Call.objects.filter(pk=call_id).update(disclosed=True)
+def call_web_disclosed(*, call_id: str, recording_announced: bool = False) -> None:
+    """The disclosure was spoken to the caller in full (with the recording notice where
+    `recording_announced`: the call keeps the proof that its caller was told)."""
+    Call.objects.filter(pk=call_id).update(disclosed=True, recording_announced=recording_announced)
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)

@@ -644,6 +644,8 @@ AGENT_DEMO_SESSIONS_PER_CLIENT = env.int("AGENT_DEMO_SESSIONS_PER_CLIENT", defau
 AGENT_DEMO_SESSIONS_PER_TENANT = env.int("AGENT_DEMO_SESSIONS_PER_TENANT", default=20)
 AGENT_DEMO_RATE_WINDOW_SEC = env.int("AGENT_DEMO_RATE_WINDOW_SEC", default=600)
 AGENT_DEMO_MAX_MINUTES = env.int("AGENT_DEMO_MAX_MINUTES", default=3)
+# The longest conversation of the admin's "Im Browser testen" (a test call: no cap).
+AGENT_TEST_CALL_MAX_MINUTES = env.int("AGENT_TEST_CALL_MAX_MINUTES", default=5)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

@@ -15,6 +15,9 @@ class ToolsAppConfig(AppConfig):
 
         references.register_reference(references.OPENING_TOUCHPOINT, check=checks.opening_touchpoint_problems,
                                       choices=checks.opening_touchpoint_choices)
-        references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems)
+        references.register_reference(references.GREETING, check=checks.greeting_problems)
+        references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems,
+                                      choices=checks.chat_lane_choices)
+        references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)

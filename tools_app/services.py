@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from calls_app.services import call_action_record, call_callback_create, call_transfer
 from console import outbound
@@ -57,24 +58,25 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     problems: dict[str, list[str]] = {}
     values: dict[str, Any] = {}
     for key in sorted(set(data) - set(API_FIELDS)):
-        problems[key] = [f"Unknown field. Accepted: {', '.join(API_FIELDS)}."]
+        problems[key] = [gettext("Unknown field. Accepted: %(fields)s.") % {"fields": ", ".join(API_FIELDS)}]
     if instance is None:
         for key in ("name", "url"):
             if key not in data:
-                problems[key] = ["This field is required."]
+                problems[key] = [gettext("This field is required.")]
     if "name" in data:
         name = data["name"]
         if not isinstance(name, str) or not NAME.match(name):
-            problems["name"] = ["Send a name of a lowercase letter, then up to 63 lowercase letters, digits or _ "
-                                "(e.g. check_appointment)."]
+            problems["name"] = [gettext("Send a name of a lowercase letter, then up to 63 lowercase letters, digits "
+                                        "or _ (e.g. check_appointment).")]
         elif name in BUILTIN_TOOLS:
-            problems["name"] = [f"'{name}' is a built-in tool; choose another name."]
+            problems["name"] = [gettext("'%(name)s' is a built-in tool; choose another name.") % {"name": name}]
         else:
             values["name"] = name
     if "description" in data:
         description = "" if data["description"] is None else data["description"]
         if not isinstance(description, str) or len(description) > MAX_DESCRIPTION or "\x00" in description:
-            problems["description"] = [f"Send a string of at most {MAX_DESCRIPTION:,} characters."]
+            problems["description"] = [gettext("Send a string of at most %(limit)s characters.")
+                                       % {"limit": f"{MAX_DESCRIPTION:,}"}]
         else:
             values["description"] = description
     if "parameters" in data:
@@ -88,7 +90,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
         timeout = data["timeoutMs"]
         low, high = TIMEOUT_MS_RANGE
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not low <= timeout <= high:
-            problems["timeoutMs"] = [f"Send a whole number of milliseconds from {low} to {high} (at most 5 s)."]
+            problems["timeoutMs"] = [gettext("Send a whole number of milliseconds from %(low)s to %(high)s (at most "
+                                             "5 s).") % {"low": low, "high": high}]
         else:
             values["timeout_ms"] = timeout
     if problems:
@@ -100,7 +103,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     name = values.get("name")
     if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
             pk=instance.pk if instance else None).exists():
-        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{name}' already."]})
+        raise ToolNameTaken(details={"name": [gettext("The tenant has an HTTP tool '%(name)s' already.")
+                                              % {"name": name}]})
     return values
 
 

@@ -1,6 +1,8 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
@@ -10,6 +12,14 @@ from console.assistants.validation import assistant_values
 from console.errors import ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
+
+# The admin's banner where an assistant is answered by the offline rules (no language model).
+OFFLINE_BANNER = _(
+    "Offline rule set: your instructions take effect only with a language model. Until then the assistant "
+    "answers by fixed rules: it greets with the disclosure, gives opening hours and answers from the knowledge "
+    "documents, takes callback requests with the number, transfers to your team, notes objections and says "
+    "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
+    "a registry with a language model).")
 
 BUILTIN_LABELS = {
     "create_callback": _("Create a callback (create_callback)"),
@@ -22,7 +32,8 @@ BUILTIN_LABELS = {
 # the transfer targets.
 FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
-    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "tools": "tools",
+    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
+    "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
     "model.temperature": "model_temperature", "model.maxTokens": "model_max_tokens",
     "transferTargets": "transfer_targets_text", "analysis": "analysis_schema", "analysis.schema": "analysis_schema",
@@ -61,16 +72,22 @@ class AssistantForm(forms.ModelForm):
 
     class Meta:
         model = Assistant
-        fields = ["tenant", "name", "description", "language", "voice", "instructions", "opening_touchpoint",
-                  "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
+        fields = ["tenant", "name", "description", "language", "voice", "instructions", "greeting",
+                  "opening_touchpoint", "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
                   "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
-        widgets = {"instructions": forms.Textarea(attrs={"rows": 12})}
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 12}), "greeting": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args, tenants=(), **kwargs):
         super().__init__(*args, **kwargs)
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
+        if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
+            current = self.instance.model_lane if self.instance.pk else ""
+            if current and current not in dict(lanes):
+                lanes.append((current, current))
+            self.fields["model_lane"].widget = forms.Select(choices=lanes)
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
@@ -94,6 +111,7 @@ class AssistantForm(forms.ModelForm):
             "language": data.get("language") or "", "voice": data.get("voice") or "",
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
+            "greeting": data.get("greeting") or "",
             "tools": list(data.get("tools") or []),
             "knowledge": None if data.get("knowledge_all") else _lines(data.get("knowledge_ids")),
             "model": {"lane": data.get("model_lane") or None, "temperature": data.get("model_temperature"),
@@ -134,18 +152,46 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection"]
     list_select_related = ["tenant"]
     fieldsets = [
-        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice"]}),
-        (_("Conversation"), {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
-                                    "max_duration_sec", "silence_timeout_sec"]}),
+        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "browser_test"]}),
+        (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
+                                        "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
-        (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
+        (_("Model"), {"fields": ["model_lane", "connection", "model_temperature", "model_max_tokens"]}),
         (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        assistant = self.get_object(request, object_id)
+        if request.method == "GET" and assistant is not None and references.thinks_offline(assistant):
+            messages.warning(request, OFFLINE_BANNER)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description=_("Connection"))
+    def connection(self, obj):
+        """The chat lane's state as the gateway's readiness check sees it (checked on every view)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.lane_connection(obj) or "-"
+
+    @admin.display(description=_("Try it"))
+    def browser_test(self, obj):
+        """"Im Browser testen": a page of the admin that talks to the assistant (agent_app)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return format_html('<a class="button" href="{}">{}</a>', reverse("assistant-browser-test", args=[obj.pk]),
+                           _("Test in the browser"))
+
+    @admin.display(description=_("The caller hears first"))
+    def first_heard(self, obj):
+        """The disclosure and the greeting (or the opening script) as saved: what a caller hears first."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.first_heard(obj) or "-"
 
     # A user who may only view reads the stored fields, not the editor's lines (which
     # only a form has).

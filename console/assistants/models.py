@@ -33,6 +33,12 @@ class Assistant(models.Model):
     opening_touchpoint = models.CharField(
         _("opening text"), max_length=64, default=DEFAULT_OPENING_TOUCHPOINT,
         help_text=_("The script's touchpoint the call begins with (the AI notice is put before it)."))
+    # The assistant's own first words after the AI disclosure; empty: the opening
+    # touchpoint's script (agent_app.conversation.opening_script).
+    greeting = models.TextField(
+        _("greeting"), blank=True,
+        help_text=_("What the caller hears first, right after the AI notice; {{companyName}} is the company's "
+                    "name. Empty: the opening text's script."))
     tools = models.JSONField(
         _("tools"), default=list, blank=True,
         help_text=_("Built-in tools (names) and the tenant's HTTP tools (ids) the assistant may use."))

@@ -16,6 +16,7 @@ be picked (tenants: the tenants the editing user may see).
 from dataclasses import dataclass
 
 OPENING_TOUCHPOINT = "openingTouchpoint"
+GREETING = "greeting"  # the value: the greeting's text (linted by scripts_app's linter)
 MODEL_LANE = "model.lane"
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")
@@ -37,6 +38,41 @@ def register_reference(name, *, check, choices=None):
 def reference_problems(name, *, tenant, value):
     reference = _references.get(name)
     return list(reference.check(tenant=tenant, value=value)) if reference is not None else []
+
+
+# What the caller hears first of an assistant (the disclosure, then its greeting or
+# opening script), as the admin shows it: told by agent_app, which speaks it.
+_first_heard: list = []
+
+
+def register_first_heard(describe):
+    """`describe(assistant) -> str`: the text a caller of `assistant` hears first."""
+    _first_heard[:] = [describe]
+
+
+def first_heard(assistant):
+    """What a caller of `assistant` hears first, or "" where no app tells it."""
+    return _first_heard[0](assistant) if _first_heard else ""
+
+
+# Whether an assistant answers by the offline rule set (no language model): told by
+# gateway_app's routing through tools_app, shown as the admin's banner.
+_offline: list = []
+
+
+def register_offline_check(check, *, connection=None):
+    """`check(assistant) -> bool`: the assistant's conversations are answered by the
+    offline rules; `connection(assistant) -> str`: how its chat lane stands."""
+    _offline[:] = [check, connection]
+
+
+def thinks_offline(assistant):
+    return bool(_offline) and _offline[0](assistant)
+
+
+def lane_connection(assistant):
+    """How the assistant's chat lane stands ("" where no app tells it)."""
+    return _offline[1](assistant) if _offline and _offline[1] else ""
 
 
 def reference_choices(name, *, tenants):

@@ -6,6 +6,7 @@ from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT,
 from console.assistants.validation import (
     MAX_DESCRIPTION,
     MAX_END_CALL_PHRASES,
+    MAX_GREETING,
     MAX_INSTRUCTIONS,
     MAX_KNOWLEDGE,
     MAX_NAME,
@@ -77,8 +78,8 @@ class AssistantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assistant
-        fields = ["id", "name", "description", "language", "voice", "instructions", "openingTouchpoint", "tools",
-                  "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
+        fields = ["id", "name", "description", "language", "voice", "instructions", "openingTouchpoint", "greeting",
+                  "tools", "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
                   "endCallPhrases", "createdAt", "updatedAt"]
         read_only_fields = fields
 
@@ -95,6 +96,10 @@ class AssistantCreateSerializer(ClosedSerializer):
                                                     help_text="The system prompt, German text."))
     openingTouchpoint = documented(serializers.CharField(
         help_text=f"A catalog touchpoint that opens a call; default {DEFAULT_OPENING_TOUCHPOINT}."))
+    greeting = documented(serializers.CharField(
+        max_length=MAX_GREETING, allow_blank=True,
+        help_text="The assistant's own first words after the AI disclosure; \"\": the opening "
+                  "touchpoint's script. Linted like a script (errors refused)."))
     tools = documented(serializers.ListField(
         child=serializers.CharField(), max_length=MAX_TOOLS,
         help_text=f"Built-in tools ({', '.join(BUILTIN_TOOLS)}) and ids of the tenant's HTTP tools (tl_…)."))

@@ -70,6 +70,11 @@ class TenantAdmin(TenantScopedAdmin):
     def get_queryset(self, request):
         return Tenant.objects.visible_to(request.user)
 
+    def has_module_permission(self, request):
+        # The list of tenants is the platform's: a practice reaches its own settings from
+        # the dashboard ("Einstellungen der Praxis", dashboard_app), not from a list of one.
+        return request.user.is_superuser
+
     def has_add_permission(self, request):
         # Creating tenants is an operator task of superusers; members manage their own.
         return request.user.is_superuser
