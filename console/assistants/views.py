@@ -55,7 +55,8 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
         services.assistant_delete(assistant=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=AssistantPublishSerializer, responses={201: AssistantVersionSerializer})
+    @extend_schema(request=AssistantPublishSerializer, responses={201: AssistantVersionSerializer},
+                   summary="Publish the assistant's draft as its next version")
     @action(detail=True, methods=["post"])
     def publish(self, request, pk=None):
         assistant = self.get_object()
@@ -63,12 +64,14 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
         version = services.assistant_publish(assistant=assistant, actor=actor_of(request), note=data["note"])
         return Response(version_shown(assistant=assistant, number=version.number), status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=AssistantVersionListSerializer)
+    @extend_schema(responses=AssistantVersionListSerializer,
+                   summary="List an assistant's versions with what each changed")
     @action(detail=True, methods=["get"])
     def versions(self, request, pk=None):
         return Response(version_history(assistant=self.get_object()))
 
-    @extend_schema(responses=AssistantVersionSerializer, extensions=errors(404))
+    @extend_schema(responses=AssistantVersionSerializer, extensions=errors(404),
+                   summary="Get one version of an assistant")
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]{1,9})")
     def version(self, request, pk=None, number=None):
         shown = version_shown(assistant=self.get_object(), number=int(number))
@@ -76,7 +79,8 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
             raise services.UnknownVersion()
         return Response(shown)
 
-    @extend_schema(request=None, responses=AssistantSerializer, extensions=errors(404))
+    @extend_schema(request=None, responses=AssistantSerializer, extensions=errors(404),
+                   summary="Restore a version into the assistant's draft")
     @action(detail=True, methods=["post"], url_path=r"versions/(?P<number>[0-9]{1,9})/restore")
     def restore(self, request, pk=None, number=None):
         assistant = services.assistant_restore(assistant=self.get_object(), number=int(number))
