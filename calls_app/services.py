@@ -39,7 +39,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
 from calls_app.models import Call, Carrier, TranscriptEntry, TurnLatency
 from calls_app.signing import carrier_secret, new_nonce, seal
 from console.assistants.models import Assistant
-from console.assistants.selectors import assistant_answering, assistant_of_call
+from console.assistants.selectors import assistant_live_number, assistant_of_call
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ValidationFailed
@@ -140,8 +140,7 @@ def _calling_version(tenant: Tenant, caller_id: str, assistant_id: str | None) -
         return None
     pinned = (PhoneNumber.objects.for_tenant(tenant).filter(e164=caller_id, assistant_id=assistant_id)
               .values_list("assistant_version", flat=True).first())
-    answering = assistant_answering(assistant=Assistant.objects.get(pk=assistant_id), pinned=pinned)
-    return answering.version if answering is not None else None
+    return assistant_live_number(assistant_id=assistant_id, pinned=pinned)
 
 
 def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str:

@@ -9,6 +9,8 @@ assistant (the mind, the tools, a transfer, the analysis) reads the version."""
 import difflib
 from typing import Any
 
+from django.db.models import Case, When
+
 from console.assistants.models import Assistant, AssistantVersion
 from console.tenants.models import Tenant
 
@@ -55,6 +57,17 @@ def assistant_version_of(*, assistant: Assistant, number: int | None = None) -> 
     if number is not None:
         return versions.filter(number=number).first()
     return versions.order_by("-number").first()
+
+
+def assistant_live_number(*, assistant_id: str, pinned: int | None = None) -> int | None:
+    """The number of the version `assistant_answering` gives, in one query: `pinned` if
+    the assistant has it, else its latest; None: never published (the draft)."""
+    versions = AssistantVersion.objects.filter(assistant_id=assistant_id)
+    if pinned is not None:
+        versions = versions.annotate(pin=Case(When(number=pinned, then=1), default=0)).order_by("-pin", "-number")
+    else:
+        versions = versions.order_by("-number")
+    return versions.values_list("number", flat=True).first()
 
 
 def assistant_answering(*, assistant: Assistant | None, pinned: int | None = None) -> Assistant | None:
