@@ -229,3 +229,41 @@ def test_the_migration_publishes_every_existing_assistant_as_v1(tenant_a, tenant
     assert versions[other.pk].tenant_id == tenant_b.pk and versions[other.pk].number == 1
     assert versions[assistant.pk].snapshot == assistant_snapshot(assistant)
     assert versions[assistant.pk].published_by == "migration"
+
+
+# --- The admin ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def staff(owner):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+def test_the_admin_shows_draft_and_live_publishes_and_restores_in_german(staff, assistant, tenant_a):
+    page = staff.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
+    assert "Nie veröffentlicht" in page and "Veröffentlichen" in page
+    response = staff.post(f"/admin/assistants/assistant/{assistant.pk}/publish/", {"version_note": "Erste Fassung"})
+    assert response.status_code == 302
+    version = AssistantVersion.objects.get(assistant=assistant)
+    assert (version.number, version.note, version.published_by) == (1, "Erste Fassung", "user:olga-owner")
+    Assistant.objects.filter(pk=assistant.pk).update(instructions=NEW)
+    page = staff.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
+    assert "Anrufer sprechen mit <strong>v1</strong>" in page and "Wiederherstellen" in page
+    assert "Unveröffentlichte Änderungen des Entwurfs" in page and "+" + NEW in page  # the draft's line diff
+    response = staff.post(f"/admin/assistants/assistant/{assistant.pk}/versions/1/restore/")
+    assert response.status_code == 302
+    assert Assistant.objects.get(pk=assistant.pk).instructions == OLD
+    assert staff.get(f"/admin/assistants/assistant/{assistant.pk}/publish/").status_code == 405
+
+
+def test_the_admin_does_not_publish_another_tenants_assistant(outsider, assistant):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(outsider)
+    assert client.post(f"/admin/assistants/assistant/{assistant.pk}/publish/").status_code == 404
+    assert client.post(f"/admin/assistants/assistant/{assistant.pk}/versions/1/restore/").status_code == 404
+    assert not AssistantVersion.objects.exists()
