@@ -214,6 +214,25 @@ def test_a_browser_session_answers_with_the_published_version_and_the_analysis_s
     assert details["analysis"]["summary"] != ""  # v1 asks for a summary; the draft no longer does
 
 
+def test_an_outbound_call_talks_with_the_calling_numbers_pin_else_the_latest(api_a, assistant, tenant_a):
+    """As a campaign's calls do (they are outbound calls of the campaign's assistant)."""
+    _publish(api_a, assistant)
+    _publish(api_a, assistant)
+    number = api_a.post("/v2/numbers", {"e164": CALLED, "assistant": assistant.pk}, format="json").json()
+    tenant_a.minute_cap = 1000
+    tenant_a.save(update_fields=["minute_cap"])
+
+    def dial():
+        response = api_a.post("/voice/v1/calls", {"to": CALLER, "from": CALLED, "assistant": assistant.pk},
+                              format="json")
+        assert response.status_code == 201, response.content
+        return Call.objects.get(pk=response.json()["id"]).assistant_version
+
+    assert dial() == 2
+    api_a.patch(f"/v2/numbers/{number['id']}", {"assistantVersion": 1}, format="json")
+    assert dial() == 1
+
+
 # --- The migration -----------------------------------------------------------------------------
 
 def test_the_migration_publishes_every_existing_assistant_as_v1(tenant_a, tenant_b, assistant):
