@@ -6,6 +6,7 @@ from django.db.models import RestrictedError
 
 from console.assistants.models import Assistant, AssistantVersion
 from console.assistants.selectors import assistant_as_of, assistant_snapshot, assistant_version_of
+from console.assistants.serializers import shown_config
 from console.assistants.validation import assistant_values
 from console.errors import ApiError, Conflict, NotFound
 from console.numbers.models import PhoneNumber
@@ -116,11 +117,14 @@ def assistant_publish(*, assistant: Assistant, actor: str, note: str = "") -> As
 @transaction.atomic
 def assistant_restore(*, assistant: Assistant, number: int) -> Assistant:
     """Copies version `number` back into the draft (nothing is published: the numbers
-    answer as before until the draft is published again); UnknownVersion (404)."""
+    answer as before until the draft is published again); UnknownVersion (404). The
+    version's fields are checked as a PATCH's are, so the draft never names what is
+    gone since (a deleted HTTP tool or document: 400 naming it)."""
     version = assistant_version_of(assistant=assistant, number=number)
     if version is None:
         raise UnknownVersion()
-    values = assistant_snapshot(assistant_as_of(assistant=assistant, version=version))
+    config = shown_config(assistant_as_of(assistant=assistant, version=version))
+    values = assistant_values(tenant=assistant.tenant, data=config, instance=assistant)
     for name, value in values.items():
         setattr(assistant, name, value)
     assistant.save(update_fields=[*values, "updated_at"])

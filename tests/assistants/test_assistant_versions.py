@@ -102,6 +102,19 @@ def test_restore_copies_a_version_into_the_draft_and_publishes_nothing(api_a, as
     assert AssistantVersion.objects.filter(assistant=assistant).count() == 1
 
 
+def test_a_version_naming_a_deleted_http_tool_is_not_restored_into_the_draft(api_a, assistant, tenant_a):
+    from tools_app.services import http_tool_create, http_tool_delete
+
+    tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "url": "https://tools.example/t"})
+    _patch(api_a, assistant, {"tools": ["end_call", tool.pk]})
+    _publish(api_a, assistant)
+    _patch(api_a, assistant, {"tools": ["end_call"], "instructions": NEW})
+    http_tool_delete(tool=tool)
+    response = api_a.post(_url(assistant, "/versions/1/restore"))
+    assert response.status_code == 400 and tool.pk in str(error_of(response)["details"]["tools"])
+    assert Assistant.objects.get(pk=assistant.pk).instructions == NEW  # the draft is as it was
+
+
 def test_a_version_holds_every_field_of_the_assistant_but_its_identity(tenant_a, assistant):
     """The snapshot's fields are derived from the model: a field added later is versioned
     without anyone listing it."""
