@@ -109,9 +109,10 @@ def test_a_version_naming_a_deleted_http_tool_is_not_restored_into_the_draft(api
     _patch(api_a, assistant, {"tools": ["end_call", tool.pk]})
     _publish(api_a, assistant)
     _patch(api_a, assistant, {"tools": ["end_call"], "instructions": NEW})
+    tool_id = tool.pk
     http_tool_delete(tool=tool)
     response = api_a.post(_url(assistant, "/versions/1/restore"))
-    assert response.status_code == 400 and tool.pk in str(error_of(response)["details"]["tools"])
+    assert response.status_code == 400 and tool_id in str(error_of(response)["details"]["tools"])
     assert Assistant.objects.get(pk=assistant.pk).instructions == NEW  # the draft is as it was
 
 
