@@ -8,7 +8,8 @@ from console.phone import InvalidPhoneNumber, to_e164
 class PhoneNumberAdminForm(forms.ModelForm):
     class Meta:
         model = PhoneNumber
-        fields = ["tenant", "e164", "label", "assistant"]
+        fields = ["tenant", "e164", "label", "assistant", "assistant_version"]
+        help_texts = {"assistant_version": _("A published version of the assistant; empty: its latest.")}
 
     def clean_e164(self):
         try:
@@ -21,4 +22,7 @@ class PhoneNumberAdminForm(forms.ModelForm):
         tenant, assistant = cleaned.get("tenant"), cleaned.get("assistant")
         if tenant and assistant and assistant.tenant_id != tenant.id:
             self.add_error("assistant", _("This assistant belongs to another tenant."))
+        version = cleaned.get("assistant_version")
+        if version is not None and (assistant is None or not assistant.versions.filter(number=version).exists()):
+            self.add_error("assistant_version", _("The assistant has not published this version."))
         return cleaned

@@ -300,3 +300,14 @@ def test_the_admin_does_not_publish_another_tenants_assistant(outsider, assistan
     assert client.post(f"/admin/assistants/assistant/{assistant.pk}/publish/").status_code == 404
     assert client.post(f"/admin/assistants/assistant/{assistant.pk}/versions/1/restore/").status_code == 404
     assert not AssistantVersion.objects.exists()
+
+
+def test_the_numbers_admin_pins_only_a_published_version(staff, api_a, assistant, tenant_a):
+    from console.numbers.models import PhoneNumber
+
+    form = {"tenant": tenant_a.pk, "e164": CALLED, "label": "", "assistant": assistant.pk, "assistant_version": "1"}
+    page = staff.post("/admin/numbers/phonenumber/add/", form).content.decode()
+    assert "Diese Version der Assistenz ist nicht veröffentlicht." in page and not PhoneNumber.objects.exists()
+    _publish(api_a, assistant)
+    assert staff.post("/admin/numbers/phonenumber/add/", form).status_code == 302
+    assert PhoneNumber.objects.get().assistant_version == 1
