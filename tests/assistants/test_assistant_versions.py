@@ -213,11 +213,13 @@ def test_an_assistant_never_published_answers_with_its_draft(api_a, assistant, c
 
 def test_a_browser_session_answers_with_the_published_version_and_the_analysis_says_which(api_a, assistant):
     _publish(api_a, assistant)
-    _patch(api_a, assistant, {"instructions": NEW, "analysis": {"summary": False}})
+    _patch(api_a, assistant, {"instructions": NEW, "analysis": {"summary": False}, "voice": "kerstin",
+                              "language": "en"})
     response = api_a.post("/api/voice/agent/sessions", {"assistant": assistant.pk}, format="json")
     assert response.status_code == 201, response.content
     session = AgentSession.objects.select_related("tenant", "call").get()
     assert session.call.assistant_version == 1
+    assert (session.voice, session.language) == ("", "de")  # v1's voice and language, not the draft's
     prompt = core._mind_for(CallContext.of_agent_session(session)).messages[0]["content"]
     assert prompt.startswith(OLD)
     call_web_end(call_id=session.call_id)
