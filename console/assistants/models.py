@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -72,6 +74,9 @@ class Assistant(models.Model):
     # Not a field: which published version this instance is (console.assistants.selectors
     # .assistant_as_of); None for the draft (the row itself).
     version: int | None = None
+    # What a version recorded beside the fields (console.assistants.references
+    # .snapshot_parts: its HTTP tools' definitions); None: the draft, everything live.
+    snapshot_parts: dict[str, Any] | None = None
 
     class Meta:
         ordering = ["name", "id"]

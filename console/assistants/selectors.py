@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import Case, When
 
+from console.assistants import references
 from console.assistants.models import Assistant, AssistantVersion
 from console.tenants.models import Tenant
 
@@ -24,9 +25,15 @@ def versioned_fields() -> list[str]:
     return [field.attname for field in Assistant._meta.concrete_fields if field.name not in UNVERSIONED]
 
 
+# The snapshot's key of what other apps record (references.snapshot_parts); no field's name.
+PARTS = "_parts"
+
+
 def assistant_snapshot(assistant: Assistant) -> dict[str, Any]:
-    """The JSON snapshot of the assistant's behaviour (every versioned field)."""
-    return {name: getattr(assistant, name) for name in versioned_fields()}
+    """The JSON snapshot of the assistant's behaviour: every versioned field, and under
+    PARTS what the apps that own its references record (its HTTP tools' definitions)."""
+    return {**{name: getattr(assistant, name) for name in versioned_fields()},
+            PARTS: references.snapshot_parts(assistant=assistant)}
 
 
 def assistant_of(*, tenant: Tenant, assistant_id: str | None) -> Assistant | None:
@@ -47,6 +54,7 @@ def assistant_as_of(*, assistant: Assistant, version: AssistantVersion | None) -
                        updated_at=version.created_at,
                        **{name: value for name, value in version.snapshot.items() if name in fields})
     config.version = version.number
+    config.snapshot_parts = version.snapshot.get(PARTS) or {}
     return config
 
 

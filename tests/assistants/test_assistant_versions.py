@@ -17,7 +17,7 @@ from calls_app.models import Call
 from calls_app.phone_calls import number_route
 from calls_app.services import call_web_end, carrier_create
 from console.assistants.models import Assistant, AssistantVersion
-from console.assistants.selectors import UNVERSIONED, assistant_snapshot
+from console.assistants.selectors import PARTS, UNVERSIONED, assistant_answering, assistant_snapshot
 from console.credentials.models import ApiKey
 from tests.conftest import error_of
 
@@ -116,11 +116,33 @@ def test_a_version_naming_a_deleted_http_tool_is_not_restored_into_the_draft(api
     assert Assistant.objects.get(pk=assistant.pk).instructions == NEW  # the draft is as it was
 
 
+def test_a_version_keeps_its_http_tools_definitions_as_they_were_published(api_a, assistant, tenant_a):
+    from tools_app.definitions import tool_definitions
+    from tools_app.services import http_tool_create, http_tool_update
+
+    params = {"type": "object", "properties": {"datum": {"type": "string"}}}
+    tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "url": "https://tools.example/t",
+                                                      "description": "Bucht einen Termin.", "parameters": params})
+    _patch(api_a, assistant, {"tools": [tool.pk]})
+    _publish(api_a, assistant)
+    http_tool_update(tool=tool, data={"name": "termin_neu", "description": "Anders.",
+                                      "parameters": {"type": "object", "properties": {}}})
+
+    def shown(config):
+        return [(d["function"]["name"], d["function"]["description"], d["function"]["parameters"])
+                for d in tool_definitions(assistant=config)]
+
+    live = assistant_answering(assistant=Assistant.objects.get(pk=assistant.pk))
+    assert live.version == 1 and shown(live) == [("termin", "Bucht einen Termin.", params)]
+    draft = Assistant.objects.get(pk=assistant.pk)
+    assert shown(draft) == [("termin_neu", "Anders.", {"type": "object", "properties": {}})]
+
+
 def test_a_version_holds_every_field_of_the_assistant_but_its_identity(tenant_a, assistant):
     """The snapshot's fields are derived from the model: a field added later is versioned
     without anyone listing it."""
     fields = {field.attname for field in Assistant._meta.concrete_fields if field.name not in UNVERSIONED}
-    assert set(assistant_snapshot(assistant)) == fields
+    assert set(assistant_snapshot(assistant)) == fields | {PARTS}
     assert {"instructions", "tools", "knowledge", "model_lane", "voice", "analysis_schema",
             "transfer_targets", "end_call_phrases"} <= fields
 
@@ -262,7 +284,8 @@ def test_the_migration_publishes_every_existing_assistant_as_v1(tenant_a, tenant
     versions = {v.assistant_id: v for v in AssistantVersion.objects.all()}
     assert set(versions) == {assistant.pk, other.pk}
     assert versions[other.pk].tenant_id == tenant_b.pk and versions[other.pk].number == 1
-    assert versions[assistant.pk].snapshot == assistant_snapshot(assistant)
+    assert versions[assistant.pk].snapshot == {name: value for name, value in assistant_snapshot(assistant).items()
+                                               if name != PARTS}  # its tools as they are (live)
     assert versions[assistant.pk].published_by == "migration"
 
 
