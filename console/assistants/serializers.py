@@ -158,6 +158,9 @@ class AssistantVersionSerializer(serializers.Serializer):
     live = serializers.BooleanField(help_text="The latest version: what unpinned numbers answer with.")
     assistant = serializers.DictField(help_text="The assistant as this version has it (the fields of an "
                                                 "assistant but `id`, `createdAt`, `updatedAt`).")
+    recorded = serializers.DictField(help_text="What the version recorded of what it names: `http_tools`, each "
+                                               "HTTP tool's `{name, description, parameters}` by its id ({} for "
+                                               "the v1 of the migration: its tools are used as they are).")
     changes = VersionChangeSerializer(many=True, help_text="What changed against the previous version "
                                                            "(v1: against nothing, every field).")
 

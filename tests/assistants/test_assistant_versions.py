@@ -136,6 +136,10 @@ def test_a_version_keeps_its_http_tools_definitions_as_they_were_published(api_a
     assert live.version == 1 and shown(live) == [("termin", "Bucht einen Termin.", params)]
     draft = Assistant.objects.get(pk=assistant.pk)
     assert shown(draft) == [("termin_neu", "Anders.", {"type": "object", "properties": {}})]
+    history = api_a.get(_url(assistant, "/versions")).json()
+    assert history["versions"][0]["recorded"]["http_tools"][tool.pk]["name"] == "termin"
+    change, = history["draftChanges"]  # publishing would record the tool as it is now
+    assert change["field"] == "recorded.http_tools" and change["after"][tool.pk]["name"] == "termin_neu"
 
 
 def test_a_version_holds_every_field_of_the_assistant_but_its_identity(tenant_a, assistant):
@@ -287,6 +291,9 @@ def test_the_migration_publishes_every_existing_assistant_as_v1(tenant_a, tenant
     assert versions[assistant.pk].snapshot == {name: value for name, value in assistant_snapshot(assistant).items()
                                                if name != PARTS}  # its tools as they are (live)
     assert versions[assistant.pk].published_by == "migration"
+    from console.assistants.history import version_history
+
+    assert version_history(assistant=assistant)["draftChanges"] == []  # its tools as they are: nothing to publish
 
 
 # --- The admin ---------------------------------------------------------------------------------
