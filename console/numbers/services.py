@@ -27,16 +27,27 @@ def _pinned(assistant: Assistant | None, version: int | None) -> int | None:
     return version
 
 
+def number_check(*, tenant: Tenant, e164: str | None = None, assistant_id: str | None = None,
+                 assistant_version: int | None = None) -> Assistant | None:
+    """The checks of `number_create` (and, without `e164`, of `number_update`), which
+    the admin's form asks too before it saves: the assistant is one of the tenant's
+    (ValidationFailed on `assistant`), the pinned version one it published
+    (ValidationFailed on `assistantVersion`), and no tenant holds the number
+    (NumberTaken, 409). Returns the assistant."""
+    assistant = _assistant_of(tenant, assistant_id)
+    _pinned(assistant, assistant_version)
+    if e164 is not None and PhoneNumber.objects.filter(e164=e164).exists():
+        raise NumberTaken(details={"e164": e164})
+    return assistant
+
+
 def number_create(*, tenant: Tenant, e164: str, label: str = "", assistant_id: str | None = None,
                   assistant_version: int | None = None) -> PhoneNumber:
-    assistant = _assistant_of(tenant, assistant_id)
-    pinned = _pinned(assistant, assistant_version)
-    if PhoneNumber.objects.filter(e164=e164).exists():
-        raise NumberTaken(details={"e164": e164})
+    assistant = number_check(tenant=tenant, e164=e164, assistant_id=assistant_id, assistant_version=assistant_version)
     try:
         with transaction.atomic():
             return PhoneNumber.objects.create(tenant=tenant, e164=e164, label=label, assistant=assistant,
-                                              assistant_version=pinned)
+                                              assistant_version=assistant_version)
     except IntegrityError:
         # Lost a race with a concurrent insert of the same number.
         raise NumberTaken(details={"e164": e164}) from None
