@@ -19,6 +19,7 @@ from calls_app import services as calls
 from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
 from campaigns_app.selectors import contact_variables_of_call
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_answering, assistant_of_call
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
 
@@ -40,13 +41,14 @@ def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: st
     agent_sessions_expire(tenant=tenant, now=now)
     voice, assistant = "", None
     if assistant_id:
-        assistant = Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first()
+        # Its effective config: the latest published version, else the draft.
+        assistant = assistant_answering(assistant=Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first())
         if assistant is None:  # another tenant's assistant answers like none
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
     # Without one named, the tenant's first assistant answers (agent_app.mind): its
     # tools, transfer targets, greeting and analysis apply to the call.
-    answering = assistant or assistant_of(tenant=tenant)
+    answering = assistant or assistant_answering(assistant=assistant_of(tenant=tenant))
     # The opening can be spoken (400 missing_variables).
     opening(tenant=tenant, variables=variables or {}, assistant=answering)
     call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering, test=test)
@@ -130,7 +132,11 @@ def phone_call_register(*, carrier: Carrier, number: PhoneNumber, carrier_call_i
 
 
 def _answering(number: PhoneNumber) -> Assistant | None:
-    return number.assistant or assistant_of(tenant=number.tenant)
+    """The effective config that answers `number`: its assistant's pinned version, else
+    its latest published, else its draft (console.assistants.selectors)."""
+    if number.assistant is not None:
+        return assistant_answering(assistant=number.assistant, pinned=number.assistant_version)
+    return assistant_answering(assistant=assistant_of(tenant=number.tenant))
 
 
 def phone_call_reject(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
@@ -156,7 +162,8 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
         # The callee of an outbound call: the call's assistant answers (a campaign's; see
         # calls_app.services.call_request_outbound), with the campaign contact's
         # variables for its scripts.
-        _phone_session(call, call.assistant, transport, token, now,
+        ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version) if call.assistant else None
+        _phone_session(call, ran_with, transport, token, now,
                        variables=contact_variables_of_call(call_id=call.pk))
     else:
         AgentSession.objects.filter(pk=session.pk, used_at__isnull=True).update(

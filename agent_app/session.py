@@ -47,6 +47,7 @@ from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
 from console.tenants.models import Tenant
 
@@ -95,7 +96,9 @@ _cap_seconds = off_loop(calls.call_seconds_cap)
 
 
 def _mind_for(context: "CallContext") -> Mind:
-    assistant = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    # The version the call recorded when it was answered (the draft when none).
+    found = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    assistant = assistant_of_call(assistant=found, version=context.assistant_version) if found else None
     return Mind(tenant=context.tenant, call_id=context.call_id, language=context.language, assistant=assistant,
                 caller_e164=context.caller_e164, channel=context.channel)
 
@@ -180,6 +183,7 @@ class CallContext:
     variables: dict[str, str] = field(default_factory=dict)
     max_seconds: int = 0
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
+    assistant_version: int | None = None  # the call's (Call.assistant_version); None: the draft
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
     recorded: bool = False  # the call is recorded: its disclosure says so (conversation.RECORDING_NOTICE)
@@ -198,7 +202,7 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
-                   channel=channel, recorded=call.recording_enabled)
+                   channel=channel, recorded=call.recording_enabled, assistant_version=call.assistant_version)
 
 
 class Conversation:

@@ -62,7 +62,8 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
                        "usage_period", "is_test", "recording_enabled", "recording_announced", "transcription_enabled", "recording", "lead_id",
                        "transferred_to",
-                       "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
+                       "created_at", "started_at", "ended_at", "assistant", "assistant_version", "assistant_actions_view",
+                       "analysis_view",
                        "reply_latency", "conversation"]
 
     def get_queryset(self, request):

@@ -116,6 +116,10 @@ class Call(models.Model):
     # columns, added in place (SQLite does not remake the table, whose triggers stay).
     assistant = models.ForeignKey("assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="calls", verbose_name=_("answering assistant"))
+    # The published version of the assistant the call ran with (console.assistants
+    # .selectors.assistant_answering: the number's pin, else the latest); null: its
+    # draft (an assistant never published), or no assistant.
+    assistant_version = models.PositiveIntegerField(_("assistant version"), null=True, blank=True, editable=False)
     # What the assistant did through its built-in tools, in order: [{"tool", "at",
     # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
     # Null: nothing. The analysis reads its outcome from it.

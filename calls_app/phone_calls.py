@@ -87,11 +87,14 @@ def call_request_phone(*, carrier: Carrier, tenant: Tenant, carrier_call_id: str
     """An inbound phone call: the tenant's cap checked and the call's grant reserved as
     for an outbound call (MinuteCapReached, 402, when nothing is left), then the call
     (`queued` until its media reaches the agent). `assistant` (the number's, or the
-    tenant's first) answers it: its tools and analysis apply, as on a web call."""
+    tenant's first, as its effective config: console.assistants.selectors
+    .assistant_answering) answers it: its version is recorded, its tools and analysis
+    apply, as on a web call."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=from_e164, to_e164=to_e164, assistant=assistant, status=Call.Status.QUEUED,
+        assistant_version=assistant.version if assistant is not None else None,
         reserved_minutes=minutes,
         reserved_period=counter.period, max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
@@ -109,6 +112,7 @@ def call_reject_phone(*, carrier: Carrier, tenant: Tenant, carrier_call_id: str,
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=from_e164, to_e164=to_e164, assistant=assistant, status=Call.Status.QUEUED,
+        assistant_version=assistant.version if assistant is not None else None,
         recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
     _finish(call, status=Call.Status.REJECTED, seconds=0, ended_at=now, recording_url="")

@@ -42,6 +42,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
 from calls_app.models import Call, Carrier, TranscriptEntry, TurnLatency
 from calls_app.signing import carrier_secret, new_nonce, seal
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_live_number, assistant_of_call
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ValidationFailed
@@ -126,13 +127,23 @@ def call_request_outbound(*, tenant: Tenant, carrier: Carrier, to_e164: str, fro
     assistant_id = _calling_assistant(tenant, caller_id, assistant_id)
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, direction=Call.Direction.OUTBOUND, from_e164=caller_id, to_e164=to_e164,
-        assistant_id=assistant_id,
+        assistant_id=assistant_id, assistant_version=_calling_version(tenant, caller_id, assistant_id),
         status=Call.Status.QUEUED, lead_id=lead_id or "", reserved_minutes=minutes, reserved_period=period,
         max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
     )
     _reserve(counter, minutes)
     return call
+
+
+def _calling_version(tenant: Tenant, caller_id: str, assistant_id: str | None) -> int | None:
+    """The version of the outbound call's assistant it talks with: the calling number's
+    pin where that number has this assistant, else its latest published (None: draft)."""
+    if not assistant_id:
+        return None
+    pinned = (PhoneNumber.objects.for_tenant(tenant).filter(e164=caller_id, assistant_id=assistant_id)
+              .values_list("assistant_version", flat=True).first())
+    return assistant_live_number(assistant_id=assistant_id, pinned=pinned)
 
 
 def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str:
@@ -232,14 +243,16 @@ def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: dat
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
     caps the grant further (the public demo page's grants). `assistant` (the tenant's,
-    or None) answers it: its tools and analysis apply.
+    or None, as its effective config) answers it: its version is recorded, its tools
+    and analysis apply.
 
     A `test` call (the admin's "Im Browser testen") is marked as one, reserves nothing
     and is booked against no cap: it lasts at most AGENT_TEST_CALL_MAX_MINUTES."""
     if test:
         return Call.objects.create(
             tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
-            assistant=assistant, status=Call.Status.QUEUED, is_test=True,
+            assistant=assistant, assistant_version=assistant.version if assistant is not None else None,
+            status=Call.Status.QUEUED, is_test=True,
             max_seconds=60 * settings.AGENT_TEST_CALL_MAX_MINUTES, recording_enabled=False,
             transcription_enabled=tenant.transcription_enabled)
     counter, minutes = _cap_checked(tenant, now or timezone.now())
@@ -247,7 +260,7 @@ def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: dat
         minutes = max(1, min(minutes, max_minutes))
     call = Call.objects.create(
         tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
-        assistant=assistant,
+        assistant=assistant, assistant_version=assistant.version if assistant is not None else None,
         status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,
         max_seconds=60 * minutes, recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
@@ -401,7 +414,8 @@ def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
     call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
     if call.assistant is None:
         raise TransferRefused("This call has no assistant, so it has no transfer targets.")
-    chosen = assistant_transfer_target_named(assistant=call.assistant, name=target)
+    ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version)
+    chosen = assistant_transfer_target_named(assistant=ran_with, name=target)
     _record_action(call, "transfer_call", target=chosen["name"])
     return chosen
 

@@ -11,7 +11,7 @@ class ToolsAppConfig(AppConfig):
         # (console.assistants.references): the touchpoint it opens with, the lane it
         # thinks on, the tenant's HTTP tools it may call.
         from console.assistants import references
-        from tools_app import checks
+        from tools_app import checks, definitions
 
         references.register_reference(references.OPENING_TOUCHPOINT, check=checks.opening_touchpoint_problems,
                                       choices=checks.opening_touchpoint_choices)
@@ -21,3 +21,5 @@ class ToolsAppConfig(AppConfig):
         references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)
+        # A published version keeps its HTTP tools' definitions as they were.
+        references.register_snapshot_part(definitions.SNAPSHOT_PART, take=definitions.http_tools_recorded)

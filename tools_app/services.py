@@ -30,7 +30,7 @@ from console.parsers import JsonRefused, json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
 from tools_app import result_codes as codes
-from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools
+from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools, http_tools_of
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
 from webhooks_app import signing, transport
@@ -325,7 +325,10 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
             return error
         assert arguments is not None  # _arguments_checked gives the arguments or the error
         return _builtin(assistant, call_id, name, arguments, knowledge_search)
-    tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
+    # Among the assistant's tools as its version has them (a tool renamed since keeps
+    # the name the model was shown).
+    tool = next((tool for tool in http_tools_of(assistant) if tool.name == str(name)[:64] and tool.pk in enabled),
+                None)
     if tool is None:
         return _error(str(name)[:64], codes.UNKNOWN_TOOL, f"This assistant has no tool '{str(name)[:64]}'.")
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)

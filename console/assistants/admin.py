@@ -1,14 +1,23 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.urls import reverse
-from django.utils.html import format_html
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.formats import localize
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import capfirst
+from django.utils.timezone import localtime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from console.assistants import references
+from console.assistants import references, services
+from console.assistants.history import version_history
 from console.assistants.models import BUILTIN_TOOLS, Assistant
 from console.assistants.validation import assistant_values
+from console.audit.services import actor_of, audit_record, request_id_of
 from console.errors import ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
@@ -152,7 +161,7 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection", "versions_view"]
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "browser_test"]}),
@@ -164,6 +173,7 @@ class AssistantAdmin(TenantScopedAdmin):
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+    VERSIONS_FIELDSET = (_("Draft and published versions"), {"fields": ["versions_view"]})
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         assistant = self.get_object(request, object_id)
@@ -200,6 +210,8 @@ class AssistantAdmin(TenantScopedAdmin):
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:  # a new assistant has no versions yet
+            fieldsets = [self.VERSIONS_FIELDSET, *fieldsets]
         if obj is None or self.has_change_permission(request, obj):
             return fieldsets
         return [(title, {**options, "fields": [shown for name in options["fields"]
@@ -221,3 +233,92 @@ class AssistantAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         # An assistant stays with its tenant: its numbers and tools are that tenant's.
         return [*self.readonly_fields, "tenant"] if obj is not None else self.readonly_fields
+
+    # --- Versions: draft vs. live, publish, the history with its diffs, restore ------------
+
+    @admin.display(description=_("versions"))
+    def versions_view(self, assistant: Assistant) -> SafeString:
+        if assistant.pk is None:
+            return format_html("—")
+        history = version_history(assistant=assistant)
+        live = history["live"]
+        state = (format_html("{} <strong>v{}</strong>", gettext("Callers are answered with"), live) if live
+                 else format_html("<strong>{}</strong>", gettext("Never published: callers are answered with the draft.")))
+        draft = _changes_html(history["draftChanges"]) if history["draftChanges"] else format_html(
+            "{}", gettext("The draft is the live version.") if live else "")
+        publish = format_html(
+            '<p><label for="version_note">{}</label> <input type="text" id="version_note" name="version_note" '
+            'maxlength="500" size="50"> <button type="submit" class="button" formaction="{}">{}</button></p>'
+            '<p class="help">{}</p>',
+            gettext("Note"), reverse("admin:assistants_assistant_publish", args=[assistant.pk]),
+            gettext("Publish"), gettext("Publishes the saved draft as the next version: save your changes first."))
+        rows = format_html_join("", '<tr><td><strong>{}</strong>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
+                                    '<td><button type="submit" class="button" formaction="{}">{}</button></td></tr>', (
+            (version["label"], format_html(" ({})", gettext("live")) if version["live"] else "",
+             localize(localtime(version["publishedAt"])), version["publishedBy"], version["note"],
+             _changes_html(version["changes"]),
+             reverse("admin:assistants_assistant_restore", args=[assistant.pk, version["version"]]),
+             gettext("Restore")) for version in history["versions"]))
+        table = format_html('<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr>'
+                            "</thead><tbody>{}</tbody></table>", gettext("Version"), gettext("Published"),
+                            gettext("By"), gettext("Note"), gettext("Changes"), rows) if rows else ""
+        return format_html("<p>{}</p><h4>{}</h4>{}{}{}", state, gettext("Unpublished changes of the draft"), draft,
+                           publish, table)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("<str:assistant_id>/publish/", self.admin_site.admin_view(self.publish_view),
+                 name="assistants_assistant_publish"),
+            path("<str:assistant_id>/versions/<int:number>/restore/", self.admin_site.admin_view(self.restore_view),
+                 name="assistants_assistant_restore"),
+        ] + super().get_urls()
+
+    def _changeable(self, request: HttpRequest, assistant_id: str) -> Assistant:
+        assistant = self.get_queryset(request).filter(pk=assistant_id).first()
+        if assistant is None or not self.has_change_permission(request, assistant):
+            raise Http404("No such assistant.")
+        return assistant
+
+    def _audit(self, request: HttpRequest, assistant: Assistant, verb: str, number: int) -> None:
+        audit_record(actor=actor_of(request), action=f"admin.{verb} assistants.assistant", tenant=assistant.tenant,
+                     object_id=assistant.pk, request_id=request_id_of(request), details={"version": number})
+
+    def _back(self, assistant: Assistant) -> HttpResponse:
+        return HttpResponseRedirect(reverse("admin:assistants_assistant_change", args=[assistant.pk]))
+
+    def publish_view(self, request: HttpRequest, assistant_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        version = services.assistant_publish(assistant=assistant, actor=actor_of(request),
+                                             note=request.POST.get("version_note", "").strip())
+        self._audit(request, assistant, "publish", version.number)
+        self.message_user(request, gettext("Published as v%(number)d: callers are now answered with it.")
+                          % {"number": version.number}, messages.SUCCESS)
+        return self._back(assistant)
+
+    def restore_view(self, request: HttpRequest, assistant_id: str, number: int) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        try:
+            services.assistant_restore(assistant=assistant, number=number)
+        except services.UnknownVersion:
+            raise Http404("No such version.") from None
+        self._audit(request, assistant, "restore", number)
+        self.message_user(request, gettext("v%(number)d was copied into the draft; publish it to make it live.")
+                          % {"number": number}, messages.SUCCESS)
+        return self._back(assistant)
+
+
+def _changes_html(changes: list[dict[str, Any]]) -> SafeString:
+    """What a version (or the draft) changed: the fields, instructions as their line diff."""
+    return format_html_join("", "<div><code>{}</code>{}</div>", (
+        (change["field"], format_html("<pre>{}</pre>", change["diff"]) if "diff" in change
+         else format_html(": {} → {}", _short(change["before"]), _short(change["after"])))
+        for change in changes))
+
+
+def _short(value: object) -> str:
+    text = "—" if value in (None, "", []) else str(value)
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -13,7 +13,9 @@ A check is `check(*, tenant, value) -> [messages]` ([] when the value is fine); 
 optional `choices(*, tenants) -> [(value, label)]` offers the admin's editor what may
 be picked (tenants: the tenants the editing user may see).
 """
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 OPENING_TOUCHPOINT = "openingTouchpoint"
 GREETING = "greeting"  # the value: the greeting's text (linted by scripts_app's linter)
@@ -81,3 +83,18 @@ def reference_choices(name, *, tenants):
     if reference is None or reference.choices is None:
         return None
     return list(reference.choices(tenants=tenants))
+
+
+# What a published version records beside the assistant's own fields, from the apps
+# that own it (console.assistants.selectors.assistant_snapshot): tools_app records the
+# definitions of the HTTP tools the assistant names, so a version keeps the tools as
+# they were when it was published. `take(*, assistant) -> JSON`.
+_snapshot_parts: dict[str, Callable[..., Any]] = {}
+
+
+def register_snapshot_part(name: str, *, take: Callable[..., Any]) -> None:
+    _snapshot_parts[name] = take
+
+
+def snapshot_parts(*, assistant: Any) -> dict[str, Any]:
+    return {name: take(assistant=assistant) for name, take in sorted(_snapshot_parts.items())}

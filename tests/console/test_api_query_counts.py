@@ -17,6 +17,7 @@ from campaigns_app.contact_rows import from_json
 from campaigns_app.services import blocklist_add, campaign_create, campaign_transition, contacts_add
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
+from console.assistants.services import assistant_publish
 from console.numbers.services import number_create
 from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app.models import Lead
@@ -45,9 +46,14 @@ ENDPOINTS = [
      " insert"),
     ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
      "the assistant, update"),
-    ("DELETE", "/v2/assistants/{assistant}", None, 6 + AUDIT,
+    ("DELETE", "/v2/assistants/{assistant}", None, 7 + AUDIT,
      "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
-     " campaigns' references cleared (SET_NULL), delete"),
+     " campaigns' references cleared (SET_NULL), its versions (CASCADE), delete"),
+    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 5 + AUDIT,
+     "the assistant, locked; the latest number; insert the version; the versions (the history it is shown by)"),
+    ("GET", "/v2/assistants/{assistant}/versions", None, 2, "the assistant, its versions"),
+    ("GET", "/v2/assistants/{assistant}/versions/1", None, 2, "the assistant, its versions"),
+    ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 3 + AUDIT, "the assistant, the version, update"),
     ("GET", "/v2/tools", None, 1, "the HTTP tools"),
     ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
     ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
@@ -79,10 +85,11 @@ ENDPOINTS = [
      "the override of the touchpoint, the registry version (engine routing)"),
     ("POST", "/v2/audio/transcribe", {"audio_base64": "{audio}", "language": "ko"}, 1,
      "the registry version (engine routing); no data of the tenant"),
-    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 16 + AUDIT,
+    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 18 + AUDIT,
      "the implicit idempotency key (the previous window's record?), its claim (read, insert) and stored answer;"
      " the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
-     " the call's assistant (the calling number's, else the tenant's first); insert the call, update the counter; after the reservation committed, the call read again to dial it,"
+     " the call's assistant (the calling number's, else the tenant's first), the calling number's pin, its"
+     " version; insert the call, update the counter; after the reservation committed, the call read again to dial it,"
      " the sim carrier's dial record and the call's carrier id"),
     ("GET", "/v2/privacy/settings", None, 1, "the tenant's retention settings"),
     ("PATCH", "/v2/privacy/settings", {"transcriptDays": 30}, 4 + AUDIT,
@@ -102,8 +109,9 @@ ENDPOINTS = [
      " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
      " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
      " receipt (the service audits it)"),
-    ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
-     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first); the"
+    ("POST", "/api/voice/agent/sessions", {}, 12 + AUDIT,
+     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first), its"
+     " latest version; the"
      " month's counter (get or create, then locked); stale reservations; the web carrier; insert the call, update"
      " the counter; insert the session"),
     ("GET", "/v2/webhooks", None, 1, "the endpoints"),
@@ -170,6 +178,7 @@ def seeded(tenant_a, tenant_b, korean_model):
         for n in range(2):
             webhook, _ = endpoint_create(tenant=tenant, url=f"https://hooks.example/{n}", event_types=["lead.created"])
             assistant = Assistant.objects.create(tenant=tenant, name=f"Assistent {n}")
+            assistant_publish(assistant=assistant, actor="tests")  # v1
             tool, _ = http_tool_create(tenant=tenant, data={"name": f"werkzeug_{n}", "url": f"https://t.example/{n}"})
             number = number_create(tenant=tenant, e164=f"{prefix}{n:04d}", label=assistant.name)
             call = Call.objects.create(tenant=tenant, carrier_id="testcarrier", direction="inbound",
