@@ -22,10 +22,10 @@ import uuid
 from django.conf import settings
 
 from agent_app.audio import PhoneWire
-from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
 from agent_app.session import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOO_LARGE, off_loop
+from calls_app.kinds import asterisk
 
 logger = logging.getLogger("agent_app.phone")
 
@@ -109,7 +109,7 @@ class AudioSocketCall(PhoneBridge):
             raise Refused("no UUID frame in time") from None
         if kind != UUID or len(payload) != 16:
             raise Refused("a first frame that is not the call's UUID")
-        session = await _claim(token=str(uuid.UUID(bytes=payload)), transport=AgentSession.Transport.AUDIOSOCKET)
+        session = await _claim(token=str(uuid.UUID(bytes=payload)), transport=asterisk.KIND.transport)
         if session is None:
             raise Refused("an unknown, used or expired UUID")
         self.begin(session, WIRE)

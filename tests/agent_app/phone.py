@@ -198,14 +198,22 @@ class FakeTwilioRest:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
+                self.answer("POST")
+
+            def do_GET(self):  # the account itself: what the adapter's probe reads
+                self.answer("GET")
+
+            def answer(self, method):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 form = {k: v[0] for k, v in parse_qs(body).items()}
                 with outer.seen:
                     outer.requests.append({"path": self.path, "form": form, "auth": self.headers.get("Authorization"),
-                                           "headers": dict(self.headers)})
+                                           "headers": dict(self.headers), "method": method})
                     outer.seen.notify_all()
                 if outer.fail:
                     status, answer = outer.fail
+                elif method == "GET":
+                    status, answer = 200, {"sid": self.path.rsplit("/", 1)[-1][:-5], "status": "active"}
                 else:
                     status = 201 if self.path.endswith("/Calls.json") else 200
                     answer = {"sid": "CA" + uuid.uuid4().hex, "status": "queued"}
