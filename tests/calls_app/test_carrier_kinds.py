@@ -151,3 +151,16 @@ def test_the_migration_moves_the_twilio_columns_into_the_sealed_object_and_back(
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_the_twilio_adapter_hangs_up_and_hands_over_through_the_calls_resource(fake_twilio):
+    carrier_create(carrier_id="tw9", kind="twilio",
+                   credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.base})
+    adapter = adapter_for("tw9")
+    adapter.hang_up(carrier_call_id="CA42")
+    adapter.transfer(carrier_call_id="CA42", target="+4930123456")
+    hang_up, transfer = fake_twilio.requests
+    assert (hang_up["path"], hang_up["form"]) == (f"/2010-04-01/Accounts/{ACCOUNT}/Calls/CA42.json",
+                                                  {"Status": "completed"})
+    assert "<Dial>+4930123456</Dial>" in transfer["form"]["Twiml"]
