@@ -116,6 +116,10 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
             return await conversation.dtmf(event.digit)
         if event.kind == "stop":
             return await conversation.end()
+        if event.kind == "error":
+            logger.error("Media stream %s (call %s): the carrier reported an error (%s)", self.log_id,
+                         conversation.call_id, event.audio.hex()[:32])
+            return await conversation.end(CLOSE_FAILED)
         return None  # a mark: a part of the agent's speech was played out
 
     async def _start(self, event: MediaEvent) -> None:
@@ -154,8 +158,8 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         assert self.conversation is not None
         await _transfer(call_id=self.conversation.call_id, target=target)
 
-    async def _send(self, frame: str | bytes) -> None:
-        if self.close_sent:
+    async def _send(self, frame: str | bytes | None) -> None:
+        if self.close_sent or frame is None:
             return
         if isinstance(frame, bytes):
             await self.send(bytes_data=frame)

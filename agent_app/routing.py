@@ -10,5 +10,5 @@ from calls_app.kinds import KINDS
 websocket_urlpatterns = [
     path("api/voice/agent", AgentConsumer.as_asgi()),
     *(path(f"voice/{kind.name}/<str:carrier_id>/stream", MediaStreamConsumer.as_asgi(kind_name=kind.name))
-      for kind in KINDS.values() if kind.codec is not None),
+      for kind in KINDS.values() if kind.codec is not None and kind.websocket),
 ]

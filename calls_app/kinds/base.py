@@ -238,7 +238,8 @@ class CodecError(Exception):
 class MediaEvent:
     """One parsed frame: `kind` is "start" (with `stream_id`, `call_id`, `token`,
     `encoding`), "audio" (`audio`), "dtmf" (`digit`, None when unreadable), "mark",
-    "stop" or "ignore" (a frame that carries nothing for us)."""
+    "stop", "error" (the far end reports one; `audio` holds its bytes) or "ignore" (a
+    frame that carries nothing for us)."""
 
     kind: str
     audio: bytes = b""
@@ -251,15 +252,17 @@ class MediaEvent:
 
 class MediaCodec(Protocol):
     """Parses and writes the wire of a kind's media stream. One codec per connection
-    (it may remember the stream's id); `parse` raises CodecError on a broken frame."""
+    (it may remember the stream's id); `parse` raises CodecError on a broken frame.
+    `mark` and `clear` are None where the wire has none (AudioSocket: the listener
+    drops what was not sent yet itself)."""
 
     def parse(self, text: str | None, data: bytes | None) -> MediaEvent: ...
 
-    def audio(self, chunk: bytes) -> list[str]: ...
+    def audio(self, chunk: bytes) -> list[str] | list[bytes]: ...
 
-    def mark(self, name: str) -> str: ...
+    def mark(self, name: str) -> str | bytes | None: ...
 
-    def clear(self) -> str: ...
+    def clear(self) -> str | bytes | None: ...
 
 
 # --- The kind ---------------------------------------------------------------------------------
@@ -272,6 +275,9 @@ class CarrierKind:
     adapter: type[AdapterBase] | None = None
     webhooks: Webhooks | None = None
     codec: Callable[[], MediaCodec] | None = None
+    # Whether its media stream is a WebSocket of ours (/voice/<kind>/<carrier>/stream,
+    # agent_app/media_stream.py); else the codec serves a listener of its own.
+    websocket: bool = True
     # The transport its calls' agent sessions claim, and their wire (encoding, rate).
     transport: str = ""
     wire: tuple[str, int] = ("pcm_s16le", 8000)
