@@ -164,3 +164,23 @@ def test_the_twilio_adapter_hangs_up_and_hands_over_through_the_calls_resource(f
     assert (hang_up["path"], hang_up["form"]) == (f"/2010-04-01/Accounts/{ACCOUNT}/Calls/CA42.json",
                                                   {"Status": "completed"})
     assert "<Dial>+4930123456</Dial>" in transfer["form"]["Twiml"]
+
+
+@pytest.mark.django_db
+def test_a_new_kind_is_one_declaration_without_a_migration(monkeypatch):
+    """A kind added to the registry is a carrier kind at once: created with its own
+    credentials form, valid on the model, its transport valid on agent sessions."""
+    from agent_app.models import known_transport
+    from calls_app.kinds.base import CarrierKind, CredentialField
+
+    trunk = CarrierKind(name="trunk", label="Testanlage", transport="trunk", credentials=(
+        CredentialField("registrar", "Registrar", clean=lambda value: value.lower()),
+        CredentialField("password", "Passwort", secret=True)))
+    monkeypatch.setitem(KINDS, "trunk", trunk)
+    carrier, _ = carrier_create(carrier_id="tr1", kind="trunk",
+                                credentials={"registrar": "SIP:Example.DE", "password": "geheim"})
+    carrier.full_clean()
+    assert credentials_of(carrier) == {"registrar": "sip:example.de", "password": "geheim"}
+    known_transport("trunk")
+    with pytest.raises(ValidationError):
+        known_transport("carrier-pigeon")
