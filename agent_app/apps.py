@@ -6,7 +6,7 @@ class AgentAppConfig(AppConfig):
     name = "agent_app"
     verbose_name = _("Voice agent")
 
-    def ready(self):
+    def ready(self) -> None:
         # The sessions' variables are personal data of web calls, which have no number:
         # privacy_app (a sibling, which may not import us) reaches them through this hook.
         from agent_app import selectors, services

@@ -4,10 +4,13 @@ Recognition works on 16 kHz 16-bit mono PCM; the wire carries that, or 8 kHz G.7
 (μ-law, what North American media streams carry; A-law, what European trunks carry),
 or 8 kHz 16-bit PCM (Asterisk's AudioSocket). Everything here is plain numpy and
 WebRTC's voice activity detector, so it runs in microseconds per frame."""
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy
 import webrtcvad
+from numpy.typing import NDArray
 
 RATE = 16000  # what recognition and the detector work on
 # What the browser's sessions may ask for (docs/api.md); the phone bridges also carry
@@ -18,9 +21,11 @@ PHONE_FORMATS = {("mulaw", 8000), ("alaw", 8000), ("pcm_s16le", 8000)}
 MAX_FRAME_SEC = 0.2
 
 _MULAW_BIAS, _MULAW_CLIP = 0x84, 32635
+# Samples as numpy works on them (16-bit from the decoders, any numbers within).
+Samples = NDArray[Any]
 
 
-def _mulaw_decode_table():
+def _mulaw_decode_table() -> Samples:
     codes = ~numpy.arange(256, dtype=numpy.int32) & 0xFF
     sign, exponent, mantissa = codes & 0x80, (codes >> 4) & 0x07, codes & 0x0F
     magnitude = (((mantissa << 3) + _MULAW_BIAS) << exponent) - _MULAW_BIAS
@@ -30,11 +35,11 @@ def _mulaw_decode_table():
 _MULAW_TABLE = _mulaw_decode_table()
 
 
-def mulaw_decode(data):
+def mulaw_decode(data: bytes) -> Samples:
     return _MULAW_TABLE[numpy.frombuffer(data, dtype=numpy.uint8)]
 
 
-def mulaw_encode(samples):
+def mulaw_encode(samples: Samples) -> bytes:
     samples = samples.astype(numpy.int32)
     sign = numpy.where(samples < 0, 0x80, 0)
     magnitude = numpy.minimum(numpy.abs(samples), _MULAW_CLIP) + _MULAW_BIAS
@@ -43,7 +48,7 @@ def mulaw_encode(samples):
     return (~(sign | (exponent << 4) | mantissa) & 0xFF).astype(numpy.uint8).tobytes()
 
 
-def _alaw_decode_table():
+def _alaw_decode_table() -> Samples:
     codes = numpy.arange(256, dtype=numpy.int32) ^ 0x55
     sign, exponent, mantissa = codes & 0x80, (codes >> 4) & 0x07, codes & 0x0F
     magnitude = numpy.where(exponent == 0, (mantissa << 4) + 8, ((mantissa << 4) + 0x108) << (exponent - 1))
@@ -53,12 +58,12 @@ def _alaw_decode_table():
 _ALAW_TABLE = _alaw_decode_table()
 
 
-def alaw_decode(data):
+def alaw_decode(data: bytes) -> Samples:
     """G.711 A-law (ITU-T G.711, even bits inverted) to 16-bit samples."""
     return _ALAW_TABLE[numpy.frombuffer(data, dtype=numpy.uint8)]
 
 
-def alaw_encode(samples):
+def alaw_encode(samples: Samples) -> bytes:
     """16-bit samples to G.711 A-law: 13-bit magnitude, segment (exponent) and four
     mantissa bits, sign bit set for positive values, even bits inverted (0x55)."""
     samples = samples.astype(numpy.int32)
@@ -70,11 +75,11 @@ def alaw_encode(samples):
     return ((sign | (exponent << 4) | mantissa) ^ 0x55).astype(numpy.uint8).tobytes()
 
 
-_DECODERS = {"mulaw": mulaw_decode, "alaw": alaw_decode}
-_ENCODERS = {"mulaw": mulaw_encode, "alaw": alaw_encode}
+_DECODERS: dict[str, Callable[[bytes], Samples]] = {"mulaw": mulaw_decode, "alaw": alaw_decode}
+_ENCODERS: dict[str, Callable[[Samples], bytes]] = {"mulaw": mulaw_encode, "alaw": alaw_encode}
 
 
-def _low_pass(samples, cutoff):
+def _low_pass(samples: Samples, cutoff: float) -> Samples:
     """A windowed-sinc FIR low-pass (`cutoff` as a fraction of the sample rate): without
     it, downsampling folds the voice's upper harmonics back into the speech band."""
     taps = numpy.arange(-32, 33)
@@ -82,7 +87,7 @@ def _low_pass(samples, cutoff):
     return numpy.convolve(samples.astype(numpy.float32), kernel / kernel.sum(), mode="same")
 
 
-def resample(samples, from_rate, to_rate):
+def resample(samples: Samples, from_rate: int, to_rate: int) -> Samples:
     """Linear interpolation, low-passed first when the rate goes down: enough for speech
     going to a recogniser or a phone line."""
     if from_rate == to_rate or not len(samples):
@@ -100,36 +105,36 @@ class WireFormat:
     sample_rate: int
 
     @property
-    def sample_bytes(self):
+    def sample_bytes(self) -> int:
         return 2 if self.encoding == "pcm_s16le" else 1
 
     @property
-    def bytes_per_second(self):
+    def bytes_per_second(self) -> int:
         return self.sample_rate * self.sample_bytes
 
     @property
-    def max_frame_bytes(self):
+    def max_frame_bytes(self) -> int:
         return int(self.bytes_per_second * MAX_FRAME_SEC)
 
-    def seconds_of(self, data):
+    def seconds_of(self, data: bytes) -> float:
         return len(data) / self.bytes_per_second
 
-    def whole(self, data):
+    def whole(self, data: bytes) -> bool:
         """Whether `data` is a whole number of samples."""
         return self.encoding != "pcm_s16le" or len(data) % 2 == 0
 
-    def to_pcm16k(self, data):
+    def to_pcm16k(self, data: bytes) -> bytes:
         """Wire audio as 16 kHz 16-bit PCM bytes."""
         if self.encoding == "pcm_s16le" and self.sample_rate == RATE:
             return data
         return resample(self.samples(data), self.sample_rate, RATE).astype("<i2").tobytes()
 
-    def samples(self, data):
+    def samples(self, data: bytes) -> Samples:
         """Wire audio as 16-bit samples at the wire's rate."""
         decode = _DECODERS.get(self.encoding)
         return decode(data) if decode else numpy.frombuffer(data, dtype="<i2")
 
-    def from_pcm(self, pcm, sample_rate):
+    def from_pcm(self, pcm: bytes, sample_rate: int) -> bytes:
         """PCM of the synthesiser (any rate) in this wire format."""
         samples = resample(numpy.frombuffer(pcm, dtype="<i2"), sample_rate, self.sample_rate)
         encode = _ENCODERS.get(self.encoding)
@@ -145,7 +150,7 @@ class PhoneWire(WireFormat):
     interpolation on eSpeak's German: mean word error rate 0.51 against 0.59 over 24
     sentences in μ-law and A-law (16 kHz: 0.32; docs/performance-history.md, "Phone calls")."""
 
-    def to_pcm16k(self, data):
+    def to_pcm16k(self, data: bytes) -> bytes:
         if self.sample_rate * 2 != RATE:
             return super().to_pcm16k(data)
         wide = numpy.zeros(len(data) // self.sample_bytes * 2, dtype=numpy.int32)
@@ -168,6 +173,11 @@ class Pause:
     start: float  # the utterance's start, as in Utterance
     silence_sec: float  # how long the caller has been silent
     first: bool  # the first checkpoint of this pause (later ones ask again)
+
+
+# What the Endpointer finds: ("start", seconds), ("pause", Pause), ("resume", seconds)
+# or ("end", Utterance).
+Event = tuple[str, Any]
 
 
 class Endpointer:
@@ -195,39 +205,39 @@ class Endpointer:
     PREROLL = 10  # frames kept from before the onset
     MAX_UTTERANCE_SEC = 15
 
-    def __init__(self, aggressiveness=2):
+    def __init__(self, aggressiveness: int = 2) -> None:
         self.vad = webrtcvad.Vad(aggressiveness)
         self.hangover = self.HANGOVER
         self.pending = b""
         self.frames_seen = 0
         self.voiced_frames = 0  # voiced frames of utterances so far (tells a caller when speech last came)
-        self.recent = []  # (voiced, frame) of the last frames before speech
-        self.speech = None  # frames of the utterance under way
-        self.speech_start = 0
+        self.recent: list[tuple[bool, bytes]] = []  # (voiced, frame) of the last frames before speech
+        self.speech: list[bytes] | None = None  # frames of the utterance under way
+        self.speech_start = 0.0
         self.silent_run = 0
 
     @property
-    def speaking(self):
+    def speaking(self) -> bool:
         return self.speech is not None
 
     @property
-    def paused(self):
+    def paused(self) -> bool:
         """Whether the utterance under way is in a pause (past its first checkpoint)."""
         return self.speech is not None and self.silent_run >= self.PAUSES[0]
 
     @property
-    def speech_sec(self):
+    def speech_sec(self) -> float:
         """Seconds of the utterance under way (0 without one)."""
         return len(self.speech) * self.FRAME / RATE if self.speech is not None else 0.0
 
-    def so_far(self):
+    def so_far(self) -> bytes:
         """The utterance under way up to now (16 kHz PCM), or b""."""
         return b"".join(self.speech) if self.speech is not None else b""
 
-    def feed(self, pcm):
+    def feed(self, pcm: bytes) -> list[Event]:
         """Returns the events the audio completes: ("start", seconds), ("pause", Pause),
         ("resume", seconds) and ("end", Utterance)."""
-        events = []
+        events: list[Event] = []
         self.pending += pcm
         size = self.FRAME * 2
         while len(self.pending) >= size:
@@ -236,14 +246,14 @@ class Endpointer:
             events.extend(self._frame(frame, self.vad.is_speech(frame, RATE)))
         return events
 
-    def end_now(self):
+    def end_now(self) -> Utterance | None:
         """Ends the utterance under way at once, while it is in a pause (the end-of-turn
         model said the caller finished); its Utterance, or None."""
         if not self.paused:
             return None
         return self._end(self.frames_seen * self.FRAME / RATE)
 
-    def _frame(self, frame, voiced):
+    def _frame(self, frame: bytes, voiced: bool) -> list[Event]:
         now = self.frames_seen * self.FRAME / RATE
         if self.speech is None:
             self.recent = (self.recent + [(voiced, frame)])[-self.PREROLL:]
@@ -255,7 +265,7 @@ class Endpointer:
                 return [("start", now)]
             return []
         self.speech.append(frame)
-        events = []
+        events: list[Event] = []
         if voiced:
             self.voiced_frames += 1
             if self.paused:
@@ -271,7 +281,8 @@ class Endpointer:
             return [*events, ("end", self._end(now))]
         return events
 
-    def _end(self, now):
+    def _end(self, now: float) -> Utterance:
+        assert self.speech is not None  # an utterance is under way
         pcm = b"".join(self.speech)
         spoken_end = now - self.silent_run * self.FRAME / RATE
         self.speech = None

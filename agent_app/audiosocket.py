@@ -14,7 +14,9 @@ the connection with an error log line; a hangup frame or a dropped connection en
 call. A call that had begun is booked once however it ends."""
 import asyncio
 import logging
+import socket
 import struct
+from typing import Any
 
 from django.conf import settings
 
@@ -36,15 +38,15 @@ class AudioSocketCall(PhoneBridge):
     wire = WIRE
     closed = False
 
-    def __init__(self, reader, writer):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
         self.log_id = connection_id()
         self.outbox = bytearray()
         self.outbox_ready = asyncio.Event()
-        self.sender = None
+        self.sender: asyncio.Task[None] | None = None
         self.codec = AudioSocketCodec()
 
-    async def run(self):
+    async def run(self) -> None:
         try:
             await self._serve()
         except CodecError as exc:
@@ -63,13 +65,13 @@ class AudioSocketCall(PhoneBridge):
             await self.finish()
             await self.close(CLOSE_NORMAL)
 
-    async def _end(self, close_code):
+    async def _end(self, close_code: int) -> None:
         if self.conversation is not None:
             await self.conversation.end(close_code)
         else:
             await self.close(close_code)
 
-    async def _frame(self, first_byte_timeout):
+    async def _frame(self, first_byte_timeout: float | None) -> bytes:
         """The next frame (header and payload): its first byte within `first_byte_timeout`
         (None: no limit), the rest within PHONE_HANDSHAKE_TIMEOUT_SEC."""
         first = await asyncio.wait_for(self.reader.readexactly(1), first_byte_timeout)
@@ -88,7 +90,7 @@ class AudioSocketCall(PhoneBridge):
         except TimeoutError:
             raise CodecError("a frame that did not arrive whole in time (a slow sender)") from None
 
-    async def _serve(self):
+    async def _serve(self) -> None:
         try:
             first = await self._frame(settings.PHONE_HANDSHAKE_TIMEOUT_SEC)
         except TimeoutError:
@@ -100,6 +102,7 @@ class AudioSocketCall(PhoneBridge):
         self.begin(session, WIRE)
         self.sender = asyncio.create_task(self._pace())
         conversation = self.conversation
+        assert conversation is not None  # begun
         while not conversation.closing:
             data = await self._frame(None)  # silence of a hung PBX: the conversation's idle timeout
             conversation.touch()
@@ -116,22 +119,22 @@ class AudioSocketCall(PhoneBridge):
                 return await conversation.end(CLOSE_FAILED)
 
     # --- the transport ------------------------------------------------------------------
-    async def send_event(self, event):
+    async def send_event(self, event: dict[str, Any]) -> None:
         if event.get("type") == "error":
             logger.info("AudioSocket %s (call %s): %s", self.log_id,
                         self.conversation.call_id if self.conversation else "-", event.get("code"))
 
-    async def send_wire(self, chunk):
+    async def send_wire(self, chunk: bytes) -> None:
         self.outbox += chunk
         self.outbox_ready.set()
 
-    async def clear_audio(self):
+    async def clear_audio(self) -> None:
         self.outbox.clear()  # barge-in: what was not sent yet is never sent
 
-    async def _pace(self):
+    async def _pace(self) -> None:
         """Our audio in 20 ms frames at real time: Asterisk plays what it gets as it gets it."""
         loop = asyncio.get_running_loop()
-        due = None
+        due: float | None = None
         while True:
             if not self.outbox:
                 due = None
@@ -149,12 +152,12 @@ class AudioSocketCall(PhoneBridge):
             due += FRAME_BYTES / WIRE.bytes_per_second
             await asyncio.sleep(max(0.0, due - loop.time()))
 
-    async def transfer(self, target):
+    async def transfer(self, target: str) -> None:
         """Nothing to ask the PBX: the call keeps the number (call_hand_over), the hangup
         frame ends AudioSocket(), and the dialplan reads the number back and dials it."""
         return None
 
-    async def close(self, code=None):
+    async def close(self, code: int | None = None) -> None:
         if self.closed:
             return
         self.closed = True
@@ -169,10 +172,11 @@ class AudioSocketCall(PhoneBridge):
         self.writer.close()
 
 
-async def serve(host=None, port=None, *, sock=None, ready=None):
+async def serve(host: str | None = None, port: int | None = None, *, sock: socket.socket | None = None,
+                ready: asyncio.Event | None = None) -> None:
     """Listens (on host:port, or the listening `sock`) until cancelled; `ready` (an
     asyncio.Event) is set once it listens."""
-    async def handle(reader, writer):
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await AudioSocketCall(reader, writer).run()
 
     if sock is not None:

@@ -9,6 +9,7 @@ anywhere in the consumer or the conversation — books its call through the
 conversation's one booking path (once: a second end changes nothing)."""
 import json
 import logging
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.exceptions import StopConsumer
@@ -16,6 +17,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agent_app.audio import WireFormat
+from agent_app.models import AgentSession
 from agent_app.services import agent_session_claim
 from agent_app.session import (
     CLOSE_FAILED,
@@ -43,10 +45,10 @@ _end_call = off_loop(calls.call_web_end)
 class FrameBudget:
     """A token bucket of frames: `rate` a second, in bursts of at most `rate`."""
 
-    def __init__(self, rate, now):
+    def __init__(self, rate: float, now: float) -> None:
         self.rate, self.tokens, self.at = rate, float(rate), now
 
-    def take(self, now):
+    def take(self, now: float) -> bool:
         """Whether one more frame arriving at `now` is within the budget."""
         self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
         self.at = now
@@ -57,13 +59,13 @@ class FrameBudget:
 
 
 class AgentConsumer(AsyncWebsocketConsumer, Transport):
-    session = None
-    conversation = None
+    session: AgentSession | None = None
+    conversation: Conversation | None = None
     closing = False
     close_sent = False
 
     # --- connection -----------------------------------------------------------------
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Channels' dispatch loop, with a last net: if it ends in any way that did not
         book the claimed session (an exception the handlers let through, a cancellation
         of the connection's task), the call is booked here."""
@@ -76,7 +78,7 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
             elif self.session is not None:
                 await _end_call(call_id=self.session.call_id)
 
-    async def dispatch(self, message):
+    async def dispatch(self, message: dict[str, Any]) -> None:
         """Every message's handler; an exception in one ends the session like any error
         close (error frame, the call booked, 4500) instead of dropping the connection."""
         try:
@@ -84,11 +86,11 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
         except StopConsumer:
             raise
         except Exception as exc:
-            await self._fail(exc, message.get("type"))
+            await self._fail(exc, str(message.get("type")))
             if message.get("type") == "websocket.disconnect":
                 raise StopConsumer() from None  # the connection is gone: nothing more will come
 
-    async def connect(self):
+    async def connect(self) -> None:
         token = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
         self.session = await _claim(token=token)
         # Accepted first in any case: a close code reaches the client only on an open socket.
@@ -104,7 +106,7 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
         await self.send_event({"type": "session.started", "sessionId": self.session.id,
                                "callId": self.session.call_id})
 
-    async def disconnect(self, code):
+    async def disconnect(self, code: int) -> None:
         """However the connection ends (the client, a timeout, a drop): the call is booked
         (once) and the conversation's tasks stop."""
         self.closing = True
@@ -112,7 +114,7 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
             await self.conversation.stop()
 
     # --- frames from the client -----------------------------------------------------
-    async def receive(self, text_data=None, bytes_data=None):
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         conversation = self.conversation
         if self.closing or conversation is None or conversation.closing:
             return
@@ -123,9 +125,9 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
         if bytes_data is not None:
             await conversation.audio(bytes_data)
         else:
-            await self._command(text_data)
+            await self._command(conversation, text_data or "")
 
-    async def _command(self, text):
+    async def _command(self, conversation: Conversation, text: str) -> None:
         frame = None
         if len(text) <= MAX_TEXT_FRAME_BYTES and len(text.encode()) <= MAX_TEXT_FRAME_BYTES:
             try:
@@ -133,37 +135,38 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
             except ApiError:
                 pass
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            return await self.conversation.refuse(
+            return await conversation.refuse(
                 "invalid_frame", 'Text frames are JSON objects with a "type", of at most '
                 f"{MAX_TEXT_FRAME_BYTES} bytes and {MAX_DEPTH} levels.", CLOSE_PROTOCOL)
         if frame["type"] == "end":
-            await self.conversation.end()
+            await conversation.end()
         elif frame["type"] == "dtmf":
-            await self.conversation.dtmf(frame.get("digit"))
+            await conversation.dtmf(frame.get("digit"))
         else:
-            await self.conversation.refuse("unknown_frame_type", f"Unknown frame type '{frame['type'][:40]}'; "
+            await conversation.refuse("unknown_frame_type", f"Unknown frame type '{frame['type'][:40]}'; "
                                            'send audio, "end" or "dtmf".', CLOSE_PROTOCOL)
 
     # --- the transport: what the conversation sends ---------------------------------
-    async def send_event(self, event):
+    async def send_event(self, event: dict[str, Any]) -> None:
         if not self.close_sent:
             await self.send(text_data=json.dumps(event, ensure_ascii=False))
 
-    async def send_audio(self, chunk):
+    async def send_audio(self, chunk: bytes) -> None:
         await self.send(bytes_data=chunk)
 
-    async def close(self, code=None, reason=None):
+    async def close(self, code: int | None = None, reason: str | None = None) -> None:
         """The close is sent once, whoever ends the session first; a connection that is
         gone already needs none."""
         if self.close_sent:
             return
         self.close_sent = True
         try:
-            await super().close(code=code, reason=reason)
+            # channels has no types: mypy takes Transport's close for the next in the MRO.
+            await super().close(code=code, reason=reason)  # type: ignore[safe-super,call-arg,arg-type]
         except Exception as exc:  # the connection is gone already
             logger.info("Voice agent session %s: no close frame (%r)", getattr(self.session, "id", "-"), exc)
 
-    async def _fail(self, exc, where):
+    async def _fail(self, exc: BaseException, where: str) -> None:
         if self.conversation is not None:
             return await self.conversation.fail(exc, where)
         # Before the conversation existed (connect() after the token was claimed).

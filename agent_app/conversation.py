@@ -3,10 +3,13 @@ speaking — each run in a worker thread by the conversation core, never on the 
 loop (thinking is the assistant's mind, agent_app/mind.py)."""
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
 
+from agent_app.audio import WireFormat
+from console.tenants.models import Tenant
 from scripts_app.selectors import effective_script
 from scripts_app.services import effective_text
 from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
@@ -22,7 +25,7 @@ class Opening:
     text: str  # the whole opening, the disclosure first
 
 
-def opening(*, tenant, variables):
+def opening(*, tenant: Tenant, variables: Mapping[str, str]) -> Opening:
     """The assistant's opening script as the tenant has it, the disclosure prepended
     (scripts_app, as for every call opener). MissingVariables (400) if the script names
     a variable without a value; the tenant's name is `companyName` unless given."""
@@ -32,7 +35,8 @@ def opening(*, tenant, variables):
     return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
 
 
-def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
+def voicemail_text(*, tenant: Tenant, touchpoint: str, variables: Mapping[str, str] | None,
+                   callback_number: str = "") -> str:
     """What an answering machine is told for a campaign (its voicemail touchpoint, the
     disclosure first where the script opens a call): `companyName` is the tenant's and
     `callbackNumber` the number we called from unless the contact's variables name them.
@@ -42,7 +46,7 @@ def voicemail_text(*, tenant, touchpoint, variables, callback_number=""):
                                              **(variables or {})}, disclosure=tenant.disclosure_text)
 
 
-def hear(pcm, *, language):
+def hear(pcm: bytes, *, language: str) -> str:
     """What the caller said in `pcm` (16 kHz PCM, one utterance), by the engine that
     serves the language."""
     engine = recognizer_for(language)
@@ -51,7 +55,7 @@ def hear(pcm, *, language):
     return engine.hear(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
 
 
-def draft(pcm, *, language):
+def draft(pcm: bytes, *, language: str) -> str | None:
     """A partial transcript of the utterance so far, or None when the engines are busy
     (a draft never waits for one)."""
     transcript = recognizer_for(language).hear(pcm, language=language, deadline=Deadline(DRAFT_DEADLINE_SEC),
@@ -63,7 +67,7 @@ def draft(pcm, *, language):
 DRAFT_DEADLINE_SEC = 5
 
 
-def get_ready(*, language):
+def get_ready(*, language: str) -> None:
     """Loads this process's recognition model and the end-of-turn model while the
     opening is spoken (the first session of a process would otherwise wait for them at
     the caller's first words). Also where a remote speech server hears first: the model
@@ -74,7 +78,7 @@ def get_ready(*, language):
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
 
-def speak(text, *, language, voice, wire):
+def speak(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
     audio, so that the first sentence can be sent while the next is being made."""
     engine = synthesizer_for(language, voice=voice)
@@ -82,7 +86,7 @@ def speak(text, *, language, voice, wire):
         yield wire.from_pcm(speech.pcm, speech.sample_rate)
 
 
-def speak_whole(text, *, language, voice, wire):
+def speak_whole(text: str, *, language: str, voice: str, wire: WireFormat) -> bytes:
     """`text` spoken, all of it at once (what must be heard out, such as the goodbye at a
     grant's end)."""
     return b"".join(speak(text, language=language, voice=voice, wire=wire))
@@ -91,11 +95,11 @@ def speak_whole(text, *, language, voice, wire):
 # The openings spoken lately, by their exact text, voice, engine version and wire
 # format: the same script (and variables) is synthesised once per process, not per call.
 OPENING_CACHE_ENTRIES = 32
-_openings = OrderedDict()
+_openings: OrderedDict[tuple[object, ...], tuple[bytes, ...]] = OrderedDict()
 _openings_lock = threading.Lock()
 
 
-def opening_audio(text, *, language, voice, wire):
+def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
     first time, each sentence is handed on as soon as it is made."""
@@ -108,7 +112,7 @@ def opening_audio(text, *, language, voice, wire):
     if cached is not None:
         yield from cached
         return
-    made = []
+    made: list[bytes] = []
     for audio in speak(text, language=language, voice=voice, wire=wire):
         made.append(audio)
         yield audio

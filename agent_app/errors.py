@@ -14,7 +14,7 @@ class DemoSessionsLimited(ApiError):
     status, code = 429, "rate_limited"
     message = "Too many voice demo sessions; try again later."
 
-    def __init__(self, retry_after, *, per_client):
+    def __init__(self, retry_after: int, *, per_client: bool) -> None:
         whose = "from this address" if per_client else "for the demo right now"
         super().__init__(
             f"Too many voice demo sessions {whose}; try again in {retry_after} seconds.",

@@ -22,14 +22,17 @@ threads; the loop only keeps the state."""
 import asyncio
 import concurrent.futures
 import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from agent_app import conversation
-from agent_app.audio import Endpointer, Utterance
+from agent_app.audio import Endpointer, Pause, Utterance
 from agent_app.threads import in_pool
 from speech_app.smart_turn import COMPLETE, smart_turn
 
 logger = logging.getLogger("agent_app")
+T = TypeVar("T")
 
 # Frames of silence (30 ms each) after which a turn ends when the end-of-turn model did
 # not say it was complete: ~1 s, twice the fixed pause, for a caller who stops mid-sentence.
@@ -49,7 +52,7 @@ class Turn:
     """One utterance of the caller whose end was decided, and its recognition under way."""
 
     utterance: Utterance
-    transcript: asyncio.Task  # the text heard; raises ApiError (e.g. stt_busy)
+    transcript: asyncio.Future[str]  # the text heard; raises ApiError (e.g. stt_busy)
     spoken_end_at: float  # loop time when the caller's last speech arrived
     decided_at: float  # loop time when the turn was taken as ended
     speculative: bool  # recognised from the audio at the pause, before the end was decided
@@ -60,21 +63,22 @@ class Hearing:
     each utterance whose end was decided; `on_partial(text, start)` (a coroutine
     function) for each partial transcript."""
 
-    def __init__(self, *, language, loop, on_turn, on_partial):
+    def __init__(self, *, language: str, loop: asyncio.AbstractEventLoop, on_turn: Callable[[Turn], None],
+                 on_partial: Callable[[str, float], Awaitable[None]]) -> None:
         self.endpointer = Endpointer()
         self.language = language
         self.loop = loop
         self.on_turn, self.on_partial = on_turn, on_partial
         self.utterance_no = 0  # a partial of an earlier utterance is dropped
         self.pause_no = 0  # a model's answer or a speculation of an earlier pause is dropped
-        self.speculation = None  # (pause_no, task) of the pause under way
-        self.partial_task = None
+        self.speculation: tuple[int, asyncio.Future[str]] | None = None  # (pause_no, task) of the pause under way
+        self.partial_task: asyncio.Future[None] | None = None
         self.partial_at = 0.0  # seconds of the utterance at the last partial
         self.last_voice_at = loop.time()
-        self.tasks = set()
-        self.asking = set()  # the end-of-turn model's answers under way
+        self.tasks: set[asyncio.Future[Any]] = set()
+        self.asking: set[asyncio.Future[None]] = set()  # the end-of-turn model's answers under way
 
-    def feed(self, pcm):
+    def feed(self, pcm: bytes) -> list[float]:
         """The caller's audio (16 kHz PCM); returns the times (seconds of the caller's
         audio) at which the caller started speaking in it (the agent stops talking)."""
         voiced = self.endpointer.voiced_frames
@@ -96,17 +100,17 @@ class Hearing:
         self._maybe_partial()
         return started
 
-    async def settled(self):
+    async def settled(self) -> None:
         """Waits until the end-of-turn model has answered every question asked so far."""
         while self.asking:
             await asyncio.wait(list(self.asking))
 
-    def close(self):
+    def close(self) -> None:
         for task in list(self.tasks):
             task.cancel()
 
     # --- the end of a turn -------------------------------------------------------------
-    def _paused(self, pause):
+    def _paused(self, pause: Pause) -> None:
         model = smart_turn()
         if pause.first:
             self.pause_no += 1
@@ -118,7 +122,7 @@ class Hearing:
             self.asking.add(ask)
             ask.add_done_callback(self.asking.discard)
 
-    async def _ask(self, pause_no, pcm):
+    async def _ask(self, pause_no: int, pcm: bytes) -> None:
         probability = await self.loop.run_in_executor(_TURN_MODEL_POOL, smart_turn().probability, pcm)
         if probability is None or probability < COMPLETE or pause_no != self.pause_no:
             return
@@ -126,7 +130,7 @@ class Hearing:
         if utterance is not None:
             self._ended(utterance)
 
-    def _ended(self, utterance):
+    def _ended(self, utterance: Utterance) -> None:
         speculation, self.speculation = self.speculation, None
         if speculation is not None and speculation[0] == self.pause_no:
             transcript, speculative = speculation[1], True
@@ -135,11 +139,11 @@ class Hearing:
         self.on_turn(Turn(utterance=utterance, transcript=transcript, spoken_end_at=self.last_voice_at,
                           decided_at=self.loop.time(), speculative=speculative))
 
-    async def _recognise(self, pcm):
+    async def _recognise(self, pcm: bytes) -> str:
         return await _hear(pcm, language=self.language)
 
     # --- partial transcripts -----------------------------------------------------------
-    def _maybe_partial(self):
+    def _maybe_partial(self) -> None:
         endpointer = self.endpointer
         if (not endpointer.speaking or endpointer.paused or self.partial_task is not None
                 or endpointer.speech_sec - self.partial_at < PARTIAL_EVERY_SEC):
@@ -148,7 +152,7 @@ class Hearing:
         self.partial_task = self._spawn(self._partial(self.utterance_no, endpointer.so_far(),
                                                       round(endpointer.speech_start, 2)))
 
-    async def _partial(self, utterance_no, pcm, start):
+    async def _partial(self, utterance_no: int, pcm: bytes, start: float) -> None:
         try:
             text = await _draft(pcm, language=self.language)
         except Exception:  # noqa: BLE001 - a draft that failed is only a missing preview
@@ -160,13 +164,13 @@ class Hearing:
             await self.on_partial(text, start)
 
     # --- helpers ---------------------------------------------------------------------------
-    def _spawn(self, coroutine):
+    def _spawn(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         task = asyncio.ensure_future(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self._done)
         return task
 
-    def _done(self, task):
+    def _done(self, task: asyncio.Future[Any]) -> None:
         self.tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             task.exception()  # retrieved here: a dropped speculation's failure is nobody's concern

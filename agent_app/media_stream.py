@@ -40,6 +40,7 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
     close_sent = False
     marks = 0
     handshake: asyncio.Task[None] | None = None
+    frame_budget: FrameBudget
     codec: MediaCodec
     kind: CarrierKind
 
@@ -76,7 +77,7 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
             await self._end(CLOSE_PROTOCOL)
         except Exception as exc:
             if self.conversation is not None:
-                await self.conversation.fail(exc, message.get("type"))
+                await self.conversation.fail(exc, str(message.get("type")))
             else:
                 logger.error("Media stream %s of carrier %s failed", self.log_id, self.carrier_id, exc_info=exc)
                 await self.close(CLOSE_FAILED)

@@ -19,7 +19,10 @@ the caller with a polite sentence, not silence.
 import json
 import logging
 import zoneinfo
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -29,9 +32,10 @@ from campaigns_app.selectors import is_campaign_call
 from campaigns_app.services import opt_out
 from console.assistants.models import Assistant
 from console.errors import ApiError
+from console.tenants.models import Tenant
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
-from knowledge_app.selectors import knowledge_search
+from knowledge_app.selectors import FoundPassage, knowledge_search
 from tools_app.definitions import tool_definitions
 from tools_app.services import tool_call_note, tool_run
 
@@ -57,16 +61,16 @@ class Reply:
     """What the assistant does after a caller's utterance."""
 
     text: str  # what it says (may be empty)
-    notes: list = field(default_factory=list)  # system notes for the transcript: its tool calls
+    notes: list[str] = field(default_factory=list)  # system notes for the transcript: its tool calls
     action: str = ""  # "end_call" or "transfer" after speaking
-    target: dict | None = None  # the transfer's {"name", "e164"}
+    target: dict[str, str] | None = None  # the transfer's {"name", "e164"}
 
 
-def filler(language):
+def filler(language: str) -> str:
     return FILLER.get(language, FILLER["de"])
 
 
-def assistant_of(*, tenant, assistant_id=""):
+def assistant_of(*, tenant: Tenant, assistant_id: str = "") -> Assistant | None:
     """The session's assistant, or without one the tenant's first (by name): every call
     is answered by an assistant when the tenant has one."""
     assistants = Assistant.objects.for_tenant(tenant)
@@ -76,18 +80,19 @@ def assistant_of(*, tenant, assistant_id=""):
 
 
 class Mind:
-    def __init__(self, *, tenant, call_id, language, assistant=None, caller_e164="", channel="Sprache", now=None):
+    def __init__(self, *, tenant: Tenant, call_id: str, language: str, assistant: Assistant | None = None,
+                 caller_e164: str = "", channel: str = "Sprache", now: datetime | None = None) -> None:
         self.tenant = tenant
         self.call_id = call_id
         self.language = language
         self.assistant = assistant
         # A campaign's call always takes the callee's objection and can end, whatever
         # tools its assistant was given (§ 7 UWG: no campaign calls them again).
-        self.also = CAMPAIGN_CALL_TOOLS if is_campaign_call(call_id=call_id) else ()
+        self.also: tuple[str, ...] = CAMPAIGN_CALL_TOOLS if is_campaign_call(call_id=call_id) else ()
         self.tools = tool_definitions(assistant=assistant, also=self.also) if assistant is not None else []
-        self.messages = [{"role": "system", "content": self._system_prompt(caller_e164, channel, now)}]
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(caller_e164, channel, now)}]
 
-    def _system_prompt(self, caller_e164, channel, now):
+    def _system_prompt(self, caller_e164: str, channel: str, now: datetime | None) -> str:
         company = self.tenant.name
         instructions = (self.assistant.instructions if self.assistant is not None else "").strip()
         lines = [instructions or DEFAULT_INSTRUCTIONS.get(self.language, DEFAULT_INSTRUCTIONS["de"]).format(
@@ -105,7 +110,7 @@ class Mind:
         lines.append(DATA_NOTICE)
         return "\n".join(lines)
 
-    def turn(self, text, *, deadline=None, say=None):
+    def turn(self, text: str, *, deadline: float | None = None, say: Callable[[str], None] | None = None) -> Reply:
         """The reply to the caller's `text` (blocking: the conversation core runs it in a
         worker thread): the model's answer after its tool calls, the notes of those
         calls, and an end or transfer to do after speaking.
@@ -119,7 +124,7 @@ class Mind:
         Reply's text is still the whole answer."""
         self.messages.append({"role": "user", "content": text})
         reply = Reply(text="")
-        spoken = []
+        spoken: list[str] = []
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
                 done = self._ask(spoken, deadline, say)
@@ -141,7 +146,7 @@ class Mind:
         self._trim()
         return reply
 
-    def _ask(self, spoken, deadline, say):
+    def _ask(self, spoken: list[str], deadline: float | None, say: Callable[[str], None] | None) -> ChatDone:
         stream = gateway_chat(
             messages=self.messages, tools=self.tools or None, language=self.language,
             lane=(self.assistant.model_lane or None) if self.assistant is not None else None,
@@ -149,9 +154,11 @@ class Mind:
             max_tokens=self.assistant.model_max_tokens if self.assistant is not None else None,
             deadline=deadline or settings.AGENT_THINK_DEADLINE_SEC,
             first_token_timeout=settings.AGENT_FIRST_TOKEN_SEC)
-        text, done = [], None
+        text: list[str] = []
+        done: ChatDone | None = None
         # The reply's first piece may be a clause ("Gern,"): the caller hears it sooner.
-        sentences, said = Sentences(clause_first=not any(part.strip() for part in spoken)), []
+        sentences = Sentences(clause_first=not any(part.strip() for part in spoken))
+        said: list[str] = []
         try:
             with stream:
                 for event in stream:
@@ -173,9 +180,12 @@ class Mind:
         if say is not None and (rest := sentences.flush()):
             say(rest)
         spoken.append("".join(text))
+        assert done is not None  # a stream's last event is its ChatDone (or it raised)
         return done
 
-    def _run(self, call, reply):
+    def _run(self, call: ToolCall, reply: Reply) -> None:
+        # Tools are offered only with an assistant (a lane that calls one unoffered fails the turn, as before).
+        assert self.assistant is not None
         result = tool_run(assistant=self.assistant, call_id=self.call_id, name=call.name, arguments=call.arguments,
                           knowledge_search=_knowledge_search(), also=self.also)
         if call.name == "opt_out" and result.get("ok"):
@@ -188,7 +198,7 @@ class Mind:
         elif result.get("action") == "end_call" and not reply.action:
             reply.action = "end_call"
 
-    def _opt_out(self):
+    def _opt_out(self) -> None:
         """The caller wants no more calls: their number on the tenant's blocklist, so no
         campaign calls it again (campaigns_app). A web call has no number to block."""
         from calls_app.selectors import caller_number
@@ -197,7 +207,7 @@ class Mind:
         if number:
             opt_out(tenant=self.tenant, phone=number, call_id=self.call_id, note="opt_out im Gespräch")
 
-    def _trim(self):
+    def _trim(self) -> None:
         """Drops the oldest turns until the history fits HISTORY_BUDGET_BYTES; a tool
         message never stays without the assistant message that asked for it."""
         while len(self.messages) > 2 and len(json.dumps(self.messages, ensure_ascii=False)) > HISTORY_BUDGET_BYTES:
@@ -206,7 +216,7 @@ class Mind:
                 del self.messages[1]
 
 
-def _knowledge_search():
+def _knowledge_search() -> Callable[..., list[FoundPassage]]:
     """The knowledge search the lookup_knowledge tool asks (knowledge_app: the tenant's
     documents, German full-text search, bounded passages)."""
     return knowledge_search

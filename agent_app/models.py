@@ -55,5 +55,5 @@ class AgentSession(models.Model):
         verbose_name = _("agent session")
         verbose_name_plural = _("agent sessions")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.id} ({self.encoding}/{self.sample_rate})"

@@ -14,11 +14,13 @@ A bridge hands the caller's audio to `heard()` and sends the agent's through
 import asyncio
 import logging
 import secrets
+from collections.abc import Iterable
 
 import lameenc
 import numpy
 
-from agent_app.audio import resample
+from agent_app.audio import Samples, WireFormat, resample
+from agent_app.models import AgentSession
 from agent_app.session import CallContext, Conversation, Transport, off_loop
 from calls_app.recordings import call_recording_store
 
@@ -36,10 +38,10 @@ RECORDING_PIECE_SEC = 5
 _store_recording = off_loop(call_recording_store)
 
 # The conversations this process holds, by call id (for transfer_to).
-live = {}
+live: dict[str, Conversation] = {}
 
 
-async def transfer_to(call_id, e164):
+async def transfer_to(call_id: str, e164: str) -> bool:
     """Hands the phone call `call_id` over to a person at `e164`: for a twilio call the
     carrier's REST API redirects it to a `<Dial>`, an AudioSocket call ends with the
     number kept for the dialplan to dial. The call keeps the note "Weitergeleitet an …"
@@ -51,7 +53,7 @@ async def transfer_to(call_id, e164):
     return await conversation.transfer_to(e164)
 
 
-def connection_id(headers=None):
+def connection_id(headers: Iterable[tuple[bytes, bytes]] | None = None) -> str:
     """The id in a connection's log lines: the upgrade request's sane X-Request-Id, else new."""
     for name, value in headers or ():
         if name.lower() == b"x-request-id":
@@ -66,7 +68,7 @@ class Recorder:
     agent's (right) placed at the caller's clock when it is sent (barge-in's `clear` may
     drop a fraction of a second of it at the far end)."""
 
-    def __init__(self, wire):
+    def __init__(self, wire: WireFormat) -> None:
         self.wire = wire
         self.caller = numpy.zeros(0, dtype=numpy.int16)
         self.agent = numpy.zeros(0, dtype=numpy.int16)
@@ -78,31 +80,31 @@ class Recorder:
         self.mp3 = bytearray()
         self.seconds = 0.0
 
-    def _at_8k(self, data):
+    def _at_8k(self, data: bytes) -> Samples:
         samples = self.wire.samples(data)
         if self.wire.sample_rate != RECORDING_RATE:
             samples = resample(samples, self.wire.sample_rate, RECORDING_RATE)
         return samples.astype(numpy.int16)
 
-    def heard(self, data):
+    def heard(self, data: bytes) -> None:
         self.caller = numpy.concatenate([self.caller, self._at_8k(data)])
         if len(self.caller) >= RECORDING_PIECE_SEC * RECORDING_RATE:
             self._encode(len(self.caller))
 
-    def spoke(self, data):
+    def spoke(self, data: bytes) -> None:
         gap = len(self.caller) - len(self.agent)
         if gap > 0:
             self.agent = numpy.concatenate([self.agent, numpy.zeros(gap, dtype=numpy.int16)])
         self.agent = numpy.concatenate([self.agent, self._at_8k(data)])
 
-    def _encode(self, count):
+    def _encode(self, count: int) -> None:
         caller, agent = (numpy.pad(channel[:count], (0, count - len(channel[:count])))
                          for channel in (self.caller, self.agent))
         self.mp3 += self.encoder.encode(numpy.stack([caller, agent], axis=1).astype("<i2").tobytes())
         self.caller, self.agent = self.caller[count:], self.agent[count:]
         self.seconds += count / RECORDING_RATE
 
-    def finish(self):
+    def finish(self) -> bytes:
         """The MP3 of the whole call (what remains is encoded and the encoder flushed)."""
         self._encode(max(len(self.caller), len(self.agent)))
         self.mp3 += self.encoder.flush()
@@ -114,11 +116,11 @@ class PhoneBridge(Transport):
 
     goodbye_lead_sec = GOODBYE_LEAD_SEC
     can_transfer = True  # a phone line: the assistant's transfer_call hands the call over
-    conversation = None
-    recorder = None
+    conversation: Conversation | None = None
+    recorder: Recorder | None = None
     log_id = "-"
 
-    def begin(self, session, wire):
+    def begin(self, session: AgentSession, wire: WireFormat) -> None:
         """The call's conversation starts (its token was claimed)."""
         self.wire = wire
         if session.call.recording_enabled:
@@ -127,21 +129,22 @@ class PhoneBridge(Transport):
         live[session.call_id] = self.conversation
         self.conversation.start()
 
-    async def heard(self, data):
-        """The caller's audio, in the wire format."""
+    async def heard(self, data: bytes) -> None:
+        """The caller's audio, in the wire format (once the call began)."""
+        assert self.conversation is not None
         if self.recorder is not None:
             self.recorder.heard(data)
         await self.conversation.audio(data)
 
-    async def send_audio(self, chunk):
+    async def send_audio(self, chunk: bytes) -> None:
         if self.recorder is not None:
             self.recorder.spoke(chunk)
         await self.send_wire(chunk)
 
-    async def send_wire(self, chunk):
+    async def send_wire(self, chunk: bytes) -> None:
         raise NotImplementedError
 
-    async def finish(self):
+    async def finish(self) -> None:
         """The connection is gone: the call is booked (once) and its recording stored."""
         conversation = self.conversation
         if conversation is None:
@@ -152,12 +155,12 @@ class PhoneBridge(Transport):
             live.pop(conversation.call_id, None)
             await self.keep_recording()
 
-    async def keep_recording(self):
+    async def keep_recording(self) -> None:
         """Stores the call's recording (once): when the call was booked and before the
         transport lets its connection go (so the far end's hang-up finds it stored), or
         when the connection dropped."""
         recorder, self.recorder = self.recorder, None
-        if recorder is None:
+        if recorder is None or self.conversation is None:  # a recorder comes with the conversation
             return
         call_id = self.conversation.call_id
         try:

@@ -31,13 +31,13 @@ _LAST_WORD = re.compile(r"(\S+)\.$")
 class Sentences:
     """feed(piece) → the sentences the piece completed; flush() → the rest."""
 
-    def __init__(self, *, clause_first=False):
+    def __init__(self, *, clause_first: bool = False) -> None:
         self.buffer = ""
         self.clause = clause_first  # until the first piece was handed on
 
-    def feed(self, piece):
+    def feed(self, piece: str) -> list[str]:
         self.buffer += piece
-        done = []
+        done: list[str] = []
         searched = 0
         while (found := (_CLAUSE_OR_BREAK if self.clause else _BREAK).search(self.buffer, searched)) is not None:
             verdict = self._ends_sentence(found)
@@ -53,11 +53,11 @@ class Sentences:
                 self.clause = False
         return done
 
-    def flush(self):
+    def flush(self) -> str:
         rest, self.buffer = self.buffer.strip(), ""
         return rest
 
-    def _ends_sentence(self, found):
+    def _ends_sentence(self, found: re.Match[str]) -> bool | None:
         """True, False, or None while the word after the mark has not arrived."""
         mark = found.group().strip()
         if not mark or mark[0] in ",;:":  # a line break, or the first piece's clause

@@ -1,3 +1,5 @@
+from typing import Any
+
 from rest_framework import serializers
 
 from agent_app.audio import FORMATS
@@ -11,12 +13,12 @@ class AudioFormatSerializer(serializers.Serializer):
     encoding = serializers.ChoiceField(choices=["pcm_s16le", "mulaw"], default="pcm_s16le")
     sampleRate = serializers.IntegerField(required=False)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict) and set(data) - set(self.fields):
             raise serializers.ValidationError({name: ["Unknown field."] for name in sorted(set(data) - set(self.fields))})
         return super().to_internal_value(data)
 
-    def validate(self, attrs):
+    def validate(self, attrs: Any) -> Any:
         rate = attrs.setdefault("sampleRate", 16000 if attrs["encoding"] == "pcm_s16le" else 8000)
         if (attrs["encoding"], rate) not in FORMATS:
             raise serializers.ValidationError({"sampleRate": ["pcm_s16le is 16000 Hz, mulaw 8000 Hz."]})
@@ -30,7 +32,7 @@ class SessionRequestSerializer(ClosedSerializer):
                                       required=False, default=dict)
     audio = AudioFormatSerializer(required=False)
 
-    def validate_variables(self, value):
+    def validate_variables(self, value: dict[str, str]) -> dict[str, str]:
         if len(value) > 50 or any(len(name) > 64 for name in value):
             raise serializers.ValidationError("At most 50 variables, names of at most 64 characters.")
         return value
@@ -45,6 +47,6 @@ class SessionSerializer(serializers.Serializer):
     maxSeconds = serializers.IntegerField(source="session.call.max_seconds")
     audio = serializers.SerializerMethodField()
 
-    def get_audio(self, grant) -> dict:
+    def get_audio(self, grant: dict[str, Any]) -> dict[str, Any]:
         session = grant["session"]
         return {"encoding": session.encoding, "sampleRate": session.sample_rate, "channels": 1}

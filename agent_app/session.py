@@ -28,20 +28,25 @@ recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from agent_app import conversation
 from agent_app.audio import WireFormat
-from agent_app.hearing import Hearing
-from agent_app.mind import Mind, assistant_of, filler
-from agent_app.speaking import STAGE_COLUMNS, Lines, TurnTiming, synthesise
+from agent_app.hearing import Hearing, Turn
+from agent_app.mind import Mind, Reply, assistant_of, filler
+from agent_app.models import AgentSession
+from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, synthesise
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
 from console.errors import ApiError
+from console.tenants.models import Tenant
 
 logger = logging.getLogger("agent_app")
 
@@ -80,7 +85,7 @@ _get_ready = off_loop(conversation.get_ready)
 _speak_whole = off_loop(conversation.speak_whole)
 
 
-def _mind_for(context):
+def _mind_for(context: "CallContext") -> Mind:
     assistant = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
     return Mind(tenant=context.tenant, call_id=context.call_id, language=context.language, assistant=assistant,
                 caller_e164=context.caller_e164, channel=context.channel)
@@ -89,7 +94,7 @@ def _mind_for(context):
 _new_mind = off_loop(_mind_for)
 
 
-def _think(mind, text, *, say):
+def _think(mind: Mind, text: str, *, say: Callable[[str], None]) -> Coroutine[Any, Any, Reply]:
     return off_loop(mind.turn)(text, say=say)
 
 
@@ -101,25 +106,25 @@ class Transport(ABC):
     # Seconds before the grant's end at which the agent says goodbye (GOODBYE) and hangs
     # up: a phone caller hears why the call ends. 0: the grant's end closes at once
     # (the browser's 4402 `grant_ended`).
-    goodbye_lead_sec = 0
+    goodbye_lead_sec: float = 0
 
     @abstractmethod
-    async def send_event(self, event):
+    async def send_event(self, event: dict[str, Any]) -> None:
         """One event of the browser protocol (docs/api.md: session.started,
         transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
         agent.interrupted, error). A phone bridge maps what its peer understands
         (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
-    async def send_audio(self, chunk):
+    async def send_audio(self, chunk: bytes) -> None:
         """A piece of the agent's speech in `wire`'s format (the conversation paces it)."""
 
-    async def clear_audio(self):
+    async def clear_audio(self) -> None:
         """Barge-in: drop the agent's audio the far end still buffers (a media stream's
         `clear`); nothing to do where the conversation's pacing is the only buffer."""
         return None
 
-    async def speech_sent(self):
+    async def speech_sent(self) -> None:
         """The agent's audio of one spoken part (the disclosure, a turn; a sentence where
         synthesis streams sentence by sentence) was handed over in full: a media stream
         marks the spot (`mark`), so that what the caller heard is known."""
@@ -129,7 +134,7 @@ class Transport(ABC):
     # browser cannot: an assistant's transfer ends its conversation with the note.
     can_transfer = False
 
-    async def transfer(self, target):
+    async def transfer(self, target: str) -> None:
         """Hands the call over to a person at `target` (E.164) on the carrier's side,
         before the conversation books it and closes: a twilio call is redirected to a
         `<Dial>`, an Asterisk dialplan dials the number the call keeps. Raises when the
@@ -137,7 +142,7 @@ class Transport(ABC):
         raise NotImplementedError("This transport cannot hand a call over.")
 
     @abstractmethod
-    async def close(self, code):
+    async def close(self, code: int) -> None:
         """Ends the connection with `code` (CLOSE_*); called once."""
 
 
@@ -148,21 +153,22 @@ class CallContext:
 
     session_id: str
     call_id: str
-    tenant: object
+    tenant: Tenant
     language: str
     voice: str = ""
-    variables: dict = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)
     max_seconds: int = 0
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
 
     @classmethod
-    def of_agent_session(cls, session):
+    def of_agent_session(cls, session: AgentSession) -> "CallContext":
         """The context of a claimed session (its call loaded): a phone call's (a transport
         other than the browser's) tells the assistant the channel and the caller's number,
         the other party's of an outbound call; a withheld or erased number is none."""
         call, caller, channel = session.call, "", SPOKEN_CHANNEL
+        assert call.max_seconds is not None  # every call a session answers was granted its minutes
         if session.transport != "web":
             channel = PHONE_CHANNEL
             number = call.to_e164 if call.direction == "outbound" else call.from_e164
@@ -176,10 +182,10 @@ class CallContext:
 class Conversation:
     booked = False
     closing = False
-    transfer_target = None  # set while the call is being handed over to a person
+    transfer_target: str | None = None  # set while the call is being handed over to a person
     transfer_label = ""  # how its note names the person ("Zentrale (+49…)"), else the number
 
-    def __init__(self, transport, context):
+    def __init__(self, transport: Transport, context: CallContext) -> None:
         self.transport = transport
         self.context = context
         self.wire = transport.wire
@@ -191,31 +197,32 @@ class Conversation:
         self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.loop.time()
         self.dtmf_count = 0
-        self.first_audio, self.audio_sec = None, 0.0
+        self.first_audio: float | None = None
+        self.audio_sec = 0.0
         self.barge_in_allowed = False
         # Since when it is the caller's turn (the agent finished speaking and has nothing
         # of the caller's to answer), None while the agent speaks or the caller waits
         # for its answer: only the caller's silence after that counts as idle.
-        self.idle_since = None
+        self.idle_since: float | None = None
         self.went_idle = asyncio.Event()
-        self.utterances = asyncio.Queue()  # hearing's Turns, answered one after the other
-        self.speech_task = None
-        self.mind = None  # made when the conversation starts (it reads the assistant)
-        self.tasks = []
-        self.writes = set()  # transcript lines and measurements being written (book() waits for them)
+        self.utterances: asyncio.Queue[Turn] = asyncio.Queue()  # hearing's Turns, answered one after the other
+        self.speech_task: asyncio.Task[None] | None = None
+        self.mind: Mind | None = None  # made when the conversation starts (it reads the assistant)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.writes: set[asyncio.Future[Any]] = set()  # transcript lines and measurements being written (book() waits for them)
 
-    def start(self):
+    def start(self) -> None:
         """The conversation's tasks: the opening and the turns, the watchdog, the heartbeat."""
         self.tasks = [asyncio.create_task(self._guarded(self._turns())),
                       asyncio.create_task(self._guarded(self._watchdog())),
                       asyncio.create_task(self._guarded(self._heartbeats()))]
 
     # --- what the transport hands in ------------------------------------------------
-    def touch(self):
+    def touch(self) -> None:
         """A frame of any kind arrived: the connection is alive."""
         self.last_frame = self.loop.time()
 
-    async def audio(self, data):
+    async def audio(self, data: bytes) -> None:
         """The caller's audio in the wire format."""
         self.touch()
         if len(data) > self.wire.max_frame_bytes:
@@ -235,15 +242,15 @@ class Conversation:
         for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
             await self._barge_in()
 
-    def _heard(self, turn):
+    def _heard(self, turn: Turn) -> None:
         """Hearing decided that a turn of the caller ended (its recognition may still run)."""
         self.utterances.put_nowait(turn)
         self.idle_since = None  # the caller said something: now it waits for the agent
 
-    async def _partial(self, text, start):
+    async def _partial(self, text: str, start: float) -> None:
         await self.send_event({"type": "transcript.partial", "text": text, "start": start})
 
-    async def dtmf(self, digit):
+    async def dtmf(self, digit: object) -> None:
         """A key the caller pressed: a system note of the call (at most AGENT_MAX_DTMF_PER_CALL)."""
         self.touch()
         if not isinstance(digit, str) or digit not in DTMF_DIGITS:
@@ -255,7 +262,7 @@ class Conversation:
         self.dtmf_count += 1
         await self._note(SYSTEM, f"DTMF {digit}")
 
-    async def end(self, close_code=CLOSE_NORMAL):
+    async def end(self, close_code: int = CLOSE_NORMAL) -> None:
         """Books the call at once (the far end may never confirm the close) and closes."""
         if self.closing:
             return
@@ -263,25 +270,25 @@ class Conversation:
         await self.book()
         await self.transport.close(close_code)
 
-    async def refuse(self, code, message, close_code):
+    async def refuse(self, code: str, message: str, close_code: int) -> None:
         """An error event, then the end (booked) with `close_code`."""
         await self.send_event({"type": "error", "code": code, "message": message})
         await self.end(close_code)
 
-    async def stop(self):
+    async def stop(self) -> None:
         """The connection is gone (the caller hung up, a drop): the tasks stop and the
         call is booked."""
         self.closing = True
         self.stop_tasks()
         await self.book()
 
-    def stop_tasks(self):
+    def stop_tasks(self) -> None:
         for task in [*self.tasks, self.speech_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         self.hearing.close()
 
-    async def book(self):
+    async def book(self) -> None:
         """Ends the call and books it: the one booking path of every end. call_web_end
         books once, so a second call changes nothing. The lines and measurements still
         being written go in first. A call being handed over is booked as handed over
@@ -299,7 +306,7 @@ class Conversation:
             await _end_call(call_id=self.call_id)
         self.booked = True
 
-    async def transfer_to(self, target, *, label=""):
+    async def transfer_to(self, target: str, *, label: str = "") -> bool:
         """Hands the call over to a person at `target` (E.164): the carrier is told first
         (a refusal, or a transport without a phone line, leaves the conversation going
         on: returns False), then the call is booked with the note "Weitergeleitet an
@@ -319,7 +326,7 @@ class Conversation:
         await self.transport.close(CLOSE_NORMAL)
         return True
 
-    async def fail(self, exc, where):
+    async def fail(self, exc: BaseException, where: str) -> None:
         """The conversation cannot go on after `exc`: an error event if the caller can
         still get one, the call booked through the one path, and a 4500 close."""
         if isinstance(exc, OSError):  # e.g. uvicorn's ClientDisconnected: the client is gone
@@ -343,7 +350,7 @@ class Conversation:
                 await self.transport.close(CLOSE_FAILED)
 
     # --- the conversation -----------------------------------------------------------
-    async def _turns(self):
+    async def _turns(self) -> None:
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
@@ -360,14 +367,14 @@ class Conversation:
             self.idle_since = None
             await self._answer(utterance)
 
-    def _callers_turn(self):
+    def _callers_turn(self) -> None:
         """The agent spoke and has nothing to answer: the caller's silence counts from
         now (kept if it already counts)."""
         if self.idle_since is None and self.utterances.empty():
             self.idle_since = self.loop.time()
             self.went_idle.set()
 
-    async def _answer(self, turn):
+    async def _answer(self, turn: Turn) -> None:
         try:
             text = await turn.transcript
         except ApiError as exc:  # e.g. stt_busy: this utterance is lost, the call goes on
@@ -382,6 +389,7 @@ class Conversation:
         timing = TurnTiming(spoken_end=turn.spoken_end_at, decided=turn.decided_at, heard=heard_at)
         # The reply is spoken while the model streams it: its sentences as they come.
         lines = Lines(self.loop)
+        assert self.mind is not None  # made by _turns before the first utterance is answered
         thinking = asyncio.create_task(_think(self.mind, text, say=lines.add))
         thinking.add_done_callback(lambda _: lines.close())
         try:
@@ -396,12 +404,12 @@ class Conversation:
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
-        if reply.action == "transfer":
+        if reply.action == "transfer" and reply.target is not None:
             await self.transfer(reply.target)
         elif reply.action == "end_call":
             await self.end(CLOSE_NORMAL)
 
-    async def transfer(self, target):
+    async def transfer(self, target: dict[str, str]) -> None:
         """The assistant hands the call to a person at `target` ({"name", "e164"}, one of
         its transfer targets, checked by calls_app): a phone transport hands the call over
         (transfer_to: the carrier first, then the call booked with the note "Weitergeleitet
@@ -415,7 +423,7 @@ class Conversation:
         await self._note(SYSTEM, f"Weitergeleitet an {label}")
         await self.end(CLOSE_NORMAL)
 
-    async def _say(self, text, *, disclosure="", opening=False):
+    async def _say(self, text: str, *, disclosure: str = "", opening: bool = False) -> None:
         """`text` as agent.speaking, audio, agent.done. The disclosure (the start of the
         opening) is spoken in full before barge-in can stop the agent. The opening's
         audio comes from the process's cache of openings."""
@@ -423,30 +431,33 @@ class Conversation:
         parts = [disclosure, text[len(disclosure):].strip()] if disclosure and text.startswith(disclosure) else [text]
         await self._speak(Lines.of(self.loop, parts), whole=text, disclosure=len(parts) == 2, opening=opening)
 
-    async def _speak(self, lines, *, whole=None, disclosure=False, opening=False, timing=None):
+    async def _speak(self, lines: Lines, *, whole: str | None = None, disclosure: bool = False, opening: bool = False,
+                     timing: TurnTiming | None = None) -> None:
         """Speaks `lines` as they come; a barge-in stops it (once the disclosure was
         heard) and the turns go on."""
         self.barge_in_allowed = not disclosure
         self.speech_task = task = asyncio.create_task(
             self._stream(lines, whole=whole, disclosure=disclosure, opening=opening, timing=timing))
         await asyncio.wait([task])  # a barge-in cancels it, the turns go on
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # a failure while speaking ends the conversation (_guarded)
+        if not task.cancelled() and (failure := task.exception()) is not None:
+            raise failure  # a failure while speaking ends the conversation (_guarded)
 
-    async def _stream(self, lines, *, whole, disclosure, opening, timing):
+    async def _stream(self, lines: Lines, *, whole: str | None, disclosure: bool, opening: bool,
+                      timing: TurnTiming | None) -> None:
         """Sends the audio of `lines` as it is synthesised, sentence by sentence, paced to
         real time (at most AGENT_SPEECH_LEAD_SEC ahead). Right before a sentence's first
         audio, agent.speaking names the sentences ready by then (`whole` instead, for a
         text known at once): a reply the model still streams may take several. The
         transcript gets one line for it all, when it ends (or is interrupted)."""
-        audio = asyncio.Queue()
+        audio: asyncio.Queue[SpeechItem] = asyncio.Queue()
         producer = asyncio.ensure_future(synthesise(lines, audio, opening=opening, language=self.language,
                                                     voice=self.context.voice, wire=self.wire))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
-        began, lead, sent, announced = None, settings.AGENT_SPEECH_LEAD_SEC, 0, 0
-        said = []  # (time, text) of each agent.speaking: one transcript line for the whole
+        began: float | None = None
+        lead, sent, announced = settings.AGENT_SPEECH_LEAD_SEC, 0, 0
+        said: list[tuple[datetime, str]] = []  # (time, text) of each agent.speaking: one transcript line for the whole
         try:
-            part = None  # the part whose audio is going out
+            part: int | None = None  # the part whose audio is going out
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
@@ -489,7 +500,8 @@ class Conversation:
                                   ts=said[0][0]))
         await self.send_event({"type": "agent.done"})
 
-    async def _announce(self, lines, announced, whole, said):
+    async def _announce(self, lines: Lines, announced: int, whole: str | None,
+                        said: list[tuple[datetime, str]]) -> int:
         """agent.speaking for the parts from `announced` on (noted in `said`); returns
         how many parts are announced now."""
         parts = lines.since(announced)
@@ -498,24 +510,24 @@ class Conversation:
         await self.send_event({"type": "agent.speaking", "text": text})
         return announced + len(parts)
 
-    async def _disclosure_heard(self):
+    async def _disclosure_heard(self) -> None:
         await _disclosed(call_id=self.call_id)
         self.barge_in_allowed = True
 
-    async def _measured(self, timing, *, thought, first_audio):
+    async def _measured(self, timing: TurnTiming, *, thought: float, first_audio: float) -> None:
         """The reply's first audio went out: its latency as an event and with the call."""
         stages = timing.stages(thought=thought, first_audio=first_audio)
         await self.send_event({"type": "turn.latency", **{f"{name}Ms": value for name, value in stages.items()}})
         self._write(_turn_latency(call_id=self.call_id, **{STAGE_COLUMNS[name]: value
                                                               for name, value in stages.items()}))
 
-    async def _barge_in(self):
+    async def _barge_in(self) -> None:
         task = self.speech_task
         if task is not None and not task.done() and self.barge_in_allowed:
             task.cancel()
             await self.transport.clear_audio()
 
-    async def _watchdog(self):
+    async def _watchdog(self) -> None:
         """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
         of the caller's silence: no frame since the agent finished its turn (its speech,
         hearing and thinking do not count; a connection that hangs)."""
@@ -542,7 +554,7 @@ class Conversation:
             except TimeoutError:
                 pass
 
-    async def _goodbye(self):
+    async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
         full (no barge-in) before the call is hung up."""
         for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
@@ -561,7 +573,7 @@ class Conversation:
                 await asyncio.sleep(ahead)  # real time: the caller hears it out before the hang-up
         await self.transport.speech_sent()
 
-    async def _heartbeats(self):
+    async def _heartbeats(self) -> None:
         """Says every CALL_HEARTBEAT_SEC that this process still holds the call: if it
         dies, the sweep books the call up to the last heartbeat (calls_app's
         calls_orphaned_end). A call ended meanwhile (taken for orphaned) ends the
@@ -576,7 +588,7 @@ class Conversation:
             if not live:
                 return await self.refuse("agent_failed", "The call was ended by the server.", CLOSE_FAILED)
 
-    async def _guarded(self, coroutine):
+    async def _guarded(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """One of the conversation's tasks; its failure ends the conversation (fail)."""
         try:
             await coroutine
@@ -586,16 +598,16 @@ class Conversation:
             await self.fail(exc, "a task")
 
     # --- helpers --------------------------------------------------------------------
-    def _note(self, role, text):
+    def _note(self, role: str, text: str) -> Awaitable[None]:
         """A transcript line, timed now (written whenever its thread gets to it)."""
         return _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
 
-    def _write(self, coroutine):
+    def _write(self, coroutine: Awaitable[Any]) -> None:
         """A write the conversation does not wait for; book() does."""
         task = asyncio.ensure_future(coroutine)
         self.writes.add(task)
         task.add_done_callback(self.writes.discard)
 
-    async def send_event(self, event):
+    async def send_event(self, event: dict[str, Any]) -> None:
         if not self.closing:
             await self.transport.send_event(event)

@@ -11,11 +11,15 @@ the model still writes the second and the synthesiser makes it. Texts known at o
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from agent_app import conversation
+from agent_app.audio import WireFormat
 from agent_app.threads import in_pool
 
+# What the synthesis hands the loop: (part index, wire audio), then None or what stopped it.
+SpeechItem = tuple[int, bytes] | BaseException | None
 # Threads that synthesise (and wait for a reply's next sentence): apart from the loop's
 # default threads, which the minds' turns and the database writes share.
 _SYNTHESIS = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-speaking")
@@ -28,22 +32,22 @@ class Lines:
     waits for the `next` part; the loop reads the parts to announce (`since`) and
     awaits the first (`started`). `first_at` is the loop time the first part came."""
 
-    def __init__(self, loop, parts=()):
+    def __init__(self, loop: asyncio.AbstractEventLoop, parts: Iterable[str] = ()) -> None:
         self.loop = loop
         self._parts = [part for part in (part.strip() for part in parts) if part]
         self._closed = self._stopped = False
         self._changed = threading.Condition()
         self._arrived = asyncio.Event()
-        self.first_at = loop.time() if self._parts else None
+        self.first_at: float | None = loop.time() if self._parts else None
 
     @classmethod
-    def of(cls, loop, parts):
+    def of(cls, loop: asyncio.AbstractEventLoop, parts: Iterable[str]) -> "Lines":
         """Lines whose parts are all known (an opening, a filler)."""
         lines = cls(loop, parts)
         lines.close()
         return lines
 
-    def add(self, part):
+    def add(self, part: str) -> None:
         """A sentence more (any thread)."""
         part = part.strip()
         if not part:
@@ -55,34 +59,34 @@ class Lines:
             self._changed.notify_all()
         self._wake()
 
-    def close(self):
+    def close(self) -> None:
         """No more parts will come (any thread)."""
         with self._changed:
             self._closed = True
             self._changed.notify_all()
         self._wake()
 
-    def stop(self):
+    def stop(self) -> None:
         """The speech was stopped (a barge-in, the end): the synthesis waits no longer."""
         with self._changed:
             self._stopped = True
             self._changed.notify_all()
 
     @property
-    def stopped(self):
+    def stopped(self) -> bool:
         return self._stopped
 
-    def next(self, index):
+    def next(self, index: int) -> str | None:
         """Part `index` once it is there, or None when there will be none (blocking)."""
         with self._changed:
             self._changed.wait_for(lambda: len(self._parts) > index or self._closed or self._stopped)
             return self._parts[index] if len(self._parts) > index and not self._stopped else None
 
-    def since(self, index):
+    def since(self, index: int) -> list[str]:
         with self._changed:
             return list(self._parts[index:])
 
-    async def started(self, timeout=None):
+    async def started(self, timeout: float | None = None) -> bool:
         """Whether a part is there (waiting up to `timeout` seconds for one, or for the
         close); False when the text ended empty or the time ran out."""
         try:
@@ -92,8 +96,8 @@ class Lines:
         with self._changed:
             return bool(self._parts)
 
-    def _wake(self):
-        def on_loop():
+    def _wake(self) -> None:
+        def on_loop() -> None:
             if self.first_at is None and self.since(0):
                 self.first_at = self.loop.time()
             self._arrived.set()
@@ -101,7 +105,7 @@ class Lines:
         if self.loop.is_closed():
             return
         try:
-            running = asyncio.get_running_loop()
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self.loop:
@@ -110,13 +114,14 @@ class Lines:
             self.loop.call_soon_threadsafe(on_loop)
 
 
-def _produce(lines, put, *, opening, language, voice, wire):
+def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, language: str, voice: str,
+             wire: WireFormat) -> None:
     """The synthesis thread: (part index, wire audio) sentence by sentence through
     `put`, then None — or the exception that stopped it."""
     try:
         index = 0
         while (part := lines.next(index)) is not None:
-            pieces = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
+            pieces: Iterator[bytes] = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
                       else conversation.speak(part, language=language, voice=voice, wire=wire))
             for pcm in pieces:
                 if lines.stopped:
@@ -131,13 +136,14 @@ def _produce(lines, put, *, opening, language, voice, wire):
 _produce_in_pool = in_pool(_SYNTHESIS, _produce)
 
 
-async def synthesise(lines, audio, *, opening, language, voice, wire):
+async def synthesise(lines: Lines, audio: "asyncio.Queue[SpeechItem]", *, opening: bool, language: str, voice: str,
+                     wire: WireFormat) -> None:
     """Puts (part index, wire audio) on the asyncio queue `audio` as each sentence of
     `lines` is made, then None (or the exception that stopped it). The opening's audio
     comes from the process's cache of openings (conversation.opening_audio)."""
     loop = lines.loop
 
-    def put(item):
+    def put(item: SpeechItem) -> None:
         loop.call_soon_threadsafe(audio.put_nowait, item)
 
     await _produce_in_pool(lines, put, opening=opening, language=language, voice=voice, wire=wire)
@@ -151,10 +157,10 @@ class TurnTiming:
     decided: float  # the end of the turn was decided
     heard: float  # the transcript was there
 
-    def stages(self, *, thought, first_audio):
+    def stages(self, *, thought: float, first_audio: float) -> dict[str, int]:
         """Milliseconds from the caller's last speech to the reply's first audio, and its
         stages, which add up to it (`thought`: the reply's first sentence was there)."""
-        def ms(start, end):
+        def ms(start: float, end: float) -> int:
             return max(0, round((end - start) * 1000))
 
         thought = min(max(thought, self.heard), first_audio)

@@ -26,14 +26,20 @@ import json
 import logging
 import re
 import zoneinfo
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils.translation import pgettext_lazy
 
 from calls_app.models import Call, CallAnalysis
+from console.assistants.models import Assistant
 from console.json_schemas import instance_errors
 from console.phone import mask
+from console.tenants.models import Tenant
 from leads_app.models import Lead
 from webhooks_app.services import event_publish
 
@@ -52,7 +58,7 @@ MAX_SUMMARY_CHARS = 4_000
 
 # --- The job ------------------------------------------------------------------------------
 
-def call_analyze(*, call_id):
+def call_analyze(*, call_id: str) -> CallAnalysis | None:
     """The job: the call's analysis, written once (an analysis already written is
     returned as it is). None for a call that does not exist or has not ended."""
     existing = CallAnalysis.objects.filter(call_id=call_id).first()
@@ -76,7 +82,7 @@ def call_analyze(*, call_id):
     return _store(call, config, facts, found, engine)
 
 
-def _store(call, config, facts, found, engine):
+def _store(call: Call, config: dict[str, Any], facts: dict[str, Any], found: dict[str, Any], engine: str) -> CallAnalysis:
     structured, valid, errors = _checked(config["schema"], found.get("structured"))
     try:
         with transaction.atomic():
@@ -95,7 +101,7 @@ def _store(call, config, facts, found, engine):
     return analysis
 
 
-def _checked(schema, structured):
+def _checked(schema: dict[str, Any] | None, structured: object) -> tuple[object, bool | None, list[str]]:
     """(structured, structured_valid, structured_errors): None/None/[] without a schema;
     data that does not fit the schema is kept, marked invalid, with the reasons."""
     if not schema:
@@ -106,7 +112,7 @@ def _checked(schema, structured):
     return structured, not errors, errors
 
 
-def analysis_data(analysis):
+def analysis_data(analysis: CallAnalysis) -> dict[str, Any]:
     """The analysis as `GET /v2/calls/{id}` shows it (and `call.analyzed` sends it)."""
     return {
         "summary": analysis.summary, "structured": analysis.structured,
@@ -118,10 +124,10 @@ def analysis_data(analysis):
 
 # --- What the call's assistant asks for, and what happened ---------------------------------
 
-NO_MODEL_PREFERENCE = {"lane": "", "temperature": None, "maxTokens": None}
+NO_MODEL_PREFERENCE: dict[str, Any] = {"lane": "", "temperature": None, "maxTokens": None}
 
 
-def analysis_config(assistant):
+def analysis_config(assistant: Assistant | None) -> dict[str, Any]:
     """{summary, schema, successCriteria, model} of the assistant (`model`: its lane,
     temperature and maxTokens, which a lane's analysis is asked with); the defaults
     without one."""
@@ -133,7 +139,7 @@ def analysis_config(assistant):
                       "maxTokens": assistant.model_max_tokens}}
 
 
-def call_facts(call):
+def call_facts(call: Call) -> dict[str, Any]:
     """What happened, from the call's record (not from the transcript, which a tenant
     may not keep): {callback: lead or None, callback_requested, transfers: [names],
     opted_out, ended_by_assistant}."""
@@ -155,7 +161,7 @@ def call_facts(call):
     }
 
 
-def outcome_tags(facts):
+def outcome_tags(facts: dict[str, Any]) -> list[str]:
     tags = []
     if facts["callback_requested"]:
         tags.append("callback_requested")
@@ -170,7 +176,7 @@ def outcome_tags(facts):
     return tags
 
 
-def _language(call):
+def _language(call: Call) -> str:
     return (call.assistant.language if call.assistant else "") or call.tenant.language or "de"
 
 
@@ -186,27 +192,27 @@ _SUMMARY = re.compile(r"(summary|zusammenfassung)", re.I)
 _OUTCOME = re.compile(r"(outcome|ergebnis)", re.I)
 
 
-def _first_user_text(lines):
+def _first_user_text(lines: Sequence[tuple[str, str]]) -> str:
     for role, text in lines:
         if role == "user" and len(text.split()) >= 2:
             return " ".join(text.split())
     return next((" ".join(text.split()) for role, text in lines if role == "user"), "")
 
 
-def _quote(text, limit=200):
+def _quote(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def local_datetime(moment, time_zone):
+def local_datetime(moment: datetime, time_zone: str) -> str:
     """`24.11.2026, 11:30` on the tenant's clock."""
     return moment.astimezone(zoneinfo.ZoneInfo(time_zone)).strftime("%d.%m.%Y, %H:%M")
 
 
-def _minutes(seconds):
+def _minutes(seconds: int) -> str:
     return f"{seconds // 60}:{seconds % 60:02d} Minuten"
 
 
-def policy_summary(*, call, lines, facts):
+def policy_summary(*, call: Call, lines: Sequence[tuple[str, str]], facts: dict[str, Any]) -> str:
     """A German summary of the call, the same for the same call."""
     when = local_datetime(call.started_at or call.created_at, call.tenant.time_zone)
     direction = "Eingehender" if call.direction == Call.Direction.INBOUND else "Ausgehender"
@@ -238,7 +244,7 @@ def policy_summary(*, call, lines, facts):
     return " ".join(parts)
 
 
-def _value_for(name, kind, *, call, lines, facts, summary):
+def _value_for(name: str, kind: str | None, *, call: Call, lines: Sequence[tuple[str, str]], facts: dict[str, Any], summary: str) -> object:
     """What the policy knows for a schema property called `name` of JSON type `kind`;
     None when it knows nothing."""
     lead = facts["callback"]
@@ -267,17 +273,17 @@ def _value_for(name, kind, *, call, lines, facts, summary):
     return None
 
 
-def _caller(call):
+def _caller(call: Call) -> str:
     number = call.from_e164 if call.direction == Call.Direction.INBOUND else call.to_e164
     return number if number.startswith("+") else ""
 
 
-def policy_structured(*, schema, call, lines, facts, summary):
+def policy_structured(*, schema: dict[str, Any], call: Call, lines: Sequence[tuple[str, str]], facts: dict[str, Any], summary: str) -> dict[str, Any]:
     """The schema's top-level properties the policy can fill (by their names: a phone
     number, a reason, a time, whether a callback or a transfer happened …); what it
     cannot know is left out, so that a schema requiring it is not met (and recorded so)."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    structured = {}
+    properties = given if isinstance(given := schema.get("properties"), dict) else {}
+    structured: dict[str, Any] = {}
     for name, spec in properties.items():
         kind = spec.get("type") if isinstance(spec, dict) else None
         value = _value_for(name, kind if isinstance(kind, str) else None, call=call, lines=lines, facts=facts,
@@ -293,7 +299,7 @@ _SUCCESS_WORDS = (
 )
 
 
-def policy_success(*, criteria, facts, lines):
+def policy_success(*, criteria: str, facts: dict[str, Any], lines: Sequence[tuple[str, str]]) -> bool | None:
     """Offline, the criteria are read for what the policy can tell: a callback, a
     transfer; other criteria count as met when the caller was answered."""
     if not criteria:
@@ -305,7 +311,7 @@ def policy_success(*, criteria, facts, lines):
     return any(role == "user" for role, _ in lines) and any(role == "assistant" for role, _ in lines)
 
 
-def analysis_by_policy(*, call, lines, config, facts):
+def analysis_by_policy(*, call: Call, lines: Sequence[tuple[str, str]], config: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     """The offline analysis: {summary, structured, success}."""
     summary = policy_summary(call=call, lines=lines, facts=facts)
     structured = None
@@ -321,7 +327,7 @@ def analysis_by_policy(*, call, lines, config, facts):
 ROLE_NAMES = {"assistant": "Assistenz", "user": "Anrufer", "system": "System"}
 
 
-def _named_lane(model):
+def _named_lane(model: dict[str, Any] | None) -> str | None:
     """The lane the assistant names, when the registry still has it as a chat lane; else
     None (the router's choice, as an assistant without a preference gets)."""
     from gateway_app.planning import turn_lanes
@@ -334,7 +340,7 @@ def _named_lane(model):
     return lane_id or None
 
 
-def lane_available(model=None):
+def lane_available(model: dict[str, Any] | None = None) -> bool:
     """Whether a turn on the assistant's `model` preference would be answered by a
     lane other than the gateway's simulated one (which cannot read a transcript): the
     first lane the gateway would call (the named one first, then the route's)."""
@@ -355,12 +361,12 @@ def lane_available(model=None):
     return first is not None and first.mode != "mock"
 
 
-def transcript_text(lines):
+def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
     text = "\n".join(f"{ROLE_NAMES.get(role, role)}: {' '.join(line.split())}" for role, line in lines)
     return text[:MAX_TRANSCRIPT_CHARS]
 
 
-def analysis_by_lane(*, lines, config, facts, language="de"):
+def analysis_by_lane(*, lines: Sequence[tuple[str, str]], config: dict[str, Any], facts: dict[str, Any], language: str = "de") -> dict[str, Any] | None:
     """The analysis written by a chat lane on the assistant's `model` preference
     (gateway_chat as its conversations use it: its lane first when it names one, its
     temperature and maxTokens, routed by the registry with its cost policy and
@@ -410,7 +416,7 @@ def analysis_by_lane(*, lines, config, facts, language="de"):
             "success": success if isinstance(success, bool) else None}
 
 
-def analyses_erase(*, tenant, call_ids, lead_ids, e164):
+def analyses_erase(*, tenant: Tenant, call_ids: Iterable[str], lead_ids: Iterable[str], e164: str) -> int:
     """For an erasure by caller (privacy_app): deletes the analyses of the caller's
     calls, of the calls whose callback lead is the caller's, and any whose summary
     names the number; returns how many."""
@@ -423,7 +429,7 @@ def analyses_erase(*, tenant, call_ids, lead_ids, e164):
     return found.delete()[1].get(CallAnalysis._meta.label, 0)
 
 
-def analyses_redact(*, calls):
+def analyses_redact(*, calls: "QuerySet[Call] | Collection[Call]") -> int:
     """For the transcript period (privacy_app's retention): the analyses of `calls` lose
     their content (summary, structured data and its errors); what happened (outcome,
     success, engine) stays, as the call's duration does. Returns how many changed."""

@@ -10,16 +10,15 @@ import secrets
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from calls_app.kinds import KINDS
-from calls_app.kinds.base import (  # noqa: F401 (the names calls_app.carriers has always offered)
-    AdapterBase,
+from calls_app.carrier_protocol import (  # noqa: F401 (the names calls_app.carriers has always offered)
     Capabilities,
     CarrierAdapter,
     CarrierError,
-    CarrierUnavailable,
     DialOptions,
     Probe,
 )
+from calls_app.kinds import KINDS
+from calls_app.kinds.base import AdapterBase, CarrierUnavailable
 from calls_app.models import Call, Carrier, SimDial
 from calls_app.signing import new_nonce
 

@@ -11,13 +11,13 @@ speak after the beep). An adapter without `idempotent_dials` is never sent the s
 dial twice.
 """
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.db import transaction
 
-from calls_app.carriers import CarrierAdapter, CarrierError, CarrierUnavailable, adapter_for
-from calls_app.kinds.base import DialOptions  # noqa: F401 (the dial's options, offered with it)
+from calls_app.carrier_protocol import CarrierAdapter, CarrierError, DialOptions
+from calls_app.carriers import CarrierUnavailable, adapter_for
 from calls_app.models import Call
 
 logger = logging.getLogger("calls_app.dialing")
@@ -74,7 +74,12 @@ class MachineAnswer:
 
 
 HUMAN_VERDICTS = ("human", "unknown")
-MachineListener = Callable[..., "MachineAnswer | None"]
+
+
+class MachineListener(Protocol):
+    def __call__(self, *, call: Call, answered_by: str) -> MachineAnswer | None: ...
+
+
 _machine_listeners: list[MachineListener] = []
 
 

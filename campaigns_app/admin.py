@@ -145,7 +145,7 @@ class CampaignAdmin(TenantScopedAdmin):
 
 class AttemptInline(ReadOnlyAdminMixin, TenantScopedInline):
     model = CampaignAttempt
-    fields = ["number", "state", "outcome", "answered_by", "call", "claimed_at", "ended_at"]
+    fields = ("number", "state", "outcome", "answered_by", "call", "claimed_at", "ended_at")
     readonly_fields = fields
     extra = 0
 
@@ -158,9 +158,9 @@ class CampaignContactAdmin(CsvExportMixin, ReadOnlyAdminMixin, TenantScopedAdmin
     list_select_related = ["campaign", "tenant"]
     show_full_result_count = False
     inlines = [AttemptInline]
-    fields = ["id", "campaign", "phone", "name", "variables", "b2b", "consent_source", "consent_at", "consent_text",
+    fields = ("id", "campaign", "phone", "name", "variables", "b2b", "consent_source", "consent_at", "consent_text",
               "row", "status", "outcome", "attempts", "due_at", "last_attempt_at", "completed_at", "redacted",
-              "created_at"]
+              "created_at")
     readonly_fields = fields
     csv_name = "kampagnen-kontakte"
     csv_columns = (

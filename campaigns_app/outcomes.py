@@ -7,7 +7,7 @@ knows nothing of campaigns (docs/architecture.md). The one thing that cannot wai
 the end of the call, the carrier's answering-machine verdict, reaches us through the
 hook calls_app offers (`calls_app.dialing.register_machine_listener`).
 """
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 
@@ -15,7 +15,7 @@ from calls_app.dialing import HUMAN_VERDICTS, MachineAnswer
 from calls_app.models import Call
 from campaigns_app.models import RETRIED_OUTCOMES, Campaign, CampaignAttempt, CampaignContact, Outcome
 
-BY_CALL_STATUS = {
+BY_CALL_STATUS: dict[str, Outcome] = {
     Call.Status.BUSY: Outcome.BUSY,
     Call.Status.NO_ANSWER: Outcome.NO_ANSWER,
     Call.Status.FAILED: Outcome.FAILED,
@@ -23,11 +23,11 @@ BY_CALL_STATUS = {
 }
 
 
-def is_machine(answered_by):
+def is_machine(answered_by: str) -> bool:
     return bool(answered_by) and answered_by not in HUMAN_VERDICTS
 
 
-def outcome_of(call, answered_by=""):
+def outcome_of(call: Call | None, answered_by: str = "") -> Outcome:
     """The attempt's outcome from its ended call (and the carrier's machine verdict)."""
     if call is None:
         return Outcome.FAILED
@@ -36,7 +36,7 @@ def outcome_of(call, answered_by=""):
     return BY_CALL_STATUS.get(call.status, Outcome.FAILED)
 
 
-def machine_answered(*, call, answered_by):
+def machine_answered(*, call: Call, answered_by: str) -> MachineAnswer | None:
     """The listener of calls_app.dialing.machine_detected: notes the verdict on the
     call's attempt and answers the campaign's choice for a machine."""
     attempt = CampaignAttempt.objects.filter(call=call).select_related("campaign", "contact").first()
@@ -52,7 +52,7 @@ def machine_answered(*, call, answered_by):
     return MachineAnswer(hang_up=True)
 
 
-def attempt_end(*, attempt_id, now, lost=False):
+def attempt_end(*, attempt_id: str, now: datetime, lost: bool = False) -> Outcome | None:
     """Records the outcome of one attempt whose call ended (or, `lost`, whose call's end
     never came): once, whoever else tries at the same time. The contact is called again
     after retryAfterMin for no_answer, busy and failed while it has attempts left, else

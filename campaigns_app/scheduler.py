@@ -22,7 +22,7 @@ A tick, in any number of job workers at the same time:
 Every function takes `now`: the clock is the caller's (tests move it freely).
 """
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
 from calls_app.dialing import DialOptions, adapter_of, call_dial
+from calls_app.models import Call
 from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_fail_undialled, call_request_outbound
 from campaigns_app import services
 from campaigns_app.models import Campaign, CampaignAttempt, CampaignContact, Outcome
@@ -42,7 +43,7 @@ from console.errors import ValidationFailed
 logger = logging.getLogger("campaigns_app.scheduler")
 
 
-def campaigns_tick(*, now=None):
+def campaigns_tick(*, now: datetime | None = None) -> dict[str, int]:
     """One round of every campaign (the periodic job); returns what it did, counted."""
     now = now or timezone.now()
     done = {"ended": outcomes_collect(now=now), "resent": dials_resend(now=now), "claimed": 0, "dialled": 0}
@@ -57,7 +58,7 @@ def campaigns_tick(*, now=None):
 
 # --- Outcomes ----------------------------------------------------------------------------
 
-def outcomes_collect(*, now):
+def outcomes_collect(*, now: datetime) -> int:
     """Records the outcome of every attempt whose call ended, and ends as `failed` the
     attempts whose call's end never came (lost events) well after its granted time."""
     in_flight = CampaignAttempt.objects.filter(state__in=(CampaignAttempt.State.DIALING, CampaignAttempt.State.DIALLED))
@@ -78,7 +79,7 @@ def outcomes_collect(*, now):
 
 # --- Claiming ----------------------------------------------------------------------------
 
-def campaign_step(*, campaign_id, now):
+def campaign_step(*, campaign_id: str, now: datetime) -> list[str]:
     """Claims the attempts the campaign may start now; returns their ids (dialled after
     the commit). Completes the campaign when nothing is left to call (or its endAt came)."""
     with transaction.atomic():
@@ -108,7 +109,7 @@ def campaign_step(*, campaign_id, now):
         return _claim(campaign, due, now)
 
 
-def _claim(campaign, due, now):
+def _claim(campaign: Campaign, due: list[CampaignContact], now: datetime) -> list[str]:
     tenant = campaign.tenant
     phones = [contact.phone for contact in due]
     blocked = blocked_among(tenant=tenant, phones=phones)
@@ -153,7 +154,7 @@ def _claim(campaign, due, now):
 
 # --- Dialling ----------------------------------------------------------------------------
 
-def attempt_dial(*, attempt_id, now):
+def attempt_dial(*, attempt_id: str, now: datetime) -> int:
     """Sends the dial of a claimed attempt, if this worker wins it (1), else nothing (0)."""
     with transaction.atomic():
         won = CampaignAttempt.objects.filter(pk=attempt_id, state=CampaignAttempt.State.CLAIMED).update(
@@ -163,13 +164,13 @@ def attempt_dial(*, attempt_id, now):
     return won
 
 
-def _erased(call):
+def _erased(call: Call | None) -> bool:
     """Whether the number of the call was erased (privacy_app) after its attempt was
     claimed: it holds the number's pseudonym now, which is never dialled."""
     return call is not None and not call.to_e164.startswith("+")
 
 
-def _send(attempt_id, now, *, repeat=False):
+def _send(attempt_id: str, now: datetime, *, repeat: bool = False) -> None:
     attempt = CampaignAttempt.objects.select_related("call").get(pk=attempt_id)
     if _erased(attempt.call):
         # Won from the erasure's compare-and-set, read after its commit: nothing was sent.
@@ -193,7 +194,7 @@ def _send(attempt_id, now, *, repeat=False):
             state=CampaignAttempt.State.DIALLED, dialled_at=now)
 
 
-def dials_resend(*, now):
+def dials_resend(*, now: datetime) -> int:
     """Dials whose answer never came, older than the lease: a call the carrier reported
     (it has its carrier id) is dialled; to a carrier that honours idempotency keys the
     dial is sent again with the same key (it answers the call it placed, or places the

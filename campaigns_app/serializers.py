@@ -208,7 +208,8 @@ class ContactsReportSerializer(serializers.Serializer):
     skippedBlocklist = serializers.IntegerField()
     skippedNoConsent = serializers.IntegerField()
     invalid = serializers.IntegerField()
-    errors = RowErrorSerializer(many=True)
+    # The stubs take a declared field for the property Serializer.errors; DRF's metaclass pops it.
+    errors = RowErrorSerializer(many=True)  # type: ignore[assignment]
     skipped = SkippedRowSerializer(many=True)
     folded = FoldedRowSerializer(many=True)
     truncated = serializers.BooleanField(help_text="The lists show the first 1,000 of their kind; counts are whole.")

@@ -8,6 +8,9 @@ a page past the end) are treated as the list treats them: the list redirects to
 itself with `?e=1` (all rows, Django's "invalid lookup" flag), so the export sends the
 browser to exactly that list page rather than download an unfiltered file the member
 did not ask for. A lookup the admin forbids is refused with 400, as on the list."""
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import PermissionDenied
@@ -16,6 +19,9 @@ from django.urls import path, reverse
 
 from console.csv_export import csv_stream
 
+if TYPE_CHECKING:  # the stubs' name for what ModelAdmin's templates may be
+    from django.template.response import _TemplateForResponseT
+
 # Bounded work: an export stops here (the list's filters narrow it further).
 EXPORT_LIMIT = 100_000
 
@@ -23,8 +29,8 @@ EXPORT_LIMIT = 100_000
 class CsvExportMixin:
     """Set `csv_columns`: (header, function of a row) pairs; `csv_name` names the file."""
 
-    change_list_template = "admin/console/change_list_with_export.html"
-    csv_columns = ()
+    change_list_template: ClassVar["_TemplateForResponseT | None"] = "admin/console/change_list_with_export.html"
+    csv_columns: ClassVar[Sequence[tuple[str, Callable[[Any], object]]]] = ()
     csv_name = "export"
 
     def get_urls(self):

@@ -1,5 +1,6 @@
 """Bodies and query parameters of the gateway paths."""
 import datetime
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -8,8 +9,11 @@ from rest_framework import serializers
 from console.fields import ClosedSerializer
 from gateway_app.models import LaneUsage
 
+if TYPE_CHECKING:  # what the stubs take for error messages
+    from django.utils.functional import _StrPromise
+
 LANGUAGE_PATTERN = r"^[a-z]{2,3}$"
-LANGUAGE_ERROR = {"invalid": "A language is a 2- or 3-letter lowercase code such as 'de'."}
+LANGUAGE_ERROR: "dict[str, str | _StrPromise]" = {"invalid": "A language is a 2- or 3-letter lowercase code such as 'de'."}
 MAX_PROMPT_CHARS = 20_000
 MAX_SYSTEM_CHARS = 4_000
 # A ceiling on any one request's budget, whatever a client sends.

@@ -87,8 +87,8 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
     list_filter = ["content_type", "tenant"]
     search_fields = ["title", "id"]
     list_select_related = ["tenant"]
-    fields = ["id", "tenant", "title", "content_type_label", "size", "characters", "passage_count", "status_label",
-              "created", "passage_preview"]
+    fields = ("id", "tenant", "title", "content_type_label", "size", "characters", "passage_count", "status_label",
+              "created", "passage_preview")
     readonly_fields = fields
 
     @admin.display(description=_("file type"), ordering="content_type")

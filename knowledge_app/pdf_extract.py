@@ -27,7 +27,7 @@ REASONS = {
 }
 MB = 1024 * 1024
 # What pypdf logged while reading around broken parts of the file.
-_complaints = []
+_complaints: list[str] = []
 
 
 class _Complaints(logging.Handler):

@@ -10,6 +10,7 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -67,7 +68,7 @@ class RequestByPhoneAdmin(TenantScopedAdmin):
     """The add page asks for a tenant and a number or a call and runs
     `run(tenant, request, e164=, call_id=)`."""
 
-    explanation = ""
+    explanation: str | Promise = ""
 
     def has_change_permission(self, request, obj=None):
         return False
@@ -103,8 +104,8 @@ class ExportAdmin(RequestByPhoneAdmin):
     list_filter = ["status"]
     search_fields = ["id", "phone", "call_id", "tenant__slug"]
     list_select_related = ["tenant"]
-    fields = ["id", "tenant", "phone", "call_id", "status", "requested_by", "created_at", "ready_at", "expires_at",
-              "download"]
+    fields = ("id", "tenant", "phone", "call_id", "status", "requested_by", "created_at", "ready_at", "expires_at",
+              "download")
     readonly_fields = fields
     request_title = _("Export a caller's data")
     explanation = _("Everything the tenant holds about the number (or the one call) — calls with transcripts, leads, "
@@ -152,7 +153,7 @@ class ErasureAdmin(RequestByPhoneAdmin):
     list_display = ["id", "tenant", "erased_at", "counts", "requested_by"]
     search_fields = ["id", "tenant__slug"]
     list_select_related = ["tenant"]
-    fields = ["id", "tenant", "erased_at", "counts", "requested_by"]
+    fields = ("id", "tenant", "erased_at", "counts", "requested_by")
     readonly_fields = fields
     request_title = _("Erase a caller's data")
     explanation = _("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "

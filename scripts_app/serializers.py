@@ -62,7 +62,8 @@ class ScriptSerializer(serializers.Serializer):
 
     touchpoint_id = serializers.CharField()
     text = serializers.CharField()
-    source = serializers.ChoiceField(choices=["default", "tenant"])
+    # The stubs take a declared field for the attribute Field.source; DRF's metaclass pops it.
+    source = serializers.ChoiceField(choices=["default", "tenant"])  # type: ignore[assignment]
     maxSeconds = serializers.IntegerField(source="max_seconds")
     opensCall = serializers.BooleanField(source="opens_call")
 

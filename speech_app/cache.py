@@ -66,7 +66,7 @@ def max_bytes():
 class RenderCache:
     # Within one process, concurrent renders of the same key wait for the first one
     # instead of synthesising the same text again.
-    _key_locks = {}
+    _key_locks: dict[str, threading.Lock] = {}
     _key_locks_guard = threading.Lock()
 
     def __init__(self, storage, max_bytes=None):

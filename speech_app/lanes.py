@@ -31,6 +31,7 @@ error, timeout, 5xx, 429), count the remote lanes' use (registry_app.lanes.outco
 the gateway's usage), and end with the local engines.
 """
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -46,10 +47,10 @@ from registry_app.routing import UNREAD, Route, price_group, route
 from registry_app.snapshot import SnapshotLane
 from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable, TtsUnavailable
-from speech_app.recognition import AUTO_LANGUAGE, Recognizer
+from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Transcript
 from speech_app.remote import RemoteRecognizer, RemoteSynthesizer
 from speech_app.stt import Deadline
-from speech_app.tts import Synthesizer
+from speech_app.tts import Speech, Synthesizer
 
 
 def _builtin(capability, name):
@@ -247,10 +248,10 @@ class LaneSynthesizer(Synthesizer):
         self.plan, self._local, self.local_voice = plan, local, local_voice
 
     @property
-    def version(self):
+    def version(self) -> str:
         return "lanes"  # render keys by the engine that answered (speech_app.services.speech_render)
 
-    def serves(self, voice):
+    def serves(self, voice: str) -> bool:
         return True
 
     def check_voice(self, voice):
@@ -259,7 +260,7 @@ class LaneSynthesizer(Synthesizer):
     def _max_eur(self):
         return settings.GATEWAY_MAX_EUR
 
-    def synthesize(self, text, *, voice):
+    def synthesize(self, text: str, *, voice: str) -> Speech:
         measures = Measures(characters=len(text))
         ends_by = time.monotonic() + settings.GATEWAY_DEADLINE_SEC
         steps = plan_steps(self.plan, measures=measures, max_eur=self._max_eur(),
@@ -269,7 +270,7 @@ class LaneSynthesizer(Synthesizer):
         answered(answer, measures, characters=len(text), audio_seconds=answer.result.duration_sec)
         return answer.result
 
-    def stream(self, text, *, voice):
+    def stream(self, text: str, *, voice: str) -> Iterator[Speech]:
         """Sentence by sentence from the first lane that answers; a lane that fails after
         its first sentences hands the rest to the next lane (the local engines last),
         which goes on after the sentences already given (every engine cuts a text into
@@ -311,10 +312,11 @@ class LaneRecognizer(Recognizer):
     def __init__(self, plan, *, local):
         self.plan, self._local = plan, local  # local(): this process's engine for the language
 
-    def serves(self, language):
+    def serves(self, language: str) -> bool:
         return True
 
-    def transcribe(self, pcm, *, language, phrases=None, deadline):
+    def transcribe(self, pcm: bytes, *, language: str, phrases: list[str] | None = None,
+                   deadline: Deadline) -> Transcript:
         measures, max_eur = Measures(audio_seconds=len(pcm) / 2 / SAMPLE_RATE), settings.GATEWAY_MAX_EUR
         steps = transcribe_steps(self.plan, pcm, language=language, phrases=phrases, measures=measures,
                                  max_eur=max_eur, local=self._local)

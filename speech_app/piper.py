@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -173,12 +174,12 @@ class PiperSynthesizer(Synthesizer):
         self._lock = threading.Lock()
 
     @property
-    def version(self):
+    def version(self) -> str:
         voices = ",".join(sorted(voice.fingerprint for voice in piper_voices().values()))
         digest = hashlib.sha256(voices.encode()).hexdigest()[:16]
         return f"piper/{digest}/pieces-{MAX_PIECE_CHARS}/{SPOKEN_VERSION}"
 
-    def serves(self, voice):
+    def serves(self, voice: str) -> bool:
         return voice in piper_voices()
 
     def check_voice(self, voice):
@@ -186,12 +187,12 @@ class PiperSynthesizer(Synthesizer):
             raise UnknownVoice(f"No Piper voice '{voice[:60]}' is configured (PIPER_VOICES).",
                                details={"voice": voice[:60]})
 
-    def synthesize(self, text, *, voice):
+    def synthesize(self, text: str, *, voice: str) -> Speech:
         pieces = list(self.stream(text, voice=voice))
         rate = pieces[0].sample_rate if pieces else piper_voices()[voice].sample_rate
         return Speech(pcm=b"".join(piece.pcm for piece in pieces), sample_rate=rate)
 
-    def stream(self, text, *, voice):
+    def stream(self, text: str, *, voice: str) -> Iterator[Speech]:
         """Speech sentence by sentence: the first is ready while the rest is still being
         made."""
         self.check_voice(voice)

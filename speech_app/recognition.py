@@ -1,11 +1,17 @@
 """What a speech-recognition engine is to the rest of the code: the `Recognizer`
-interface and the `Transcript` it returns. Its own module so that the engines
+protocol and the `Transcript` it returns. Its own module so that the engines
 (`speech_app.stt`'s Vosk, `speech_app.whisper`) share it without importing each other.
+The engines subclass it (for its default `hear`); a test's fake engine need not.
 """
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from speech_app.entities import entities
+
+if TYPE_CHECKING:  # stt imports this module
+    from speech_app.stt import Deadline
 
 # `"language": "auto"` lets an engine that can (Whisper) detect the language.
 AUTO_LANGUAGE = "auto"
@@ -18,7 +24,7 @@ class Word:
     end: float
     conf: float
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"word": self.word, "start": self.start, "end": self.end, "conf": self.conf}
 
 
@@ -28,7 +34,7 @@ class Segment:
     end: float
     text: str
 
-    def as_json(self):
+    def as_json(self) -> dict[str, Any]:
         return {"start": self.start, "end": self.end, "text": self.text}
 
 
@@ -39,10 +45,10 @@ class Transcript:
     engine: str
     model: str
     language: str  # the language used: the requested one, or the detected one for "auto"
-    words: list = field(default_factory=list)
-    segments: list = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
 
-    def as_json(self, *, now=None):
+    def as_json(self, *, now: datetime | None = None) -> dict[str, Any]:
         """The transcript's JSON; `now` (an aware datetime on the tenant's clock) resolves
         the relative dates and times among the entities ("morgen um halb drei")."""
         return {
@@ -56,14 +62,14 @@ class Transcript:
             "entities": self.entities(now=now),
         }
 
-    def entities(self, *, now=None):
+    def entities(self, *, now: datetime | None = None) -> list[dict[str, Any]]:
         """Phone numbers, dates, times, amounts and reference numbers in a German text
         (speech_app.entities); none in other languages, whose number words it does not
         read."""
         return entities(self.text, now=now) if self.language == "de" else []
 
 
-class Recognizer(ABC):
+class Recognizer(Protocol):
     """What the rest of the code needs from a speech-recognition engine."""
 
     id: str  # the engine's id in /health, /v2/meta/engines and registry lane ids
@@ -72,14 +78,23 @@ class Recognizer(ABC):
     mode: str  # "offline" for engines in this process
 
     @abstractmethod
-    def serves(self, language):
+    def serves(self, language: str) -> bool:
         """Whether this engine can transcribe `language` (or "auto") here."""
 
     @abstractmethod
-    def transcribe(self, pcm, *, language, phrases=None, deadline):
+    def transcribe(self, pcm: bytes, *, language: str, phrases: list[str] | None = None,
+                   deadline: "Deadline") -> Transcript:
         """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
 
-    def hear(self, pcm, *, language, deadline, draft=False):
+    @overload
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: Literal[False] = False) -> Transcript:
+        ...
+
+    @overload
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool) -> Transcript | None:
+        ...
+
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool = False) -> Transcript | None:
         """A Transcript of one utterance of a conversation (the voice agent's, at most
         ~15 s). A `draft` is a partial transcript while the caller still speaks, which
         an engine may decline (None) when it has no time for it. By default a

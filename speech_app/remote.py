@@ -25,6 +25,7 @@ import math
 import struct
 import time
 import wave
+from collections.abc import Iterator
 
 from django.conf import settings
 
@@ -33,7 +34,7 @@ from registry_app.lanes.failover import MIN_ATTEMPT_SECONDS, LaneFailure
 from speech_app import openai_audio
 from speech_app.decode import SAMPLE_RATE, decode_to_pcm
 from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
-from speech_app.stt import LANGUAGE_PATTERN
+from speech_app.stt import LANGUAGE_PATTERN, Deadline
 from speech_app.tts import (
     MAX_PIECE_CHARS,
     SPOKEN_VERSION,
@@ -120,7 +121,7 @@ class RemoteSynthesizer(Synthesizer):
         self.per_call, self.ends_by = settings.GATEWAY_TIMEOUT_SEC, None
 
     @property
-    def version(self):
+    def version(self) -> str:
         digest = hashlib.sha256(json.dumps([self.endpoint, self.model, self.voice]).encode()).hexdigest()[:16]
         return f"{ENGINE}/{self.id}/{digest}/pieces-{MAX_PIECE_CHARS}/{SPOKEN_VERSION}"
 
@@ -131,13 +132,13 @@ class RemoteSynthesizer(Synthesizer):
         bounded.per_call, bounded.ends_by = per_call, ends_by
         return bounded
 
-    def serves(self, voice):
+    def serves(self, voice: str) -> bool:
         return True  # the plan chose this lane for the voice
 
     def check_voice(self, voice):
         pass
 
-    def synthesize(self, text, *, voice=None):
+    def synthesize(self, text: str, *, voice: str | None = None) -> Speech:
         pieces, samples = [], 0
         for piece in speech_pieces(spoken_text(text, self.language)):
             pieces.append(self._speak(piece))
@@ -148,7 +149,7 @@ class RemoteSynthesizer(Synthesizer):
             raise LaneFailure("bad_response", f"the pieces came back at different sample rates {sorted(rates)}")
         return Speech(pcm=b"".join(piece.pcm for piece in pieces), sample_rate=rates.pop() if rates else SAMPLE_RATE)
 
-    def stream(self, text, *, voice=None):
+    def stream(self, text: str, *, voice: str | None = None) -> Iterator[Speech]:
         samples = 0
         for sentence in speech_sentences(spoken_text(text, self.language)):
             speech = self._speak(sentence)
@@ -232,10 +233,11 @@ class RemoteRecognizer(Recognizer):
         self.lane, self.id, self.name = lane, lane.id, lane.entry.get("name") or lane.id
         self.endpoint, self.key, self.model = endpoint, key, model
 
-    def serves(self, language):
+    def serves(self, language: str) -> bool:
         return language == AUTO_LANGUAGE or self.lane.speaks(language)
 
-    def transcribe(self, pcm, *, language, phrases=None, deadline):
+    def transcribe(self, pcm: bytes, *, language: str, phrases: list[str] | None = None,
+                   deadline: Deadline) -> Transcript:
         timeout = time_left(settings.GATEWAY_TIMEOUT_SEC, time.monotonic() + deadline.remaining())
         data = openai_audio.transcription(
             endpoint=self.endpoint, key=self.key, model=self.model, wav=wav_from_pcm(pcm),

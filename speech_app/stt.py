@@ -96,7 +96,7 @@ class VoskRecognizer(Recognizer):
         self._models = {}  # path -> vosk.Model
         self._lock = threading.Lock()
 
-    def serves(self, language):
+    def serves(self, language: str) -> bool:
         return language in settings.VOSK_MODELS
 
     def loaded_models(self):
@@ -133,7 +133,8 @@ class VoskRecognizer(Recognizer):
         self._models[path] = model
         return model
 
-    def transcribe(self, pcm, *, language, phrases=None, deadline=None):
+    def transcribe(self, pcm: bytes, *, language: str, phrases: list[str] | None = None,
+                   deadline: Deadline | None = None) -> Transcript:
         """A Transcript of 16 kHz mono PCM; `phrases` restricts recognition to them.
 
         Vosk works in the request's thread, a quarter second of audio at a time, so

@@ -25,10 +25,12 @@ import re
 import tempfile
 import threading
 import wave
-from abc import ABC, abstractmethod
+from abc import abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from django.conf import settings
 
@@ -62,12 +64,13 @@ class Speech:
     sample_rate: int
 
     @property
-    def duration_sec(self):
+    def duration_sec(self) -> float:
         return len(self.pcm) / 2 / self.sample_rate
 
 
-class Synthesizer(ABC):
-    """What the rest of the code needs from a speech-synthesis engine."""
+class Synthesizer(Protocol):
+    """What the rest of the code needs from a speech-synthesis engine (the engines
+    subclass it for its defaults; a test's fake engine need not)."""
 
     id: str  # the engine's id in /health and /v2/meta/engines
     name: str
@@ -76,25 +79,25 @@ class Synthesizer(ABC):
 
     @property
     @abstractmethod
-    def version(self):
+    def version(self) -> str:
         """Changes whenever the same text and voice could sound different (cache key)."""
 
     @abstractmethod
-    def synthesize(self, text, *, voice):
+    def synthesize(self, text: str, *, voice: str) -> Speech:
         """`Speech` of `text`; UnknownVoice for a voice the engine does not have."""
 
-    def stream(self, text, *, voice):
+    def stream(self, text: str, *, voice: str) -> Iterator[Speech]:
         """`Speech` of `text` sentence by sentence (speech_sentences of its spoken form),
         so that the first sentence can be played while the rest is still being made.
         Engines that can override this; by default the whole text at once."""
         yield self.synthesize(text, voice=voice)
 
-    def serves(self, voice):
+    def serves(self, voice: str) -> bool:
         """Whether `voice` is one of this engine's (an operator's Piper voice is not eSpeak's)."""
         return VOICE_PATTERN.match(voice) is not None
 
     @staticmethod
-    def check_length(samples, sample_rate):
+    def check_length(samples: int, sample_rate: int) -> None:
         """SpeechTooLong once `samples` at `sample_rate` are past MAX_SPEECH_SECONDS;
         engines call it after every piece, so that synthesis stops there."""
         if samples > MAX_SPEECH_SECONDS * sample_rate:
@@ -102,7 +105,7 @@ class Synthesizer(ABC):
                 f"The text is more than {MAX_SPEECH_SECONDS} seconds of speech; at most ten minutes of audio are "
                 "rendered in one request.", details={"maxSeconds": MAX_SPEECH_SECONDS})
 
-    def check_voice(self, voice):
+    def check_voice(self, voice: str) -> None:
         if not VOICE_PATTERN.match(voice):
             raise UnknownVoice(f"'{voice[:60]}' is not a voice name such as 'de' or 'ko+f3'.",
                                details={"voice": voice[:60]})
@@ -171,7 +174,7 @@ class EspeakSynthesizer(Synthesizer):
         self._espeak_version = None
 
     @property
-    def version(self):
+    def version(self) -> str:
         # How a text is cut into pieces changes how it sounds (pauses between calls).
         return (f"espeak-ng-{self._library_version()}/pyttsx3-{importlib.metadata.version('pyttsx3')}"
                 f"/pieces-{MAX_PIECE_CHARS}/{SPOKEN_VERSION}")
@@ -208,11 +211,11 @@ class EspeakSynthesizer(Synthesizer):
     def _on_error(self, name, exception):
         self._errors.append(exception)
 
-    def synthesize(self, text, *, voice):
+    def synthesize(self, text: str, *, voice: str) -> Speech:
         self.check_voice(voice)
         return self._speak(speech_pieces(spoken_text(text, voice)), voice)
 
-    def stream(self, text, *, voice):
+    def stream(self, text: str, *, voice: str) -> Iterator[Speech]:
         self.check_voice(voice)
         # Normalised first: a sentence break is only one in the spoken form ("z. B.").
         for sentence in speech_sentences(spoken_text(text, voice)):

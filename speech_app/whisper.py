@@ -35,6 +35,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -42,6 +43,9 @@ from speech_app import whisper_model
 from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable
 from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Segment, Transcript, Word
+
+if TYPE_CHECKING:  # stt imports this module when Whisper is used
+    from speech_app.stt import Deadline
 
 # faster-whisper reaches the model hub only for names and missing tokenizers, which
 # whisper_model never lets through; this makes sure of it.
@@ -142,11 +146,12 @@ class WhisperRecognizer(Recognizer):
             return True  # the load reports the problem
         return len(config.get("lang_ids") or ()) > 1
 
-    def serves(self, language):
+    def serves(self, language: str) -> bool:
         return language == AUTO_LANGUAGE or language in self.languages()
 
     # --- transcription ------------------------------------------------------------
-    def transcribe(self, pcm, *, language, phrases=None, deadline):
+    def transcribe(self, pcm: bytes, *, language: str, phrases: list[str] | None = None,
+                   deadline: "Deadline") -> Transcript:
         """A Transcript of 16 kHz mono PCM; `phrases` become Whisper's hotwords (a hint)."""
         self._check_language(language)
         return self._wait(self._submit(self._run, _Job(pcm, language, phrases, deadline)))

@@ -31,21 +31,21 @@ class FakeToolCall:
 @dataclass
 class Reply:
     text: str = ""
-    pieces: list | None = None  # the text's pieces as sent (default: word by word)
-    tool_calls: list = field(default_factory=list)  # FakeToolCall
+    pieces: list[str] | None = None  # the text's pieces as sent (default: word by word)
+    tool_calls: list[FakeToolCall] = field(default_factory=list)
     finish_reason: str | None = None  # default: tool_calls when there are some, else stop
-    usage: tuple = (11, 7)  # (prompt_tokens, completion_tokens), or None for no usage
+    usage: tuple[int, int] | None = (11, 7)  # (prompt_tokens, completion_tokens), or None for no usage
     status: int = 200
-    body: bytes = None  # a body sent as it is (JSON), with `status`
-    headers: dict = field(default_factory=dict)
-    stream: bool = None  # None: as the request asks
-    hold: threading.Event = None  # waits for it (at most 10 s) before the first token
+    body: bytes | None = None  # a body sent as it is (JSON), with `status`
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: bool | None = None  # None: as the request asks
+    hold: threading.Event | None = None  # waits for it (at most 10 s) before the first token
     first_token_delay: float = 0.0  # seconds before the first token (a slow model)
     tokens_per_second: float = 0.0  # pace of the pieces after it (0: at once)
-    raw_lines: list = None  # bytes lines sent instead of the events (malformed streams)
-    break_after: int = None  # the connection is dropped after this many events, without an end
-    stall_after: int = None  # after this many events, waits for `stall` (at most 10 s) with the connection open
-    stall: threading.Event = None
+    raw_lines: list[bytes] | None = None  # bytes lines sent instead of the events (malformed streams)
+    break_after: int | None = None  # the connection is dropped after this many events, without an end
+    stall_after: int | None = None  # after this many events, waits for `stall` (at most 10 s) with the connection open
+    stall: threading.Event | None = None
     done: bool = True  # ends with `data: [DONE]`
 
     def whole_text(self):

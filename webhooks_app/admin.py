@@ -24,7 +24,7 @@ class EndpointAdmin(TenantScopedAdmin):
 
 class AttemptInline(ReadOnlyAdminMixin, TenantScopedInline):
     model = Attempt
-    fields = ["number", "outcome", "started_at", "duration_ms", "response_status", "error"]
+    fields = ("number", "outcome", "started_at", "duration_ms", "response_status", "error")
     readonly_fields = fields
     extra = 0
 
@@ -38,7 +38,7 @@ class DeliveryAdmin(ReadOnlyAdminMixin, TenantScopedAdmin):
     search_fields = ["id", "event_key"]
     list_select_related = ["tenant", "endpoint"]
     date_hierarchy = "created_at"
-    fields = ["id", "tenant", "endpoint", "event_type", "event_key", "state", "attempts", "next_attempt_at",
-              "leased_until", "created_at", "finished_at", "payload"]
+    fields = ("id", "tenant", "endpoint", "event_type", "event_key", "state", "attempts", "next_attempt_at",
+              "leased_until", "created_at", "finished_at", "payload")
     readonly_fields = fields
     inlines = [AttemptInline]

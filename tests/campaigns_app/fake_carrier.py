@@ -18,10 +18,10 @@ from calls_app.carriers import Capabilities, SimCarrierAdapter
 class KeyedCarrier:
     """The shared state of the in-process keyed carrier (reset by the tests)."""
 
-    placed = {}  # idempotency key -> carrier call id
-    requests = []  # every dial request: (key, to)
-    active = set()  # carrier call ids placed and not yet ended
-    time_out_once = set()  # keys whose first request places the call, then times out
+    placed: dict[str, str] = {}  # idempotency key -> carrier call id
+    requests: list[tuple[str, str]] = []  # every dial request: (key, to)
+    active: set[str] = set()  # carrier call ids placed and not yet ended
+    time_out_once: set[str] = set()  # keys whose first request places the call, then times out
     peak = 0
     lock = threading.Lock()
 

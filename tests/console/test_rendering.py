@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer, TemplateHTMLRenderer
 from rest_framework.request import Request
+from rest_framework.serializers import Serializer
 from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
@@ -33,8 +34,8 @@ class Level(enum.IntEnum):
 PLAIN = [
     {"calls": [{"id": "cl_1", "text": EVERY_CHARACTER, "n": -(2**63), "m": 2**64 - 1, "ok": True, "no": False,
                 "none": None, "nested": [[], {}, [{"": ""}]]}]},
-    ReturnDict({"status": Lead.Status.NEW, "level": Level.HIGH, "ids": ReturnList([1, 2], serializer=None)},
-               serializer=None),
+    ReturnDict({"status": Lead.Status.NEW, "level": Level.HIGH, "ids": ReturnList([1, 2], serializer=Serializer())},
+               serializer=Serializer()),
     {"key": str(uuid.uuid4()), "z": "\u2028\u2029 and \\u2028"},
     [], {}, "just a string", 0,
 ]

@@ -19,7 +19,7 @@ class _Health(BaseHTTPRequestHandler):
     bodies = {"/says-not-ok": b'{"ok": false}',
               "/tts-unusable": b'{"ok": false, "engines": [{"kind": "tts", "usableNow": false, "reason": "no voice"},'
                                b' {"kind": "stt", "usableNow": true}]}'}
-    authorizations = {}  # path: the Authorization header it came with
+    authorizations: dict[str, str | None] = {}  # path: the Authorization header it came with
 
     def do_GET(self):
         self.authorizations[self.path] = self.headers.get("Authorization")
