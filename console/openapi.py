@@ -135,6 +135,13 @@ class ApiSchema(AutoSchema):
             action = "list"
         return "_".join([*words, action])
 
+    def map_parsers(self):
+        # A parser that reads JSON whatever the Content-Type (the gateway's, for
+        # `curl -d`) is still a JSON body: declared as `application/json`, so that
+        # generated clients send it as one and get an operation for it.
+        return list(dict.fromkeys("application/json" if media_type == "*/*" else media_type
+                                  for media_type in super().map_parsers()))
+
     def _is_list_view(self, serializer=None):
         # Every list is an envelope object (CONTRACT §2): never wrap a response in an array.
         return False

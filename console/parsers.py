@@ -13,11 +13,17 @@ infinity. `json_loads` turns all of these into the contract's errors in one plac
   `validation_error` whose `details` name each such field by its path
   (`text`, `variables.firstName`, `data.text`, `phrases[2]`).
 """
+import io
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
-from rest_framework.parsers import BaseParser
+from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
+from django.http.multipartparser import MultiPartParserError
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser, DataAndFiles
 
 from console.errors import MalformedJson, PayloadTooLarge, ValidationFailed
 
@@ -152,3 +158,30 @@ class JSONParser(BaseParser):
         if self.limit is None:  # Django's limit switched off
             return json_loads(stream.read() if stream is not None else b"")
         return json_loads(read_bounded(stream, declared, self.limit, self.too_large))
+
+
+class BoundedMultipartParser(BaseParser):
+    """A multipart form of at most `limit` bytes, read from the stream with that bound
+    (`read_bounded`: a larger Content-Length is refused before a byte is read), then
+    parsed by Django's multipart parser from memory; never Django's unbounded file
+    uploads. A view sets `limit` and `too_large` as for JSONParser."""
+
+    media_type = "multipart/form-data"
+    too_large = staticmethod(JSONParser.too_large)
+
+    @property
+    def limit(self) -> int:
+        return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> DataAndFiles:
+        assert parser_context is not None  # DRF's Request always passes it
+        request = parser_context["request"]
+        body = read_bounded(stream, content_length(request.META), self.limit, self.too_large)
+        meta = {**request.META, "CONTENT_TYPE": media_type, "CONTENT_LENGTH": str(len(body))}
+        try:
+            data, files = DjangoMultiPartParser(meta, io.BytesIO(body), request.upload_handlers,
+                                                parser_context.get("encoding") or settings.DEFAULT_CHARSET).parse()
+        except MultiPartParserError as exc:
+            raise ParseError(f"The multipart form could not be read: {exc}") from None
+        return DataAndFiles(data, files)

@@ -37,3 +37,9 @@ class AnswerInterrupted(ApiError):
     # over any more, the turn ends here (the caller has what came before).
     status, code = 502, "answer_interrupted"
     message = "The lane stopped answering mid-answer."
+
+
+class ModelNotFound(ApiError):
+    # OpenAI's status and code for a model it does not have: its clients raise NotFoundError.
+    status, code = 404, "model_not_found"
+    message = "The model does not exist here."

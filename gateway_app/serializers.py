@@ -1,6 +1,6 @@
 """Bodies and query parameters of the gateway paths."""
 import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -77,6 +77,12 @@ class GatewayTranscribeQuerySerializer(serializers.Serializer):
     def validate(self, data):
         data.pop("phrase", None)  # repeated: the view reads every one of them
         return data
+
+
+class AudioFileSerializer(serializers.Serializer):
+    """POST /v1/transcribe as a multipart form: the audio is its `file`."""
+
+    file = serializers.FileField(help_text="The audio (a Whisper-style upload).")
 
 
 class UsageQuerySerializer(serializers.Serializer):
@@ -181,24 +187,96 @@ class StreamOptionsSerializer(ClosedSerializer):
     include_usage = StrictBooleanField(required=False, default=False)
 
 
-class ChatCompletionRequestSerializer(ClosedSerializer):
-    """OpenAI's Chat Completions request. Other fields of OpenAI's (`top_p`, `stop`, …)
-    are refused by name, so a client learns at once what the hub does not do."""
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": 4}],
+                      "nullable": True})
+class StopField(serializers.JSONField):
+    """`stop`: a string or up to 4 strings (each 1 to 200 characters), as a tuple."""
 
-    model = StrictCharField(max_length=100, help_text="A chat or code lane's id from the registry, or `auto`: the "
-                                                      "registry's order (cost policy).")
+    def to_internal_value(self, data: Any) -> Any:  # a tuple of strings
+        stops = [data] if isinstance(data, str) else data
+        if stops is None:
+            return ()
+        if (not isinstance(stops, list) or len(stops) > 4
+                or not all(isinstance(stop, str) and 0 < len(stop) <= 200 for stop in stops)):
+            raise serializers.ValidationError("Must be a string or a list of up to 4 strings of 1 to 200 characters.")
+        return tuple(stops)
+
+
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
+@extend_schema_field({"type": "object", "required": ["type"], "properties": {
+    "type": {"type": "string", "enum": list(RESPONSE_FORMATS)},
+    "json_schema": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"}, "description": {"type": "string"},
+        "schema": {"type": "object", "description": "JSON Schema of the answer"}, "strict": {"type": "boolean"}}}}})
+class ResponseFormatField(serializers.JSONField):
+    """`response_format`: None for text, else `{"type": "json_object"}` or
+    `{"type": "json_schema", "json_schema": {"name", "schema"?, …}}` as sent."""
+
+    def to_internal_value(self, data: Any) -> Any:  # a dict, or None for text
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind not in RESPONSE_FORMATS:
+            raise serializers.ValidationError(f"Must be an object whose type is one of: {', '.join(RESPONSE_FORMATS)}.")
+        if kind == "json_schema":
+            spec = data.get("json_schema")
+            if (not isinstance(spec, dict) or not isinstance(spec.get("name"), str)
+                    or not isinstance(spec.get("schema", {}), dict)):
+                raise serializers.ValidationError('json_schema is {"name", "schema"?: {…}, "strict"?}.')
+        return None if kind == "text" else data
+
+
+class IgnoredField(serializers.JSONField):
+    """A field of OpenAI's request the gateway accepts and does not use (docs/api.md)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, allow_null=True, help_text="Accepted, not used.", **kwargs)
+
+
+class ChatCompletionRequestSerializer(ClosedSerializer):
+    """OpenAI's Chat Completions request. Every field of OpenAI's is accepted: the
+    sampling fields are passed to the lanes, the rest accepted and not used; only
+    `n` > 1 and the legacy `functions` are refused."""
+
+    refused = {"functions": "Send tools: [{\"type\": \"function\", \"function\": {…}}] instead.",
+               "function_call": "Send tool_choice instead."}
+
+    model = StrictCharField(max_length=200, help_text="`auto` (the registry's order by its cost policy), a chat "
+                                                      "or code lane's id (GET /v1/models), a lane's provider model "
+                                                      "name, or one of OpenAI's names (gpt-4o, …) that stand for "
+                                                      "`auto`. Else 404 `model_not_found`.")
     messages = MessagesField()
     tools = ToolsField(required=False)
     tool_choice = ToolChoiceField(required=False)
     stream = StrictBooleanField(required=False, default=False)
     stream_options = StreamOptionsSerializer(required=False)
     temperature = StrictFloatField(required=False, min_value=0, max_value=2)
+    top_p = StrictFloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    stop = StopField(required=False, allow_null=True)
+    seed = StrictIntegerField(required=False, allow_null=True, min_value=-(2 ** 63), max_value=2 ** 63 - 1)
+    response_format = ResponseFormatField(required=False, allow_null=True)
+    frequency_penalty = StrictFloatField(required=False, min_value=-2, max_value=2)
+    presence_penalty = StrictFloatField(required=False, min_value=-2, max_value=2)
     max_tokens = StrictIntegerField(required=False, min_value=1,
                                     help_text="At most GATEWAY_MAX_TOKENS (a larger value is lowered to it).")
     max_completion_tokens = StrictIntegerField(required=False, min_value=1, help_text="The same as max_tokens; "
                                                                                        "the smaller one counts.")
-    n = StrictIntegerField(required=False, min_value=1, max_value=1, help_text="One choice only.")
-    user = StrictCharField(required=False, max_length=256, help_text="Accepted and not used.")
+    n = StrictIntegerField(required=False, min_value=1, max_value=1, help_text="One choice only.",
+                           error_messages={"max_value": "One choice only: n must be 1."})
+    user = StrictCharField(required=False, max_length=256, help_text="Accepted, not used (never sent to a lane).")
+    logit_bias = IgnoredField()
+    logprobs = IgnoredField()
+    top_logprobs = IgnoredField()
+    parallel_tool_calls = IgnoredField()
+    store = IgnoredField()
+    metadata = IgnoredField()
+    service_tier = IgnoredField()
+    reasoning_effort = IgnoredField()
+    verbosity = IgnoredField()
+    modalities = IgnoredField()
+    prediction = IgnoredField()
+    prompt_cache_key = IgnoredField()
+    safety_identifier = IgnoredField()
     max_eur = BudgetField(help_text="The gateway's budget of this request (default GATEWAY_MAX_EUR).")
     language = serializers.RegexField(LANGUAGE_PATTERN, required=False, error_messages=LANGUAGE_ERROR,
                                       help_text="Only lanes that list this language.")
@@ -233,3 +311,4 @@ class ChatCompletionSerializer(serializers.Serializer):
     model = serializers.CharField(help_text="The lane that answered.")
     choices = ChatCompletionChoiceSerializer(many=True)
     usage = ChatCompletionUsageSerializer()
+

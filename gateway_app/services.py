@@ -378,12 +378,13 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                  lane: str | None = None, capability: str = "chat", language: str | None = None,
                  temperature: float | None = None, max_tokens: int | None = None, max_eur: float | None = None,
                  deadline: float | None = None, first_token_timeout: float | None = None,
-                 stream: bool = True) -> ChatStream:
+                 stream: bool = True, **sampling: Any) -> ChatStream:
     """One turn of a conversation through the registry's lanes: a ChatStream of its
     events (TextDelta…, ToolCall…, ChatDone), returned once a lane has started to answer.
 
-    `messages`, `tools`, `tool_choice`, `temperature`, `max_tokens` are the OpenAI Chat
-    Completions wire format's (checked by gateway_app.turns.chat_request; ValidationFailed
+    `messages`, `tools`, `tool_choice`, `temperature`, `max_tokens` and the `sampling`
+    fields (`top_p`, `stop`, `seed`, `frequency_penalty`, `presence_penalty`,
+    `response_format`: ChatRequest's) are the OpenAI Chat Completions wire format's (checked by gateway_app.turns.chat_request; ValidationFailed
     names each problem). `lane` names a lane of `capability` (chat or code) to try
     first; the others of the route follow in the gateway's order (zero-euro first, paid
     lanes only within `max_eur`, default GATEWAY_MAX_EUR), as for /v1/agent. A lane
@@ -397,7 +398,7 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
     if capability not in TURN_CAPABILITIES:
         raise ValidationFailed.field("capability", f"Send one of: {', '.join(TURN_CAPABILITIES)}.")
     request = chat_request(messages=messages, tools=tools, tool_choice=tool_choice, temperature=temperature,
-                           max_tokens=max_tokens, language=language)
+                           max_tokens=max_tokens, language=language, **sampling)
     named = turn_lane(lane, capability) if lane is not None else None
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
     seconds = settings.GATEWAY_DEADLINE_SEC if deadline is None else deadline
@@ -407,12 +408,18 @@ def gateway_chat(*, messages: list, tools: list | None = None, tool_choice: str 
                       ends_by=time.monotonic() + seconds, whole=not stream)
 
 
+def lane_first(steps: Sequence[Step], lane: str | None) -> list[Step]:
+    """`steps` with the named lane's first (when the plan has it), the others in their order."""
+    return sorted(steps, key=lambda step: step.lane.id != lane) if lane else list(steps)
+
+
 def gateway_speak(*, text: str, voice: str | None = None, language: str | None = None,
-                  max_eur: float | None = None) -> GatewayAnswer:
-    """POST /v1/speak: a GatewayAnswer whose result is a RenderedAudio (MP3)."""
+                  max_eur: float | None = None, lane: str | None = None) -> GatewayAnswer:
+    """POST /v1/speak (and /v1/audio/speech, which may name a `lane` to try first): a
+    GatewayAnswer whose result is a RenderedAudio (MP3)."""
     max_eur = settings.GATEWAY_MAX_EUR if max_eur is None else max_eur
-    answer = answer_through(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur),
-                            max_eur=max_eur, what="tts")
+    steps = lane_first(speak_steps(text=text, voice=voice, language=language, max_eur=max_eur), lane)
+    answer = answer_through(steps, max_eur=max_eur, what="tts")
     rendered, _ = answer.result
     cost = lane_cost(answer.step.lane, Measures(characters=len(text)))
     record_success(answer.step, cost, characters=len(text), audio_seconds=rendered.duration_sec)
@@ -421,8 +428,9 @@ def gateway_speak(*, text: str, voice: str | None = None, language: str | None =
 
 
 def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: float | None = None,
-                       phrases: list[str] | None = None) -> GatewayAnswer:
-    """POST /v1/transcribe: a GatewayAnswer whose result is the Transcript.
+                       phrases: list[str] | None = None, lane: str | None = None) -> GatewayAnswer:
+    """POST /v1/transcribe (and /v1/audio/transcriptions, which may name a `lane` to
+    try first): a GatewayAnswer whose result is the Transcript.
 
     The audio is decoded once up front: undecodable or over-long audio is refused
     before any lane is asked, and its length prices the paid lanes."""
@@ -436,8 +444,8 @@ def gateway_transcribe(*, audio: bytes, language: str | None = None, max_eur: fl
         raise AudioTooLong(f"The audio is {seconds:.1f} s long; the voice gateway transcribes at most "
                            f"{settings.GATEWAY_MAX_AUDIO_SEC:g} s per request.",
                            details={"seconds": round(seconds, 2), "maxSeconds": settings.GATEWAY_MAX_AUDIO_SEC})
-    steps = transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None, seconds=seconds,
-                                 max_eur=max_eur)
+    steps = lane_first(transcribe_steps_for(decoded.pcm, language=language, phrases=phrases or None,
+                                            seconds=seconds, max_eur=max_eur), lane)
     answer = answer_through(steps, max_eur=max_eur, what="stt")
     cost = lane_cost(answer.step.lane, Measures(audio_seconds=seconds))
     record_success(answer.step, cost, audio_seconds=seconds)

@@ -61,6 +61,15 @@ class ChatRequest:
     temperature: object = None  # a float, or None for the lane's default
     max_tokens: int = 0  # what the lane is told: at most GATEWAY_MAX_TOKENS
     language: object = None  # a language code, or None for any
+    # OpenAI's sampling and format fields, as the API's serializer checked them; None
+    # (or empty): the lane's default. Passed to the lanes that speak OpenAI's or
+    # Ollama's dialect (gateway_app.providers.chat_api.turn_body).
+    top_p: float | None = None
+    stop: tuple = ()  # up to 4 strings
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    response_format: Mapping | None = None  # {"type": "json_object"} or {"type": "json_schema", …}
 
     @property
     def tool_required(self):
@@ -293,7 +302,8 @@ def _tool_choice(choice, tools, problems):
     return {"type": "function", "function": {"name": function.get("name")}}
 
 
-def chat_request(*, messages, tools=None, tool_choice=None, temperature=None, max_tokens=None, language=None):
+def chat_request(*, messages, tools=None, tool_choice=None, temperature=None, max_tokens=None, language=None,
+                 **sampling):
     """The checked ChatRequest, or ValidationFailed (400) naming each problem by its path
     (`messages[2].content`, `tools[0].function.name`)."""
     problems = _Problems()
@@ -316,4 +326,4 @@ def chat_request(*, messages, tools=None, tool_choice=None, temperature=None, ma
     cap = settings.GATEWAY_MAX_TOKENS
     return ChatRequest(messages=tuple(checked), tools=checked_tools, tool_choice=choice,
                        temperature=None if temperature is None else float(temperature),
-                       max_tokens=min(max_tokens or cap, cap), language=language)
+                       max_tokens=min(max_tokens or cap, cap), language=language, **sampling)

@@ -10,7 +10,7 @@ import secrets
 import time
 
 from django.core.handlers.wsgi import LimitedStream
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
@@ -22,10 +22,12 @@ from console.parsers import JSONParser, read_bounded
 from gateway_app import selectors, services
 from gateway_app.auth import WWW_AUTHENTICATE, GatewayTokenAuthentication
 from gateway_app.errors import LengthRequired, NotReady
-from gateway_app.planning import TURN_CAPABILITIES, turn_lanes
+from gateway_app.model_names import chat_model
+from gateway_app.providers.chat_api import SAMPLING_FIELDS
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
     AgentRequestSerializer,
+    AudioFileSerializer,
     ChatCompletionRequestSerializer,
     ChatCompletionSerializer,
     GatewaySpeakSerializer,
@@ -37,7 +39,15 @@ from gateway_app.serializers import (
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
 from registry_app.probe_auth import ProbeAuthentication
 from speech_app.decode import MAX_AUDIO_BYTES
-from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, audio_too_large, mp3_response, raw_audio_body
+from speech_app.http import (
+    MP3_RESPONSE,
+    AnyAcceptNegotiation,
+    AudioMultipartParser,
+    audio_too_large,
+    mp3_response,
+    raw_audio_body,
+    uploaded_audio,
+)
 
 logger = logging.getLogger("gateway_app")
 
@@ -97,6 +107,18 @@ class GatewayAPIView(ApiView):
         if response.status_code == 401:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
+
+
+def with_answer_headers(response: HttpResponse, answer: services.GatewayAnswer) -> HttpResponse:
+    """`response` with the X-Gateway-* headers of a GatewayAnswer: the lane, its mode,
+    the cost and every attempt."""
+    response["X-Gateway-Lane"] = answer.lane
+    response["X-Gateway-Mode"] = answer.mode
+    response["X-Gateway-Cost-Eur"] = f"{answer.cost_eur:.6f}"
+    # ASCII JSON: a header carries Latin-1 at most.
+    response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in answer.attempts],
+                                                separators=(",", ":"))
+    return response
 
 
 def chat_answer_json(answer):
@@ -159,23 +181,25 @@ class SpeakView(GatewayAPIView):
     def post(self, request):
         data = validated(GatewaySpeakSerializer, request.data)
         answer = services.gateway_speak(**data)
-        response = mp3_response(answer.result)
-        response["X-Gateway-Lane"] = answer.lane
-        response["X-Gateway-Mode"] = answer.mode
-        response["X-Gateway-Cost-Eur"] = f"{answer.cost_eur:.6f}"
-        # ASCII JSON: a header carries Latin-1 at most.
-        response["X-Gateway-Attempts"] = json.dumps([attempt.as_json() for attempt in answer.attempts],
-                                                    separators=(",", ":"))
-        return response
+        return with_answer_headers(mp3_response(answer.result), answer)
 
 
 class TranscribeView(GatewayAPIView):
-    parser_classes = []  # the body is the audio itself, whatever its Content-Type
-    body_limit = MAX_AUDIO_BYTES
+    # The body is the audio itself, whatever its Content-Type, or a multipart form whose `file` it is.
+    parser_classes = [AudioMultipartParser]
     body_too_large = staticmethod(audio_too_large)
 
+    @property
+    def body_limit(self):
+        """The audio limit; a form gets room for its envelope around the file."""
+        return AudioMultipartParser.limit if self._multipart() else MAX_AUDIO_BYTES
+
+    def _multipart(self):
+        return self.request.content_type.startswith(AudioMultipartParser.media_type)
+
     @accepts_query(GatewayTranscribeQuerySerializer)
-    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY},
+    @extend_schema(request={"application/octet-stream": OpenApiTypes.BINARY,
+                            "multipart/form-data": AudioFileSerializer},
                    responses=OpenApiTypes.OBJECT,
                    extensions=errors(422, 502),
                    summary="Transcribe raw audio through the registry's stt lanes, local engines first")
@@ -184,25 +208,15 @@ class TranscribeView(GatewayAPIView):
         phrases = request.query_params.getlist("phrase")
         if any(not phrase.strip() or len(phrase) > 200 for phrase in phrases) or len(phrases) > 500:
             raise ValidationFailed.field("phrase", "At most 500 phrases of 1 to 200 characters each.")
-        answer = services.gateway_transcribe(audio=raw_audio_body(request),
-                                             phrases=[phrase.strip() for phrase in phrases], **query)
+        if self._multipart():
+            audio = uploaded_audio(validated(AudioFileSerializer, request.data)["file"])
+        else:
+            audio = raw_audio_body(request)
+        answer = services.gateway_transcribe(audio=audio, phrases=[phrase.strip() for phrase in phrases], **query)
         return Response({**answer.result.as_json(), **answer.as_json()})
 
 
 # --- POST /v1/chat/completions: the hub as an OpenAI-compatible chat endpoint ---
-
-def _model_lane(model):
-    """(lane id or None for `auto`, capability) of the request's `model`, or a 400 on
-    `model` listing what may be sent."""
-    if model == "auto":
-        return None, "chat"
-    for capability in TURN_CAPABILITIES:
-        if any(lane.id == model for lane in turn_lanes(capability)):
-            return model, capability
-    names = [lane.id for capability in TURN_CAPABILITIES for lane in turn_lanes(capability)]
-    raise ValidationFailed.field("model", f"'{model}' is no chat or code lane of the registry. Send auto or one of: "
-                                          f"{', '.join(names) or 'none'}.")
-
 
 def _completion_id():
     return f"chatcmpl-{secrets.token_hex(12)}"
@@ -279,8 +293,8 @@ class ChatCompletionsView(GatewayAPIView):
         request=ChatCompletionRequestSerializer,
         responses={(200, "application/json"): ChatCompletionSerializer,
                    (200, "text/event-stream"): OpenApiTypes.STR},
-        extensions=errors(422),
-        examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="*/*", value={
+        extensions=errors(404, 422),
+        examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="application/json", value={
             "model": "auto",
             "messages": [{"role": "system", "content": "Du bist die Telefonassistenz der Praxis Dr. Weber."},
                          {"role": "user", "content": "Bitte rufen Sie mich morgen Vormittag zurück."}],
@@ -292,12 +306,15 @@ class ChatCompletionsView(GatewayAPIView):
                 "streamed or whole")
     def post(self, request):
         data = validated(ChatCompletionRequestSerializer, request.data)
-        lane, capability = _model_lane(data["model"])
+        model = chat_model(data["model"])
         limits = [value for value in (data.get("max_tokens"), data.get("max_completion_tokens")) if value]
+        sampling = {name: data[name] for name in SAMPLING_FIELDS if data.get(name) is not None}
         stream = services.gateway_chat(
-            messages=data["messages"], tools=data.get("tools"), tool_choice=data.get("tool_choice"), lane=lane,
-            capability=capability, language=data.get("language"), temperature=data.get("temperature"),
-            max_tokens=min(limits) if limits else None, max_eur=data.get("max_eur"), stream=data["stream"])
+            messages=data["messages"], tools=data.get("tools"), tool_choice=data.get("tool_choice"),
+            lane=model.lane.id if model.lane is not None else None, capability=model.capability,
+            language=data.get("language"), max_tokens=min(limits) if limits else None, max_eur=data.get("max_eur"),
+            stream=data["stream"], stop=data.get("stop") or (), response_format=data.get("response_format"),
+            **sampling)
         if data["stream"]:
             include_usage = (data.get("stream_options") or {}).get("include_usage", False)
             response = StreamingHttpResponse(completion_events(stream, include_usage=include_usage),
@@ -311,3 +328,4 @@ class ChatCompletionsView(GatewayAPIView):
         _gateway_headers(response, stream)
         response["X-Gateway-Cost-Eur"] = f"{done.cost_eur:.6f}"
         return response
+

@@ -2,15 +2,9 @@
 both read from the stream with a bound (console/parsers.py's `read_bounded`), never
 through Django's unbounded file uploads: a body larger than a document may be is
 refused from its Content-Length before a byte is read."""
-import io
-
 from django.conf import settings
-from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
-from django.http.multipartparser import MultiPartParserError
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, DataAndFiles
 
-from console.parsers import JSONParser, content_length, read_bounded
+from console.parsers import BoundedMultipartParser, JSONParser
 from knowledge_app.errors import DocumentTooLarge
 
 # The form's boundaries, headers and title beside the file.
@@ -35,17 +29,9 @@ class KnowledgeJSONParser(JSONParser):
         return settings.KNOWLEDGE_MAX_DOCUMENT_BYTES * 6 + MULTIPART_OVERHEAD
 
 
-class KnowledgeMultipartParser(BaseParser):
-    media_type = "multipart/form-data"
+class KnowledgeMultipartParser(BoundedMultipartParser):
+    too_large = staticmethod(too_large)
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        request = parser_context["request"]
-        limit = settings.KNOWLEDGE_MAX_DOCUMENT_BYTES + MULTIPART_OVERHEAD
-        body = read_bounded(stream, content_length(request.META), limit, too_large)
-        meta = {**request.META, "CONTENT_TYPE": media_type, "CONTENT_LENGTH": str(len(body))}
-        try:
-            data, files = DjangoMultiPartParser(meta, io.BytesIO(body), request.upload_handlers,
-                                                parser_context.get("encoding") or settings.DEFAULT_CHARSET).parse()
-        except MultiPartParserError as exc:
-            raise ParseError(f"The multipart form could not be read: {exc}") from None
-        return DataAndFiles(data, files)
+    @property
+    def limit(self):
+        return settings.KNOWLEDGE_MAX_DOCUMENT_BYTES + MULTIPART_OVERHEAD

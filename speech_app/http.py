@@ -6,13 +6,14 @@ for every endpoint. The speech views read their bodies themselves instead, refus
 an oversized body from its Content-Length before reading it and never reading more
 than the limit plus one byte.
 """
+from django.core.files.uploadedfile import UploadedFile
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 
-from console.parsers import JSONParser, content_length, read_bounded
+from console.parsers import BoundedMultipartParser, JSONParser, content_length, read_bounded
 from speech_app.decode import MAX_AUDIO_BYTES
 from speech_app.errors import AudioTooLarge
 from speech_app.services import MAX_AUDIO_BASE64_CHARS
@@ -35,6 +36,26 @@ class BoundedJSONParser(JSONParser):
 
     limit = MAX_TRANSCRIBE_JSON_BYTES
     too_large = staticmethod(audio_too_large)
+
+
+# The form's boundaries, headers and fields beside an uploaded audio file.
+MULTIPART_OVERHEAD = 64 * 1024
+
+
+class AudioMultipartParser(BoundedMultipartParser):
+    """A multipart upload of one audio file (a Whisper-style client's): at most the
+    audio limit and the form around it, refused from its Content-Length before a byte
+    is read (413 `audio_too_large`)."""
+
+    limit = MAX_AUDIO_BYTES + MULTIPART_OVERHEAD
+    too_large = staticmethod(audio_too_large)
+
+
+def uploaded_audio(upload: UploadedFile) -> bytes:
+    """The bytes of an uploaded file, at most the audio limit."""
+    if (upload.size or 0) > MAX_AUDIO_BYTES:
+        raise audio_too_large(MAX_AUDIO_BYTES, upload.size)
+    return upload.read()
 
 
 def raw_audio_body(request):

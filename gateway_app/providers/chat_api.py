@@ -7,7 +7,8 @@
 
 `chat_turn` (a conversation's turn, `gateway_app.services.gateway_chat`): the turn's
 `messages` (system, user, assistant with its tool calls, tool), `tools`,
-`tool_choice`, `temperature` and `max_tokens` as the client gave them, with `"stream":
+`tool_choice`, `temperature`, `max_tokens`, `top_p`, `stop`, `seed`, the penalties and
+`response_format` as the client gave them, with `"stream":
 true` when the lane streams (its registry `params.streaming`); the answer's
 server-sent events (`data: {chunk}` … `data: [DONE]`) become TextDeltas as they
 arrive, the tool calls' argument deltas are joined by their index, and each call is
@@ -118,16 +119,37 @@ def _ollama_messages(messages):
     return spoken
 
 
+# OpenAI's sampling fields of a turn: Ollama's `options` call them the same.
+SAMPLING_FIELDS = ("temperature", "top_p", "seed", "frequency_penalty", "presence_penalty")
+
+
 def turn_body(request, *, model, stream, ollama):
-    """The request body of a turn in the lane's dialect."""
+    """The request body of a turn in the lane's dialect: the sampling and format fields
+    the client set (none: the lane's defaults), in OpenAI's names or Ollama's
+    (`options`, `format`: "json" or the JSON Schema)."""
+    sampling = {name: getattr(request, name) for name in SAMPLING_FIELDS if getattr(request, name) is not None}
     if ollama:
         body = {"model": model, "messages": _ollama_messages(request.messages), "stream": stream,
-                "options": {"num_predict": request.max_tokens}}
-        if request.temperature is not None:
-            body["options"]["temperature"] = request.temperature
+                "options": {"num_predict": request.max_tokens, **sampling}}
+        if request.stop:
+            body["options"]["stop"] = list(request.stop)
+        if request.response_format is not None:
+            body["format"] = ((request.response_format.get("json_schema") or {}).get("schema") or "json"
+                              if request.response_format["type"] == "json_schema" else "json")
         if request.tools and request.tool_choice != "none":
             body["tools"] = list(request.tools)
         return body
+    body = {"model": model, "messages": list(request.messages), "max_tokens": request.max_tokens, "stream": stream,
+            **sampling}
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if request.response_format is not None:
+        body["response_format"] = dict(request.response_format)
+    if request.tools:
+        body["tools"] = list(request.tools)
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    return body
     body = {"model": model, "messages": list(request.messages), "max_tokens": request.max_tokens, "stream": stream}
     if request.temperature is not None:
         body["temperature"] = request.temperature

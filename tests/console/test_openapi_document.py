@@ -102,3 +102,44 @@ def test_the_main_requests_have_examples(document):
     for path in ("/v2/numbers", "/v2/public/leads", "/v2/audio/render"):
         content = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]
         assert content.get("examples"), path
+
+
+# Media types a generated client can send, and what each body's schema must be.
+STRUCTURED_BODIES = ("application/json", "multipart/form-data", "application/x-www-form-urlencoded")
+BINARY_BODIES = ("application/octet-stream", "text/csv")
+
+
+def body_problems(document, path, method, operation):
+    """Why a generator (openapi-python-client, openapi-generator) would leave the
+    operation's body out: a wildcard media type, or a schema that says nothing."""
+    problems = []
+    for media_type, content in operation.get("requestBody", {}).get("content", {}).items():
+        schema = content.get("schema", {})
+        if "$ref" in schema:
+            schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        if media_type in STRUCTURED_BODIES:
+            if schema.get("type") != "object" or not schema.get("properties"):
+                problems.append(f"{method.upper()} {path}: {media_type} body without an object schema")
+        elif media_type in BINARY_BODIES:
+            if (schema.get("type"), schema.get("format")) != ("string", "binary"):
+                problems.append(f"{method.upper()} {path}: {media_type} body is not binary")
+        else:
+            problems.append(f"{method.upper()} {path}: body declared as {media_type}")
+    return problems
+
+
+def test_every_request_body_declares_a_concrete_media_type_and_schema(document):
+    problems = [problem for path, method, operation in operations(document)
+                for problem in body_problems(document, path, method, operation)]
+    assert problems == []
+    # The gateway's JSON paths, read whatever their Content-Type, are declared as JSON.
+    for path in ("/v1/chat/completions", "/v1/agent", "/v1/speak", "/agent"):
+        assert list(document["paths"][path]["post"]["requestBody"]["content"]) == ["application/json"], path
+
+
+def test_the_body_check_fails_for_a_wildcard_or_an_empty_schema():
+    bare = {"paths": {}, "components": {"schemas": {"Empty": {"type": "object"}}}}
+    operation = {"requestBody": {"content": {"*/*": {"schema": {"type": "object"}},
+                                             "application/json": {"schema": {"$ref": "#/components/schemas/Empty"}}}}}
+    assert body_problems(bare, "/v1/x", "post", operation) == [
+        "POST /v1/x: body declared as */*", "POST /v1/x: application/json body without an object schema"]

@@ -179,16 +179,22 @@ def test_errors_are_the_gateways_json_and_the_client_raises_them_cleanly(client,
     load_lanes(streaming_lane("chat-down", endpoint=refused_url, priority=10),
                streaming_lane("chat-paid", endpoint=paid.url, eur=1.8, priority=20))
     lane_settings("chat-paid", key="sk-paid")
-    with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model="gpt-4o", messages=QUESTION)
-    assert bad.value.body == {"code": "validation_error", "message": "Some fields are invalid.", "details": {
-        "model": ["'gpt-4o' is no chat or code lane of the registry. Send auto or one of: chat-down, chat-paid."]}}
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(model="gpt-9-ultra", messages=QUESTION)
+    assert (unknown.value.status_code, unknown.value.code) == (404, "model_not_found")
+    assert unknown.value.body["details"] == {"param": "model", "model": "gpt-9-ultra",
+                                             "models": ["auto", "chat-down", "chat-paid"]}
+    assert unknown.value.body["message"].startswith("The model 'gpt-9-ultra' does not exist here. Send one of: auto, "
+                                                    "chat-down, chat-paid (GET /v1/models)")
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model="auto", messages=[{"role": "tool", "content": "42"}])
     assert bad.value.body["details"] == {"messages[0].tool_call_id": ["A tool message names the call it answers."]}
     with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model="auto", messages=QUESTION, top_p=0.5)
-    assert list(bad.value.body["details"]) == ["top_p"]
+        client.chat.completions.create(model="auto", messages=QUESTION, n=2)
+    assert bad.value.body["details"] == {"n": ["One choice only: n must be 1."]}
+    with pytest.raises(openai.BadRequestError) as bad:
+        client.chat.completions.create(model="auto", messages=QUESTION, functions=[{"name": "f"}])
+    assert list(bad.value.body["details"]) == ["functions"]
 
     with pytest.raises(openai.InternalServerError) as unanswered:  # 503: the free lane is down, no budget
         client.chat.completions.create(model="auto", messages=QUESTION, stream=True)

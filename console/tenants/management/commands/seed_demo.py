@@ -25,7 +25,8 @@ class Command(BaseCommand):
         token = settings.GATEWAY_STATIC_TOKEN
         if token:
             self.stdout.write(f"  Gateway: {token}  (GATEWAY_STATIC_TOKEN: /v1/agent, /v1/chat/completions, "
-                              "/v1/speak, /v1/transcribe, /agent)")
+                              "/v1/models, /v1/audio/…, /v1/speak, /v1/transcribe, /agent; OpenAI's SDKs with "
+                              f"base_url {base}/v1)")
             body = shlex.quote('{"prompt": "Wann haben Sie geöffnet?"}')
             self.stdout.write(f"  Try:     curl -s -H {shlex.quote(f'Authorization: Bearer {token}')} -d {body} "
                               f"{base}/v1/agent")
