@@ -1,4 +1,4 @@
-"""Errors of the voice agent's session API and its demo page (docs/api.md)."""
+"""Errors of the voice agent's session API, its demo page and its phone carriers' webhooks (docs/api.md)."""
 from console.errors import ApiError, ValidationFailed
 
 
@@ -21,3 +21,5 @@ class DemoSessionsLimited(ApiError):
             details={"retryAfter": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
+
+

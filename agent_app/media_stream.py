@@ -18,11 +18,13 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from agent_app import codes
 from agent_app.audio import PhoneWire
+from agent_app.codes import CLOSE_FAILED, CLOSE_PROTOCOL, CLOSE_TOKEN
 from agent_app.consumer import FrameBudget
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
-from agent_app.session import CLOSE_FAILED, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_TOO_FAST, off_loop
+from agent_app.session import off_loop
 from calls_app import phone_calls
 from calls_app.kinds import KINDS
 from calls_app.kinds.base import CarrierKind, CodecError, MediaCodec, MediaEvent
@@ -104,7 +106,7 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         if conversation is not None:
             conversation.touch()
             if not self.frame_budget.take(conversation.loop.time()):
-                return await conversation.refuse("too_many_frames", "Too many messages a second.", CLOSE_TOO_FAST)
+                return await conversation.refuse(codes.TOO_MANY_FRAMES, "Too many messages a second.")
         if event.kind == "start":
             return await self._start(event)
         if event.kind == "ignore":

@@ -25,11 +25,10 @@ from drf_spectacular.utils import extend_schema
 from agent_app import services
 from agent_app.conversation import voicemail_text
 from calls_app import phone_calls
-from calls_app.carrier_events import UnknownCarrier
 from calls_app.carriers import CarrierError
+from calls_app.errors import MinuteCapReached, UnknownCarrier
 from calls_app.kinds import KINDS
 from calls_app.kinds.base import CarrierKind, InboundCall, Webhooks
-from calls_app.ledger import MinuteCapReached
 from console.api import OpenAPIView, accepts_query
 from console.errors import ApiError
 

@@ -28,19 +28,24 @@ MESSAGES = [{"role": "system", "content": "Du bist die Telefonassistenz der Prax
 TURNS = 15
 SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 
-# In the project's Django (manage.py shell): the registry, then the turns in process.
-_IN_PROCESS = """
-import json, re, time
+# In the project's Django (manage.py shell): the shipped registry with a streaming lane
+# at {url} (a fake LLM) before its mock lane; bench_agent loads the same.
+STREAMING_REGISTRY = """
+import json
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
-from gateway_app.services import gateway_chat
-from gateway_app.turns import ChatDone, TextDelta
-
 document = json.loads(SHIPPED_DOCUMENT.read_text())
 mock = next(entry for entry in document["models"] if entry["id"] == "chat-gateway-mock")
 fake = dict(mock, id="chat-fake-stream", name="Fake streaming LLM", endpoint={url!r}, health=None, priority=1,
             params={{"streaming": True, "languages": ["de", "en"], "model": "fake"}})
 registry_load(document=dict(document, models=[fake, mock]), loaded_by="bench")
+"""
+# The registry, then the turns in process.
+_IN_PROCESS = STREAMING_REGISTRY + """
+import re, time
+from gateway_app.services import gateway_chat
+from gateway_app.turns import ChatDone, TextDelta
+
 sentence_end = re.compile({pattern!r})
 
 def turn(lane):

@@ -37,7 +37,7 @@ for i in range({count}):
 
 
 def _project_with_endpoint(project, receiver):
-    project.env.update({"WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1", "LEADS_NOTIFY_BY_EMAIL": "0"})
+    project.env.update({"OUTBOUND_ALLOW_PRIVATE_TARGETS": "1", "LEADS_NOTIFY_BY_EMAIL": "0"})
     create_tenant_with_key(project, "bench")
     project.django(SUBSCRIBE.format(url=receiver.url))
 

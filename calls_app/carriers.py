@@ -17,8 +17,9 @@ from calls_app.carrier_protocol import (  # noqa: F401 (the names calls_app.carr
     DialOptions,
     Probe,
 )
+from calls_app.errors import CarrierUnavailable
 from calls_app.kinds import KINDS
-from calls_app.kinds.base import AdapterBase, CarrierUnavailable
+from calls_app.kinds.base import AdapterBase
 from calls_app.models import Call, Carrier, SimDial
 from calls_app.signing import new_nonce
 

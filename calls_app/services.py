@@ -16,13 +16,17 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     APPLIED,
     PENDING,
     EventOutcome,
-    UnknownCall,
-    UnknownCarrier,
-    UnknownNumber,
     event_receive,
 )
 from calls_app.carriers import outbound_carrier
 from calls_app.dialing import call_dial
+from calls_app.errors import (  # noqa: F401 (as above)
+    CarrierUnavailable,
+    MinuteCapReached,
+    UnknownCall,
+    UnknownCarrier,
+    UnknownNumber,
+)
 from calls_app.kinds import DEFAULT_KIND, kind_named
 from calls_app.kinds.credentials import credentials_clean, credentials_of, credentials_seal
 from calls_app.ledger import (  # noqa: F401 (as above)
@@ -30,7 +34,6 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     END_ATTEMPTS,
     RESERVATION_GRACE,
     USAGE_THRESHOLDS,
-    MinuteCapReached,
     UsageDrift,
     _cap_checked,
     _finish,

@@ -1,5 +1,8 @@
 """Shared fixtures: two tenants, and three users — the owner and a teammate of
 tenant A (acme) and an outsider who belongs to tenant B (globex)."""
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
@@ -116,6 +119,30 @@ def _fresh_lane_state():
     invalidate_lane_state()
     yield
     invalidate_lane_state()
+
+
+@pytest.fixture
+def mock_gateway(settings: Any) -> Iterator[Any]:
+    """The gateway's documented defaults whatever the environment says: no registry
+    lanes (its snapshot read afresh before and after), so its own mock lane answers,
+    and no paid lane's budget. The gateway's tests and the conversation's use it."""
+    from registry_app import snapshot
+
+    snapshot.invalidate()
+    settings.GATEWAY_MODE = "mock"
+    settings.GATEWAY_MAX_EUR = 0.0
+    settings.GATEWAY_LANE_SETTINGS = {}
+    yield settings
+    snapshot.invalidate()
+
+
+@pytest.fixture
+def fake_twilio() -> Iterator[Any]:
+    """Twilio's Calls resource on loopback (tests/twilio_fake.py)."""
+    from tests.twilio_fake import FakeTwilio
+
+    with FakeTwilio() as server:
+        yield server
 
 
 def make_client(key=None, tenant=None):

@@ -22,12 +22,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
-from calls_app.carrier_events import UnknownNumber
+from calls_app.errors import CallExists, InvalidCarrierSecret, MinuteCapReached, UnknownNumber
 from calls_app.kinds.base import CarrierKind, CodecError, InboundCall, MediaEvent, StatusReport, caller_e164
 from calls_app.kinds.twilio import CALL_ID
-from calls_app.ledger import MinuteCapReached
 from calls_app.signing import secret_of
-from console.errors import ApiError, ValidationFailed
+from console.errors import ValidationFailed
 from console.openapi import errors
 from console.parsers import json_loads
 from console.phone import InvalidPhoneNumber, mask, to_e164
@@ -35,16 +34,6 @@ from console.phone import InvalidPhoneNumber, mask, to_e164
 logger = logging.getLogger("calls_app.phone")
 
 NAME = "asterisk"
-
-
-class InvalidCarrierSecret(ApiError):
-    status, code = 401, "unauthenticated"
-    message = "Authorization: Bearer <the carrier's secret> is missing or wrong."
-
-
-class CallExists(ApiError):
-    status, code = 409, "call_exists"
-    message = "A call with this channel id is registered already; its UUID was shown once."
 
 
 def _registration_fields(request: HttpRequest) -> dict[str, str]:

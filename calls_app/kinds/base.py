@@ -23,17 +23,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from django.http import HttpRequest, HttpResponse
 
 from calls_app.carrier_protocol import Capabilities, CarrierError, DialOptions, Probe
-from console.errors import ApiError
+from calls_app.errors import CarrierUnavailable  # noqa: F401 (offered with the adapters)
 from console.phone import InvalidPhoneNumber, to_e164
 
 if TYPE_CHECKING:
     from calls_app.models import Call, Carrier
-
-
-class CarrierUnavailable(ApiError):
-    status, code = 502, "carrier_unavailable"
-    message = ("The carrier could not place the call; its minutes were released. Request the call again later "
-               "(with a new Idempotency-Key: this one keeps answering this refusal).")
 
 
 # --- The adapter (its protocol: calls_app/carrier_protocol.py) ---------------------------

@@ -27,6 +27,7 @@ from rest_framework import serializers
 from twilio.request_validator import RequestValidator
 from twilio.twiml.voice_response import Connect, Dial, VoiceResponse
 
+from calls_app.errors import InvalidTwilioSignature
 from calls_app.kinds.base import (
     AdapterBase,
     Capabilities,
@@ -58,11 +59,6 @@ CAP_NOTICE = ("Leider können wir Ihren Anruf im Moment nicht entgegennehmen, we
 # Twilio's call SIDs are "CA" and 32 hex digits; other carriers use letters, digits, ".", "-", "_".
 CALL_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DURATION = re.compile(r"[0-9]{1,6}")
-
-
-class InvalidTwilioSignature(ApiError):
-    status, code = 403, "invalid_twilio_signature"
-    message = "The X-Twilio-Signature header is missing or does not sign this URL and these parameters."
 
 
 class PublicUrlMissing(CarrierError):

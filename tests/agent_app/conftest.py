@@ -187,16 +187,7 @@ def booked_calls(monkeypatch):
     return booked
 
 
-# --- Phone calls (tests/agent_app/phone.py has the fake carriers) ----------------------------
-
-@pytest.fixture
-def fake_twilio():
-    from tests.agent_app.phone import FakeTwilioRest
-
-    server = FakeTwilioRest()
-    yield server
-    server.stop()
-
+# --- Phone calls (tests/agent_app/phone.py and tests/twilio_fake.py have the fake carriers) ---
 
 @pytest.fixture
 def twilio_carrier(transactional_db, fake_twilio):
@@ -204,8 +195,8 @@ def twilio_carrier(transactional_db, fake_twilio):
     from calls_app.services import carrier_create
     from tests.agent_app.phone import ACCOUNT, TOKEN
 
-    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", credentials={"account_sid": ACCOUNT, "auth_token": TOKEN,
-                                                                     "api_base": fake_twilio.base})
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio",
+                                credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.url})
     return carrier
 
 

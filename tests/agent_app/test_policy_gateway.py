@@ -11,7 +11,6 @@ from agent_app.policy import DialoguePolicy
 from gateway_app.providers.mock import mock_policy
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
-from registry_app import snapshot
 
 TOKEN = "gw-test-token-policy-5d2e8a"
 # The tool as the acceptance probe offers it: a phone, nothing else.
@@ -22,15 +21,9 @@ REQUEST = [{"role": "user", "content": "Bitte rufen Sie mich zurück unter 0176 
 
 
 @pytest.fixture(autouse=True)
-def _mock_gateway(settings):
+def _mock_gateway(mock_gateway):
     """The gateway's documented defaults: no registry lanes, so its own mock lane answers."""
-    snapshot.invalidate()
-    settings.GATEWAY_STATIC_TOKEN = TOKEN
-    settings.GATEWAY_MODE = "mock"
-    settings.GATEWAY_MAX_EUR = 0.0
-    settings.GATEWAY_LANE_SETTINGS = {}
-    yield
-    snapshot.invalidate()
+    mock_gateway.GATEWAY_STATIC_TOKEN = TOKEN
 
 
 def test_agent_app_installs_the_dialogue_policy_as_the_mock_lanes():

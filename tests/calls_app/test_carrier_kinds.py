@@ -95,12 +95,12 @@ def test_create_carrier_takes_the_kinds_credential_options_and_never_prints_the_
 @pytest.mark.django_db
 def test_the_admin_renders_the_kinds_form_keeps_a_secret_unseen_and_tests_the_connection(client, fake_twilio):
     carrier_create(carrier_id="tw9", kind="twilio",
-                   credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.base})
+                   credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.url})
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw"))
     page = client.get("/admin/calls_app/carrier/tw9/change/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "Konto-SID" in page and ACCOUNT in page and "Auth-Token" in page
     assert TOKEN not in page
-    form = {"name": "Twilio", "caller_id": "", "account_sid": ACCOUNT, "auth_token": "", "api_base": fake_twilio.base}
+    form = {"name": "Twilio", "caller_id": "", "account_sid": ACCOUNT, "auth_token": "", "api_base": fake_twilio.url}
     assert client.post("/admin/calls_app/carrier/tw9/change/", form).status_code == 302
     assert credentials_of(Carrier.objects.get(pk="tw9"))["auth_token"] == TOKEN  # empty: the stored one stays
     form["auth_token"] = "rotated-token-42"
@@ -116,15 +116,6 @@ def test_the_admin_renders_the_kinds_form_keeps_a_secret_unseen_and_tests_the_co
     answer = client.post("/admin/calls_app/carrier/", {"action": "probe_connection", "_selected_action": ["tw9"]},
                          follow=True, HTTP_ACCEPT_LANGUAGE="de")
     assert "Keine Verbindung zu tw9 (401 Authenticate)." in answer.content.decode()
-
-
-@pytest.fixture
-def fake_twilio():
-    from tests.agent_app.phone import FakeTwilioRest
-
-    server = FakeTwilioRest()
-    yield server
-    server.stop()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -156,14 +147,14 @@ def test_the_migration_moves_the_twilio_columns_into_the_sealed_object_and_back(
 @pytest.mark.django_db
 def test_the_twilio_adapter_hangs_up_and_hands_over_through_the_calls_resource(fake_twilio):
     carrier_create(carrier_id="tw9", kind="twilio",
-                   credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.base})
+                   credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.url})
     adapter = adapter_for("tw9")
     adapter.hang_up(carrier_call_id="CA42")
     adapter.transfer(carrier_call_id="CA42", target="+4930123456")
-    hang_up, transfer = fake_twilio.requests
-    assert (hang_up["path"], hang_up["form"]) == (f"/2010-04-01/Accounts/{ACCOUNT}/Calls/CA42.json",
-                                                  {"Status": "completed"})
+    hang_up, transfer = fake_twilio.updates
+    assert hang_up == {"sid": "CA42", "form": {"Status": "completed"}}
     assert "<Dial>+4930123456</Dial>" in transfer["form"]["Twiml"]
+    assert fake_twilio.requests[0]["path"] == f"/2010-04-01/Accounts/{ACCOUNT}/Calls/CA42.json"
 
 
 @pytest.mark.django_db

@@ -90,7 +90,7 @@ def test_a_receiver_that_is_down_is_a_tool_error(tool_and_secret, receiver):
 
 def test_private_addresses_are_refused_at_call_time_outside_tests(tool_and_secret, receiver):
     tool, _ = tool_and_secret
-    with override_settings(TOOLS_ALLOW_PRIVATE_TARGETS=False):
+    with override_settings(OUTBOUND_ALLOW_PRIVATE_TARGETS=False):
         result = tool_http_call(tool=tool, call_id="cl_probe", arguments={"datum": "2026-12-01"})
     assert result["ok"] is False and result["error"] == "refused"
     assert "is not a public host" in result["message"] and receiver.requests == []
