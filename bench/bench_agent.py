@@ -25,7 +25,7 @@ import wave
 from pathlib import Path
 from typing import Any
 
-from bench.harness import HOST, ROOT, create_tenant_with_key, free_port, stop, temp_project, wait_until_up
+from bench.harness import HOST, ROOT, create_tenant_with_key, free_port, sized, stop, temp_project, wait_until_up
 
 EXAMPLES = ROOT.parent / "shared" / "data" / "german-voicemails.example.json"
 SENTENCES = [
@@ -208,12 +208,12 @@ def reply_latency(load):
         try:
             # A first session loads the recogniser and the end-of-turn model (not counted).
             asyncio.run(_caller(_grant(base, key), clips, 1))
-            rows.append(_row(1, asyncio.run(_caller(_grant(base, key), clips, TURNS_ALONE))))
+            rows.append(_row(1, asyncio.run(_caller(_grant(base, key), clips, sized(TURNS_ALONE)))))
             print(rows[-1], flush=True)
 
             async def together():
                 urls = [_grant(base, key) for _ in range(2)]
-                return await asyncio.gather(*(_caller(url, clips, TURNS_TOGETHER) for url in urls))
+                return await asyncio.gather(*(_caller(url, clips, sized(TURNS_TOGETHER)) for url in urls))
 
             rows.append(_row(2, [value for caller in asyncio.run(together()) for value in caller]))
             print(rows[-1], flush=True)
@@ -250,10 +250,10 @@ def reply_latency_streaming_lane(load):
             for label, mode in lanes:
                 servers[label] = _served(project, GATEWAY_MODE=mode)
                 asyncio.run(_caller(_grant(servers[label][1], key), clips, 1))  # loads the models (not counted)
-            for _ in range(ROUNDS):
+            for _ in range(sized(ROUNDS)):
                 for label, _mode in lanes:
                     results[label] += asyncio.run(_caller(_grant(servers[label][1], key), clips,
-                                                          TURNS_PER_LANE // ROUNDS))
+                                                          sized(TURNS_PER_LANE // ROUNDS)))
     finally:
         for server, _base, _log in servers.values():
             stop(server)

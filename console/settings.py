@@ -339,7 +339,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "console.request_log.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "filters": {"client_fault": {"()": "console.request_log.ClientFaultAsWarning"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"},
+                 "client_faults": {"class": "logging.StreamHandler", "formatter": "json",
+                                   "filters": ["client_fault"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         # The request line reports every status; Django adds a line (with the
@@ -347,6 +350,8 @@ LOGGING = {
         # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
         "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+        # A suspicious request (a filter the admin refuses, …) is a 400: a WARNING line.
+        "django.security": {"level": "WARNING", "handlers": ["client_faults"], "propagate": False},
         # faster-whisper logs every transcription's length and detected language at INFO.
         "faster_whisper": {"level": "WARNING"},
     },

@@ -1,5 +1,8 @@
 """Shared fixtures: two tenants, and three users — the owner and a teammate of
 tenant A (acme) and an outsider who belongs to tenant B (globex)."""
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +17,7 @@ from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
 from console.views import recent_tenant_count
+from tests.speech_app.synthesis import DIRECTORY_VARIABLE as SPEECH_DIRECTORY
 
 # A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
 # uses: a browser (through pytest-django's live server, which every browser test needs),
@@ -23,6 +27,25 @@ SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
 # Whisper's tests share one pytest-xdist worker (`--dist loadgroup`): one model per run,
 # and no two recognitions at once on the two cores, whose deadlines are real.
 WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
+
+
+_MADE_SPEECH_DIRECTORY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One directory for the speech the tests hear (tests/speech_app/synthesis.py), made by
+    the run's first process and inherited by pytest-xdist's workers, which it starts later:
+    each sentence is synthesised once per run, and every worker hears the same samples."""
+    if not os.environ.get(SPEECH_DIRECTORY):
+        made = config.stash[_MADE_SPEECH_DIRECTORY] = tempfile.mkdtemp(prefix="stimmwerk-test-speech-")
+        os.environ[SPEECH_DIRECTORY] = made
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_MADE_SPEECH_DIRECTORY, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        del os.environ[SPEECH_DIRECTORY]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups

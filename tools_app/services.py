@@ -25,6 +25,7 @@ from console.assistants.services import TransferRefused
 from console.errors import ValidationFailed
 from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
+from console.parsers import JsonRefused, json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
 from tools_app import result_codes as codes
@@ -180,10 +181,12 @@ def _arguments_checked(name: str, parameters: dict[str, Any],
                        arguments: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(arguments as a dict, None) or (None, a tool error)."""
     if isinstance(arguments, (str, bytes)):
+        if len(arguments) > MAX_ARGUMENTS_BYTES:
+            return None, _error(name, codes.INVALID_ARGUMENTS, f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
         try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
-            return None, _error(name, codes.INVALID_ARGUMENTS, "The arguments are not valid JSON.")
+            arguments = json_text(arguments or "{}", what="The arguments")
+        except JsonRefused as exc:
+            return None, _error(name, codes.INVALID_ARGUMENTS, exc.message)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -238,9 +241,9 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
     if not answer.content.strip():
         return {"ok": True, "tool": tool.name, "status": answer.status, "result": None}
     try:
-        result = json.loads(answer.content.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return _error(tool.name, codes.INVALID_JSON, "The tool's answer is not JSON.")
+        result = json_text(answer.content, what="The tool's answer")
+    except JsonRefused as exc:  # not UTF-8, not standard JSON (NaN, Infinity), too deep, a NUL …
+        return _error(tool.name, codes.INVALID_JSON, exc.message)
     return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
 
 
@@ -271,8 +274,8 @@ def tool_call_note(*, name: str, arguments: object, result: Mapping[str, Any]) -
     erasure by caller finds the notes that name the number by it: docs/privacy.md)."""
     if isinstance(arguments, (str, bytes)):
         try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
+            arguments = json_text(arguments or "{}")
+        except JsonRefused:
             pass
     shown = json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "), default=str)
     outcome = (f"ok {json.dumps(result.get('result'), ensure_ascii=False, default=str)}" if result.get("ok")

@@ -17,6 +17,7 @@ from tests.gateway_app.conftest import chat_server, refused_url  # noqa: F401 - 
 from tests.ports import worker_ports
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
 from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
+from tests.speech_app.synthesis import synthesised
 
 PORTS = worker_ports(range(18500, 18600))  # this xdist worker's share
 FRAME_SEC = 0.1
@@ -95,10 +96,9 @@ CALLER_VOICE = "de+m3"
 
 
 def spoken(text, wire=PCM, voice=CALLER_VOICE):
-    """German speech of the product's own synthesis, in the wire format."""
-    from speech_app.services import synthesizer_for
-
-    speech = synthesizer_for("de").synthesize(text, voice=voice)
+    """German speech of the product's own synthesis, in the wire format: the same samples
+    in every test and run (tests/speech_app/synthesis.py)."""
+    speech = synthesised(text, voice=voice)
     return wire.from_pcm(speech.pcm, speech.sample_rate)
 
 
