@@ -16,6 +16,7 @@ from agent_app.mind import assistant_of
 from agent_app.models import AgentSession
 from calls_app import phone_calls
 from calls_app import services as calls
+from calls_app.kinds import WEB_TRANSPORT, kind_of_transport
 from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
 from campaigns_app.selectors import contact_variables_of_call
 from console.assistants.models import Assistant
@@ -73,7 +74,7 @@ def agent_sessions_expire(*, tenant: Tenant, now: datetime | None = None) -> Non
 
 
 @transaction.atomic
-def agent_session_claim(*, token: object, now: datetime | None = None, transport: str = AgentSession.Transport.WEB,
+def agent_session_claim(*, token: object, now: datetime | None = None, transport: str = WEB_TRANSPORT,
                         carrier_id: str | None = None, carrier_call_id: str | None = None) -> AgentSession | None:
     """The session of `token` if the token is unused, unexpired and of this transport
     (a phone call's token opens no browser session, nor the reverse), and, for a phone
@@ -97,7 +98,7 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
         if session.used_at is None:
             calls.call_web_end(call_id=session.call_id, now=now)
         return None
-    if transport == AgentSession.Transport.WEB:
+    if transport == WEB_TRANSPORT:
         calls.call_web_start(call_id=session.call_id, now=now)
     else:
         phone_calls.call_phone_start(call_id=session.call_id, now=now)
@@ -106,10 +107,6 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
 
 
 # --- Phone calls (docs/telephony.md) ------------------------------------------------------
-
-PHONE_WIRES: dict[str, tuple[str, int]] = {AgentSession.Transport.TWILIO: ("mulaw", 8000),
-                                            AgentSession.Transport.AUDIOSOCKET: ("pcm_s16le", 8000)}
-
 
 @transaction.atomic
 def phone_call_register(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
@@ -174,7 +171,7 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
 def _phone_session(call: Call, assistant: Assistant | None, transport: str, token: str | None,
                    now: datetime, variables: dict[str, str] | None = None) -> str:
     token = token or secrets.token_urlsafe(32)
-    encoding, sample_rate = PHONE_WIRES[transport]
+    encoding, sample_rate = kind_of_transport(transport).wire
     AgentSession.objects.create(
         tenant=call.tenant, call=call, token_digest=token_digest(token), transport=transport,
         expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC),
@@ -185,12 +182,13 @@ def _phone_session(call: Call, assistant: Assistant | None, transport: str, toke
     return token
 
 
-def phone_transfer_target(*, carrier: Carrier, token: str) -> str | None:
-    """The number the AudioSocket call of `token` (its UUID) was handed over to, or ""
-    (an Asterisk dialplan reads it back after AudioSocket() returned). None when the
-    token is no call of `carrier`: another carrier's secret reads nothing of its calls."""
+def phone_transfer_target(*, carrier: Carrier, token: str, transport: str) -> str | None:
+    """The number the call of `token` (an AudioSocket call's UUID) of `transport` was
+    handed over to, or "" (an Asterisk dialplan reads it back after AudioSocket()
+    returned). None when the token is no call of `carrier`: another carrier's secret
+    reads nothing of its calls."""
     session = AgentSession.objects.filter(token_digest=token_digest(token), call__carrier=carrier,
-                                          transport=AgentSession.Transport.AUDIOSOCKET).first()
+                                          transport=transport).first()
     return phone_calls.call_transfer_target(call_id=session.call_id) if session else None
 
 

@@ -10,7 +10,7 @@ class CallsAppConfig(AppConfig):
         from calls_app.carriers import SimCarrierAdapter
         from console.engines import carrier_probes
 
-        carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.probe)
+        carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.status)
 
         # The callback inbox's "Rückruf starten" (leads_app cannot import us).
         from calls_app.services import call_start_for_lead

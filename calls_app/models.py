@@ -2,6 +2,7 @@
 
 The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
 """
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -11,36 +12,34 @@ from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
-class Carrier(models.Model):
-    """A telephony carrier, of one of three kinds:
+def known_carrier_kind(value: str) -> None:
+    """A carrier's kind is one of the registry's (calls_app/kinds): a new kind needs no migration."""
+    from calls_app.kinds import KINDS
 
-    - `signed-webhook`: posts signed events to `/voice/webhook/<id>` (CONTRACT §5);
-    - `twilio`: a Twilio-compatible carrier whose calls reach the agent over Media
-      Streams (`/voice/twilio/<id>/…`), and which dials through its REST API;
-    - `asterisk`: a PBX that registers each call over HTTP and hands its audio to the
-      agent over AudioSocket (docs/telephony.md).
+    if value not in KINDS:
+        raise ValidationError(_("Unknown kind: %(value)s (known: %(kinds)s)."),
+                              params={"value": value, "kinds": ", ".join(KINDS)})
+
+
+class Carrier(models.Model):
+    """A telephony carrier, of one of the kinds of calls_app/kinds (docs/telephony.md):
+    `signed-webhook` (posts signed events to `/voice/webhook/<id>`, CONTRACT §5),
+    `twilio` (Media Streams and a REST API), `asterisk` (AudioSocket), …
 
     The signing secret (signed-webhook, asterisk) is not stored: it is derived on demand
     as HMAC(CARRIER_SIGNING_KEY, id + nonce) (see `calls_app.signing`), so a copy of the
     database alone does not reveal it. Only the random nonce is kept here; issuing a
-    new nonce rotates the secret. A Twilio account's auth token is the carrier's, so it
-    cannot be derived: it is kept sealed (Fernet, with a key derived from the same
-    signing key) and never shown again.
+    new nonce rotates the secret. Credentials that are the carrier's own (a Twilio
+    account's SID and auth token) cannot be derived: the fields its kind declares are
+    kept as one JSON object sealed (Fernet, with a key derived from the same signing
+    key), never shown again (calls_app/kinds/credentials.py).
     """
-
-    class Kind(models.TextChoices):
-        SIGNED_WEBHOOK = "signed-webhook", pgettext_lazy("choice", "Signed webhook")
-        TWILIO = "twilio", pgettext_lazy("choice", "Twilio-compatible (Media Streams)")
-        ASTERISK = "asterisk", pgettext_lazy("choice", "Asterisk (AudioSocket)")
 
     id = models.SlugField(primary_key=True, max_length=64)
     name = models.CharField(_("name"), max_length=200, blank=True)
-    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices, default=Kind.SIGNED_WEBHOOK)
+    kind = models.CharField(_("kind"), max_length=32, default="signed-webhook", validators=[known_carrier_kind])
     secret_nonce = models.CharField(_("secret nonce"), max_length=64, editable=False)
-    # Twilio-compatible carriers: the account, its sealed auth token, and the REST API's base.
-    account_sid = models.CharField(_("account SID"), max_length=64, blank=True)
-    auth_token_sealed = models.TextField(_("sealed auth token"), blank=True, editable=False)
-    api_base = models.URLField(_("REST API base"), max_length=200, blank=True)
+    credentials_sealed = models.TextField(_("sealed credentials"), blank=True, editable=False)
     # The number shown to the called party when the tenant has no number of its own.
     caller_id = models.CharField(_("caller id (E.164)"), max_length=16, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

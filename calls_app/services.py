@@ -18,7 +18,8 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     EventOutcome,
     event_receive,
 )
-from calls_app.carriers import CarrierError, DialOutcomeUnknown, adapter_for, outbound_carrier
+from calls_app.carriers import outbound_carrier
+from calls_app.dialing import call_dial
 from calls_app.errors import (  # noqa: F401 (as above)
     CarrierUnavailable,
     MinuteCapReached,
@@ -26,6 +27,8 @@ from calls_app.errors import (  # noqa: F401 (as above)
     UnknownCarrier,
     UnknownNumber,
 )
+from calls_app.kinds import DEFAULT_KIND, kind_named
+from calls_app.kinds.credentials import credentials_clean, credentials_of, credentials_seal
 from calls_app.ledger import (  # noqa: F401 (as above)
     ANALYSIS_JOB,
     END_ATTEMPTS,
@@ -40,7 +43,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     usage_recompute,
 )
 from calls_app.models import Call, Carrier, TranscriptEntry, TurnLatency
-from calls_app.signing import carrier_secret, new_nonce, seal
+from calls_app.signing import carrier_secret, new_nonce
 from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_live_number, assistant_of_call
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
@@ -58,45 +61,39 @@ logger = logging.getLogger("calls_app.webhook")
 
 # --- Carriers ---------------------------------------------------------------------------
 
-TWILIO_API_BASE = "https://api.twilio.com"
-
-
 @transaction.atomic
-def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind: str = Carrier.Kind.SIGNED_WEBHOOK,
-                   account_sid: str = "", auth_token: str = "", api_base: str = "") -> tuple[Carrier, str]:
-    """A new carrier: returns (Carrier, its secret to show once). A `twilio` carrier
-    needs its account's SID and auth token (kept sealed, never shown again; its secret
-    is not used by Twilio and is returned only for symmetry); `api_base` defaults to
-    Twilio's REST host."""
+def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind: str = DEFAULT_KIND,
+                   credentials: dict[str, str] | None = None) -> tuple[Carrier, str]:
+    """A new carrier of `kind` (calls_app/kinds): returns (Carrier, its secret to show
+    once). `credentials` are the fields of its kind's credentials form as typed (e.g. a
+    `twilio` carrier's account SID and auth token), checked by the kind and kept sealed
+    as one JSON object; a secret among them is never shown again. A kind that
+    authenticates otherwise does not use the returned secret."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
-    if kind not in Carrier.Kind.values:
-        raise ValidationFailed.field("kind", f"One of {', '.join(Carrier.Kind.values)}.")
+    declared = kind_named(kind)
     if caller_id:
         try:
             caller_id = to_e164(caller_id)
         except InvalidPhoneNumber as exc:
             raise ValidationFailed.field("caller_id", str(exc)) from None
-    if kind == Carrier.Kind.TWILIO:
-        if not (account_sid and auth_token):
-            raise ValidationFailed.field("account_sid", "A twilio carrier needs --account-sid and --auth-token.")
-        api_base = (api_base or TWILIO_API_BASE).rstrip("/")
-    elif account_sid or auth_token or api_base:
-        raise ValidationFailed.field("kind", "--account-sid, --auth-token and --api-base are for twilio carriers.")
+    values = credentials_clean(declared.credentials, credentials or {}, kind=kind)
     carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce(), kind=kind,
-                      account_sid=account_sid, auth_token_sealed=seal(auth_token) if auth_token else "",
-                      api_base=api_base)
+                      credentials_sealed=credentials_seal(values))
     carrier.full_clean()
     carrier.save()
     return carrier, carrier_secret(carrier)
 
 
 @transaction.atomic
-def carrier_token_replace(*, carrier: Carrier, auth_token: str) -> None:
-    """A twilio carrier's new auth token (after the account's token was rotated)."""
-    carrier.auth_token_sealed = seal(auth_token)
+def carrier_credentials_replace(*, carrier: Carrier, credentials: dict[str, str]) -> None:
+    """New values of the carrier's credentials (e.g. after the account's auth token was
+    rotated): the fields given replace theirs, the others keep theirs."""
+    values = credentials_clean(kind_named(carrier.kind).credentials, credentials, kind=carrier.kind,
+                               current=credentials_of(carrier))
+    carrier.credentials_sealed = credentials_seal(values)
     carrier.secret_rotated_at = timezone.now()
-    carrier.save(update_fields=["auth_token_sealed", "secret_rotated_at"])
+    carrier.save(update_fields=["credentials_sealed", "secret_rotated_at"])
 
 
 @transaction.atomic
@@ -179,33 +176,6 @@ def _check_lead(tenant: Tenant, lead_id: str) -> None:
     if lead_id and not Lead.objects.for_tenant(tenant).filter(pk=lead_id).exists():
         # Another tenant's lead answers like one that does not exist.
         raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
-
-
-def call_dial(*, call: Call) -> Call:
-    """Hands the call to its carrier with the granted time limit. Runs after the
-    reservation is committed, so a slow carrier never holds the counter lock.
-
-    A carrier that refuses (CarrierError) fails the call and releases its minutes
-    (502). Any other failure leaves the outcome unknown (the carrier may have placed
-    the call): the call stays queued, its events still apply if they come, and its
-    reservation is released after its granted time like any call without call.ended.
-    A carrier that answered without the call's id (DialOutcomeUnknown) is that case
-    too, but answered: the call is returned queued, and its callbacks bind it."""
-    try:
-        carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
-    except DialOutcomeUnknown as exc:
-        logger.warning("Carrier %s: the dial of call %s left its outcome unknown (%s); its callbacks decide",
-                       call.carrier_id, call.pk, exc)
-        return call
-    except CarrierError as exc:
-        logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
-        call_fail_undialled(call=call)
-        raise CarrierUnavailable() from None
-    with transaction.atomic():
-        # A fast carrier may have reported call.started (with the same id) already.
-        Call.objects.filter(pk=call.pk, carrier_call_id__isnull=True).update(carrier_call_id=carrier_call_id)
-    call.carrier_call_id = carrier_call_id
-    return call
 
 
 def call_start_for_lead(*, lead: Lead) -> Call:

@@ -149,25 +149,25 @@ def test_the_carrier_adapter_takes_the_campaigns_dial_options(tenant_a, dialling
     """The seam of calls_app.dialing: answering-machine detection asked for asynchronously
     (its verdict posted to the status webhook), the attempt's key sent along; Twilio does
     not promise one call per key, so a dial without an answer is never sent again."""
-    from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
+    from calls_app.dialing import DialOptions, adapter_of, call_dial
     from calls_app.services import call_request_outbound
 
     call = call_request_outbound(tenant=tenant_a, carrier=dialling_out, to_e164=CALLEE)
-    call_dial_with(call=call, options=DialOptions(idempotency_key="at_campaign7", machine_detection=True))
+    call_dial(call=call, options=DialOptions(idempotency_key="at_campaign7", machine_detection=True))
     request = fake_twilio.requests[0]
     form = request["form"]
     assert (form["MachineDetection"], form["AsyncAmd"]) == ("DetectMessageEnd", "true")
     assert form["AsyncAmdStatusCallback"] == f"http://testserver/voice/twilio/tw1/status?call={call.pk}"
     assert request["headers"]["I-Twilio-Idempotency-Token"] == "at_campaign7"
-    assert not dials_idempotently(adapter_of(call))
+    assert not adapter_of(call).capabilities.idempotent_dials
 
 
 def _dialled(tenant, carrier):
-    from calls_app.dialing import DialOptions, call_dial_with
+    from calls_app.dialing import DialOptions, call_dial
     from calls_app.services import call_request_outbound
 
     call = call_request_outbound(tenant=tenant, carrier=carrier, to_e164=CALLEE)
-    return call_dial_with(call=call, options=DialOptions(idempotency_key="at_x", machine_detection=True))
+    return call_dial(call=call, options=DialOptions(idempotency_key="at_x", machine_detection=True))
 
 
 def _verdict(client, call, answered_by):
@@ -292,12 +292,12 @@ def test_an_audiosocket_call_ends_with_the_number_the_dialplan_reads_back(audios
 
 def test_at_the_grants_end_the_caller_hears_a_goodbye_and_the_call_is_hung_up(
         agent_server, client, tenant_a, twilio_carrier, called_number, monkeypatch):
+    from agent_app.media_stream import MediaStreamConsumer
     from agent_app.session import GOODBYE
-    from agent_app.twilio_stream import TwilioStreamConsumer
 
     tenant_a.max_call_minutes = 1
     tenant_a.save(update_fields=["max_call_minutes"])
-    monkeypatch.setattr(TwilioStreamConsumer, "goodbye_lead_sec", 56)  # the goodbye 4 s into the 60 s grant
+    monkeypatch.setattr(MediaStreamConsumer, "goodbye_lead_sec", 56)  # the goodbye 4 s into the 60 s grant
     call_sid = new_call_sid()
     url, token = stream_of(incoming(client, call_sid))
 

@@ -186,14 +186,15 @@ def test_an_unknown_version_is_404_unknown_version(api_a, assistant):
 def carrier(tenant_a):
     tenant_a.minute_cap = 1000  # room for a call per version
     tenant_a.save(update_fields=["minute_cap"])
-    return carrier_create(carrier_id="tw1", kind="twilio", account_sid="AC" + "0" * 32, auth_token="token")[0]
+    return carrier_create(carrier_id="tw1", kind="twilio",
+                          credentials={"account_sid": "AC" + "0" * 32, "auth_token": "token"})[0]
 
 
 def _phone_call(carrier, call_sid):
     """A phone call to CALLED on the browser's conversation core: the call as recorded,
     and the system prompt its mind begins with."""
     call, token = phone_call_register(carrier=carrier, number=number_route(e164=CALLED), carrier_call_id=call_sid,
-                                      from_e164=CALLER, to_e164=CALLED, transport=AgentSession.Transport.TWILIO)
+                                      from_e164=CALLER, to_e164=CALLED, transport="twilio")
     session = agent_session_claim(token=token, transport="twilio", carrier_id="tw1", carrier_call_id=call_sid)
     assert session is not None
     prompt = core._mind_for(CallContext.of_agent_session(session)).messages[0]["content"]
