@@ -461,6 +461,9 @@ class Conversation:
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
+                if isinstance(item, str):  # a speech lane failed, the local engines took over
+                    self._write(self._note(SYSTEM, item))
+                    continue
                 index, pcm = item
                 if index != part:
                     if part is not None:  # the previous part was handed over in full

@@ -9,12 +9,13 @@ class ToolsAppConfig(AppConfig):
     def ready(self):
         # What an assistant names that the core cannot check itself
         # (console.assistants.references): the touchpoint it opens with, the lane it
-        # thinks on, the tenant's HTTP tools it may call.
+        # thinks on, the lane its voice is of, the tenant's HTTP tools it may call.
         from console.assistants import references
         from tools_app import checks
 
         references.register_reference(references.OPENING_TOUCHPOINT, check=checks.opening_touchpoint_problems,
                                       choices=checks.opening_touchpoint_choices)
         references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems)
+        references.register_reference(references.VOICE_LANE, check=checks.voice_lane_problems)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)

@@ -30,6 +30,20 @@ def chat_lane_problems(*, tenant, value):
     return []
 
 
+def voice_lane_problems(*, tenant, value):
+    """A voice `<lane>:<voice>`: the lane must be a tts lane of the registry that lists the voice."""
+    lane_id, _, voice = value.partition(":")
+    current = snapshot.current()
+    lane = current.by_id.get(lane_id) if current is not None else None
+    if lane is None or lane.capability != "tts":
+        tts = ", ".join(sorted(lane.id for lane in current.by_capability.get("tts", ()))) if current else ""
+        return [f"'{lane_id}' is no tts lane of the registry. Tts lanes: {tts or 'none'}; or a bare voice name."]
+    voices = [name for name in (lane.entry.get("params") or {}).get("voices") or () if isinstance(name, str)]
+    if voice not in voices:
+        return [f"Lane '{lane_id}' has no voice '{voice}'. Its voices: {', '.join(voices) or 'none'}."]
+    return []
+
+
 def http_tool_problems(*, tenant, value):
     known = set(HttpTool.objects.for_tenant(tenant).filter(pk__in=value).values_list("pk", flat=True))
     # Another tenant's tool answers like one that does not exist.

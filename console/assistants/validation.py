@@ -288,8 +288,14 @@ def assistant_values(*, tenant, data, instance=None):
     if "voice" in data:
         voice = "" if data["voice"] is None else data["voice"]
         if not isinstance(voice, str) or not VOICE.match(voice):
-            problems.add("voice", "Send a voice name (letters, digits and _.+:-, at most 64), or \"\" for the "
-                                  "engine's default.")
+            problems.add("voice", "Send a voice name (letters, digits and _.+:-, at most 64; `<lane>:<voice>` "
+                                  "for a voice of a registry tts lane), or \"\" for the engine's default.")
+        elif ":" in voice:  # `<lane>:<voice>`: a tts lane of the registry and one of its voices
+            found = references.reference_problems(references.VOICE_LANE, tenant=tenant, value=voice)
+            for message in found:
+                problems.add("voice", message)
+            if not found:
+                values["voice"] = voice
         else:
             values["voice"] = voice
     if "instructions" in data:

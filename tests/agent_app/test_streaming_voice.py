@@ -1,0 +1,79 @@
+"""An assistant whose voice is a streaming lane's (`tts-azure-de:de-DE-KatjaNeural`):
+a whole browser session spoken by a fake Azure on loopback (tests/azure_tts_fake.py),
+and, when Azure fails, by this process's voice with a note in the transcript. Named
+voices are checked when an assistant is written."""
+import asyncio
+
+import pytest
+
+from calls_app.models import Call
+from gateway_app.providers.mock import mock_answer
+from registry_app.lanes.config import lane_variable
+from tests.agent_app.conftest import grant, silence, spoken
+from tests.agent_app.test_conversation import _conversation
+from tests.azure_tts_fake import FakeAzureTts
+from tests.speech_app.speech_server import load, stt_lane
+
+SAID = "Ich hätte gerne einen Termin am Montag."
+VOICE = "tts-azure-de:de-DE-KatjaNeural"
+
+
+def assistant_with(api, voice):
+    return api.post("/v2/assistants", {"name": "Empfang", "voice": voice}, format="json")
+
+
+@pytest.mark.django_db
+def test_a_named_voice_must_be_a_voice_of_a_tts_lane_of_the_registry(api_a):
+    load()
+    unknown_voice = assistant_with(api_a, "tts-azure-de:de-DE-Nobody")
+    assert unknown_voice.status_code == 400 and "de-DE-Nobody" in unknown_voice.content.decode()
+    assert "de-DE-KatjaNeural" in unknown_voice.content.decode()  # what it has
+    unknown_lane = assistant_with(api_a, "tts-nowhere:de-DE-KatjaNeural")
+    assert unknown_lane.status_code == 400 and "tts-nowhere" in unknown_lane.content.decode()
+    not_tts = assistant_with(api_a, "stt-deepgram:nova-3")
+    assert not_tts.status_code == 400 and "stt-deepgram" in not_tts.content.decode()
+    assert assistant_with(api_a, VOICE).json()["voice"] == VOICE
+    assert assistant_with(api_a, "de+f3").status_code == 201  # a bare voice keeps its meaning
+
+
+def _session(api_a, agent_server, settings, azure, speech_server):
+    hearing = speech_server(text=SAID)
+    load(stt_lane("stt-whisper-gpu", hearing.url))
+    settings.GATEWAY_LANE_SETTINGS = {lane_variable("tts-azure-de", "KEY"): azure.key,
+                                      lane_variable("tts-azure-de", "ENDPOINT"): azure.base_url}
+    assistant = assistant_with(api_a, VOICE).json()
+    session = grant(api_a, agent_server.port, assistant=assistant["id"])
+    return asyncio.run(_conversation(session["url"], spoken(SAID) + silence(1.0))), session
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_session_is_spoken_by_azure_in_the_wires_encoding(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts(chunks=3, chunk_bytes=1600) as azure:
+        (caller, _, opening, final, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server)
+        requests = list(azure.requests)
+    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    assert {(r.voice, r.language, r.output_format) for r in requests} == {
+        ("de-DE-KatjaNeural", "de-DE", "raw-16khz-16bit-mono-pcm")}
+    spoken_texts = " ".join(r.text for r in requests)
+    assert reply["text"].split(".")[0] in spoken_texts and "Acme" in spoken_texts
+    audio = b"".join(frame for _, frame in caller.frames if isinstance(frame, bytes))
+    assert audio == b"\x01\x00" * (len(audio) // 2) and len(audio) == 4800 * len(requests)  # Azure's, all of it
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    assert [entry.role for entry in call.transcript_entries.all()] == ["assistant", "user", "assistant"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_when_azure_fails_the_local_voice_speaks_and_the_transcript_says_so(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts(status=503) as azure:
+        (caller, _, opening, final, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server)
+    assert azure.requests  # asked first
+    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    audio = b"".join(frame for _, frame in caller.frames if isinstance(frame, bytes))
+    assert len(audio) > 32000 and audio != b"\x01\x00" * (len(audio) // 2)  # eSpeak NG spoke
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    notes = [entry.text for entry in call.transcript_entries.all() if entry.role == "system"]
+    assert "Speech lane tts-azure-de failed (server_error): the local voice speaks." in notes
