@@ -19,6 +19,9 @@ from speech_app.services import (
     lane_voice,
     local_recognizer,
     recognizer_for,
+    streaming_speech_done,
+    streaming_speech_failed,
+    streaming_speech_step,
     streaming_synthesizer_for,
     synthesizer_for,
 )
@@ -128,8 +131,18 @@ def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
 def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
               on_note: Callable[[str], None] | None) -> Generator[bytes, None, bool]:
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
-    whether any came (False: the caller falls back to the local engines)."""
-    given, stream, carry = False, None, b""
+    whether any came (False: the caller falls back to the local engines). Its use is
+    counted in the lane's usage, a failure too (with a cooldown when the lane is
+    unwell); a lane cooling down or over the budget is not asked."""
+    given, stream, carry, sent = False, None, b"", 0
+    try:
+        step = streaming_speech_step(engine.lane_id, characters=len(text))
+    except LaneFailure as failure:
+        if failure.outcome == "cooldown":  # its failure was noted when it happened
+            logger.info("Speech lane %s not asked: %s", engine.lane_id, failure.detail)
+        else:
+            _noted(on_note, f"Speech lane {engine.lane_id} not asked ({failure.outcome}): the local voice speaks.")
+        return False
     try:
         stream = engine.speak(text, audio=call_audio(wire), language=language)
         for chunk in stream.chunks():
@@ -137,10 +150,12 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
             cut = len(data) - len(data) % wire.sample_bytes
             data, carry = data[:cut], data[cut:]
             if data:
-                given = True
+                given, sent = True, sent + len(data)
                 yield data
+        streaming_speech_done(step, characters=len(text), audio_seconds=sent / wire.bytes_per_second)
         return given
     except LaneFailure as failure:
+        streaming_speech_failed(step, failure)
         _noted(on_note, f"Speech lane {engine.lane_id} failed ({failure.outcome})"
                         + (": the rest of the sentence is missing." if given else ": the local voice speaks."))
         return given

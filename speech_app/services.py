@@ -16,9 +16,11 @@ from django.conf import settings
 
 from console.engines import SPEECH_MODULE_ENDPOINTS, local_engine_id
 from registry_app import snapshot as registry_snapshot
-from registry_app.lanes.cost import Measures
+from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import LaneFailure, Step
-from registry_app.routing import UNREAD, USABLE_STATUSES, Route, route
+from registry_app.lanes.outcomes import record_failure, record_success
+from registry_app.lanes.plans import budget_skip
+from registry_app.routing import UNREAD, USABLE_STATUSES, Route, lane_state, route
 from registry_app.snapshot import Snapshot, SnapshotLane
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
@@ -271,3 +273,29 @@ def streaming_synthesizer_for(voice: str | None, *, current: object = UNREAD) ->
 def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> StreamingRecognizer:
     """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now."""
     return cast(StreamingRecognizer, streaming_engine(_streaming_lane(lane_id, "stt", current)))
+
+
+def streaming_speech_step(lane_id: str, *, characters: int, current: object = UNREAD) -> Step:
+    """The Step of one streaming synthesis of `characters` on a lane, for its usage and
+    cooldown (registry_app.lanes.outcomes); LaneFailure `cooldown` while the lane cools
+    down, or `over_budget`/`price_unknown` when its price rules it out (GATEWAY_MAX_EUR,
+    as for every paid speech lane)."""
+    lane = _streaming_lane(lane_id, "tts", current)
+    cooldown = lane_state().cooldowns.get(lane.id)
+    if cooldown is not None:
+        raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
+    estimate = lane_cost(lane, Measures(characters=characters))
+    skip = budget_skip(lane, estimate, settings.GATEWAY_MAX_EUR)
+    if skip:
+        raise LaneFailure(*skip)
+    return Step(lane, "api", estimate_eur=estimate)
+
+
+def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) -> None:
+    """A streaming synthesis answered: counted in the lane's usage like a batch lane's."""
+    record_success(step, step.estimate_eur, characters=characters, audio_seconds=audio_seconds)
+
+
+def streaming_speech_failed(step: Step, failure: LaneFailure) -> None:
+    """A streaming synthesis failed: a failure in the lane's usage, and its cooldown when unwell."""
+    record_failure(step, failure)

@@ -7,8 +7,10 @@ import asyncio
 import pytest
 
 from calls_app.models import Call
+from gateway_app.models import LaneUsage
 from gateway_app.providers.mock import mock_answer
 from registry_app.lanes.config import lane_variable
+from registry_app.models import LaneCooldown
 from tests.agent_app.conftest import grant, silence, spoken
 from tests.agent_app.test_conversation import _conversation
 from tests.azure_tts_fake import FakeAzureTts
@@ -36,7 +38,8 @@ def test_a_named_voice_must_be_a_voice_of_a_tts_lane_of_the_registry(api_a):
     assert assistant_with(api_a, "de+f3").status_code == 201  # a bare voice keeps its meaning
 
 
-def _session(api_a, agent_server, settings, azure, speech_server):
+def _session(api_a, agent_server, settings, azure, speech_server, max_eur=0.01):
+    settings.GATEWAY_MAX_EUR = max_eur  # Azure is paid per character: asked only within a budget
     hearing = speech_server(text=SAID)
     load(stt_lane("stt-whisper-gpu", hearing.url))
     settings.GATEWAY_LANE_SETTINGS = {lane_variable("tts-azure-de", "KEY"): azure.key,
@@ -62,6 +65,8 @@ def test_a_browser_session_is_spoken_by_azure_in_the_wires_encoding(
     assert audio == b"\x01\x00" * (len(audio) // 2) and len(audio) == 4800 * len(requests)  # Azure's, all of it
     call = Call.objects.with_transcript().get(pk=session["callId"])
     assert [entry.role for entry in call.transcript_entries.all()] == ["assistant", "user", "assistant"]
+    usage = LaneUsage.objects.get(lane_id="tts-azure-de")
+    assert (usage.requests, usage.failures, usage.characters) == (len(requests), 0, len(spoken_texts) - len(requests) + 1)
 
 
 @pytest.mark.slow
@@ -76,4 +81,19 @@ def test_when_azure_fails_the_local_voice_speaks_and_the_transcript_says_so(
     assert len(audio) > 32000 and audio != b"\x01\x00" * (len(audio) // 2)  # eSpeak NG spoke
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = [entry.text for entry in call.transcript_entries.all() if entry.role == "system"]
-    assert "Speech lane tts-azure-de failed (server_error): the local voice speaks." in notes
+    assert notes == ["Speech lane tts-azure-de failed (server_error): the local voice speaks."]
+    assert len(azure.requests) == 1  # then it cooled down: the rest went straight to the local voice
+    assert LaneCooldown.objects.filter(lane_id="tts-azure-de").exists()
+    assert LaneUsage.objects.get(lane_id="tts-azure-de").failures == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_without_a_budget_the_paid_voice_is_not_asked(agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts() as azure:
+        (caller, _, _, _, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server,
+                                                        max_eur=0)
+    assert azure.requests == [] and reply["text"] == mock_answer(SAID, language="de")
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    notes = {entry.text for entry in call.transcript_entries.all() if entry.role == "system"}
+    assert notes == {"Speech lane tts-azure-de not asked (over_budget): the local voice speaks."}
