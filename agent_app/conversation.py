@@ -19,6 +19,7 @@ from speech_app.services import (
     lane_voice,
     local_recognizer,
     recognizer_for,
+    streaming_recognizer_for,
     streaming_speech_done,
     streaming_speech_failed,
     streaming_speech_step,
@@ -26,7 +27,7 @@ from speech_app.services import (
     synthesizer_for,
 )
 from speech_app.smart_turn import smart_turn
-from speech_app.streaming import CallAudio, Encoding, StreamingSynthesizer
+from speech_app.streaming import CallAudio, Encoding, StreamingRecognizer, StreamingSynthesizer
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
@@ -162,6 +163,12 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
     finally:
         if stream is not None:
             stream.cancel()  # a no-op after the whole answer; at barge-in the provider stops
+
+
+def transcriber(lane_id: str) -> StreamingRecognizer:
+    """The streaming recogniser of an assistant's transcriber lane; LaneFailure when it
+    cannot be called now (no key, not usable): the local engines hear."""
+    return streaming_recognizer_for(lane_id)
 
 
 def call_audio(wire: WireFormat) -> CallAudio:

@@ -39,6 +39,7 @@ from django.utils import timezone
 from agent_app import conversation
 from agent_app.audio import WireFormat
 from agent_app.hearing import Hearing, Turn
+from agent_app.listening import Ears
 from agent_app.mind import Mind, Reply, assistant_of, filler
 from agent_app.models import AgentSession
 from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, synthesise
@@ -47,6 +48,7 @@ from calls_app import phone_calls
 from calls_app import services as calls
 from console.errors import ApiError
 from console.tenants.models import Tenant
+from registry_app.lanes.failover import LaneFailure
 
 logger = logging.getLogger("agent_app")
 
@@ -82,6 +84,7 @@ _heartbeat = off_loop(calls.call_heartbeat)
 _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
+_transcriber = off_loop(conversation.transcriber)
 _speak_whole = off_loop(conversation.speak_whole)
 
 
@@ -193,7 +196,7 @@ class Conversation:
         self.language = context.language
         self.loop = asyncio.get_running_loop()
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
-                               on_partial=self._partial)
+                               on_partial=self._partial, on_note=lambda text: self._write(self._note(SYSTEM, text)))
         self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.loop.time()
         self.dtmf_count = 0
@@ -239,7 +242,7 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.", CLOSE_TOO_FAST)
-        for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+        for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
             await self._barge_in()
 
     def _heard(self, turn: Turn) -> None:
@@ -350,10 +353,28 @@ class Conversation:
                 await self.transport.close(CLOSE_FAILED)
 
     # --- the conversation -----------------------------------------------------------
+    async def _listen(self) -> None:
+        """The assistant's streaming recogniser (its `transcriber`) hears the caller from
+        now on; one that cannot be called leaves it to the local engines, with a note."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        transcriber = (assistant.transcriber if assistant is not None else None) or {}
+        if not transcriber.get("lane"):
+            return
+        try:
+            engine = await _transcriber(transcriber["lane"])
+        except LaneFailure as failure:
+            self._write(self._note(SYSTEM, f"Speech recognition lane {transcriber['lane']} cannot be called "
+                                           f"({failure.outcome}): this service's recognition hears."))
+            return
+        self.hearing.listen_with(Ears(engine, audio=conversation.call_audio(self.wire), language=self.language,
+                                      keyterms=list(transcriber.get("keyterms") or []), loop=self.loop,
+                                      on_event=self.hearing.heard, on_failure=self.hearing.lost))
+
     async def _turns(self) -> None:
         """The opening, then each utterance in turn: hear, think, speak."""
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
+        await self._listen()
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)

@@ -17,5 +17,6 @@ class ToolsAppConfig(AppConfig):
                                       choices=checks.opening_touchpoint_choices)
         references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems)
         references.register_reference(references.VOICE_LANE, check=checks.voice_lane_problems)
+        references.register_reference(references.TRANSCRIBER_LANE, check=checks.transcriber_lane_problems)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)

@@ -44,6 +44,18 @@ def voice_lane_problems(*, tenant, value):
     return []
 
 
+def transcriber_lane_problems(*, tenant, value):
+    """The lane of an assistant's transcriber: an stt lane of the registry that streams."""
+    current = snapshot.current()
+    lane = current.by_id.get(value) if current is not None else None
+    streaming = sorted(lane.id for lane in current.by_capability.get("stt", ())
+                       if (lane.entry.get("params") or {}).get("protocol")) if current is not None else []
+    if lane is None or lane.capability != "stt" or not (lane.entry.get("params") or {}).get("protocol"):
+        return [f"'{value}' is no streaming stt lane of the registry. Streaming stt lanes: "
+                f"{', '.join(streaming) or 'none'}; or null for this service's recognition."]
+    return []
+
+
 def http_tool_problems(*, tenant, value):
     known = set(HttpTool.objects.for_tenant(tenant).filter(pk__in=value).values_list("pk", flat=True))
     # Another tenant's tool answers like one that does not exist.

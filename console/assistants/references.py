@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 OPENING_TOUCHPOINT = "openingTouchpoint"
 MODEL_LANE = "model.lane"
+TRANSCRIBER_LANE = "transcriber.lane"  # the value: a lane id (a streaming stt lane of the registry)
 VOICE_LANE = "voice"  # the value: a voice named `<lane>:<voice>` (a bare voice is not checked)
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")

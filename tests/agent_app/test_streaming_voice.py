@@ -14,6 +14,7 @@ from registry_app.models import LaneCooldown
 from tests.agent_app.conftest import grant, silence, spoken
 from tests.agent_app.test_conversation import _conversation
 from tests.azure_tts_fake import FakeAzureTts
+from tests.deepgram_fake import FakeDeepgram
 from tests.speech_app.speech_server import load, stt_lane
 
 SAID = "Ich hätte gerne einen Termin am Montag."
@@ -97,3 +98,70 @@ def test_without_a_budget_the_paid_voice_is_not_asked(agent_server, api_a, insta
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = {entry.text for entry in call.transcript_entries.all() if entry.role == "system"}
     assert notes == {"Speech lane tts-azure-de not asked (over_budget): the local voice speaks."}
+
+
+# --- Heard by Deepgram -------------------------------------------------------------------
+
+TRANSCRIBER = {"lane": "stt-deepgram", "keyterms": ["Montag", "Termin"]}
+
+
+@pytest.mark.django_db
+def test_a_transcriber_must_be_a_streaming_stt_lane(api_a):
+    load()
+    for bad, named in (({"lane": "stt-vosk-de"}, "stt-vosk-de"), ({"lane": "tts-azure-de"}, "tts-azure-de"),
+                       ({"lane": "stt-deepgram", "keyterms": ["x" * 101]}, "keyterms"),
+                       ({"lane": "stt-deepgram", "extra": 1}, "extra")):
+        response = api_a.post("/v2/assistants", {"name": "Empfang", "transcriber": bad}, format="json")
+        assert response.status_code == 400 and named in response.content.decode(), bad
+    created = api_a.post("/v2/assistants", {"name": "Empfang", "transcriber": TRANSCRIBER}, format="json").json()
+    assert created["transcriber"] == TRANSCRIBER
+    assert api_a.post("/v2/assistants", {"name": "Ohne"}, format="json").json()["transcriber"] == {}
+
+
+def _heard_session(api_a, agent_server, settings, azure, deepgram, speech_server):
+    settings.GATEWAY_MAX_EUR = 0.01
+    local = speech_server(text="vom lokalen Erkenner gehört")  # the floor: this text only if it was asked
+    load(stt_lane("stt-whisper-gpu", local.url))
+    settings.GATEWAY_LANE_SETTINGS = {
+        lane_variable("tts-azure-de", "KEY"): azure.key, lane_variable("tts-azure-de", "ENDPOINT"): azure.base_url,
+        lane_variable("stt-deepgram", "KEY"): deepgram.key,
+        lane_variable("stt-deepgram", "ENDPOINT"): deepgram.base_url}
+    assistant = api_a.post("/v2/assistants", {"name": "Empfang", "voice": VOICE, "transcriber": TRANSCRIBER},
+                           format="json").json()
+    session = grant(api_a, agent_server.port, assistant=assistant["id"])
+    return asyncio.run(_conversation(session["url"], spoken(SAID) + silence(1.0))), session, local
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_session_heard_by_deepgram_and_spoken_by_azure(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts(chunks=2, chunk_bytes=1600) as azure, \
+            FakeDeepgram(utterances=[SAID], seconds_per_word=0.25) as deepgram:
+        (caller, _, _, final, reply, _), session, local = _heard_session(
+            api_a, agent_server, settings, azure, deepgram, speech_server)
+        connection = deepgram.connections[0]
+        assert connection.closed.wait(5)  # closed at the call's end
+    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    assert local.requests == []  # Deepgram heard it; nothing was recognised here
+    partials = [frame for _, frame in caller.frames if isinstance(frame, dict) and frame["type"] == "transcript.partial"]
+    assert partials and partials[0]["text"] == "Ich"  # Deepgram's interim results, word by word
+    assert (connection.param("encoding"), connection.param("sample_rate")) == ("linear16", "16000")
+    assert connection.query["keyterm"] == ["Montag", "Termin"] and connection.controls[-1] == "CloseStream"
+    assert len(connection.audio) >= len(spoken(SAID))  # the caller's audio as it came on the wire
+    assert any(reply["text"].split(".")[0] in request.text for request in azure.requests)
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    assert [(e.role, e.text) for e in call.transcript_entries.all()][1] == ("user", SAID)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_when_deepgram_stops_answering_the_turn_is_heard_here_and_the_transcript_says_so(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts() as azure, FakeDeepgram(stall=True) as deepgram:
+        (caller, _, _, final, reply, _), session, local = _heard_session(
+            api_a, agent_server, settings, azure, deepgram, speech_server)
+    assert final["text"] == "vom lokalen Erkenner gehört" and len(local.requests) == 1
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    notes = [e.text for e in call.transcript_entries.all() if e.role == "system"]
+    assert notes == ["Speech recognition lane stt-deepgram failed (timeout): this service's recognition hears."]
