@@ -1,17 +1,24 @@
-"""An assistant whose voice is a streaming lane's (`tts-azure-de:de-DE-KatjaNeural`):
+"""An assistant whose voice is a streaming lane's (`tts-azure-de:de-DE-KatjaNeural`) and whose
+transcriber is Deepgram (`stt-deepgram`): browser sessions and Twilio phone calls (μ-law,
+A-law: unconverted both ways) against fakes of both on loopback;
 a whole browser session spoken by a fake Azure on loopback (tests/azure_tts_fake.py),
 and, when Azure fails, by this process's voice with a note in the transcript. Named
 voices are checked when an assistant is written."""
 import asyncio
+import base64
+import time
 
+import numpy
 import pytest
 
+from agent_app.audio import WireFormat
 from calls_app.models import Call
 from gateway_app.models import LaneUsage
 from gateway_app.providers.mock import mock_answer
 from registry_app.lanes.config import lane_variable
 from registry_app.models import LaneCooldown
 from tests.agent_app.conftest import grant, silence, spoken
+from tests.agent_app.phone import ACCOUNT, MediaStream, new_call_sid, stream_of
 from tests.agent_app.test_conversation import _conversation
 from tests.azure_tts_fake import FakeAzureTts
 from tests.deepgram_fake import FakeDeepgram
@@ -165,3 +172,61 @@ def test_when_deepgram_stops_answering_the_turn_is_heard_here_and_the_transcript
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = [e.text for e in call.transcript_entries.all() if e.role == "system"]
     assert notes == ["Speech recognition lane stt-deepgram failed (timeout): this service's recognition hears."]
+
+
+# --- A phone call: the carrier's G.711 goes to Deepgram and comes from Azure unconverted -----
+
+async def _phone_call(port, twiml, call_sid, law, asked):
+    from tests.agent_app.test_twilio_call import on_test_server
+
+    url, token = stream_of(twiml)
+    wire = WireFormat(law, 8000)
+    quiet = wire.from_pcm(numpy.zeros(320, dtype="<i2").tobytes(), 16000)  # 20 ms
+    async with MediaStream(on_test_server(url, port), call_sid, token, law) as carrier:
+        await carrier.start()
+        await carrier.media_until(quiet, lambda: len(carrier.of("mark")) >= 2)  # the opening's parts
+        opening_media = len(carrier.of("media"))
+        await carrier.media(asked)
+        asked_at = time.monotonic()
+        await carrier.media_until(quiet, lambda: any(at > asked_at for at, _ in carrier.of("media"))
+                                  and len(carrier.of("mark")) >= 3)
+        await carrier.send({"event": "stop", "streamSid": carrier.stream_sid,
+                            "stop": {"accountSid": ACCOUNT, "callSid": call_sid}})
+        await carrier.ws.wait_closed()
+        return carrier, opening_media
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("law, unit", [("mulaw", 0xFF), ("alaw", 0xD5)])
+def test_a_phone_call_is_heard_by_deepgram_and_spoken_by_azure_in_its_own_g711(
+        agent_server, client, tenant_a, twilio_carrier, called_number, api_a, speech_server, settings, law, unit):
+    from tests.agent_app.test_twilio_call import ASKED, incoming
+
+    with FakeAzureTts(chunks=2, chunk_bytes=800) as azure, \
+            FakeDeepgram(utterances=[ASKED], seconds_per_word=0.2) as deepgram:
+        settings.GATEWAY_MAX_EUR = 0.01
+        local = speech_server(text="vom lokalen Erkenner gehört")
+        load(stt_lane("stt-whisper-gpu", local.url))
+        settings.GATEWAY_LANE_SETTINGS = {
+            lane_variable("tts-azure-de", "KEY"): azure.key,
+            lane_variable("tts-azure-de", "ENDPOINT"): azure.base_url,
+            lane_variable("stt-deepgram", "KEY"): deepgram.key,
+            lane_variable("stt-deepgram", "ENDPOINT"): deepgram.base_url}
+        assert api_a.post("/v2/assistants", {"name": "Empfang", "voice": VOICE, "transcriber": TRANSCRIBER},
+                          format="json").status_code == 201
+        call_sid = new_call_sid()
+        asked = spoken(ASKED, WireFormat(law, 8000))
+        carrier, opening_media = asyncio.run(_phone_call(agent_server.port, incoming(client, call_sid), call_sid,
+                                                         law, asked))
+        connection = deepgram.connections[0]
+        assert connection.closed.wait(5)
+        formats = {request.output_format for request in azure.requests}
+    assert (connection.param("encoding"), connection.param("sample_rate")) == (law, "8000")
+    assert asked in bytes(connection.audio)  # the carrier's bytes, in order, unconverted
+    assert formats == {f"raw-8khz-8bit-mono-{law}"}
+    opening = b"".join(base64.b64decode(m["media"]["payload"]) for _, m in carrier.of("media")[:opening_media])
+    assert opening and set(opening) == {unit}  # Azure's bytes as they came, not re-encoded
+    assert local.requests == []
+    call = Call.objects.with_transcript().get(carrier_call_id=call_sid)
+    assert ("user", ASKED) in [(entry.role, entry.text) for entry in call.transcript_entries.all()]
