@@ -6,7 +6,10 @@ phone call's bytes unconverted), asks for `finalize` at a turn's end and `close`
 the call's end; the thread sends them in order, keeps the connection alive while no
 audio flows (KeepAlive every `KEEP_ALIVE_SECONDS`), and hands every event the
 provider sends to the loop (`on_event`), or once the failure that ended it
-(`on_failure`, a LaneFailure: after it, nothing more is sent or received)."""
+(`on_failure`, a LaneFailure: after it, nothing more is sent or received). When it
+ends, the audio it sent is counted in the lane's usage (audio minutes), and a failure
+puts the lane in a cooldown as any lane's (the next calls are heard locally until it
+ends)."""
 import asyncio
 import logging
 import queue
@@ -14,7 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from django.db import connections
+
 from registry_app.lanes.failover import LaneFailure
+from speech_app.services import streaming_recognition_done
 from speech_app.streaming import CallAudio, Event, RecognitionSession, StreamingRecognizer
 
 logger = logging.getLogger("agent_app")
@@ -64,6 +70,7 @@ class Ears:
 
     def _run(self) -> None:
         session: RecognitionSession | None = None
+        sent, failed = 0, None
         try:
             session = self.engine.open(audio=self.audio, language=self.language, keyterms=self.keyterms)
             last_audio = time.monotonic()
@@ -78,6 +85,7 @@ class Ears:
                     session.finalize()
                 elif isinstance(item, bytes):
                     session.send(item)
+                    sent += len(item)
                     last_audio = time.monotonic()
                 elif time.monotonic() - last_audio > KEEP_ALIVE_SECONDS:
                     session.keep_alive()
@@ -86,7 +94,15 @@ class Ears:
                     self._to_loop(self.on_event, event)
         except LaneFailure as failure:
             logger.warning("Streaming recognition on %s failed: %s", self.engine.lane_id, failure)
+            failed = failure
             self._to_loop(self._failed, failure)
         finally:
             if session is not None:
                 session.close()
+            try:  # the audio sent is paid for, failed or not; a failure cools the lane down
+                streaming_recognition_done(self.engine.lane_id, audio_seconds=sent / self.audio.bytes_per_second,
+                                           failure=failed)
+            except Exception:  # noqa: BLE001 - usage is bookkeeping: never the call's failure
+                logger.exception("The usage of %s could not be counted", self.engine.lane_id)
+            finally:
+                connections.close_all()  # this thread's own database connection

@@ -271,8 +271,13 @@ def streaming_synthesizer_for(voice: str | None, *, current: object = UNREAD) ->
 
 
 def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> StreamingRecognizer:
-    """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now."""
-    return cast(StreamingRecognizer, streaming_engine(_streaming_lane(lane_id, "stt", current)))
+    """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now
+    (no key, not usable, cooling down after a failure)."""
+    lane = _streaming_lane(lane_id, "stt", current)
+    cooldown = lane_state().cooldowns.get(lane.id)
+    if cooldown is not None:
+        raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
+    return cast(StreamingRecognizer, streaming_engine(lane))
 
 
 def streaming_speech_step(lane_id: str, *, characters: int, current: object = UNREAD) -> Step:
@@ -299,3 +304,17 @@ def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) 
 def streaming_speech_failed(step: Step, failure: LaneFailure) -> None:
     """A streaming synthesis failed: a failure in the lane's usage, and its cooldown when unwell."""
     record_failure(step, failure)
+
+
+def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: LaneFailure | None = None) -> None:
+    """A call's streaming recognition ended: the audio it sent counted in the lane's usage
+    (audio minutes, at its price), and its failure, with a cooldown when the lane is unwell."""
+    snapshot = registry_snapshot.current()
+    lane = snapshot.by_id.get(lane_id) if snapshot is not None else None
+    if lane is None:
+        return
+    step = Step(lane, "api")
+    if audio_seconds > 0:
+        record_success(step, lane_cost(lane, Measures(audio_seconds=audio_seconds)), audio_seconds=audio_seconds)
+    if failure is not None:
+        record_failure(step, failure)

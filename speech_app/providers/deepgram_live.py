@@ -19,6 +19,7 @@ the transcript and the words' times, `is_final`, `speech_final`), `UtteranceEnd`
 
 The EU endpoint is `wss://api.eu.deepgram.com` (GATEWAY_ENDPOINT_<LANE>).
 """
+import contextlib
 import json
 import queue
 import threading
@@ -181,8 +182,10 @@ class DeepgramRecognizer:
     def open(self, *, audio: CallAudio, language: str, keyterms: list[str]) -> DeepgramSession:
         url = listen_url(self.endpoint, model=self.model, audio=audio, language=language, keyterms=keyterms)
         try:
-            socket = connect(url, additional_headers={"Authorization": f"Token {self._key}"},
-                             open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 20)
+            with contextlib.ExitStack() as stack:  # entered as websockets wants, closed by the session
+                socket = stack.enter_context(connect(url, additional_headers={"Authorization": f"Token {self._key}"},
+                                                     open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 20))
+                stack.pop_all()
         except InvalidStatus as exc:
             status = exc.response.status_code
             outcome = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"

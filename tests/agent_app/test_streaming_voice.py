@@ -25,6 +25,17 @@ from tests.deepgram_fake import FakeDeepgram
 from tests.speech_app.speech_server import load, stt_lane
 
 SAID = "Ich hätte gerne einen Termin am Montag."
+
+
+def usage_of(lane_id):
+    """The lane's usage once the call's recogniser thread has counted it (polled: it ends after the call)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        usage = LaneUsage.objects.filter(lane_id=lane_id).first()
+        if usage is not None:
+            return usage
+        time.sleep(0.05)  # polling with a deadline for another thread's write
+    raise AssertionError(f"no usage of {lane_id}")
 VOICE = "tts-azure-de:de-DE-KatjaNeural"
 
 
@@ -159,6 +170,9 @@ def test_a_browser_session_heard_by_deepgram_and_spoken_by_azure(
     assert any(reply["text"].split(".")[0] in request.text for request in azure.requests)
     call = Call.objects.with_transcript().get(pk=session["callId"])
     assert [(e.role, e.text) for e in call.transcript_entries.all()][1] == ("user", SAID)
+    usage = usage_of("stt-deepgram")  # the audio sent, in audio minutes at its price
+    assert usage.audio_seconds == pytest.approx(len(connection.audio) / 32000)
+    assert float(usage.eur) == pytest.approx(0.004 * usage.audio_seconds / 60, abs=1e-6)
 
 
 @pytest.mark.slow
@@ -172,6 +186,8 @@ def test_when_deepgram_stops_answering_the_turn_is_heard_here_and_the_transcript
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = [e.text for e in call.transcript_entries.all() if e.role == "system"]
     assert notes == ["Speech recognition lane stt-deepgram failed (timeout): this service's recognition hears."]
+    assert usage_of("stt-deepgram").failures == 1
+    assert LaneCooldown.objects.filter(lane_id="stt-deepgram").exists()  # the next calls are heard here
 
 
 # --- A phone call: the carrier's G.711 goes to Deepgram and comes from Azure unconverted -----
