@@ -19,10 +19,20 @@ RUN_PORT ?= 8000
 RUN_WS_PORT ?= 8001
 # Asterisk's AudioSocket (phone calls from a PBX, docs/telephony.md): a TCP listener of its own.
 RUN_AUDIOSOCKET_PORT ?= 8002
-# Debian packages the product needs at run time (the features add theirs here).
+# Debian packages, one list per command, each package with its reason (docs/operations.md);
+# tests/architecture/test_installed_programs.py fails when the code or the tests run a
+# program (or load a library or word list) that no package of these lists provides.
+# The product at run time: the German word list of the script linter (wngerman) and the
+# eSpeak NG library that pyttsx3 loads to speak (libespeak-ng1).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
-# Debian packages only the test suite needs (e.g. a real browser for the widget).
-TEST_SYSTEM_PACKAGES := chromium
+# The benchmarks (`make bench`): wrk is the load generator; PostgreSQL is the second
+# database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers.
+BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng
+# The test suite (`make test` and `make test-fast`, whose installed-programs test checks
+# them too): Chromium for the browser tests (Playwright drives it), the espeak-ng command
+# line (Whisper's determinism test hears its speech), Redis for the two-server tests
+# (.ci/redis), and the benchmarks' packages, since a smoke test runs every benchmark.
+TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server $(BENCH_SYSTEM_PACKAGES)
 
 # pytest-xdist workers of `make test` / `make test-fast`: both cores of the 2-core
 # machines (`TEST_WORKERS=auto` for all cores; 0 runs in this process).
@@ -65,13 +75,14 @@ test: install
 # The unit tier: no browsers, server processes, real speech engines or bursts (marker
 # `slow`); CI runs the whole suite (`make test`).
 test-fast: install
+	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_XDIST) -m "not slow" $(PYTEST_ARGS)
 
 bench: install
-	@bash .ci/apt-ensure wrk
+	@bash .ci/apt-ensure $(BENCH_SYSTEM_PACKAGES)
 	$(BIN)/python bench/run.py
 
 install: system-packages $(STAMP) $(TURN_MODEL)

@@ -23,11 +23,13 @@ from typing import Any
 
 from django.conf import settings
 
+from agent_app import codes
 from agent_app.audio import PhoneWire
+from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL
 from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
-from agent_app.session import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOO_LARGE, off_loop
+from agent_app.session import off_loop
 
 logger = logging.getLogger("agent_app.phone")
 
@@ -97,8 +99,7 @@ class AudioSocketCall(PhoneBridge):
                     raise Refused(f"a frame of the unknown kind 0x{kind:02x}")
                 if length > limit:
                     if kind == AUDIO and self.conversation is not None:
-                        await self.conversation.refuse("frame_too_large", "Audio frames carry at most 200 ms.",
-                                                       CLOSE_TOO_LARGE)
+                        await self.conversation.refuse(codes.FRAME_TOO_LARGE, "Audio frames carry at most 200 ms.")
                     raise Refused(f"a frame of kind 0x{kind:02x} with {length} bytes (at most {limit})")
                 return kind, await self.reader.readexactly(length)
         except TimeoutError:

@@ -16,19 +16,11 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from agent_app import codes
 from agent_app.audio import WireFormat
 from agent_app.models import AgentSession
 from agent_app.services import agent_session_claim
-from agent_app.session import (
-    CLOSE_FAILED,
-    CLOSE_PROTOCOL,
-    CLOSE_TOKEN,
-    CLOSE_TOO_FAST,
-    CallContext,
-    Conversation,
-    Transport,
-    off_loop,
-)
+from agent_app.session import CallContext, Conversation, Transport, off_loop
 from calls_app import services as calls
 from console.errors import ApiError
 from console.parsers import MAX_DEPTH, json_loads
@@ -96,9 +88,9 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
         # Accepted first in any case: a close code reaches the client only on an open socket.
         await self.accept()
         if self.session is None:
-            await self.send_event({"type": "error", "code": "invalid_token", "message": "The token is unknown, "
-                                   "expired or already used; create a new session."})
-            return await self.close(CLOSE_TOKEN)
+            await self.send_event({"type": "error", "code": codes.INVALID_TOKEN, "message": "The token is "
+                                   "unknown, expired or already used; create a new session."})
+            return await self.close(codes.CLOSES[codes.INVALID_TOKEN])
         self.wire = WireFormat(self.session.encoding, self.session.sample_rate)
         self.conversation = Conversation(self, CallContext.of_agent_session(self.session))
         self.frame_budget = FrameBudget(settings.AGENT_MAX_FRAMES_PER_SEC, self.conversation.started)
@@ -120,8 +112,8 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
             return
         conversation.touch()
         if not self.frame_budget.take(conversation.loop.time()):
-            return await conversation.refuse("too_many_frames", f"At most {settings.AGENT_MAX_FRAMES_PER_SEC} "
-                                             "frames a second; send audio in frames of 20–200 ms.", CLOSE_TOO_FAST)
+            return await conversation.refuse(codes.TOO_MANY_FRAMES, f"At most {settings.AGENT_MAX_FRAMES_PER_SEC} "
+                                             "frames a second; send audio in frames of 20–200 ms.")
         if bytes_data is not None:
             await conversation.audio(bytes_data)
         else:
@@ -136,15 +128,15 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
                 pass
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             return await conversation.refuse(
-                "invalid_frame", 'Text frames are JSON objects with a "type", of at most '
-                f"{MAX_TEXT_FRAME_BYTES} bytes and {MAX_DEPTH} levels.", CLOSE_PROTOCOL)
+                codes.INVALID_FRAME, 'Text frames are JSON objects with a "type", of at most '
+                f"{MAX_TEXT_FRAME_BYTES} bytes and {MAX_DEPTH} levels.")
         if frame["type"] == "end":
             await conversation.end()
         elif frame["type"] == "dtmf":
             await conversation.dtmf(frame.get("digit"))
         else:
-            await conversation.refuse("unknown_frame_type", f"Unknown frame type '{frame['type'][:40]}'; "
-                                           'send audio, "end" or "dtmf".', CLOSE_PROTOCOL)
+            await conversation.refuse(codes.UNKNOWN_FRAME_TYPE, f"Unknown frame type "
+                                      f"'{frame['type'][:40]}'; send audio, \"end\" or \"dtmf\".")
 
     # --- the transport: what the conversation sends ---------------------------------
     async def send_event(self, event: dict[str, Any]) -> None:
@@ -175,9 +167,9 @@ class AgentConsumer(AsyncWebsocketConsumer, Transport):
         try:
             if self.session is not None:
                 try:
-                    await self.send_event({"type": "error", "code": "agent_failed",
+                    await self.send_event({"type": "error", "code": codes.AGENT_FAILED,
                                            "message": "The agent could not go on with the conversation."})
                 finally:
                     await _end_call(call_id=self.session.call_id)
         finally:
-            await self.close(CLOSE_FAILED)
+            await self.close(codes.CLOSES[codes.AGENT_FAILED])

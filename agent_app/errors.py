@@ -1,4 +1,4 @@
-"""Errors of the voice agent's session API and its demo page (docs/api.md)."""
+"""Errors of the voice agent's session API, its demo page and its phone carriers' webhooks (docs/api.md)."""
 from console.errors import ApiError, ValidationFailed
 
 
@@ -21,3 +21,18 @@ class DemoSessionsLimited(ApiError):
             details={"retryAfter": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
+
+
+class InvalidTwilioSignature(ApiError):
+    status, code = 403, "invalid_twilio_signature"
+    message = "The X-Twilio-Signature header is missing or does not sign this URL and these parameters."
+
+
+class InvalidCarrierSecret(ApiError):
+    status, code = 401, "unauthenticated"
+    message = "Authorization: Bearer <the carrier's secret> is missing or wrong."
+
+
+class CallExists(ApiError):
+    status, code = 409, "call_exists"
+    message = "A call with this channel id is registered already; its UUID was shown once."

@@ -20,11 +20,11 @@ from rest_framework import serializers
 
 from agent_app import services
 from agent_app.conversation import voicemail_text
+from agent_app.errors import CallExists, InvalidCarrierSecret, InvalidTwilioSignature
 from agent_app.models import AgentSession
 from calls_app import phone_calls, twilio
-from calls_app.carrier_events import UnknownCarrier, UnknownNumber
 from calls_app.carriers import CarrierError
-from calls_app.ledger import MinuteCapReached
+from calls_app.errors import MinuteCapReached, UnknownCarrier, UnknownNumber
 from console.api import OpenAPIView, accepts_query
 from console.errors import ApiError, ValidationFailed
 from console.openapi import errors
@@ -37,21 +37,6 @@ TWILIO, ASTERISK = "twilio", "asterisk"
 # Twilio's call SIDs are "CA" and 32 hex digits; other carriers (and Asterisk's UNIQUEID) use letters, digits, ".", "-", "_".
 _CALL_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DURATION = re.compile(r"[0-9]{1,6}")
-
-
-class InvalidTwilioSignature(ApiError):
-    status, code = 403, "invalid_twilio_signature"
-    message = "The X-Twilio-Signature header is missing or does not sign this URL and these parameters."
-
-
-class InvalidCarrierSecret(ApiError):
-    status, code = 401, "unauthenticated"
-    message = "Authorization: Bearer <the carrier's secret> is missing or wrong."
-
-
-class CallExists(ApiError):
-    status, code = 409, "call_exists"
-    message = "A call with this channel id is registered already; its UUID was shown once."
 
 
 def _twiml(text):

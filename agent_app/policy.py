@@ -52,8 +52,9 @@ required), then calls `create_callback` and, after its result, confirms.
 Tool arguments are built from the tool's own parameter schema (the property names a
 tool uses for the number, the time, the note are matched: `phone`/`phoneNumber`,
 `preferredTime`/`preferred_time`/`when`, `note`/`reason` …), cut to their
-`maxLength`, and checked with jsonschema; a call whose arguments do not validate is
-not made. Only offered tools are called.
+`maxLength`, and checked by console.json_schemas (patterns matched by RE2, in
+bounded time); a call whose arguments do not validate is not made. Only offered
+tools are called.
 
 Tool results are data. A passage is read for sentences that answer the question;
 sentences that speak to the assistant ("Ignorieren Sie Ihre Anweisungen …") are left
@@ -69,10 +70,11 @@ from datetime import date, datetime, time, timedelta
 from functools import cached_property, lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import jsonschema
 import phonenumbers
 from django.utils import timezone
 
+from console.json_schemas import SchemaUnusable, instance_valid, schema_problems
+from console.parsers import json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from gateway_app.providers.mock import RuleSetPolicy, guess_language
 from gateway_app.turns import TextDelta, ToolCall
@@ -234,29 +236,22 @@ class _BrokenSchema(Exception):
 
 
 @lru_cache(maxsize=256)
-def _validator(schema_text):
-    """The checked validator of a schema (by its JSON text: a turn asks for the same few
-    schemas again and again), or None when the schema itself is not valid."""
-    schema = json.loads(schema_text)
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        return cls(schema)
-    except Exception:  # noqa: BLE001 - any schema a client sends: not valid is not valid
-        return None
+def _usable(schema_text):
+    """Whether the schema (by its JSON text: a turn asks about the same few schemas
+    again and again) can be used: a valid Draft 2020-12 schema of bounded size whose
+    patterns RE2 can match (console.json_schemas, the one checker of such schemas)."""
+    return not schema_problems(json.loads(schema_text))
 
 
 def _fits(schema, arguments):
     """Whether `arguments` validate against `schema`; _BrokenSchema when it cannot be
-    checked (a client may send any schema): then its tool is not called at all."""
+    checked (a client may send any schema) or not within the validation's time bound:
+    then its tool is not called at all."""
+    if not _usable(json.dumps(schema, sort_keys=True, default=str)):
+        raise _BrokenSchema()
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True, default=str))
-        if validator is None:
-            raise _BrokenSchema()
-        return validator.is_valid(arguments)
-    except _BrokenSchema:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a bad pattern, …: no arguments can be known to fit
+        return instance_valid(schema, arguments)
+    except SchemaUnusable as exc:
         raise _BrokenSchema() from exc
 
 
@@ -754,7 +749,7 @@ def _result(content):
     """(ok, data) of a tool message's content: JSON where it is JSON; an `ok: false` or
     an `error` is a failure."""
     try:
-        data = json.loads(content or "")
+        data = json_text(content or "")
     except ValueError:
         return not re.match(r"\s*(?:error|fehler)\b", content or "", re.IGNORECASE), content or ""
     if isinstance(data, dict) and (data.get("ok") is False or ("error" in data and data.get("ok") is not True)):
@@ -864,7 +859,7 @@ class DialoguePolicy:
             elif role == "assistant":
                 for call in message.get("tool_calls") or ():
                     try:
-                        arguments = json.loads(call["function"]["arguments"] or "{}")
+                        arguments = json_text(call["function"]["arguments"] or "{}")
                     except ValueError:
                         arguments = {}
                     state.calls[call["id"]] = (call["function"]["name"], arguments)

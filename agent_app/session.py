@@ -36,8 +36,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from agent_app import conversation
+from agent_app import codes, conversation
 from agent_app.audio import WireFormat
+from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL
 from agent_app.hearing import Hearing, Turn
 from agent_app.listening import Ears
 from agent_app.mind import Mind, Reply, assistant_of, filler
@@ -52,9 +53,6 @@ from registry_app.lanes.failover import LaneFailure
 
 logger = logging.getLogger("agent_app")
 
-# Close codes (docs/api.md): 4xxx are the agent's, after an error event.
-CLOSE_NORMAL, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_GRANT = 1000, 4400, 4401, 4402
-CLOSE_IDLE, CLOSE_TOO_LARGE, CLOSE_TOO_FAST, CLOSE_FAILED = 4408, 4413, 4429, 4500
 DTMF_DIGITS = frozenset("0123456789*#ABCD")
 # Roles of the call's transcript lines (calls_app.services.call_web_line).
 ASSISTANT, USER, SYSTEM = "assistant", "user", "system"
@@ -229,19 +227,18 @@ class Conversation:
         """The caller's audio in the wire format."""
         self.touch()
         if len(data) > self.wire.max_frame_bytes:
-            return await self.refuse("frame_too_large", f"Audio frames carry 20–200 ms; at most "
-                                     f"{self.wire.max_frame_bytes} bytes.", CLOSE_TOO_LARGE)
+            return await self.refuse(codes.FRAME_TOO_LARGE, f"Audio frames carry 20–200 ms; at most "
+                                     f"{self.wire.max_frame_bytes} bytes.")
         if not self.wire.whole(data):
-            return await self.refuse("invalid_audio", "pcm_s16le frames carry whole 16-bit samples.",
-                                     CLOSE_PROTOCOL)
+            return await self.refuse(codes.INVALID_AUDIO, "pcm_s16le frames carry whole 16-bit samples.")
         seconds = self.wire.seconds_of(data)
         if self.first_audio is None:
             self.first_audio = self.loop.time()
         else:
             self.audio_sec += seconds
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
-                return await self.refuse("audio_too_fast", "Audio arrives faster than twice real time; stream it "
-                                         "as it is captured.", CLOSE_TOO_FAST)
+                return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
+                                         "as it is captured.")
         for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
             await self._barge_in()
 
@@ -257,11 +254,10 @@ class Conversation:
         """A key the caller pressed: a system note of the call (at most AGENT_MAX_DTMF_PER_CALL)."""
         self.touch()
         if not isinstance(digit, str) or digit not in DTMF_DIGITS:
-            return await self.refuse("invalid_frame", "A dtmf frame carries one digit of 0-9, *, #, A-D.",
-                                     CLOSE_PROTOCOL)
+            return await self.refuse(codes.INVALID_FRAME, "A dtmf frame carries one digit of 0-9, *, #, A-D.")
         if self.dtmf_count >= settings.AGENT_MAX_DTMF_PER_CALL:
-            return await self.refuse("too_many_dtmf", f"At most {settings.AGENT_MAX_DTMF_PER_CALL} DTMF keys "
-                                     "per session.", CLOSE_TOO_FAST)
+            return await self.refuse(codes.TOO_MANY_DTMF, f"At most {settings.AGENT_MAX_DTMF_PER_CALL} DTMF keys "
+                                     "per session.")
         self.dtmf_count += 1
         await self._note(SYSTEM, f"DTMF {digit}")
 
@@ -273,10 +269,11 @@ class Conversation:
         await self.book()
         await self.transport.close(close_code)
 
-    async def refuse(self, code: str, message: str, close_code: int) -> None:
-        """An error event, then the end (booked) with `close_code`."""
+    async def refuse(self, code: str, message: str) -> None:
+        """An error event with `code` (agent_app.codes), then the end (booked) with the
+        code's close."""
         await self.send_event({"type": "error", "code": code, "message": message})
-        await self.end(close_code)
+        await self.end(codes.CLOSES[code])
 
     async def stop(self) -> None:
         """The connection is gone (the caller hung up, a drop): the tasks stop and the
@@ -339,7 +336,7 @@ class Conversation:
             logger.error("Voice agent session %s failed in %s", self.context.session_id, where, exc_info=exc)
         try:
             if not self.closing:
-                code = exc.code if isinstance(exc, ApiError) else "agent_failed"
+                code = exc.code if isinstance(exc, ApiError) else codes.AGENT_FAILED
                 await self.send_event({"type": "error", "code": code,
                                        "message": "The agent could not go on with the conversation."})
         except Exception as send_failed:  # the caller cannot be told; the call is still booked
@@ -562,14 +559,13 @@ class Conversation:
             if now >= grant_end:
                 if self.transport.goodbye_lead_sec:
                     await self._goodbye()
-                return await self.refuse("grant_ended", "The minutes granted to this session are used up.",
-                                         CLOSE_GRANT)
+                return await self.refuse(codes.GRANT_ENDED, "The minutes granted to this session are used up.")
             wake = grant_end
             if self.idle_since is not None:
                 idle_end = max(self.last_frame, self.idle_since) + timeout
                 if now >= idle_end:
-                    return await self.refuse("idle_timeout", f"No frame arrived for {timeout} s after the "
-                                             "agent's turn.", CLOSE_IDLE)
+                    return await self.refuse(codes.IDLE_TIMEOUT, f"No frame arrived for {timeout} s after the "
+                                             "agent's turn.")
                 wake = min(wake, idle_end)
             # Until then, or until the agent's next turn ends (when the silence starts).
             self.went_idle.clear()
@@ -610,7 +606,7 @@ class Conversation:
                 logger.warning("Heartbeat of call %s failed", self.call_id, exc_info=True)
                 continue
             if not live:
-                return await self.refuse("agent_failed", "The call was ended by the server.", CLOSE_FAILED)
+                return await self.refuse(codes.AGENT_FAILED, "The call was ended by the server.")
 
     async def _guarded(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """One of the conversation's tasks; its failure ends the conversation (fail)."""

@@ -24,12 +24,14 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from agent_app import codes
 from agent_app.audio import PhoneWire
+from agent_app.codes import CLOSE_FAILED, CLOSE_PROTOCOL, CLOSE_TOKEN
 from agent_app.consumer import FrameBudget
 from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
-from agent_app.session import CLOSE_FAILED, CLOSE_PROTOCOL, CLOSE_TOKEN, CLOSE_TOO_FAST, off_loop
+from agent_app.session import off_loop
 from calls_app import phone_calls
 from console.errors import ApiError
 from console.parsers import json_loads
@@ -117,7 +119,7 @@ class TwilioStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         if conversation is not None:
             conversation.touch()
             if not self.frame_budget.take(conversation.loop.time()):
-                return await conversation.refuse("too_many_frames", "Too many messages a second.", CLOSE_TOO_FAST)
+                return await conversation.refuse(codes.TOO_MANY_FRAMES, "Too many messages a second.")
         if event == "connected":
             return None
         if event == "start":

@@ -23,8 +23,9 @@ import sys
 import time
 import wave
 from pathlib import Path
+from typing import Any
 
-from bench.harness import HOST, ROOT, create_tenant_with_key, free_port, stop, temp_project, wait_until_up
+from bench.harness import HOST, ROOT, create_tenant_with_key, free_port, sized, stop, temp_project, wait_until_up
 
 EXAMPLES = ROOT.parent / "shared" / "data" / "german-voicemails.example.json"
 SENTENCES = [
@@ -188,12 +189,18 @@ def _row(sessions, results):
     return row
 
 
+def _bench_tenant(project: Any) -> str:
+    """The benchmark's tenant, its minutes more than any run uses; its API key."""
+    key = create_tenant_with_key(project, "bench")
+    project.manage("shell", "-c", "from console.tenants.models import Tenant; "
+                   "Tenant.objects.filter(slug='bench').update(minute_cap=100000, max_call_minutes=10)")
+    return key
+
+
 def reply_latency(load):
     """Voice agent: end of utterance → first byte of the reply audio (mock lane, Whisper base), 1 and 2 sessions"""
     with temp_project() as project:
-        key = create_tenant_with_key(project, "bench")
-        project.manage("shell", "-c", "from console.tenants.models import Tenant; "
-                       "Tenant.objects.filter(slug='bench').update(minute_cap=100000, max_call_minutes=10)")
+        key = _bench_tenant(project)
         clips, made_by = speeches(project, sentences())
         print(f"Caller's speech: {made_by}; sentences: {sentences()}", flush=True)
         server, base, log_path = _served(project)
@@ -201,12 +208,12 @@ def reply_latency(load):
         try:
             # A first session loads the recogniser and the end-of-turn model (not counted).
             asyncio.run(_caller(_grant(base, key), clips, 1))
-            rows.append(_row(1, asyncio.run(_caller(_grant(base, key), clips, TURNS_ALONE))))
+            rows.append(_row(1, asyncio.run(_caller(_grant(base, key), clips, sized(TURNS_ALONE)))))
             print(rows[-1], flush=True)
 
             async def together():
                 urls = [_grant(base, key) for _ in range(2)]
-                return await asyncio.gather(*(_caller(url, clips, TURNS_TOGETHER) for url in urls))
+                return await asyncio.gather(*(_caller(url, clips, sized(TURNS_TOGETHER)) for url in urls))
 
             rows.append(_row(2, [value for caller in asyncio.run(together()) for value in caller]))
             print(rows[-1], flush=True)
@@ -221,21 +228,11 @@ def reply_latency(load):
 # Issue 28: the same turns answered by a model that streams as a local LLM does.
 FIRST_TOKEN_SEC, TOKENS_PER_SEC = 0.3, 30.0
 TURNS_PER_LANE, ROUNDS = 12, 3
-_STREAMING_REGISTRY = """
-import json
-from registry_app.demo import SHIPPED_DOCUMENT
-from registry_app.services import registry_load
-document = json.loads(SHIPPED_DOCUMENT.read_text())
-mock = next(entry for entry in document["models"] if entry["id"] == "chat-gateway-mock")
-fake = dict(mock, id="chat-fake-stream", name="Fake streaming LLM", endpoint={url!r}, health=None, priority=1,
-            params={{"streaming": True, "languages": ["de", "en"], "model": "fake"}})
-registry_load(document=dict(document, models=[fake, mock]), loaded_by="bench")
-"""
 
 
 def reply_latency_streaming_lane(load):
     """Voice agent on a streaming LLM lane (300 ms to the first token, 30 tokens/s) vs the mock lane: end of utterance → first reply audio, one session at a time"""
-    from bench.bench_chat import ANSWER
+    from bench.bench_chat import ANSWER, STREAMING_REGISTRY
     from tests.openai_fake import FakeChatServer, Reply
 
     fake = FakeChatServer(Reply(text=ANSWER, first_token_delay=FIRST_TOKEN_SEC, tokens_per_second=TOKENS_PER_SEC,
@@ -244,21 +241,19 @@ def reply_latency_streaming_lane(load):
     servers, results = {}, {label: [] for label, _ in lanes}
     try:
         with temp_project() as project:
-            key = create_tenant_with_key(project, "bench")
-            project.manage("shell", "-c", "from console.tenants.models import Tenant; "
-                           "Tenant.objects.filter(slug='bench').update(minute_cap=100000, max_call_minutes=10)")
+            key = _bench_tenant(project)
             clips, made_by = speeches(project, sentences())
             print(f"Caller's speech: {made_by}; the streaming lane answers: {ANSWER!r}", flush=True)
-            project.django(_STREAMING_REGISTRY.format(url=fake.url))
+            project.django(STREAMING_REGISTRY.format(url=fake.url))
             # Both servers up, their turns interleaved in rounds: a busy machine's changing
             # load falls on both lanes alike.
             for label, mode in lanes:
                 servers[label] = _served(project, GATEWAY_MODE=mode)
                 asyncio.run(_caller(_grant(servers[label][1], key), clips, 1))  # loads the models (not counted)
-            for _ in range(ROUNDS):
+            for _ in range(sized(ROUNDS)):
                 for label, _mode in lanes:
                     results[label] += asyncio.run(_caller(_grant(servers[label][1], key), clips,
-                                                          TURNS_PER_LANE // ROUNDS))
+                                                          sized(TURNS_PER_LANE // ROUNDS)))
     finally:
         for server, _base, _log in servers.values():
             stop(server)

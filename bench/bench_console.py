@@ -15,7 +15,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 
-from bench.harness import ROOT, temp_project
+from bench.harness import ROOT, sized, temp_project
 
 ROUNDS = 30
 
@@ -112,7 +112,7 @@ def _run(project, calls, leads):
     project.manage("collectstatic", "--noinput", "-v0")  # the admin's pages need the manifest
     # Not project.django(): filling 100,000 calls takes longer than its 300 s bound on a busy machine.
     result = subprocess.run([sys.executable, "manage.py", "shell", "-c",
-                             _SCRIPT.format(calls=calls, leads=leads, rounds=ROUNDS)],
+                             _SCRIPT.format(calls=calls, leads=leads, rounds=sized(ROUNDS))],
                             cwd=ROOT, env=project.env, capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
         raise RuntimeError(f"the console benchmark failed:\n{result.stderr}{result.stdout}")
@@ -134,9 +134,9 @@ def _rows(result, calls, leads):
     ]
 
 
-def dashboard_and_search(load, calls=100_000, leads=10_000):
+def dashboard_and_search(load):
     """Console: dashboard and call search at size, whole admin pages in process (ms)."""
-    rows = []
+    calls, leads, rows = sized(100_000, 1_000), sized(10_000, 100), []
     with temp_project() as project:
         rows += _rows(_run(project, calls, leads), calls, leads)
     postgres = os.environ.get("BENCH_POSTGRES_URL")

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from bench.bench_console import postgres_database
-from bench.harness import ROOT, temp_project
+from bench.harness import ROOT, sized, temp_project
 
 PASSAGES = 5000
 TARGET_MS = 20
@@ -97,7 +97,7 @@ print(json.dumps({
 
 
 def _run(project):
-    script = _SCRIPT.replace("@PASSAGES@", str(PASSAGES))
+    script = _SCRIPT.replace("@PASSAGES@", str(sized(PASSAGES, 100)))
     result = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=project.env,
                             capture_output=True, text=True, timeout=3600)
     if result.returncode != 0:
@@ -107,7 +107,7 @@ def _run(project):
 
 def _rows(result):
     search, base = result["search"], result["baseline"]
-    label = f"{result['vendor']}, {result['passages']:,} passages (+{PASSAGES:,} of another tenant)"
+    label = f"{result['vendor']}, {result['passages']:,} passages (+{sized(PASSAGES, 100):,} of another tenant)"
     return [
         {"measure": f"knowledge_search ({label})", "p50 ms": f"{search['p50']:.2f}", "p95 ms": f"{search['p95']:.2f}",
          "p99 ms": f"{search['p99']:.2f}", "p95 / baseline": f"{search['p95'] / base['p95']:.1f}",

@@ -2,7 +2,7 @@
 calls deep, in a tenant of 100,000 calls; the deep page should cost what the first
 does (keyset pagination, console/pagination.py). 2 gunicorn workers, SQLite."""
 from bench.bench_calls import _SEED, _setup
-from bench.harness import compare, gunicorn, temp_project
+from bench.harness import compare, gunicorn, sized, temp_project
 
 TOTAL, DEPTH = 100_000, 90_000
 
@@ -19,16 +19,17 @@ print(cursor_encode(tenant=tenant, scope="calls", created_at=last["created_at"],
 
 def deep_page(load):
     """GET /v2/calls?limit=200: the first page and a page 90,000 calls deep (of 100,000)."""
+    total, depth = sized(TOTAL, 1_000), sized(DEPTH, 900)
     with temp_project() as project:
         headers, _secret = _setup(project)
-        project.django(_SEED.format(total=TOTAL))
-        cursor = project.django(_CURSOR.format(depth=DEPTH)).strip().splitlines()[-1]
+        project.django(_SEED.format(total=total))
+        cursor = project.django(_CURSOR.format(depth=depth)).strip().splitlines()[-1]
         with gunicorn(project) as base_url:
             rows = compare(base_url, [
                 ("GET /v2/calls?limit=200 (first page)", "/v2/calls?limit=200", headers),
-                (f"GET /v2/calls?limit=200&cursor=… ({DEPTH:,} deep)", f"/v2/calls?limit=200&cursor={cursor}",
+                (f"GET /v2/calls?limit=200&cursor=… ({depth:,} deep)", f"/v2/calls?limit=200&cursor={cursor}",
                  headers),
             ], load)
     for row in rows:
         row["share of first page"] = row.pop("share of ceiling")
-    return [{"calls": f"{TOTAL:,}", **{k: v for k, v in row.items() if not k.startswith("_")}} for row in rows]
+    return [{"calls": f"{total:,}", **{k: v for k, v in row.items() if not k.startswith("_")}} for row in rows]

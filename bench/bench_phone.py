@@ -21,7 +21,7 @@ import urllib.request
 import uuid
 
 from bench.bench_agent import SENTENCES, _percentile, _served
-from bench.harness import create_tenant_with_key, stop, temp_project
+from bench.harness import create_tenant_with_key, sized, stop, temp_project
 
 ACCOUNT, TOKEN = "AC" + "0" * 32, "b" * 32
 CALLER, CALLED = "+4917612345678", "+4930555000111"
@@ -120,15 +120,15 @@ def phone_reply_latency(load):
         project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
         project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
         speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
-        server, base = _served(project)
+        server, base, _log = _served(project)
         rows = []
         try:
             asyncio.run(_call(base, speeches, 1))  # loads the recogniser (not counted)
-            alone = asyncio.run(_call(base, speeches, TURNS))
+            alone = asyncio.run(_call(base, speeches, sized(TURNS)))
             rows.append(_row(1, alone))
-            for calls in range(2, MAX_CALLS + 1):
+            for calls in range(2, sized(MAX_CALLS, 2) + 1):
                 async def together(count=calls):
-                    return await asyncio.gather(*(_call(base, speeches, TURNS_PER_CALL) for _ in range(count)))
+                    return await asyncio.gather(*(_call(base, speeches, sized(TURNS_PER_CALL)) for _ in range(count)))
 
                 rows.append(_row(calls, [value for call in asyncio.run(together()) for value in call]))
                 if rows[-1]["p95 s"] > P95_LIMIT:

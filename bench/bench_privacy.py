@@ -2,7 +2,7 @@
 retention run, in process (they run in a request or a cron job, not under load)."""
 import json
 
-from bench.harness import temp_project
+from bench.harness import sized, temp_project
 
 _TIMINGS = """
 import json, time, uuid
@@ -55,12 +55,13 @@ print(json.dumps({{"rows": rows, "export": export_time, "erase": erase_time, "er
 def at_the_bounds(load):
     """Privacy: export at PRIVACY_EXPORT_SYNC_ROWS, erasure of that caller, retention (seconds, SQLite)."""
     with temp_project() as project:
-        out = project.django(_TIMINGS.format(callers_calls=199, others_calls=2000))
+        others = sized(2000, 50)
+        out = project.django(_TIMINGS.format(callers_calls=199, others_calls=others))
         timings = json.loads(out.strip().splitlines()[-1])
     erased, retained = timings["erased"], timings["retained"]
     return [
         {"step": f"export of {timings['rows']:,} rows ({erased['calls']} calls, {erased['transcriptLines']:,} lines, "
-                 f"{erased['carrierEvents']:,} events, {erased['leads']} leads) among 2,000 other calls",
+                 f"{erased['carrierEvents']:,} events, {erased['leads']} leads) among {others:,} other calls",
          "time": f"{timings['export']:.2f} s"},
         {"step": f"erasure of that caller ({erased['calls']} calls, {erased['transcriptLines']:,} lines, "
                  f"{erased['carrierEvents']:,} events, {erased['leads']} leads)", "time": f"{timings['erase']:.2f} s"},

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.harness import compare, create_tenant_with_key, get_json, gunicorn, temp_project
+from bench.harness import compare, create_tenant_with_key, get_json, gunicorn, sized, temp_project
 
 LANES = 10_000
 STATUSES = ["live", "key-ready", "module-ready", "key-gated", "key-missing", "key-orphan", "stub", "eval",
@@ -82,7 +82,7 @@ def load_and_route_in_process(load):
     """Registry of 10,000 generated lanes: load time and in-process routing (seconds / ms)."""
     with temp_project() as project:
         path = project.tmp / "registry-10k.json"
-        path.write_text(json.dumps(generated_document(_shipped()), ensure_ascii=False))
+        path.write_text(json.dumps(generated_document(_shipped(), sized(LANES, 100)), ensure_ascii=False))
         timings = json.loads(project.django(_TIMINGS.format(path=str(path))).strip().splitlines()[-1])
         project.manage("shell", "-c", "from registry_app.models import RegistryVersion; "
                                       "RegistryVersion.objects.all().delete()")
@@ -117,12 +117,12 @@ def http(load):
     with temp_project() as project:
         key = create_tenant_with_key(project, "bench")
         path = project.tmp / "registry-10k.json"
-        path.write_text(json.dumps(generated_document(_shipped()), ensure_ascii=False))
+        path.write_text(json.dumps(generated_document(_shipped(), sized(LANES, 100)), ensure_ascii=False))
         project.manage("load_registry", str(path))
         headers = {"Authorization": f"Bearer {key}"}
         with gunicorn(project, workers=2) as base_url:
             stt = get_json(f"{base_url}/v2/registry/models?capability=stt", headers)
-            assert len(stt["models"]) == LANES // 5, len(stt["models"])
+            assert len(stt["models"]) == sized(LANES, 100) // 5, len(stt["models"])
             routed = get_json(f"{base_url}/v2/registry/route?capability=tts&language=de", headers)
             assert routed["candidates"], routed
             return compare(base_url, [

@@ -13,6 +13,7 @@ against the mean of the ceilings just before and just after it (harness.compare)
 Data: the demo tenant of `seed_demo` (2 assistants, 4 calls, 4 leads, an API key) and
 a tenant `bulk` with 50 assistants, 50 leads and 200 calls of 6 transcript lines each.
 """
+import contextlib
 import dataclasses
 import os
 import re
@@ -22,7 +23,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.harness import ROOT, compare, free_port, get_json, gunicorn, stop, temp_project, wait_until_up
+from bench.harness import ROOT, compare, free_port, get_json, gunicorn, smoke, stop, temp_project, wait_until_up
 
 # label, path, tenant (None: no credentials), target share of the ceiling, target p99 in ms
 ROWS = [
@@ -69,9 +70,10 @@ print(api_key_create(tenant=tenant)[1])
 
 def tenant_bound(load):
     """Tenant-bound endpoints as shares of a bare Django view, SQLite and PostgreSQL (issue 14)."""
-    if "BENCH_THREADS" not in os.environ and "BENCH_CONNECTIONS" not in os.environ:
+    # A smoke run keeps its own load (one second, one round).
+    if not smoke() and "BENCH_THREADS" not in os.environ and "BENCH_CONNECTIONS" not in os.environ:
         load = dataclasses.replace(load, threads=1, connections=8)
-    if "BENCH_DURATION" not in os.environ:
+    if not smoke() and "BENCH_DURATION" not in os.environ:
         # The ceiling runs before every URL (bracketed): shorter runs keep the whole
         # table at about ten minutes.
         load = dataclasses.replace(load, duration=5)
@@ -79,7 +81,9 @@ def tenant_bound(load):
           f"{os.getloadavg()[0]:.1f} at the start", file=sys.stderr)
     # PostgreSQL starts first: after thousands of wrk connections its port could be one
     # that a closed connection still holds (TIME_WAIT).
-    with postgres() as database_url:
+    # A smoke run measures SQLite only: PostgreSQL's path is the same code, and starting
+    # a server costs the smoke test more than the rest of this benchmark.
+    with postgres() if not smoke() else contextlib.nullcontext() as database_url:
         by_database = {"SQLite": _measure(None, load)}
         by_database["PostgreSQL"] = _measure(database_url, load) if database_url else None
     print(f"tenant_bound: load average {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)

@@ -11,7 +11,7 @@ at once ("instant": the gateway's and the tool's own cost), once as a local LLM 
 With the tool, the model's first answer is the tool call (its arguments in three
 deltas), the tool is called (arguments checked against its schema, the POST signed by
 the Standard Webhooks scheme, sent through the SSRF guard to a receiver on loopback —
-allowed by TOOLS_ALLOW_PRIVATE_TARGETS here only —, its JSON answer read), and the
+allowed by OUTBOUND_ALLOW_PRIVATE_TARGETS here only —, its JSON answer read), and the
 model's second answer is the text; without it, the model answers the text at once.
 Both servers run in this process, the turns in a Django process of a throwaway
 project; the rounds are interleaved."""
@@ -21,7 +21,7 @@ import statistics
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from bench.harness import temp_project
+from bench.harness import sized, temp_project
 from tests.openai_fake import FakeChatServer, FakeToolCall, Reply
 
 ROUNDS = int(os.environ.get("BENCH_TOOL_ROUNDS", "30"))  # interleaved turns of each kind
@@ -139,8 +139,9 @@ def tool_round_trip(load):
     lanes = {"chat-fake-instant": instant.url, "chat-fake-paced": paced.url}
     try:
         with temp_project() as project:
-            project.env.update(GATEWAY_MODE="live", TOOLS_ALLOW_PRIVATE_TARGETS="1")
-            out = project.django(_TURNS.format(lanes=lanes, receiver=receiver.url, answer=ANSWER, rounds=ROUNDS))
+            project.env.update(GATEWAY_MODE="live", OUTBOUND_ALLOW_PRIVATE_TARGETS="1")
+            out = project.django(_TURNS.format(lanes=lanes, receiver=receiver.url, answer=ANSWER,
+                                                rounds=sized(ROUNDS, 2)))  # quantiles need two
             figures = json.loads(out.strip().splitlines()[-1])
     finally:
         instant.stop()

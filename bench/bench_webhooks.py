@@ -7,12 +7,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from statistics import median
 
+from bench.bench_leads import distinct_leads_script
 from bench.harness import (
     ROOT,
     compare,
     create_tenant_with_key,
     gunicorn,
-    json_request_script,
+    sized,
     stop,
     temp_project,
     wrk,
@@ -37,7 +38,7 @@ for i in range({count}):
 
 
 def _project_with_endpoint(project, receiver):
-    project.env.update({"WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1", "LEADS_NOTIFY_BY_EMAIL": "0"})
+    project.env.update({"OUTBOUND_ALLOW_PRIVATE_TARGETS": "1", "LEADS_NOTIFY_BY_EMAIL": "0"})
     create_tenant_with_key(project, "bench")
     project.django(SUBSCRIBE.format(url=receiver.url))
 
@@ -60,15 +61,16 @@ def deliveries_per_second(load):
     try:
         with temp_project() as project:
             _project_with_endpoint(project, receiver)
-            project.django(LEADS.format(count=DELIVERIES))  # queued (no worker runs yet)
+            deliveries = sized(DELIVERIES, 5)
+            project.django(LEADS.format(count=deliveries))  # queued (no worker runs yet)
             started = time.monotonic()
             with _worker(project):
                 deadline = started + 600
-                while len(receiver.requests) < DELIVERIES and time.monotonic() < deadline:
+                while len(receiver.requests) < deliveries and time.monotonic() < deadline:
                     time.sleep(0.2)
                 elapsed = time.monotonic() - started
             sent = len(receiver.requests)
-            assert sent == DELIVERIES, f"{sent} of {DELIVERIES} deliveries arrived"
+            assert sent == deliveries, f"{sent} of {deliveries} deliveries arrived"
             return [{"deliveries": sent, "job workers": 1, "seconds (incl. worker start)": f"{elapsed:.1f}",
                      "deliveries/s": f"{sent / elapsed:.1f}"}]
     finally:
@@ -81,7 +83,7 @@ def lead_posts_with_deliveries(load):
     try:
         with temp_project() as project, contextlib.ExitStack() as servers:
             _project_with_endpoint(project, receiver)
-            script = json_request_script(project, "post_lead", "POST", LEAD)
+            script = distinct_leads_script(project, LEAD)
             project.env["WEBHOOKS_ENABLED"] = "0"
             disabled = servers.enter_context(gunicorn(project, workers=2))
             project.env["WEBHOOKS_ENABLED"] = "1"
@@ -107,7 +109,7 @@ def two_servers_against_one(load):
         create_tenant_with_key(project, "bench")
         project.django("from console.tenants.models import Tenant\n"
                        "Tenant.objects.filter(slug='bench').update(lead_rate_limit=100_000_000)\n")
-        script = json_request_script(project, "post_lead", "POST", LEAD)
+        script = distinct_leads_script(project, LEAD)
         first = servers.enter_context(gunicorn(project, workers=2))
         second = servers.enter_context(gunicorn(project, workers=2))
         one, two = [], []

@@ -8,11 +8,16 @@ Environment knobs:
   BENCH_CONNECTIONS  wrk connections (default 16)
   BENCH_WARMUP       seconds of unmeasured load per URL before the first round (default 2)
   BENCH_ROUNDS       measurements per URL, interleaved; the table shows medians (default 3)
+  BENCH_SMOKE=1      (`bench/run.py --smoke`) every benchmark at its smallest: one round,
+                     one turn, a second of load, small data. Its figures mean nothing; it
+                     proves each benchmark still runs (tests/bench/test_smoke.py).
 """
+import atexit
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,9 +36,31 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "bench" / "results"
 HOST = "127.0.0.1"
 BENCH_SETTINGS = "bench.settings"
+BENCH_SECRET_KEY = "bench-only-secret-key-not-for-production"
+
+
+def configure_django() -> None:
+    """Django set up in this process, for the product code some benchmarks run here
+    (synthesis, encoding, decoding read settings): the benchmarks' settings with a
+    bench-only key. Each project's processes get an environment of their own (Project)."""
+    import django
+
+    os.environ["DJANGO_SETTINGS_MODULE"] = BENCH_SETTINGS
+    os.environ.setdefault("SECRET_KEY", BENCH_SECRET_KEY)
+    django.setup()
 
 
 # --- Load parameters -----------------------------------------------------------------
+
+def smoke() -> bool:
+    """Whether this is a smoke run (BENCH_SMOKE=1): each benchmark once, at its smallest."""
+    return os.environ.get("BENCH_SMOKE") == "1"
+
+
+def sized(full: int, small: int = 1) -> int:
+    """`full` (turns, rounds, rows of data) in a measurement, `small` in a smoke run."""
+    return small if smoke() else full
+
 
 @dataclass(frozen=True)
 class Load:
@@ -49,6 +76,8 @@ class Load:
             # "8" and "8s" both mean eight seconds.
             return int(os.environ.get(name, default).rstrip("s"))
 
+        if smoke():
+            return cls(threads=1, connections=2, duration=1, warmup=0, rounds=1)
         return cls(
             threads=int(os.environ.get("BENCH_THREADS", "2")),
             connections=int(os.environ.get("BENCH_CONNECTIONS", "16")),
@@ -72,7 +101,7 @@ class Project:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": settings,
             "DATABASE_URL": database_url or f"sqlite:///{tmp / 'db.sqlite3'}",
-            "SECRET_KEY": "bench-only-secret-key-not-for-production",
+            "SECRET_KEY": BENCH_SECRET_KEY,
             "DEBUG": "0",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "MEDIA_ROOT": str(tmp / "media"),
@@ -97,13 +126,31 @@ class Project:
         return self.manage("shell", "-c", code)
 
 
+_migrated: dict[str, Path] = {}  # settings module → an empty migrated SQLite database of this run
+
+
+def _migrated_sqlite(settings: str) -> Path:
+    """An empty SQLite database migrated once per run (migrating takes seconds; each
+    benchmark's project starts from a copy)."""
+    if settings not in _migrated:
+        folder = Path(tempfile.mkdtemp(prefix="stimmwerk-bench-migrated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        (folder / "template").mkdir()
+        Project(folder / "template", settings).manage("migrate", "--noinput", "-v0")
+        _migrated[settings] = folder / "template" / "db.sqlite3"
+    return _migrated[settings]
+
+
 @contextmanager
 def temp_project(settings=BENCH_SETTINGS, database_url=None):
     """A migrated, empty project (SQLite unless `database_url` names an empty database);
     everything is deleted on exit."""
     with tempfile.TemporaryDirectory(prefix="stimmwerk-bench-") as tmp:
         project = Project(Path(tmp), settings, database_url)
-        project.manage("migrate", "--noinput", "-v0")
+        if database_url is None:
+            shutil.copyfile(_migrated_sqlite(settings), project.tmp / "db.sqlite3")
+        else:
+            project.manage("migrate", "--noinput", "-v0")
         yield project
 
 
@@ -130,8 +177,10 @@ def free_port():
 
 
 @contextmanager
-def gunicorn(project, workers=2, startup_timeout=30):
-    """Serves console.wsgi with gunicorn on loopback; yields the base URL."""
+def gunicorn(project, workers=2, startup_timeout=120):
+    """Serves console.wsgi with gunicorn on loopback; yields the base URL. The start-up
+    bound is generous: on a machine busy with other work (the smoke test beside the
+    suite) two servers' workers took longer than 30 s to answer /health."""
     port = free_port()
     log_path = project.tmp / "gunicorn.log"
     with open(log_path, "w") as log:

@@ -5,13 +5,23 @@ Each entry of BENCHMARKS is a function that takes the load parameters and return
 the rows of one table (a list of dicts with the same keys); the first line of its
 docstring is the table's title. `bench/run.py NAME …` runs only the named entries.
 Shared helpers (throwaway project, gunicorn, wrk) are in bench/harness.py.
+
+`bench/run.py --smoke [NAME …]` runs each benchmark once at its smallest (BENCH_SMOKE=1:
+one round, one turn, a second of load): every benchmark is run even when one fails,
+nothing is written to bench/results, and the exit status says whether all of them ran
+(tests/bench/test_smoke.py).
 """
 import json
+import os
 import shutil
 import sys
+import time
+import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -36,7 +46,16 @@ from bench import (
     bench_webhooks,  # noqa: E402
     bench_whisper,  # noqa: E402
 )
-from bench.harness import HOST, RESULTS_DIR, ROOT, Load, machine_info, print_table  # noqa: E402
+from bench.harness import (  # noqa: E402
+    HOST,
+    RESULTS_DIR,
+    ROOT,
+    Load,
+    configure_django,
+    machine_info,
+    print_table,
+    smoke,
+)
 
 BENCHMARKS = [
     bench_speed.tenant_bound,
@@ -64,9 +83,15 @@ BENCHMARKS = [
 def main():
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed; `make bench` installs it (apt-get install wrk).")
-    selected = [b for b in BENCHMARKS if not sys.argv[1:] or b.__name__ in sys.argv[1:]]
-    if not selected:
-        sys.exit(f"no benchmark named {sys.argv[1:]}; known: {[b.__name__ for b in BENCHMARKS]}")
+    names = [arg for arg in sys.argv[1:] if arg != "--smoke"]
+    if "--smoke" in sys.argv[1:]:
+        os.environ["BENCH_SMOKE"] = "1"  # read by bench.harness (and the benchmarks' processes)
+    configure_django()
+    selected = [b for b in BENCHMARKS if not names or b.__name__ in names]
+    if not selected or len(selected) < len(set(names)):
+        sys.exit(f"no benchmark named {names}; known: {[b.__name__ for b in BENCHMARKS]}")
+    if smoke():
+        sys.exit(smoke_run(selected))
     load = Load.from_env()
     machine = machine_info()
     print(f"Date: {machine['date']}")
@@ -78,15 +103,38 @@ def main():
 
     tables = {}
     for benchmark in selected:
-        title = benchmark.__doc__.strip().splitlines()[0]
         rows = benchmark(load)
-        print_table(title, rows)
+        print_table(title_of(benchmark), rows)
         tables[benchmark.__name__] = rows
 
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps({"machine": machine, "load": asdict(load), "tables": tables}, indent=2) + "\n")
     print(f"\nResults written to {path.relative_to(ROOT)}")
+
+
+def title_of(benchmark: Callable[..., object]) -> str:
+    """The table's title: the first line of the benchmark's docstring."""
+    return (benchmark.__doc__ or benchmark.__name__).strip().splitlines()[0]
+
+
+def smoke_run(selected: list[Callable[[Load], list[dict[str, Any]]]]) -> int | str:
+    """Each benchmark once at its smallest; the names of those that failed (exit status 1)."""
+    load, failed = Load.from_env(), []
+    for benchmark in selected:
+        began = time.monotonic()
+        try:
+            rows = benchmark(load)
+            print_table(title_of(benchmark), rows)
+            print(f"smoke: {benchmark.__name__} ran in {time.monotonic() - began:.0f} s", flush=True)
+        except Exception:  # every benchmark runs; the failures are listed at the end
+            traceback.print_exc()
+            print(f"smoke: {benchmark.__name__} FAILED after {time.monotonic() - began:.0f} s", flush=True)
+            failed.append(benchmark.__name__)
+    if failed:
+        return f"smoke: {len(failed)} of {len(selected)} benchmarks failed: {', '.join(failed)}"
+    print(f"smoke: all {len(selected)} benchmarks ran")
+    return 0
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from django.utils.translation import pgettext_lazy
 from calls_app.models import Call, CallAnalysis
 from console.assistants.models import Assistant
 from console.json_schemas import instance_errors
+from console.parsers import json_text
 from console.phone import mask
 from console.tenants.models import Tenant
 from leads_app.models import Lead
@@ -406,7 +407,7 @@ def analysis_by_lane(*, lines: Sequence[tuple[str, str]], config: dict[str, Any]
     if match is None:
         return None
     try:
-        found = json.loads(match.group(0))
+        found = json_text(match.group(0))
     except ValueError:
         return None
     if not isinstance(found, dict) or not isinstance(found.get("summary"), str):

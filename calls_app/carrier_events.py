@@ -9,27 +9,16 @@ from django.db import IntegrityError, connection, models, transaction
 
 from calls_app import event_sql, redaction
 from calls_app import events as ev
+from calls_app.errors import UnknownCall, UnknownCarrier, UnknownNumber
 from calls_app.ledger import END_ATTEMPTS, _announce, _finish, _locked
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
 from calls_app.signing import secret_of, verify_signature
 from console.db.conflicts import retry_conflicts
-from console.errors import NotFound, ValidationFailed
+from console.errors import ValidationFailed
 from console.numbers.models import PhoneNumber
 from console.phone import mask
 
 logger = logging.getLogger("calls_app.webhook")
-
-
-class UnknownCarrier(NotFound):
-    code, message = "unknown_carrier", "No carrier with this id."
-
-
-class UnknownNumber(NotFound):
-    code, message = "unknown_number", "No tenant owns the called number; the call was not stored."
-
-
-class UnknownCall(NotFound):
-    code, message = "unknown_call", "No outbound call with this callId was dialled through this carrier."
 
 
 # --- Carrier events ---------------------------------------------------------------------

@@ -10,21 +10,15 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from calls_app.errors import CarrierUnavailable
 from calls_app.models import Call, Carrier, SimDial
 from calls_app.signing import new_nonce
-from console.errors import ApiError
 
 if TYPE_CHECKING:  # dialing imports this module
     from calls_app.dialing import DialOptions
 
 SIM_CARRIER_ID = "sim"
 SIM_CALLER_ID = "+493012345670"
-
-
-class CarrierUnavailable(ApiError):
-    status, code = 502, "carrier_unavailable"
-    message = ("The carrier could not place the call; its minutes were released. Request the call again later "
-               "(with a new Idempotency-Key: this one keeps answering this refusal).")
 
 
 class CarrierError(Exception):

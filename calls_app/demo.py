@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from calls_app import sim
 from calls_app.carriers import SIM_CARRIER_ID
+from calls_app.errors import MinuteCapReached
 from calls_app.models import Call
-from calls_app.services import MinuteCapReached
 from console.numbers.models import PhoneNumber
 
 INBOUND = [("+4917612345678", 95, 3), ("+4915112345670", 212, 2), ("+4916098765432", 48, 1)]

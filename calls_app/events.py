@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.errors import ApiError, ValidationFailed
+from calls_app.errors import UnknownEventType
+from console.errors import ValidationFailed
 from console.parsers import json_loads
 from console.phone import InvalidPhoneNumber, to_e164
 
@@ -32,11 +33,6 @@ TIME_MESSAGE = ("An ISO 8601 time from 1970 to 9998 is required, e.g. 2025-03-01
 WITHHELD_CALLER_IDS = ("", "anonymous", "private", "unknown", "restricted")
 
 
-class UnknownEventType(ApiError):
-    status, code = 400, "unknown_event_type"
-    message = f"Unknown event type; known types: {', '.join(EVENT_TYPES)}."
-
-
 @dataclass(frozen=True)
 class Event:
     id: str
@@ -54,7 +50,8 @@ def parse_event(raw_body):
         raise ValidationFailed(details={"non_field_errors": ["The event must be a JSON object."]})
     event_type = body.get("type")
     if event_type not in EVENT_TYPES:
-        raise UnknownEventType(details={"type": [f"'{event_type}' is not an event type."]})
+        raise UnknownEventType(f"Unknown event type; known types: {', '.join(EVENT_TYPES)}.",
+                               details={"type": [f"'{event_type}' is not an event type."]})
     errors = {}
     event_id = body.get("id")
     if not isinstance(event_id, str) or not event_id.strip() or len(event_id) > 200:

@@ -9,20 +9,14 @@ from typing import Any, TypeVar
 from django.db import models, transaction
 from django.utils import timezone
 
+from calls_app.errors import MinuteCapReached
 from calls_app.models import Call, UsageCounter
 from calls_app.periods import billable_minutes, next_period_start, period_of
-from console.errors import ApiError
 from console.jobs.services import job_enqueue_on_commit
 from console.tenants.models import Tenant
 from webhooks_app.services import event_publish
 
 logger = logging.getLogger("calls_app.webhook")
-
-
-class MinuteCapReached(ApiError):
-    status, code = 402, "minute_cap_reached"
-    message = ("The tenant's monthly minute cap is reached; no outbound call can be placed and no voice agent "
-               "session granted until it resets.")
 
 
 # --- Row locks --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from calls_app.ledger import (
     call_seconds_correct,
 )
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
-from calls_app.signing import secret_of, unseal
+from calls_app.signing import secret_of
 from console.assistants.models import Assistant
 from console.db.conflicts import retry_conflicts
 from console.numbers.models import PhoneNumber
@@ -49,11 +49,6 @@ TRANSFER_NOTE = "Weitergeleitet an {target}"
 def phone_carrier(*, carrier_id: str, kind: str) -> Carrier | None:
     """The carrier `carrier_id` if it is of `kind`, else None."""
     return Carrier.objects.filter(pk=carrier_id, kind=kind).first()
-
-
-def carrier_auth_token(carrier: Carrier) -> str:
-    """A twilio carrier's auth token (for its request signatures and REST calls)."""
-    return unseal(carrier.auth_token_sealed)
 
 
 def carrier_bearer_secret(carrier: Carrier) -> str:

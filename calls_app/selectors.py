@@ -8,15 +8,14 @@ from django.utils import timezone
 
 from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import next_period_start, period_of
-from console.compiled import CompiledQuery
+from console.listing import Read
 from console.tenants.models import Tenant
 
 # The transcript lines of a page of calls (`GET /v2/calls`), written as TranscriptEntrySerializer
 # would: the one part of the call list not derived from its serializer (calls_app.serializers.CALLS).
 # One variant per number of calls (the IN list has a parameter per call).
-_transcript_rows = CompiledQuery(
-    lambda *call_ids: TranscriptEntry.objects.filter(call_id__in=call_ids).order_by("ts", "id").values_list(
-        "call_id", "role", "text", "ts"), datetimes_as_text=True)
+_transcript_rows = Read(TranscriptEntry, ("call_id", "role", "text", "ts"), by=["call_id__in"], ordering=("ts", "id"),
+                       of_tenant=False, datetimes_as_text=True)
 
 
 def transcript_lines(*, call_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
@@ -43,8 +42,7 @@ def call_was_refused(*, tenant: Tenant, call_id: str) -> bool:
 
 
 # The counter of one month (unique per tenant and period), or no row: nothing booked yet.
-_month_counter = CompiledQuery(lambda tenant_id, period: UsageCounter.objects.for_tenant(tenant_id).filter(
-    period=period).order_by().values_list("minutes", "seconds", "reserved_minutes"))
+_month_counter = Read(UsageCounter, ("minutes", "seconds", "reserved_minutes"), by=["period"])
 
 
 def usage_for(*, tenant: Tenant, now: datetime | None = None) -> dict[str, Any]:

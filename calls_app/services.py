@@ -16,18 +16,21 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     APPLIED,
     PENDING,
     EventOutcome,
+    event_receive,
+)
+from calls_app.carriers import CarrierError, adapter_for, outbound_carrier
+from calls_app.errors import (  # noqa: F401 (as above)
+    CarrierUnavailable,
+    MinuteCapReached,
     UnknownCall,
     UnknownCarrier,
     UnknownNumber,
-    event_receive,
 )
-from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for, outbound_carrier
 from calls_app.ledger import (  # noqa: F401 (as above)
     ANALYSIS_JOB,
     END_ATTEMPTS,
     RESERVATION_GRACE,
     USAGE_THRESHOLDS,
-    MinuteCapReached,
     UsageDrift,
     _cap_checked,
     _finish,

@@ -23,23 +23,13 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from console.errors import ApiError
+from calls_app.errors import InvalidSignature, StaleSignature
 
 # Room for a timestamp and a few v1 values (carriers send two while rotating).
 MAX_HEADER_LENGTH = 1024
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 # CONTRACT §5: a signature more than this far from now is refused (replays).
 TOLERANCE_SECONDS = 300
-
-
-class InvalidSignature(ApiError):
-    status, code = 401, "invalid_signature"
-    message = "The X-Signature header is missing or does not match the body."
-
-
-class StaleSignature(ApiError):
-    status, code = 401, "stale_signature"
-    message = f"The signature timestamp is more than {TOLERANCE_SECONDS} seconds away from now."
 
 
 def new_nonce():
@@ -93,7 +83,7 @@ def verify_signature(secret, header, body, *, now=None):
         raise InvalidSignature()
     now = time.time() if now is None else now
     if abs(now - timestamp) > TOLERANCE_SECONDS:
-        raise StaleSignature()
+        raise StaleSignature(f"The signature timestamp is more than {TOLERANCE_SECONDS} seconds away from now.")
 
 
 def _parse_header(header):

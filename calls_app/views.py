@@ -10,13 +10,11 @@ from calls_app.serializers import CallDetailSerializer, UsageSerializer
 from console.api import TenantAPIView, TenantViewSet
 from console.errors import NotFound
 from console.listing import ListedMixin
-from console.rendering import fast_json_renderers
 
 
 class CallViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
     listing = CALLS
     lookup_value_regex = "[^/]+"
-    renderer_classes = fast_json_renderers()  # no floats in a call
 
     @extend_schema(responses=CallDetailSerializer)
     def retrieve(self, request, pk=None):
@@ -28,7 +26,7 @@ class CallViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
 
 
 class UsageView(TenantAPIView):
-    renderer_classes = fast_json_renderers()  # no floats in the usage record
+    floats_in_body = False  # the usage record holds counts, a period and a time
 
     @extend_schema(responses=UsageSerializer, summary="Minutes used this month against the minute cap")
     def get(self, request):

@@ -8,11 +8,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from calls_app import selectors, services
-from calls_app.carriers import CarrierUnavailable, outbound_carrier
+from calls_app.carriers import outbound_carrier
+from calls_app.errors import CarrierUnavailable, RecordingNotFound
 from calls_app.recordings import recording_file
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
 from console.api import OpenAPIView, TenantAPIView, accepts_query, validated
-from console.errors import NotFound
 from console.idempotency.services import idempotent
 from console.openapi import errors
 
@@ -110,7 +110,3 @@ class RecordingView(OpenAPIView):
         response = FileResponse(audio, content_type="audio/mpeg")
         response["Cache-Control"] = "private, max-age=300"
         return response
-
-
-class RecordingNotFound(NotFound):
-    code, message = "recording_not_found", "No recording at this link: it expired, was removed, or never existed."

@@ -96,10 +96,6 @@ def is_campaign_call(*, call_id: str) -> bool:
     return bool(call_id) and CampaignAttempt.objects.filter(call_id=call_id).exists()
 
 
-def running_campaign_ids() -> list[str]:
-    return list(Campaign.objects.filter(state=Campaign.State.RUNNING).values_list("pk", flat=True))
-
-
 # --- The blocklist ---------------------------------------------------------------------
 
 def blocklist_keys(*, tenant: Tenant, e164: str) -> list[str]:

@@ -35,6 +35,7 @@ from console.api import TenantViewSet, accepts_query, validated, validated_query
 from console.csv_export import csv_stream
 from console.csv_import import csv_table
 from console.errors import ValidationFailed
+from console.fields import PageQuerySerializer
 from console.openapi import errors
 from console.pagination import NEXT_HELP, after_cursor, page_of
 from console.phone import InvalidPhoneNumber, to_e164
@@ -78,13 +79,21 @@ class CampaignViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     serializer_class = CampaignSerializer
     lookup_value_regex = "[^/]+"
 
-    @extend_schema(responses=inline_serializer("CampaignList", {"campaigns": CampaignSerializer(many=True)}))
+    @accepts_query(PageQuerySerializer)
+    @extend_schema(responses=inline_serializer("CampaignList", {
+        "campaigns": CampaignSerializer(many=True),
+        "next": serializers.CharField(allow_null=True, help_text=NEXT_HELP),
+    }))
     def list(self, request):
-        campaigns = list(self.get_queryset().order_by("-created_at", "-id")[:200])
+        query = validated_query(PageQuerySerializer, request)
+        rows = after_cursor(self.get_queryset(), tenant=request.tenant, scope="campaigns", cursor=query.get("cursor"))
+        campaigns, next_cursor = page_of(list(rows[:query["limit"] + 1]), tenant=request.tenant, scope="campaigns",
+                                         limit=query["limit"], position=lambda row: (row.created_at, row.pk))
         for campaign in campaigns:
             campaign.tenant = request.tenant
         counts = selectors.counts_for([c.pk for c in campaigns])
-        return Response({"campaigns": CampaignSerializer(campaigns, many=True, context={"counts": counts}).data})
+        return Response({"campaigns": CampaignSerializer(campaigns, many=True, context={"counts": counts}).data,
+                         "next": next_cursor})
 
     @extend_schema(request=CampaignCreateSerializer, responses={201: CampaignSerializer},
                    summary="Create a campaign (a draft)", examples=[CAMPAIGN_EXAMPLE])

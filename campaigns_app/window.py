@@ -139,7 +139,3 @@ def next_slot(now, *, window, time_zone, state="", start_at=None, end_at=None):
 def is_open(now, **kwargs):
     return next_slot(now, **kwargs) == now
 
-
-def today_local(now, time_zone):
-    return now.astimezone(ZoneInfo(time_zone)).date()
-

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from console.audit.services import actor_of, audit_record, field_names, request_id_of
 from console.errors import NotFound, ValidationFailed
+from console.rendering import fast_json_renderers
 from console.tenants import selection
 from console.verified_reads import verified_read
 
@@ -30,9 +31,16 @@ class TenantBoundMixin:
     """
 
     audit_writes = True
+    # Whether the view's bodies may hold floats. One that declares they do not
+    # (`floats_in_body = False`; ListedMixin derives it from the listing) is rendered by
+    # the fast renderer (console/rendering.py: DRF's bytes for such bodies, through
+    # orjson). The choice of renderer is the core's: feature apps only declare this.
+    floats_in_body = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if not cls.floats_in_body and "renderer_classes" not in vars(cls):
+            cls.renderer_classes = fast_json_renderers()
         owners = {name: next((klass.__module__ for klass in cls.__mro__ if name in vars(klass)), __name__)
                   for name in _BINDING}
         changed = [name for name, owner in owners.items()

@@ -83,6 +83,11 @@ class Listing:
         self._moments = {name for name, lookups in self.filters.items()
                          if isinstance(self._fields.get(lookups[0].split("__")[0]), models.DateTimeField)}
         self.columns = tuple(self._columns + [name for name in extra_columns if name not in self._columns])
+        # Whether an item may hold a float: a float, decimal or JSON column read (a field
+        # the caller supplies is the caller's to keep free of them: the calls' transcript
+        # lines are text). Decides the renderer (ListedMixin).
+        self.holds_floats = any(isinstance(self._fields[name], (models.FloatField, models.DecimalField,
+                                                                models.JSONField)) for name in self.columns)
         self._rows = CompiledQuery(self._build, datetimes_as_text=True)
         # Items are made by a function written for the list once, as one would write it by
         # hand (`print(LEADS.source)`): no call for a field whose value stays as it is.
@@ -236,16 +241,49 @@ def _expression(parts: list[tuple[str, str, Any]], functions: list[Any], constan
     return "{" + ", ".join(entries) + "}"
 
 
+class Read:
+    """A hot read that is no list endpoint (a month's usage counter, a tenant's script
+    texts, the transcript lines of a page of calls), declared as a Listing is: `columns`
+    of `model`'s rows compared by `by` (the lookups the values are given for, in order;
+    one ending in `__in` takes all the values left), in `ordering`, of the tenant whose
+    id is the first value unless `of_tenant=False`. Compiled once per process, like a
+    Listing's query (console/compiled.py): the feature apps declare their hot reads here
+    and never compile queries themselves (an import-linter contract keeps
+    console.compiled and console.rendering the core's)."""
+
+    def __init__(self, model: type[models.Model], columns: Sequence[str], *, by: Sequence[str] = (),
+                 ordering: Sequence[str] = (), of_tenant: bool = True, datetimes_as_text: bool = False) -> None:
+        self.model, self.columns, self.by, self.ordering = model, tuple(columns), tuple(by), tuple(ordering)
+        self.of_tenant = of_tenant
+        self._rows = CompiledQuery(self._build, datetimes_as_text=datetimes_as_text)
+
+    def __call__(self, *values: Any) -> list[tuple]:
+        """The rows as list(queryset) would give them."""
+        return self._rows(*values)
+
+    def _build(self, *values: Any) -> QuerySet[Any]:
+        rows = self.model.objects.for_tenant(values[0]) if self.of_tenant else self.model.objects.all()  # type: ignore[attr-defined]
+        values = values[1:] if self.of_tenant else values
+        filters: dict[str, Any] = {}
+        for position, lookup in enumerate(self.by):
+            filters[lookup] = values[position:] if lookup.endswith("__in") else values[position]
+        return rows.filter(**filters).order_by(*self.ordering).values_list(*self.columns)
+
+
 class ListedMixin:
     """A viewset's `list` action from its `listing`: model and serializer, the query
-    parameters accepted, the response documented (`<Model>List`), and the body
-    (`list_body(tenant, query)`; without a query, the defaults, for the verified reads)."""
+    parameters accepted, the response documented (`<Model>List`), the body
+    (`list_body(tenant, query)`; without a query, the defaults, for the verified reads),
+    and the renderer: the fast one where no item can hold a float (`floats_in_body`,
+    console.api.TenantBoundMixin)."""
 
     listing: Listing
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
         listing = cls.listing
+        if "floats_in_body" not in vars(cls):
+            cls.floats_in_body = listing.holds_floats  # type: ignore[attr-defined]
+        super().__init_subclass__(**kwargs)
         cls.model, cls.serializer_class = listing.model, listing.serializer  # type: ignore[attr-defined]
         fields: dict[str, Field] = {listing.key: listing.serializer(many=True)}
         if listing.paged:

@@ -14,6 +14,15 @@ tools): the one guard against server-side request forgery (SSRF).
   `is_global` alone is not enough: it is true for the translation prefixes, and it
   differs between Python versions.
 - `url_port`: the URL's port, 1–65535 (443/80 when none is given).
+- `url_admit`: the one admission rule for a URL a tenant gives us to call (webhook
+  endpoints, HTTP tools; calendars and speech endpoints next), applied when it is
+  saved: https only, no user or password, a port of 1–65535, and a host that is a
+  name or a public address written as addresses are written (`a.b.c.d`, or IPv6 in
+  brackets). A host that an OS resolver would read as an IPv4 address written
+  another way (`127.1`, `0x7f.1`, `2130706433`, `0177.0.0.1`, `127.0.0.1.`) is
+  refused whatever it stands for. A name's addresses are checked at each connection
+  (`connect`). `OUTBOUND_ALLOW_PRIVATE_TARGETS` (development only; the one switch)
+  admits http on loopback and addresses that are not public.
 - `connect`: resolves the host once, refuses it unless every address it resolves to is
   allowed, and connects to a checked address (no second lookup that a rebinding DNS
   answer could change). `allow_private` (development) allows every address.
@@ -27,9 +36,15 @@ is "connection failed", never "refused", "No route to host" or "timed out".
 """
 import contextlib
 import ipaddress
+import re
 import socket
 import threading
 from typing import cast
+from urllib.parse import SplitResult, urlsplit
+
+from django.conf import settings
+
+from console.errors import ApiError, ValidationFailed
 
 DENIED_V4 = tuple(ipaddress.ip_network(network) for network in (
     "0.0.0.0/8",  # "this network"
@@ -107,6 +122,75 @@ def url_port(parts) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 5 and 1 <= int(text) <= 65535):
         raise InvalidPort(f"port {text[:10]!r} is not 1–65535")
     return int(text)
+
+
+MAX_URL_LENGTH = 2000
+# RFC 6761: `localhost` and every name under it are loopback (a resolver may answer so).
+LOOPBACK_NAME = re.compile(r"^(?:.+\.)?localhost\.?$")
+# What the WHATWG URL parser (and so a browser) takes for an IPv4 address: a host whose
+# last label is a number, decimal or 0x-hex; inet_aton (and glibc's resolver) reads
+# such hosts as addresses too, in parts of 1–4 numbers, octal with a leading 0.
+_NUMBER = re.compile(r"^(?:[0-9]+|0x[0-9a-f]*)$")
+NOT_PUBLIC = "Private, loopback and special addresses (and IPv6 addresses that lead to one) are not reached."
+ODD_IPV4 = ("An IPv4 address is written as four decimal numbers (a.b.c.d); other spellings (127.1, 0x7f.1, "
+            "2130706433, 0177.0.0.1) are not accepted.")
+
+
+def _looks_like_ipv4(host: str) -> bool:
+    labels = host.removesuffix(".").split(".")
+    return bool(_NUMBER.match(labels[-1]))
+
+
+def url_admit(url: object, *, refused: type[ApiError]) -> str:
+    """`url` if a tenant's outbound request may be made to it (the module's rules), else
+    `refused` (the app's 400, e.g. `tool_url_refused`) with `details.url`, or a 400
+    `validation_error` on `url` for what is not a URL (not a string, over 2,000
+    characters, unparsable, a port out of 1–65535)."""
+    if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
+        raise ValidationFailed.field("url", f"Send an https URL (at most {MAX_URL_LENGTH:,} characters).")
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        raise ValidationFailed.field("url", "Not a valid URL.") from None
+    if parts.scheme not in ("https", "http") or not host:
+        raise refused(details={"url": ["Must be an https URL with a host."]})
+    if parts.username is not None or parts.password is not None:
+        raise refused(details={"url": ["A URL without user or password is needed (requests are signed)."]})
+    _port_checked(parts)
+    literal = _address_literal(host, parts, refused)
+    loopback = bool(LOOPBACK_NAME.match(host)) or (literal is not None and literal.is_loopback)
+    allow_private = settings.OUTBOUND_ALLOW_PRIVATE_TARGETS
+    if parts.scheme == "http" and not (loopback and allow_private):
+        raise refused(details={"url": ["Must be an https URL."]})
+    if not allow_private and (loopback or (literal is not None and not address_allowed(literal))):
+        raise refused(details={"url": [NOT_PUBLIC]})
+    return url
+
+
+def _port_checked(parts: SplitResult) -> int:
+    try:
+        return url_port(parts)
+    except InvalidPort:
+        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
+
+
+def _address_literal(host: str, parts: SplitResult,
+                     refused: type[ApiError]) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address the host is written as, or None for a name. An IPv6 address only in
+    brackets; an IPv4 address only as `a.b.c.d` (anything else that reads as a number
+    is refused)."""
+    if parts.netloc.rpartition("@")[2].startswith("["):
+        try:
+            return ipaddress.IPv6Address(host)
+        except ValueError:
+            raise refused(details={"url": ["Not a valid IPv6 address in brackets."]}) from None
+    if _looks_like_ipv4(host):
+        try:
+            return ipaddress.IPv4Address(host)  # four decimal numbers 0–255, no leading zeros
+        except ValueError:
+            raise refused(details={"url": [ODD_IPV4]}) from None
+    return None
 
 
 def connect(host: str, port: int, *, timeout: float, allow_private: bool) -> socket.socket:

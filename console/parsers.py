@@ -12,6 +12,11 @@ infinity. `json_loads` turns all of these into the contract's errors in one plac
 - a NUL character or a lone surrogate in any key or string → 400
   `validation_error` whose `details` name each such field by its path
   (`text`, `variables.firstName`, `data.text`, `phrases[2]`).
+
+`json_text` is the same reader for JSON that a model, a lane, a client's tool call or
+a tool's answer wrote (not a request body): the same checks, and `JsonRefused` (a
+ValueError saying why) instead of the API's errors, so that such text is a tool
+error or a lane's bad answer, never a RecursionError with a traceback.
 """
 import io
 import json
@@ -35,21 +40,47 @@ MAX_REPORTED_FIELDS = 20
 UNSTORABLE_MESSAGE = "Must be text without NUL characters or lone surrogates (\\u0000, \\ud800–\\udfff)."
 
 
-def json_loads(raw):
-    """The JSON value of a request body (bytes or str), or one of the errors above."""
+class JsonRefused(ValueError):
+    """Why a JSON text was refused (`str()` says it). `too_deep`: nested deeper than
+    MAX_DEPTH; `unstorable`: path → message of each string no database can store."""
+
+    def __init__(self, message: str, *, too_deep: bool = False, unstorable: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.too_deep = too_deep
+        self.unstorable = unstorable or {}
+
+
+def json_text(raw: bytes | str, *, what: str = "The text") -> object:
+    """The JSON value of `raw` (bytes or str), or JsonRefused (`what` names the text in
+    its message): not UTF-8, not JSON, NaN/Infinity, a number out of range, nested
+    deeper than MAX_DEPTH, a NUL character or a lone surrogate in a key or string."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise MalformedJson("The request body is not UTF-8 text.") from None
+            raise JsonRefused(f"{what} is not UTF-8 text.") from None
     try:
         value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
-        raise _too_deep() from None
+        raise JsonRefused(f"{what} nests deeper than {MAX_DEPTH} levels.", too_deep=True) from None
     except ValueError as exc:  # also the 4,300-digit limit of Python's int
-        raise MalformedJson(f"The request body is not valid JSON: {exc}") from None
-    _check(value)
+        raise JsonRefused(f"{what} is not valid JSON: {exc}") from None
+    problems = _check(value, what)
+    if problems:
+        raise JsonRefused(f"{what} holds text with NUL characters or lone surrogates ({', '.join(problems)}).",
+                          unstorable=problems)
     return value
+
+
+def json_loads(raw):
+    """The JSON value of a request body (bytes or str), or one of the errors above."""
+    try:
+        return json_text(raw, what="The request body")
+    except JsonRefused as exc:
+        if exc.unstorable:
+            raise ValidationFailed(details=exc.unstorable) from None
+        raise MalformedJson(exc.message, details={"maxDepth": MAX_DEPTH} if exc.too_deep else None) from None
 
 
 def _refuse_constant(name):
@@ -63,20 +94,16 @@ def _finite_float(text):
     return number
 
 
-def _too_deep():
-    return MalformedJson(f"The request body nests deeper than {MAX_DEPTH} levels.",
-                         details={"maxDepth": MAX_DEPTH})
-
-
-def _check(value):
-    """Walks the value once, without recursion: its depth and every string in it."""
+def _check(value, what):
+    """Walks the value once, without recursion: its depth and every string in it.
+    Returns the unstorable strings' paths (JsonRefused when it nests too deep)."""
     problems = {}
     stack = [(value, "", 1)]
     while stack:
         node, path, depth = stack.pop()
         if isinstance(node, dict):
             if depth > MAX_DEPTH:
-                raise _too_deep()
+                raise JsonRefused(f"{what} nests deeper than {MAX_DEPTH} levels.", too_deep=True)
             for key, item in node.items():
                 child = f"{path}.{key}" if path else key
                 if not _storable(key):
@@ -85,12 +112,11 @@ def _check(value):
                 stack.append((item, child, depth + 1))
         elif isinstance(node, list):
             if depth > MAX_DEPTH:
-                raise _too_deep()
+                raise JsonRefused(f"{what} nests deeper than {MAX_DEPTH} levels.", too_deep=True)
             stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(node))
         elif isinstance(node, str) and not _storable(node):
             _note(problems, path or "non_field_errors")
-    if problems:
-        raise ValidationFailed(details=problems)
+    return problems
 
 
 def _storable(text):

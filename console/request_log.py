@@ -93,6 +93,19 @@ def error_code_of(response):
     return error.get("code") if isinstance(error, dict) else None
 
 
+class ClientFaultAsWarning(logging.Filter):
+    """Django logs a suspicious request (a filter the admin refuses, a host not allowed,
+    too many fields) at ERROR with a traceback, though it answers it with a 400: the
+    client's fault, not the server's. The handler of `django.security` writes it as one
+    WARNING line without the traceback; the request line beside it has the status."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """`{"ts", "level", "logger", "message", ...}` on one line; a request line adds
     its fields, an exception its traceback as one string (`exc`)."""

@@ -339,7 +339,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "console.request_log.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "filters": {"client_fault": {"()": "console.request_log.ClientFaultAsWarning"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"},
+                 "client_faults": {"class": "logging.StreamHandler", "formatter": "json",
+                                   "filters": ["client_fault"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         # The request line reports every status; Django adds a line (with the
@@ -347,6 +350,8 @@ LOGGING = {
         # repeat the request lines.
         "django.request": {"level": "ERROR", "handlers": ["console"], "propagate": False},
         "django.server": {"level": "CRITICAL", "handlers": ["console"], "propagate": False},
+        # A suspicious request (a filter the admin refuses, …) is a 400: a WARNING line.
+        "django.security": {"level": "WARNING", "handlers": ["client_faults"], "propagate": False},
         # faster-whisper logs every transcription's length and detected language at INFO.
         "faster_whisper": {"level": "WARNING"},
     },
@@ -531,12 +536,17 @@ GATEWAY_MAX_AUDIO_SEC = env.float("GATEWAY_MAX_AUDIO_SEC", default=30.0)
 GATEWAY_LANE_PREFIXES = ("GATEWAY_MODE_", "GATEWAY_ENDPOINT_", "GATEWAY_KEY_", "GATEWAY_CMD_", "GATEWAY_MODEL_")
 GATEWAY_LANE_SETTINGS = {name: value for name, value in os.environ.items() if name.startswith(GATEWAY_LANE_PREFIXES)}
 
+# --- Outbound requests to tenants' URLs (console/outbound.py: webhooks, HTTP tools) ---
+# Development only, the one switch: lets a tenant's URL be plain http on loopback and
+# its requests reach loopback and private addresses. Off (production), such URLs are
+# refused when saved and such addresses when connecting. WEBHOOKS_ALLOW_PRIVATE_TARGETS
+# is its former name, still read when the new one is not set.
+OUTBOUND_ALLOW_PRIVATE_TARGETS = env.bool("OUTBOUND_ALLOW_PRIVATE_TARGETS",
+                                          default=env.bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", default=DEBUG))
+
 # --- Outbound webhooks (webhooks_app; docs/api.md, "Outbound webhooks") ---
 # Off: no event is recorded or sent (the switch of the benchmark's baseline).
 WEBHOOKS_ENABLED = env.bool("WEBHOOKS_ENABLED", default=True)
-# Development only: lets endpoints be plain http on loopback and deliveries reach
-# loopback and private addresses. Off (production), such URLs and addresses are refused.
-WEBHOOKS_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", default=DEBUG)
 # Seconds one attempt may take (connect, send, answer).
 WEBHOOK_TIMEOUT_SEC = env.float("WEBHOOK_TIMEOUT_SEC", default=10.0)
 # An attempt's lease lasts the timeout plus this; a worker that died mid-attempt
@@ -553,10 +563,6 @@ WEBHOOK_SECRET_OVERLAP_SEC = env.int("WEBHOOK_SECRET_OVERLAP_SEC", default=24 * 
 WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 
 # --- The assistant's HTTP tools (tools_app; docs/api.md, "HTTP tools") ---
-# Tests only: lets a tool's URL be plain http on loopback and its calls reach loopback
-# and private addresses. Off (everywhere else, development too: a tool is a tenant's
-# URL the model's turn reaches), such URLs and addresses are refused.
-TOOLS_ALLOW_PRIVATE_TARGETS = env.bool("TOOLS_ALLOW_PRIVATE_TARGETS", default=False)
 # HTTP tools one tenant may have; more → 409.
 TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
 

@@ -29,8 +29,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 # `manage.py qcluster` themselves (tests/live_service.py).
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
 # The test receivers listen on loopback.
-WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
-TOOLS_ALLOW_PRIVATE_TARGETS = True
+OUTBOUND_ALLOW_PRIVATE_TARGETS = True
 # With REDIS_URL (CI's PostgreSQL run) the cache is Redis: each run counts under keys
 # of its own, as with the per-process cache.
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":  # noqa: F405

@@ -312,3 +312,40 @@ class ChatCompletionSerializer(serializers.Serializer):
     choices = ChatCompletionChoiceSerializer(many=True)
     usage = ChatCompletionUsageSerializer()
 
+
+# --- The streamed answer: server-sent events of `chat.completion.chunk` ---
+
+class ChatCompletionDeltaSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["assistant"], required=False, help_text="In the first chunk only.")
+    content = serializers.CharField(required=False, help_text="The next piece of the answer's text.")
+    tool_calls = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        "A complete tool call each: {index, id, type: function, function: {name, arguments: JSON text}}."))
+
+
+class ChatCompletionChunkChoiceSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    delta = ChatCompletionDeltaSerializer()
+    finish_reason = serializers.ChoiceField(choices=["stop", "length", "tool_calls", "content_filter"],
+                                            allow_null=True, help_text="In the last chunk of the answer only.")
+
+
+class ChatCompletionChunkSerializer(serializers.Serializer):
+    """One event of a streamed answer (`stream: true`): the JSON after `data: `."""
+
+    id = serializers.CharField(help_text="The same in every chunk of one answer.")
+    object = serializers.ChoiceField(choices=["chat.completion.chunk"])
+    created = serializers.IntegerField()
+    model = serializers.CharField(help_text="The lane that answered.")
+    choices = ChatCompletionChunkChoiceSerializer(many=True, help_text="Empty in the usage chunk.")
+    usage = ChatCompletionUsageSerializer(required=False, help_text=(
+        "Only in the last chunk before [DONE], with stream_options.include_usage."))
+
+
+CHAT_COMPLETION_ANSWERS = (
+    "`application/json` (`stream` false or absent): one `chat.completion` object. `text/event-stream` (`stream: "
+    "true`): server-sent events, each one line `data: <JSON>` and a blank line, the JSON a "
+    "`chat.completion.chunk` (its schema under this media type): the first with `delta.role`, then the text in "
+    "`delta.content` pieces and each tool call, complete, in `delta.tool_calls`, then one with `finish_reason`; "
+    "with `stream_options.include_usage` a last chunk with `usage` and no choices. The stream ends with "
+    "`data: [DONE]`. A lane that fails after the answer began ends it with one `data: {\"error\": {\"code\", "
+    "\"message\", \"details\"}}` event (the API's error shape) and no [DONE].")

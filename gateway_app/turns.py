@@ -265,10 +265,11 @@ def _tools(tools, problems):
             continue
         name = function.get("name")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-            problems.add(f"{where}.function.name", "Must be 1 to 64 letters, digits, '_' or '-'.")
+            problems.add(f"{where}.function.name", "Must be a string of 1 to 64 letters, digits, '_' or '-'.")
         elif name in names:
             problems.add(f"{where}.function.name", f"Another tool is called {name} already.")
-        names.add(name)
+        else:
+            names.add(name)
         if "description" in function and not isinstance(function["description"], str):
             problems.add(f"{where}.function.description", "Must be a string.")
         if "parameters" in function and not isinstance(function["parameters"], Mapping):

@@ -12,7 +12,7 @@ import time
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from console.api import ApiView, accepts_query, validated
@@ -26,8 +26,10 @@ from gateway_app.model_names import chat_model
 from gateway_app.providers.chat_api import SAMPLING_FIELDS
 from gateway_app.roles import role_named
 from gateway_app.serializers import (
+    CHAT_COMPLETION_ANSWERS,
     AgentRequestSerializer,
     AudioFileSerializer,
+    ChatCompletionChunkSerializer,
     ChatCompletionRequestSerializer,
     ChatCompletionSerializer,
     GatewaySpeakSerializer,
@@ -239,6 +241,16 @@ def _sse(data):
     return b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
+_EXAMPLE_HEAD = '"id":"chatcmpl-1b2c","object":"chat.completion.chunk","created":1795000000,"model":"chat-a"'
+STREAM_EXAMPLE = "".join(f"data: {{{_EXAMPLE_HEAD},{rest}}}\n\n" for rest in (
+    '"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]',
+    '"choices":[{"index":0,"delta":{"content":"Gern, "},"finish_reason":null}]',
+    '"choices":[{"index":0,"delta":{"content":"wir rufen Sie zurück."},"finish_reason":null}]',
+    '"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]',
+    '"choices":[],"usage":{"prompt_tokens":42,"completion_tokens":9,"total_tokens":51}',
+)) + "data: [DONE]\n\n"
+
+
 def completion_events(stream, *, include_usage):
     """The turn's events as `chat.completion.chunk` server-sent events, ending with
     `data: [DONE]`; a lane that fails mid-answer ends the stream with one `error`
@@ -291,8 +303,12 @@ class ChatCompletionsView(GatewayAPIView):
 
     @extend_schema(
         request=ChatCompletionRequestSerializer,
-        responses={(200, "application/json"): ChatCompletionSerializer,
-                   (200, "text/event-stream"): OpenApiTypes.STR},
+        responses={(200, "application/json"): OpenApiResponse(ChatCompletionSerializer,
+                                                              description=CHAT_COMPLETION_ANSWERS),
+                   (200, "text/event-stream"): OpenApiResponse(ChatCompletionChunkSerializer,
+                                                               description=CHAT_COMPLETION_ANSWERS, examples=[
+                       OpenApiExample("A streamed answer", response_only=True, media_type="text/event-stream",
+                                      value=STREAM_EXAMPLE)])},
         extensions=errors(404, 422),
         examples=[OpenApiExample("A turn with a tool", request_only=True, media_type="application/json", value={
             "model": "auto",

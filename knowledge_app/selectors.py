@@ -67,13 +67,6 @@ def _cut(text: str, max_chars: int) -> str:
     return (text[:cut] if cut > max_chars // 2 else text[:max_chars - 1]).rstrip() + ELLIPSIS
 
 
-def lookup_knowledge(*, tenant: Tenant, query: str, document_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """The result of the `lookup_knowledge` tool: `{"passages": [{document, title,
-    heading, text, score}]}`, to be given to the model as data."""
-    passages = knowledge_search(tenant=tenant, query=query, document_ids=document_ids)
-    return {"passages": [passage.as_json() for passage in passages]}
-
-
 def document_reference_problems(*, tenant: Tenant, value: list[str]) -> list[str]:
     """What is wrong with the knowledge document ids an assistant names (its
     `knowledge`; console.assistants.references): each id that is no document of this

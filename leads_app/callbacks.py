@@ -1,13 +1,9 @@
 """How the callback inbox places a call: leads_app may not import calls_app (calls
 link to leads, not the reverse), so calls_app registers the function that places an
 outbound call for a lead in its AppConfig.ready(), as privacy_app does for calls."""
-from console.errors import ApiError
+from leads_app.errors import CallbacksUnavailable
 
 _start = None
-
-
-class CallbacksUnavailable(ApiError):
-    status, code, message = 503, "callbacks_unavailable", "No voice runtime is installed to place callbacks."
 
 
 def register_callback_starter(start):

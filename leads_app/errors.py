@@ -25,3 +25,7 @@ class LeadRateLimited(ApiError):
             details={"retryAfter": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
+
+
+class CallbacksUnavailable(ApiError):
+    status, code, message = 503, "callbacks_unavailable", "No voice runtime is installed to place callbacks."

@@ -97,13 +97,6 @@ def lead_callback_revise(*, lead: Lead, phone: str, preferred_time: PreferredTim
 
 
 @transaction.atomic
-def lead_note(*, lead: Lead, notes: str) -> Lead:
-    lead.notes = notes
-    lead.save(update_fields=["notes", "updated_at"])
-    return lead
-
-
-@transaction.atomic
 def lead_set_status(*, lead: Lead, status: str) -> Lead:
     if lead.status != status:
         lead.status = status

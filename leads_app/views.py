@@ -8,7 +8,6 @@ from console.idempotency.services import idempotent
 from console.ids import PrefixedId
 from console.listing import ListedMixin
 from console.openapi import errors
-from console.rendering import fast_json_renderers
 from leads_app import access, ratelimit, selectors, services
 from leads_app.errors import LeadRateLimited, OriginForbidden
 from leads_app.models import Lead
@@ -117,7 +116,6 @@ class LeadViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
 
     listing = LEADS
     lookup_value_regex = "[^/]+"
-    renderer_classes = fast_json_renderers()  # no floats in a lead
 
     @extend_schema(request=LeadUpdateSerializer, responses=LeadSerializer)
     def partial_update(self, request, pk=None):

@@ -14,7 +14,6 @@ whose JSON says the engines of the lane's capability are not usable (this servic
 is a failure.
 """
 import ipaddress
-import json
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from django.urls import Resolver404, resolve
 
+from console.parsers import json_text
 from registry_app.probe_auth import probe_credential
 
 DEFAULT_TIMEOUT = 2.0
@@ -106,7 +106,7 @@ _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedire
 def judge_body(capability, body):
     """None when a healthy-looking answer's body agrees, else why the lane is not healthy."""
     try:
-        data = json.loads(body)
+        data = json_text(body)
     except ValueError:
         return None  # not JSON: the status alone counts
     if not isinstance(data, dict):

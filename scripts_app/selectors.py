@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from console.compiled import CompiledQuery
+from console.listing import Read
 from console.tenants.models import Tenant
 from scripts_app.analysis import analyze
 from scripts_app.catalog import Touchpoint, catalog, touchpoint
@@ -63,8 +63,7 @@ def known_touchpoint(touchpoint_id: str) -> Touchpoint:
     return tp
 
 
-_override_texts = CompiledQuery(
-    lambda tenant_id: ScriptOverride.objects.for_tenant(tenant_id).order_by().values_list("touchpoint_id", "text"))
+_override_texts = Read(ScriptOverride, ("touchpoint_id", "text"))
 
 
 def effective_scripts(tenant: Tenant) -> list[EffectiveScript]:

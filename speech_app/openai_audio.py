@@ -22,6 +22,7 @@ import json
 import secrets
 from urllib.parse import urlsplit, urlunsplit
 
+from console.parsers import json_text
 from registry_app.lanes import http
 from registry_app.lanes.failover import LaneFailure
 
@@ -94,8 +95,8 @@ def transcription(*, endpoint, key, model, wav, language, prompt, timeout):
     if answer.content_type != "application/json":
         raise LaneFailure("bad_response", f"expected JSON, got {answer.content_type or 'no content type'}")
     try:
-        data = json.loads(answer.body)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        data = json_text(answer.body)
+    except ValueError:
         raise LaneFailure("bad_response", "not a transcription answer") from None
     if not isinstance(data, dict) or not isinstance(data.get("text"), str):
         raise LaneFailure("bad_response", "the transcription has no text")

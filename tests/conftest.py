@@ -1,5 +1,11 @@
 """Shared fixtures: two tenants, and three users — the owner and a teammate of
 tenant A (acme) and an outsider who belongs to tenant B (globex)."""
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
@@ -11,6 +17,7 @@ from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
 from console.views import recent_tenant_count
+from tests.speech_app.synthesis import DIRECTORY_VARIABLE as SPEECH_DIRECTORY
 
 # A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
 # uses: a browser (through pytest-django's live server, which every browser test needs),
@@ -20,6 +27,25 @@ SLOW_FIXTURES = {"live_server", "whisper_ready", "agent_server"}
 # Whisper's tests share one pytest-xdist worker (`--dist loadgroup`): one model per run,
 # and no two recognitions at once on the two cores, whose deadlines are real.
 WHISPER_FIXTURES = {"whisper_ready", "agent_server"}
+
+
+_MADE_SPEECH_DIRECTORY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One directory for the speech the tests hear (tests/speech_app/synthesis.py), made by
+    the run's first process and inherited by pytest-xdist's workers, which it starts later:
+    each sentence is synthesised once per run, and every worker hears the same samples."""
+    if not os.environ.get(SPEECH_DIRECTORY):
+        made = config.stash[_MADE_SPEECH_DIRECTORY] = tempfile.mkdtemp(prefix="stimmwerk-test-speech-")
+        os.environ[SPEECH_DIRECTORY] = made
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_MADE_SPEECH_DIRECTORY, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        del os.environ[SPEECH_DIRECTORY]
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -116,6 +142,30 @@ def _fresh_lane_state():
     invalidate_lane_state()
     yield
     invalidate_lane_state()
+
+
+@pytest.fixture
+def mock_gateway(settings: Any) -> Iterator[Any]:
+    """The gateway's documented defaults whatever the environment says: no registry
+    lanes (its snapshot read afresh before and after), so its own mock lane answers,
+    and no paid lane's budget. The gateway's tests and the conversation's use it."""
+    from registry_app import snapshot
+
+    snapshot.invalidate()
+    settings.GATEWAY_MODE = "mock"
+    settings.GATEWAY_MAX_EUR = 0.0
+    settings.GATEWAY_LANE_SETTINGS = {}
+    yield settings
+    snapshot.invalidate()
+
+
+@pytest.fixture
+def fake_twilio() -> Iterator[Any]:
+    """Twilio's Calls resource on loopback (tests/twilio_fake.py)."""
+    from tests.twilio_fake import FakeTwilio
+
+    with FakeTwilio() as server:
+        yield server
 
 
 def make_client(key=None, tenant=None):

@@ -1,14 +1,24 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from console.errors import ApiError
 from console.tenants.admin_scoping import TenantScopedAdmin
+from tools_app.errors import ToolLimitReached
 from tools_app.models import HttpTool
-from tools_app.services import assistants_using, http_tool_values
+from tools_app.services import (
+    assistants_using,
+    http_tool_create,
+    http_tool_room_check,
+    http_tool_update,
+    http_tool_values,
+)
 from webhooks_app import signing
 
 FORM_FIELD_OF = {"name": "name", "description": "description", "parameters": "parameters", "url": "url",
@@ -31,19 +41,28 @@ class HttpToolForm(forms.ModelForm):
         fields = ["tenant", "name", "description", "parameters", "url", "timeout_ms"]
         help_texts = {"timeout_ms": _("100 to 5000 milliseconds.")}
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         tenant = cleaned.get("tenant") or getattr(self.instance, "tenant", None)
         if tenant is None or self.errors:
             return cleaned
-        data = {"name": cleaned.get("name"), "description": cleaned.get("description") or "",
-                "parameters": cleaned.get("parameters"), "url": cleaned.get("url"),
-                "timeoutMs": cleaned.get("timeout_ms")}
+        # The API's fields, which the admin saves through the API's services.
+        self.api_data = {"name": cleaned.get("name"), "description": cleaned.get("description") or "",
+                         "parameters": cleaned.get("parameters"), "url": cleaned.get("url"),
+                         "timeoutMs": cleaned.get("timeout_ms")}
+        adding = self.instance._state.adding  # (a new tool has its id already: the field's default)
         try:
-            self.values = http_tool_values(tenant=tenant, data=data, instance=self.instance if self.instance.pk else None)
+            http_tool_values(tenant=tenant, data=self.api_data, instance=None if adding else self.instance)
         except ApiError as exc:
             for field, messages in exc.details.items():
                 self.add_error(FORM_FIELD_OF.get(field), ValidationError(list(messages)))
+        if adding:
+            try:
+                http_tool_room_check(tenant=tenant)
+            except ToolLimitReached as exc:
+                self.add_error(None, _("The tenant has as many HTTP tools as it may have (%(max)s): delete one it "
+                                       "no longer needs, or change one instead.") % {"max": exc.details["maxTools"]})
         return cleaned
 
 
@@ -65,12 +84,16 @@ class HttpToolAdmin(TenantScopedAdmin):
     def used_by(self, tool):
         return ", ".join(assistant["name"] for assistant in assistants_using(tool)) or "—" if tool.pk else "—"
 
-    def save_model(self, request, obj, form, change):
-        for name, value in getattr(form, "values", {}).items():
-            setattr(obj, name, value)
-        if not change:
-            obj.secret_nonce = signing.new_nonce()
-        super().save_model(request, obj, form, change)
+    def save_model(self, request: HttpRequest, obj: HttpTool, form: HttpToolForm, change: bool) -> None:
+        """Through the API's services, with their checks (the per-tenant limit among
+        them); the admin goes on with `obj` (its message, the audit entry, the page)."""
+        if change:
+            http_tool_update(tool=obj, data=form.api_data)
+            return
+        tool, _secret = http_tool_create(tenant=form.cleaned_data["tenant"], data=form.api_data)
+        for field in HttpTool._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(tool, field.attname))
+        obj._state.adding, obj._state.db = False, tool._state.db
 
     def response_add(self, request, obj, post_url_continue=None):
         """The secret is shown once, on this page only (never stored, never in a message cookie)."""

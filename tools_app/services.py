@@ -6,7 +6,6 @@ answer is a result `{"ok": true, "tool", "result", "action"?}` or a tool error
 `{"ok": false, "tool", "error": code, "message"}`, which the conversation gives back
 to the model and goes on (docs/api.md, "HTTP tools").
 """
-import ipaddress
 import json
 import logging
 import re
@@ -14,7 +13,6 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -27,8 +25,10 @@ from console.assistants.services import TransferRefused
 from console.errors import ValidationFailed
 from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
+from console.parsers import JsonRefused, json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
+from tools_app import result_codes as codes
 from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
@@ -44,47 +44,11 @@ MAX_ARGUMENTS_BYTES = 16 * 1024
 MAX_RESULT_BYTES = 16 * 1024
 DEFAULT_PARAMETERS = {"type": "object", "properties": {}}
 API_FIELDS = ("name", "description", "parameters", "url", "timeoutMs")
-LOOPBACK_NAMES = ("localhost", "localhost.")
 USER_AGENT = "Stimmwerk-Tools/1"
 new_tool_call_id = PrefixedId("tc")  # the `webhook-id` of each call
 
 
 # --- The tools ---------------------------------------------------------------------------
-
-def tool_url_check(url: object) -> str:
-    """`url` if tool calls may go there, else ToolUrlRefused (400) or a 400
-    validation_error: https only, no user or password, a port of 1–65535, no host
-    that is an address other than a public one (a name's addresses are checked at
-    each call, by console.outbound). TOOLS_ALLOW_PRIVATE_TARGETS (tests) allows http on
-    loopback and private addresses."""
-    if not isinstance(url, str) or not url or len(url) > 2000:
-        raise ValidationFailed.field("url", "Send the tool's https URL (at most 2,000 characters).")
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        raise ValidationFailed.field("url", "Not a valid URL.") from None
-    if parts.scheme not in ("https", "http") or not host:
-        raise ToolUrlRefused(details={"url": ["Must be an https URL with a host."]})
-    if parts.username or parts.password:
-        raise ToolUrlRefused(details={"url": ["A URL without user or password is needed (the call is signed)."]})
-    try:
-        outbound.url_port(parts)
-    except outbound.InvalidPort:
-        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
-    try:
-        literal = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-    loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
-    allow_private = settings.TOOLS_ALLOW_PRIVATE_TARGETS
-    if parts.scheme == "http" and not (loopback and allow_private):
-        raise ToolUrlRefused(details={"url": ["Must be an https URL."]})
-    if not allow_private and (loopback or (literal is not None and not outbound.address_allowed(literal))):
-        raise ToolUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses that "
-                                              "lead to one) cannot be called."]})
-    return url
-
 
 def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpTool | None = None) -> dict[str, Any]:
     """The model's values for the API fields in `data`, checked (a create needs name,
@@ -132,7 +96,7 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     if instance is None:
         values.setdefault("parameters", dict(DEFAULT_PARAMETERS))
     if "url" in data:
-        values["url"] = tool_url_check(data["url"])
+        values["url"] = outbound.url_admit(data["url"], refused=ToolUrlRefused)
     name = values.get("name")
     if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
             pk=instance.pk if instance else None).exists():
@@ -140,13 +104,20 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     return values
 
 
+def http_tool_room_check(*, tenant: Tenant) -> None:
+    """ToolLimitReached (409, `details.maxTools`) when the tenant has
+    TOOLS_MAX_PER_TENANT tools already: the check of `http_tool_create`, which the
+    admin's form asks too before it saves."""
+    limit = settings.TOOLS_MAX_PER_TENANT
+    if HttpTool.objects.for_tenant(tenant).count() >= limit:
+        raise ToolLimitReached(details={"maxTools": limit})
+
+
 @transaction.atomic
 def http_tool_create(*, tenant: Tenant, data: Mapping[str, Any]) -> tuple[HttpTool, str]:
     """A new HTTP tool and its signing secret (shown once)."""
     values = http_tool_values(tenant=tenant, data=data)
-    limit = settings.TOOLS_MAX_PER_TENANT
-    if HttpTool.objects.for_tenant(tenant).count() >= limit:
-        raise ToolLimitReached(details={"maxTools": limit})
+    http_tool_room_check(tenant=tenant)
     try:
         with transaction.atomic():
             tool = HttpTool.objects.create(tenant=tenant, secret_nonce=signing.new_nonce(), **values)
@@ -210,27 +181,30 @@ def _arguments_checked(name: str, parameters: dict[str, Any],
                        arguments: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(arguments as a dict, None) or (None, a tool error)."""
     if isinstance(arguments, (str, bytes)):
+        if len(arguments) > MAX_ARGUMENTS_BYTES:
+            return None, _error(name, codes.INVALID_ARGUMENTS, f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
         try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
-            return None, _error(name, "invalid_arguments", "The arguments are not valid JSON.")
+            arguments = json_text(arguments or "{}", what="The arguments")
+        except JsonRefused as exc:
+            return None, _error(name, codes.INVALID_ARGUMENTS, exc.message)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return None, _error(name, "invalid_arguments", "The arguments must be a JSON object.")
+        return None, _error(name, codes.INVALID_ARGUMENTS, "The arguments must be a JSON object.")
     if len(json.dumps(arguments, ensure_ascii=False).encode()) > MAX_ARGUMENTS_BYTES:
-        return None, _error(name, "invalid_arguments", f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
+        return None, _error(name, codes.INVALID_ARGUMENTS,
+                            f"The arguments are over {MAX_ARGUMENTS_BYTES // 1024} KB.")
     errors = instance_errors(parameters, arguments)
     if errors:
-        return None, {**_error(name, "invalid_arguments", "The arguments do not fit the tool's parameters: "
+        return None, {**_error(name, codes.INVALID_ARGUMENTS, "The arguments do not fit the tool's parameters: "
                                + "; ".join(errors)), "details": errors}
     return arguments, None
 
 
 # The attempt's error (webhooks_app.transport) → the tool error's code.
-_TRANSPORT_ERRORS = (("refused:", "refused"), ("connection failed", "connection_failed"),
-                     ("no complete answer", "timeout"), ("no valid answer", "invalid_answer"),
-                     ("redirect not followed", "http_error"), ("HTTP ", "http_error"))
+_TRANSPORT_ERRORS = (("refused:", codes.REFUSED), ("connection failed", codes.CONNECTION_FAILED),
+                     ("no complete answer", codes.TIMEOUT), ("no valid answer", codes.INVALID_ANSWER),
+                     ("redirect not followed", codes.HTTP_ERROR), ("HTTP ", codes.HTTP_ERROR))
 
 
 def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[str, Any]:
@@ -241,8 +215,7 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
     through the SSRF guard, within the tool's timeout (at most 5 s for all of it).
     Returns `{"ok": true, "tool", "status", "result"}` with the answer's JSON (at most
     16 KB; an empty answer is null), or a tool error `{"ok": false, "tool", "error",
-    "message"}` (`invalid_arguments`, `refused`, `connection_failed`, `timeout`,
-    `http_error`, `too_large`, `invalid_json`, `invalid_answer`, `internal_error`).
+    "message"}` (its code one of tools_app.result_codes).
     Never raises for the remote side's failures."""
     arguments, error = _arguments_checked(tool.name, tool.parameters, arguments)
     if error is not None:
@@ -255,21 +228,22 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
         timeout = min(tool.timeout_ms, TIMEOUT_MS_RANGE[1]) / 1000
         answer = transport.post(tool.url, body=payload.encode(), timeout=timeout,
                                 headers={**headers, "User-Agent": USER_AGENT, "Accept": "application/json"},
-                                allow_private=settings.TOOLS_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
+                                allow_private=settings.OUTBOUND_ALLOW_PRIVATE_TARGETS, read_limit=MAX_RESULT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a bug must not end the conversation: a tool error, logged
         logger.exception("HTTP tool %s (%s) failed unexpectedly", tool.pk, tool.name)
-        return _error(tool.name, "internal_error", "The tool could not be called.")
+        return _error(tool.name, codes.INTERNAL_ERROR, "The tool could not be called.")
     if not answer.ok:
-        code = next((code for prefix, code in _TRANSPORT_ERRORS if answer.error.startswith(prefix)), "http_error")
+        code = next((code for prefix, code in _TRANSPORT_ERRORS if answer.error.startswith(prefix)),
+                    codes.HTTP_ERROR)
         return {**_error(tool.name, code, f"The tool failed: {answer.error}."), "status": answer.status}
     if len(answer.content) > MAX_RESULT_BYTES:
-        return _error(tool.name, "too_large", f"The tool's answer is over {MAX_RESULT_BYTES // 1024} KB.")
+        return _error(tool.name, codes.TOO_LARGE, f"The tool's answer is over {MAX_RESULT_BYTES // 1024} KB.")
     if not answer.content.strip():
         return {"ok": True, "tool": tool.name, "status": answer.status, "result": None}
     try:
-        result = json.loads(answer.content.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return _error(tool.name, "invalid_json", "The tool's answer is not JSON.")
+        result = json_text(answer.content, what="The tool's answer")
+    except JsonRefused as exc:  # not UTF-8, not standard JSON (NaN, Infinity), too deep, a NUL …
+        return _error(tool.name, codes.INVALID_JSON, exc.message)
     return {"ok": True, "tool": tool.name, "status": answer.status, "result": result}
 
 
@@ -300,8 +274,8 @@ def tool_call_note(*, name: str, arguments: object, result: Mapping[str, Any]) -
     erasure by caller finds the notes that name the number by it: docs/privacy.md)."""
     if isinstance(arguments, (str, bytes)):
         try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError:
+            arguments = json_text(arguments or "{}")
+        except JsonRefused:
             pass
     shown = json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "), default=str)
     outcome = (f"ok {json.dumps(result.get('result'), ensure_ascii=False, default=str)}" if result.get("ok")
@@ -331,7 +305,7 @@ def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object
         return _tool_run(assistant, call_id, name, arguments, knowledge_search, also)
     except Exception:  # noqa: BLE001 - the conversation goes on with a tool error, logged
         logger.exception("Tool %s of assistant %s failed unexpectedly in call %s", name, assistant.pk, call_id)
-        return _error(str(name), "internal_error", "The tool failed.")
+        return _error(str(name), codes.INTERNAL_ERROR, "The tool failed.")
 
 
 def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
@@ -339,7 +313,7 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
     enabled = enabled_tools(assistant=assistant, also=also)
     if name in BUILTIN_TOOLS:
         if name not in enabled:
-            return _error(name, "unknown_tool", f"This assistant has no tool '{name}'.")
+            return _error(name, codes.UNKNOWN_TOOL, f"This assistant has no tool '{name}'.")
         # The parameters without the targets' enum: a target named by its number is
         # allowed too; call_transfer is the check of what may be reached.
         arguments, error = _arguments_checked(name, BUILTIN_DEFINITIONS[name]["parameters"], arguments)
@@ -349,7 +323,7 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
         return _builtin(assistant, call_id, name, arguments, knowledge_search)
     tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
     if tool is None:
-        return _error(str(name)[:64], "unknown_tool", f"This assistant has no tool '{str(name)[:64]}'.")
+        return _error(str(name)[:64], codes.UNKNOWN_TOOL, f"This assistant has no tool '{str(name)[:64]}'.")
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)
 
 
@@ -361,7 +335,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
                                         preferred_time=arguments.get("preferred_time"),
                                         reason=arguments.get("reason", ""))
         except ValidationFailed as exc:
-            return _error(name, "invalid_arguments", _validation_message(exc))
+            return _error(name, codes.INVALID_ARGUMENTS, _validation_message(exc))
         resolved = lead.preferred_at_resolved
         return {"ok": True, "tool": name, "result": {
             "leadId": lead.pk, "phone": lead.phone, "preferredAt": resolved.isoformat() if resolved else None}}
@@ -369,7 +343,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
         try:
             target = call_transfer(call_id=call_id, target=arguments["target"])
         except TransferRefused as exc:
-            return _error(name, "transfer_refused", exc.message)
+            return _error(name, codes.TRANSFER_REFUSED, exc.message)
         return {"ok": True, "tool": name, "action": "transfer", "result": target}
     if name in ("end_call", "opt_out"):
         call_action_record(call_id=call_id, tool=name)
@@ -378,7 +352,7 @@ def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str,
         return {"ok": True, "tool": name, "result": {"recorded": True}}
     if name == "lookup_knowledge":
         if knowledge_search is None:
-            return _error(name, "knowledge_unavailable", "No knowledge can be searched now.")
+            return _error(name, codes.KNOWLEDGE_UNAVAILABLE, "No knowledge can be searched now.")
         passages = knowledge_search(tenant=assistant.tenant, query=arguments["query"],
                                     document_ids=assistant.knowledge)
         return {"ok": True, "tool": name, "result": {

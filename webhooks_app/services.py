@@ -9,14 +9,12 @@ failed attempt like an error answer. `deliveries_sweep` (every minute) queues ev
 due delivery, which is how an attempt whose worker died is taken up again once its
 lease has run out (within the retry window; after it, the delivery is dead).
 """
-import ipaddress
 import json
 import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -25,7 +23,6 @@ from django.db.models import Field, Q, QuerySet
 from django.utils import timezone
 
 from console import outbound
-from console.errors import ValidationFailed
 from console.jobs.services import job_enqueue, job_enqueue_on_commit
 from console.tenants.models import Tenant
 from webhooks_app import signing, transport
@@ -37,39 +34,11 @@ logger = logging.getLogger(__name__)
 JOB = "webhooks_app.services.delivery_attempt"
 # Seconds before attempt n+1 after n failed ones; the last repeats until the window ends.
 RETRY_DELAYS = (5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800)
-LOOPBACK_NAMES = ("localhost", "localhost.")
 UNEXPECTED_FAILURE = "attempt failed: internal error (logged)"
 
 
 def retry_delay(failed_attempts: int) -> int:
     return RETRY_DELAYS[min(failed_attempts, len(RETRY_DELAYS)) - 1]
-
-
-def endpoint_url_check(url: str) -> str:
-    """`url` if deliveries may go there, else EndpointUrlRefused (400), or a 400
-    validation_error for a port out of 1–65535."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.username or parts.password or not host:
-        raise EndpointUrlRefused(details={"url": ["A URL with a host and without user or password is needed."]})
-    try:
-        outbound.url_port(parts)
-    except outbound.InvalidPort:
-        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
-    try:
-        literal = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-    loopback = host in LOOPBACK_NAMES or (literal is not None and literal.is_loopback)
-    dev = settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS
-    if parts.scheme == "https":
-        pass
-    elif not (parts.scheme == "http" and loopback and dev):
-        raise EndpointUrlRefused(details={"url": ["Must be an https URL."]})
-    if not dev and (loopback or (literal is not None and not outbound.address_allowed(literal))):
-        raise EndpointUrlRefused(details={"url": ["Private, loopback and special addresses (and IPv6 addresses "
-                                                  "that lead to one) do not receive webhooks."]})
-    return url
 
 
 @transaction.atomic
@@ -79,7 +48,7 @@ def endpoint_create(*, tenant: Tenant, url: str, event_types: list[str], descrip
     request per event. The tenant's row is locked (FOR NO KEY UPDATE, which foreign
     key checks of other writers do not wait for) so that parallel creations count
     one after the other."""
-    endpoint_url_check(url)
+    outbound.url_admit(url, refused=EndpointUrlRefused)
     list(Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).values_list("pk"))
     limit = settings.WEBHOOK_MAX_ENDPOINTS
     if Endpoint.objects.for_tenant(tenant).count() >= limit:
@@ -94,7 +63,7 @@ def endpoint_create(*, tenant: Tenant, url: str, event_types: list[str], descrip
 @transaction.atomic
 def endpoint_update(*, endpoint: Endpoint, **fields: Any) -> Endpoint:
     if "url" in fields:
-        endpoint_url_check(fields["url"])
+        outbound.url_admit(fields["url"], refused=EndpointUrlRefused)
     if "event_types" in fields:
         fields["event_types"] = sorted(set(fields["event_types"]))
     for name, value in fields.items():
@@ -198,7 +167,7 @@ def delivery_attempt(*, delivery_id: str, now: datetime | None = None) -> Delive
                                       timestamp=time.time())
         result = transport.post(endpoint.url, body=delivery.payload.encode(), headers=headers,
                                 timeout=settings.WEBHOOK_TIMEOUT_SEC,
-                                allow_private=settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS)
+                                allow_private=settings.OUTBOUND_ALLOW_PRIVATE_TARGETS)
     except Exception:
         # Whatever it was (a bug, a URL the checks missed, MemoryError …) this attempt
         # failed and takes its place on the retry schedule: raised, the job would leave

@@ -2,7 +2,7 @@
 
 - The connection is made by `console.outbound.connect`, the project's one SSRF guard:
   the host name is resolved once, every address it resolves to is checked, and the
-  connection goes to a checked address. Without WEBHOOKS_ALLOW_PRIVATE_TARGETS
+  connection goes to a checked address. Without OUTBOUND_ALLOW_PRIVATE_TARGETS
   (production) an address that is not globally routable (loopback, private,
   link-local, the cloud metadata address, an IPv6 address that leads to one …) is
   refused.

@@ -1,24 +1,42 @@
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from console.errors import NumberTaken, ValidationFailed
 from console.numbers.models import PhoneNumber
+from console.numbers.services import number_check
 from console.phone import InvalidPhoneNumber, to_e164
 
 
 class PhoneNumberAdminForm(forms.ModelForm):
+    """The fields of POST /v2/numbers, checked by the API's service (`number_check`);
+    the admin saves through `number_create` / `number_update`. The number and its
+    tenant are fixed once added, as in the API."""
+
     class Meta:
         model = PhoneNumber
         fields = ["tenant", "e164", "label", "assistant"]
 
-    def clean_e164(self):
+    def clean_e164(self) -> str:
         try:
             return to_e164(self.cleaned_data["e164"])
         except InvalidPhoneNumber as exc:
             raise forms.ValidationError(exc.localized()) from None
 
-    def clean(self):
-        cleaned = super().clean()
-        tenant, assistant = cleaned.get("tenant"), cleaned.get("assistant")
-        if tenant and assistant and assistant.tenant_id != tenant.id:
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        adding = self.instance._state.adding
+        tenant = cleaned.get("tenant") if adding else self.instance.tenant
+        if tenant is None:
+            return cleaned
+        assistant = cleaned.get("assistant")
+        try:
+            number_check(tenant=tenant, e164=cleaned.get("e164") if adding else None,
+                         assistant_id=assistant.pk if assistant else None)
+        except ValidationFailed:
             self.add_error("assistant", _("This assistant belongs to another tenant."))
+        except NumberTaken:
+            self.add_error("e164", _("This number is in use already (by this or another tenant)."))
         return cleaned

@@ -18,10 +18,19 @@ def _assistant_of(tenant: Tenant, assistant_id: str | None) -> Assistant | None:
     return assistant
 
 
-def number_create(*, tenant: Tenant, e164: str, label: str = "", assistant_id: str | None = None) -> PhoneNumber:
+def number_check(*, tenant: Tenant, e164: str | None = None, assistant_id: str | None = None) -> Assistant | None:
+    """The checks of `number_create` (and, without `e164`, of `number_update`), which
+    the admin's form asks too before it saves: the assistant is one of the tenant's
+    (ValidationFailed on `assistant`), and no tenant holds the number (NumberTaken,
+    409). Returns the assistant."""
     assistant = _assistant_of(tenant, assistant_id)
-    if PhoneNumber.objects.filter(e164=e164).exists():
+    if e164 is not None and PhoneNumber.objects.filter(e164=e164).exists():
         raise NumberTaken(details={"e164": e164})
+    return assistant
+
+
+def number_create(*, tenant: Tenant, e164: str, label: str = "", assistant_id: str | None = None) -> PhoneNumber:
+    assistant = number_check(tenant=tenant, e164=e164, assistant_id=assistant_id)
     try:
         with transaction.atomic():
             return PhoneNumber.objects.create(tenant=tenant, e164=e164, label=label, assistant=assistant)

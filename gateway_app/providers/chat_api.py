@@ -26,6 +26,7 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from console.parsers import json_text
 from gateway_app.turns import (
     MAX_TOOL_CALLS,
     TEMPLATE_TOKENS,
@@ -73,7 +74,7 @@ def chat_completion(*, endpoint, key, model, prompt, system, max_tokens, timeout
         headers["Authorization"] = f"Bearer {key}"
     answer = http.post(endpoint, body=json.dumps(body).encode(), headers=headers, timeout=timeout)
     try:
-        data = json.loads(answer.body)
+        data = json_text(answer.body)
         if ollama:
             text, usage_in, usage_out = data["message"]["content"], data.get("prompt_eval_count"), data.get("eval_count")
         else:
@@ -106,7 +107,7 @@ def _ollama_messages(messages):
             for call in message["tool_calls"]:
                 names[call["id"]] = call["function"]["name"]
                 try:
-                    arguments = json.loads(call["function"]["arguments"] or "{}")
+                    arguments = json_text(call["function"]["arguments"] or "{}")
                 except ValueError:
                     arguments = {}
                 calls.append({"function": {"name": call["function"]["name"], "arguments": arguments}})
@@ -195,7 +196,7 @@ def tool_call(call_id, name, arguments_text):
         raise LaneFailure("bad_response", "a tool call without a name")
     text = arguments_text.strip() if isinstance(arguments_text, str) else ""
     try:
-        arguments = json.loads(text) if text else {}
+        arguments = json_text(text) if text else {}
     except ValueError:
         arguments = None
     if not isinstance(arguments, dict):
@@ -292,7 +293,7 @@ def _error_text(error):
 
 def _json(text, what):
     try:
-        return json.loads(text)
+        return json_text(text)
     except ValueError:
         raise LaneFailure("bad_response", f"{what} is not JSON") from None
 

@@ -14,10 +14,8 @@ and yields TextDeltas and ToolCalls; the gateway adds the end, the counts and th
 lane, exactly as for a real lane.
 """
 import re
-from collections.abc import Iterable
-from typing import Protocol
 
-from gateway_app.turns import ChatRequest, LaneEnd, TextDelta, ToolCall, normal_finish
+from gateway_app.turns import LaneEnd, TextDelta, ToolCall, normal_finish
 
 # Words that tell the languages apart in short prompts (umlauts and ß count as German too).
 _GERMAN_WORDS = frozenset(
@@ -92,17 +90,6 @@ def mock_answer(prompt, *, language=None):
         if cues.search(lowered):
             return _ANSWERS[language][topic]
     return _ANSWERS[language]["default"].format(words=len(prompt.split()))
-
-
-class ChatPolicy(Protocol):
-    """What answers a turn on the mock lane."""
-
-    # Whether it may call tools: a turn that requires one (`tool_choice` `required` or
-    # a named function) skips the mock lane when its policy calls none.
-    calls_tools: bool
-
-    def __call__(self, request: ChatRequest) -> Iterable[TextDelta | ToolCall]:
-        """The answer's text in pieces, then its tool calls (each of `request.tools`)."""
 
 
 class RuleSetPolicy:

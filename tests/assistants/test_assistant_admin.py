@@ -10,6 +10,7 @@ from console.assistants.models import Assistant
 from console.numbers.services import number_create
 from tests.assistants.conftest import knowledge_document
 from tools_app.models import HttpTool
+from tools_app.services import http_tool_create
 from webhooks_app import signing
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +117,7 @@ def test_a_tools_secret_is_shown_once_after_adding_it(client, tenant_a):
 
 
 def test_the_tool_editor_refuses_a_private_url_and_a_built_in_name(client, tenant_a, settings):
-    settings.TOOLS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     response = client.post("/admin/tools_app/httptool/add/", {
         "tenant": tenant_a.pk, "name": "end_call", "parameters": '{"type": "object"}',
         "url": "https://10.0.0.1/t", "timeout_ms": "2000"})
@@ -144,3 +145,20 @@ def test_the_speech_lanes_are_named_in_the_editor_as_through_the_api(client, ten
     assert assistant.transcriber == {"lane": "stt-deepgram", "keyterms": ["Praxis Sonnenschein", "Zahnreinigung"]}
     edit = client.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
     assert 'value="stt-deepgram"' in edit and "Zahnreinigung" in edit
+
+
+def test_the_tool_editor_keeps_the_per_tenant_limit_and_still_changes_a_tool(client, tenant_a, settings):
+    settings.TOOLS_MAX_PER_TENANT = 1
+    tool, _secret = http_tool_create(tenant=tenant_a, data={"name": "erstes", "url": "https://praxis.example/1"})
+    response = client.post("/admin/tools_app/httptool/add/", {
+        "tenant": tenant_a.pk, "name": "zweites", "parameters": '{"type": "object"}',
+        "url": "https://praxis.example/2", "timeout_ms": "2000"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "so viele HTTP-Werkzeuge, wie er haben darf (1)" in page
+    assert list(HttpTool.objects.values_list("name", flat=True)) == ["erstes"]
+    changed = client.post(f"/admin/tools_app/httptool/{tool.pk}/change/", {
+        "name": "erstes", "description": "Neu.", "parameters": '{"type": "object"}',
+        "url": "https://praxis.example/neu", "timeout_ms": "1500"})
+    assert changed.status_code == 302, changed.content
+    tool.refresh_from_db()
+    assert (tool.description, tool.url, tool.timeout_ms) == ("Neu.", "https://praxis.example/neu", 1500)

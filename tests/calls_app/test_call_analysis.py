@@ -4,6 +4,8 @@ the assistant's schema and never stored as valid when it does not fit; shown in
 `GET /v2/calls/{id}`, on the admin's call page, and sent as `call.analyzed`."""
 import datetime as dt
 import json
+import logging
+import time
 
 import pytest
 from django.test import Client
@@ -177,6 +179,24 @@ def test_an_inbound_phone_call_is_analysed_with_its_numbers_assistant(tenant_a, 
     assert "Dauer 1:15 Minuten." in found.summary
 
 
+def test_a_catastrophic_pattern_holds_no_worker_and_the_next_tenants_job_runs_on_time(
+        tenant_a, tenant_b, assistant, django_capture_on_commit_callbacks):
+    # Python's backtracking re took about ten seconds for these 28 characters (hours for 40),
+    # holding the only job worker; RE2 matches in time linear in the text.
+    assistant.analysis_schema = {"type": "object", "properties": {"reason": {"type": "string",
+                                                                             "pattern": "^(.+)+x$"}}}
+    assistant.save()
+    other = Assistant.objects.create(tenant=tenant_b, name="Empfang B", analysis_schema=SCHEMA)
+    started = time.monotonic()
+    slow = conversation(tenant_a, assistant, [("user", "bitte " + "a" * 22)],
+                        capture=django_capture_on_commit_callbacks)
+    after = conversation(tenant_b, other, LINES, capture=django_capture_on_commit_callbacks)
+    assert time.monotonic() - started < 3
+    found = CallAnalysis.objects.get(call=slow)
+    assert found.structured_valid is False and "does not match '^(.+)+x$'" in found.structured_errors[0]
+    assert CallAnalysis.objects.get(call=after).structured_valid is True
+
+
 # --- The seam of a language model --------------------------------------------------------------
 
 # --- A language model on a lane: fake OpenAI-compatible servers on loopback -----------------
@@ -217,12 +237,17 @@ def test_a_lanes_analysis_is_checked_against_the_schema(tenant_a, assistant, liv
 
 
 @pytest.mark.parametrize(("text", "status"), [("Kein JSON.", 200), ('{"structured": {}}', 200),
-                                              ('{"summary": "x"}', 500)])
+                                              ('{"summary": "x"}', 500),
+                                              ('{"summary": ' + "[" * 5000 + "}", 200),
+                                              ('{"summary": "x", "success": NaN}', 200)])
 def test_an_unusable_lane_answer_falls_back_to_the_policy(tenant_a, assistant, live, chat_server, text, status,
-                                                          django_capture_on_commit_callbacks):
+                                                          django_capture_on_commit_callbacks, caplog):
     lane_answers(chat_server, text, status=status)
-    call = conversation(tenant_a, assistant, LINES, capture=django_capture_on_commit_callbacks)
+    with caplog.at_level(logging.WARNING):
+        call = conversation(tenant_a, assistant, LINES, capture=django_capture_on_commit_callbacks)
     assert CallAnalysis.objects.get(call=call).engine == "policy"
+    if status == 200:  # a model's odd text is no failure of ours: no ERROR line with a traceback
+        assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
 def test_the_analysis_asks_the_assistants_lane_with_its_temperature_and_max_tokens(

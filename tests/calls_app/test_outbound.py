@@ -5,8 +5,9 @@ import pytest
 
 from calls_app import sim
 from calls_app.carriers import sim_carrier
+from calls_app.errors import MinuteCapReached
 from calls_app.models import Call, SimDial, UsageCounter
-from calls_app.services import MinuteCapReached, call_request_outbound, call_transfer
+from calls_app.services import call_request_outbound, call_transfer
 from console.assistants.models import Assistant
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.services import number_create

@@ -141,3 +141,22 @@ def test_unknown_fields_are_named(api_a, number):
     response = create(api_a, maxAtempts=2)
 
     assert response.status_code == 400 and "maxAtempts" in error_of(response)["details"]
+
+
+def test_the_list_is_paged_by_cursor_newest_first_like_every_list(api_a, api_b, number):
+    made = [create(api_a, name=f"Kampagne {index}", fromNumber=NUMBER).json()["id"] for index in range(5)]
+    pages, cursor = [], None
+    while True:
+        body = api_a.get("/v2/campaigns", {"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        pages.append([campaign["id"] for campaign in body["campaigns"]])
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert [len(page) for page in pages] == [2, 2, 1]
+    assert [pk for page in pages for pk in page] == list(reversed(made))
+    whole = api_a.get("/v2/campaigns").json()
+    assert len(whole["campaigns"]) == 5 and whole["next"] is None
+    # A cursor is its tenant's and its list's: another tenant's use of it is refused.
+    first = api_a.get("/v2/campaigns", {"limit": 2}).json()["next"]
+    assert error_of(api_b.get("/v2/campaigns", {"cursor": first}))["code"] == "invalid_cursor"
+    assert error_of(api_a.get("/v2/campaigns", {"limit": "x"}))["code"] == "validation_error"

@@ -179,9 +179,9 @@ def test_the_blocklist_skips_numbers_and_a_second_upload_folds_known_ones(api_a,
 
 
 def test_a_campaign_holds_at_most_50000_contacts(api_a, campaign_of, monkeypatch):
-    from campaigns_app import services
+    from campaigns_app.services import contacts
 
-    monkeypatch.setattr(services, "MAX_CONTACTS_PER_CAMPAIGN", 3)
+    monkeypatch.setattr(contacts, "MAX_CONTACTS_PER_CAMPAIGN", 3)
     campaign = campaign_of()
     rows = [{"phone": f"0176 1112223{i}"} for i in range(4)]
 

@@ -1,5 +1,5 @@
 """Campaigns over a Twilio-compatible carrier: its REST API is a fake on loopback
-(tests/campaigns_app/fake_carrier.py, FakeTwilioCalls), its webhooks are posted to the
+(tests/twilio_fake.py, FakeTwilio), its webhooks are posted to the
 real views, signed by Twilio's own RequestValidator.
 
 - The reached callee talks with the campaign's assistant, whose scripts have the
@@ -37,20 +37,14 @@ from console.assistants.models import Assistant
 from scripts_app.services import script_override_put
 from tests.agent_app.phone import ACCOUNT, TOKEN, signed_post, stream_of, voice_params
 from tests.campaigns_app.conftest import NUMBER, TUESDAY_10, contacts, minutes, tick
-from tests.campaigns_app.fake_carrier import FakeTwilioCalls
 from tests.live_service import PROJECT, LiveService
+from tests.twilio_fake import FakeTwilio
 from webhooks_app.models import Delivery
 from webhooks_app.services import endpoint_create
 
 LEASE = timedelta(seconds=120)
 BASE = "http://testserver"
 TARGET = {"name": "Praxisteam", "e164": "+4930901829"}
-
-
-@pytest.fixture
-def fake_twilio():
-    with FakeTwilioCalls() as fake:
-        yield fake
 
 
 class Clock:
@@ -85,7 +79,7 @@ def twilio(settings, db, fake_twilio, monkeypatch, clock):
     settings.VOICE_PUBLIC_BASE_URL = BASE
     settings.CAMPAIGN_DIAL_LEASE_SEC = int(LEASE.total_seconds())
     settings.CAMPAIGN_MACHINE_DETECTION = True
-    monkeypatch.setattr("campaigns_app.services.job_enqueue_on_commit", lambda *args, **kwargs: None)
+    monkeypatch.setattr("campaigns_app.services.lifecycle.job_enqueue_on_commit", lambda *args, **kwargs: None)
     carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
                                 api_base=fake_twilio.url)
     return carrier
@@ -432,7 +426,7 @@ def test_a_worker_killed_mid_dial_over_twilio_leaves_one_call_that_the_callbacks
     try:
         service.migrate()  # no job worker runs: start's queued tick waits, the test's ticks run
         base, _ = service.start()
-        with FakeTwilioCalls() as fake:
+        with FakeTwilio() as fake:
             setup = KILLED_SETUP.replace("ACCOUNT", ACCOUNT).replace("TOKEN", TOKEN).replace("API_BASE", fake.url)
             service.manage("shell", "-c", setup)
             env = {**service.env, "VOICE_OUTBOUND_CARRIER": "tw1", "VOICE_PUBLIC_BASE_URL": base,

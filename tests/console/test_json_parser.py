@@ -5,7 +5,7 @@ import json
 import pytest
 
 from console.errors import MalformedJson, ValidationFailed
-from console.parsers import MAX_DEPTH, MAX_REPORTED_FIELDS, json_loads
+from console.parsers import MAX_DEPTH, MAX_REPORTED_FIELDS, JsonRefused, json_loads, json_text
 from leads_app.models import Lead
 from scripts_app.models import ScriptOverride
 from tests.conftest import error_of
@@ -118,3 +118,17 @@ def test_a_body_over_the_upload_limit_is_413_without_reading_it_all(api_a, setti
     response = api_a.post("/v2/numbers", json.dumps({"e164": "+4930123456", "label": "x" * 2000}),
                           content_type="application/json")
     assert response.status_code == 413 and error_of(response)["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize("raw, why", [
+    ("[" * 5000, "nests deeper than"), (nested(MAX_DEPTH + 1), "nests deeper than"),
+    ('{"a": NaN}', "NaN is not a JSON number"), ("[Infinity]", "Infinity is not a JSON number"),
+    ('{"a": "\\u0000"}', "NUL characters"), (b"\xff", "not UTF-8"), ("{", "not valid JSON"),
+])
+def test_json_text_refuses_what_a_model_or_tool_writes_as_a_value_error_saying_why(raw, why):
+    # The reader of a model's, a lane's or a tool's JSON: the same checks as a request
+    # body's, as a ValueError (never a RecursionError, never an API error).
+    with pytest.raises(JsonRefused) as raised:
+        json_text(raw, what="The arguments")
+    assert isinstance(raised.value, ValueError) and why in str(raised.value), str(raised.value)
+    assert str(raised.value).startswith("The arguments")

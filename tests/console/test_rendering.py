@@ -85,6 +85,14 @@ def test_the_hot_read_views_use_it():
     assert JSONRenderer in AssistantViewSet.renderer_classes and FastJSONRenderer not in AssistantViewSet.renderer_classes
 
 
+def test_the_listing_picks_the_renderer():
+    """ListedMixin derives `floats_in_body` from its listing's columns: a float or JSON
+    column read keeps DRF's renderer, a view that declares it holds none gets the fast one."""
+    assert (CallViewSet.listing.holds_floats, LeadViewSet.listing.holds_floats) == (False, False)
+    assert AssistantViewSet.listing.holds_floats and AssistantViewSet.floats_in_body
+    assert not (CallViewSet.floats_in_body or LeadViewSet.floats_in_body or UsageView.floats_in_body)
+
+
 ACCEPTS = [None, "", "*/*", "application/json", "application/json; indent=4", "text/html", "text/html, */*",
            "application/*", "*/*;q=0.8", "APPLICATION/JSON", " application/json", "application/json,text/html",
            "image/png"]

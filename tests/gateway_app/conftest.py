@@ -9,7 +9,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from registry_app import snapshot
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.lanes.config import lane_variable
 from registry_app.services import registry_load
@@ -20,15 +19,9 @@ SHIPPED = json.loads(SHIPPED_DOCUMENT.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(autouse=True)
-def _gateway_defaults(settings):
+def _gateway_defaults(mock_gateway):
     """Every gateway test starts from the documented defaults, whatever the environment says."""
-    snapshot.invalidate()
-    settings.GATEWAY_STATIC_TOKEN = GATEWAY_TOKEN
-    settings.GATEWAY_MODE = "mock"
-    settings.GATEWAY_MAX_EUR = 0.0
-    settings.GATEWAY_LANE_SETTINGS = {}
-    yield
-    snapshot.invalidate()
+    mock_gateway.GATEWAY_STATIC_TOKEN = GATEWAY_TOKEN
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import threading
 
 import openai
 import pytest
+import yaml
 
 from tests.gateway_app.conftest import GATEWAY_TOKEN, load_lanes, streaming_lane
 from tests.openai_fake import FakeToolCall, Reply
@@ -240,3 +241,31 @@ def test_gunicorn_hands_each_event_on_as_the_lane_streams_it(tmp_path, chat_serv
     finally:
         go_on.set()
         service.stop()
+
+
+def test_the_documents_event_stream_is_the_chunk_schema_every_event_fits(live_server, live, chat_server):
+    import urllib.request
+
+    from jsonschema import Draft202012Validator
+    from rest_framework.test import APIClient
+
+    document = yaml.safe_load(APIClient().get("/v2/schema").content)
+    answer = document["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]
+    stream = answer["content"]["text/event-stream"]
+    assert stream["schema"] == {"$ref": "#/components/schemas/ChatCompletionChunk"}  # not {"type": "string"}
+    assert "data: [DONE]" in answer["description"] and "data: [DONE]" in next(iter(stream["examples"].values()))[
+        "value"]
+    chunk = Draft202012Validator({**stream["schema"], "components": document["components"]})
+
+    lane = chat_server(Reply(text="Gern, wir rufen Sie zurück.",
+                             tool_calls=[FakeToolCall("call_7", "create_callback", ARGUMENTS, pieces=3)]))
+    load_lanes(streaming_lane("chat-local", endpoint=lane.url))
+    body = {"model": "auto", "messages": QUESTION, "tools": [CALLBACK_TOOL], "stream": True,
+            "stream_options": {"include_usage": True}}
+    request = urllib.request.Request(f"{live_server.url}/v1/chat/completions", method="POST",
+                                     data=json.dumps(body).encode(), headers={"Authorization": f"Bearer {GATEWAY_TOKEN}"})
+    with urllib.request.urlopen(request, timeout=20) as response:
+        events = [block.removeprefix("data: ") for block in response.read().decode().split("\n\n") if block]
+    assert events[-1] == "[DONE]" and len(events) >= 5
+    for event in events[:-1]:
+        assert list(chunk.iter_errors(json.loads(event))) == [], event

@@ -5,35 +5,89 @@ import json
 
 import pytest
 
+from gateway_app.serializers import ChatCompletionRequestSerializer
 from gateway_app.services import gateway_chat
 from tests.conftest import error_of
 from tests.gateway_app.conftest import load_lanes, streaming_lane
 from tests.openai_fake import Reply
 
-ODD_VALUES = [None, 1, 1.5, True, "x", [], [1], [[1]], {}, {"a": 1}, {"role": ["user"]}]
+# Every JSON type: null, bool, int, float, string, list, object (and a few nestings).
+ODD_VALUES = [None, True, 1, 1.5, "x", [], [1], [[1]], {}, {"a": 1}, {"role": ["user"]}]
 USER = {"role": "user", "content": "Hallo"}
 TOOL = {"type": "function", "function": {"name": "lookup"}}
+# A request with every field of OpenAI's chat request (each message role with each of
+# its fields, a text part, a tool call, a tool with every field, a named tool choice):
+# each field of it, at any depth, gets every value of ODD_VALUES in turn.
+FULL_REQUEST = {
+    "model": "auto",
+    "messages": [
+        {"role": "system", "content": "Sie sind die Assistenz.", "name": "s"},
+        {"role": "developer", "content": "Kurz antworten.", "name": "d"},
+        {"role": "user", "content": [{"type": "text", "text": "Hallo"}], "name": "u"},
+        {"role": "assistant", "content": None, "name": "a", "refusal": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+        {"role": "tool", "content": "{}", "tool_call_id": "call_1", "name": "lookup"},
+        {"role": "user", "content": "Und jetzt?"},
+    ],
+    "tools": [{"type": "function", "function": {"name": "lookup", "description": "Sucht.", "strict": False,
+                                                "parameters": {"type": "object", "properties": {}}}}],
+    "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+    "stream": False, "stream_options": {"include_usage": True}, "temperature": 0.5, "max_tokens": 20,
+    "max_completion_tokens": 20, "n": 1, "max_eur": 0.01, "language": "de", "user": "u1",
+    "top_p": 0.9, "stop": ["\n\n"], "seed": 7, "response_format": {"type": "text"}, "frequency_penalty": 0.1,
+    "presence_penalty": 0.1, "logit_bias": {"50256": -100}, "logprobs": False, "top_logprobs": 0,
+    "parallel_tool_calls": True, "store": False, "metadata": {"k": "v"}, "service_tier": "auto",
+    "reasoning_effort": "low", "verbosity": "medium", "modalities": ["text"],
+    "prediction": {"type": "content", "content": "x"}, "prompt_cache_key": "k", "safety_identifier": "s",
+}
+
+
+def _paths(node, path=()):
+    """The path of every field and list item of `node`, outermost first."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield (*path, key)
+        yield from _paths(value, (*path, key))
+
+
+def _replaced(node, path, value):
+    copy = json.loads(json.dumps(node))
+    *parents, last = path
+    target = copy
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return copy
+
+
+def test_the_full_request_names_every_field_of_the_request():
+    assert set(FULL_REQUEST) == set(ChatCompletionRequestSerializer().fields)
 
 
 def hostile_bodies():
-    for key in ("model", "messages", "tools", "tool_choice", "temperature", "max_tokens", "max_completion_tokens",
-                "stream", "stream_options", "n", "max_eur", "language", "user", "top_p", "stop", "seed",
-                "response_format", "frequency_penalty", "presence_penalty", "logprobs", "metadata"):
+    yield FULL_REQUEST
+    for path in _paths(FULL_REQUEST):
         for value in ODD_VALUES:
-            yield {"model": "auto", "messages": [USER], key: value}
+            yield _replaced(FULL_REQUEST, path, value)
+    for key in FULL_REQUEST:  # each field left out, too
+        yield {name: value for name, value in FULL_REQUEST.items() if name != key}
     for role in ("system", "developer", "user", "assistant", "tool"):
         for key in ("role", "content", "name", "tool_calls", "tool_call_id", "refusal"):
             for value in ODD_VALUES:
                 yield {"model": "auto", "messages": [{"role": role, "content": "x", key: value}]}
     for value in ODD_VALUES:
-        yield {"model": "auto", "messages": [{"role": "user", "content": [value]}]}
-        yield {"model": "auto", "messages": [{"role": "assistant", "content": None, "tool_calls": [value]}]}
-        yield {"model": "auto", "messages": [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": value, "type": "function", "function": {"name": value, "arguments": value}}]}]}
-        yield {"model": "auto", "messages": [USER], "tools": [{"type": "function", "function": {
-            "name": "f", "parameters": value, "description": value}}]}
         yield {"model": "auto", "messages": [USER], "tools": [TOOL], "tool_choice": {
             "type": "function", "function": {"name": value}}}
+
+
+def test_the_full_request_is_answered_and_a_tool_name_of_any_type_is_a_400_naming_it(gateway):
+    assert gateway.post("/v1/chat/completions", FULL_REQUEST, format="json").status_code == 200
+    for name in ({"a": 1}, ["lookup"], 1, None):
+        body = _replaced(FULL_REQUEST, ("tools", 0, "function", "name"), name)
+        response = gateway.post("/v1/chat/completions", body, format="json")
+        assert response.status_code == 400, (name, response.content[:300])
+        error = error_of(response)
+        assert error["code"] == "validation_error" and "tools[0].function.name" in error["details"], error
 
 
 def test_no_body_a_client_sends_is_a_server_error(gateway):
@@ -60,6 +114,11 @@ OPENAI_GARBAGE = [
      "a tool call without a name"),
     (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": 7}}]}}]}',
      "bad_response", "a tool call's arguments are neither JSON text nor an object"),
+    (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": "'
+     + b"[" * 5000 + b'"}}]}}]}', "bad_response", "the arguments of the tool call lookup are not a JSON object"),
+    (b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "lookup", "arguments": '
+     b'"{\\"a\\": NaN}"}}]}}]}', "bad_response", "the arguments of the tool call lookup are not a JSON object"),
+    (b"data: " + b"[" * 5000, "bad_response", "an event of the stream is not JSON"),
     (b'data: {"error": {"code": 7}}', "server_error", "the lane reported an error: {'code': 7}"),
     (b'event: error', "server_error", "the lane reported an error: "),
     (b'data: \xff\xfe', "bad_response", "the stream is not UTF-8"),

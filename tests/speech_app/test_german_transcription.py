@@ -9,10 +9,11 @@ computed after the normalisation of tests/speech_app/wer.py.
 import pytest
 
 from speech_app.decode import decode_to_pcm
-from speech_app.services import speech_render
+from speech_app.encode import mp3_from_pcm
 from tests.conftest import error_of
 from tests.speech_app.audio_samples import encode
 from tests.speech_app.conftest import b64
+from tests.speech_app.synthesis import synthesised
 from tests.speech_app.voicemails import VOICEMAILS
 from tests.speech_app.wer import normalised, word_error_rate
 
@@ -38,8 +39,9 @@ ENGLISH = "Good morning, I would like to book an appointment for next week."
 
 
 def mp3_of(text, voice=VOICE):
-    rendered, _ = speech_render(text=text, voice=voice)
-    return rendered.mp3
+    """`text` as the product renders it (eSpeak NG, then MP3), the same in every run."""
+    speech = synthesised(text, voice=voice)
+    return mp3_from_pcm(speech.pcm, speech.sample_rate)
 
 
 def transcribe(client, audio, **fields):
@@ -73,12 +75,10 @@ def test_words_and_segments_carry_timings_within_the_audio(api_a, whisper_ready)
 
 
 @pytest.fixture(scope="module")
-def clip_pcm(django_db_blocker):
-    # One synthesis for every container: eSpeak's samples differ slightly from one
-    # synthesis to the next, which moves a single sentence's word error rate by ±0.2
-    # (docs/performance-history.md); the sentence's own bound is checked by the voicemail test.
-    with django_db_blocker.unblock():
-        return decode_to_pcm(mp3_of(CONTAINER_CLIP)).pcm
+def clip_pcm():
+    # One clip for every container: the synthesis is the same in every run
+    # (tests/speech_app/synthesis.py), and the sentence's own bound is checked by the voicemail test.
+    return decode_to_pcm(mp3_of(CONTAINER_CLIP)).pcm
 
 
 @pytest.mark.parametrize("kind", ["flac", "ogg", "webm"])

@@ -16,7 +16,7 @@ import pytest
 
 from agent_app.audio import WireFormat
 from speech_app.stt import Deadline, recognizer
-from speech_app.tts import EspeakSynthesizer
+from tests.speech_app.synthesis import synthesised
 from tests.speech_app.utterances import UTTERANCES
 from tests.speech_app.voicemails import VOICEMAILS
 from tests.speech_app.wer import normalised
@@ -32,9 +32,9 @@ DIGIT_WORDS = frozenset("null eins zwei drei vier fünf sechs sieben acht neun".
 def clips():
     """{rate: [(sentence, 16 kHz PCM)]}: each sentence synthesised once."""
     pcm, phone = WireFormat("pcm_s16le", 16000), WireFormat("mulaw", 8000)
-    synthesizer, sets = EspeakSynthesizer(), {"16k": [], "8k": []}
+    sets = {"16k": [], "8k": []}
     for sentence in VOICEMAILS + UTTERANCES:
-        speech = synthesizer.synthesize(sentence, voice=VOICE)
+        speech = synthesised(sentence, voice=VOICE)
         sets["16k"].append((sentence, pcm.from_pcm(speech.pcm, speech.sample_rate)))
         sets["8k"].append((sentence, phone.to_pcm16k(phone.from_pcm(speech.pcm, speech.sample_rate))))
     return sets

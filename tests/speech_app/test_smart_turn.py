@@ -12,7 +12,7 @@ from django.conf import settings
 
 from speech_app import smart_turn_fetch
 from speech_app.smart_turn import COMPLETE, SmartTurn
-from speech_app.tts import EspeakSynthesizer
+from tests.speech_app.synthesis import synthesised
 
 VOICE = "de+m3"
 
@@ -29,7 +29,7 @@ def speech(text, silence_sec):
     then `silence_sec` of silence: what the agent has when it asks."""
     from agent_app.audio import WireFormat
 
-    spoken = EspeakSynthesizer().synthesize(text, voice=VOICE)
+    spoken = synthesised(text, voice=VOICE)
     samples = numpy.frombuffer(WireFormat("pcm_s16le", 16000).from_pcm(spoken.pcm, spoken.sample_rate), dtype="<i2")
     last = numpy.nonzero(numpy.abs(samples) > 300)[0][-1]
     return numpy.concatenate([samples[:last + 1], numpy.zeros(int(silence_sec * 16000), dtype="<i2")]).tobytes()

@@ -13,7 +13,7 @@ import pytest
 
 from agent_app.audio import PhoneWire, WireFormat
 from speech_app.stt import Deadline, recognizer
-from speech_app.tts import EspeakSynthesizer
+from tests.speech_app.synthesis import synthesised
 from tests.speech_app.test_sized_window import repeats
 from tests.speech_app.utterances import UTTERANCES
 from tests.speech_app.voicemails import VOICEMAILS
@@ -28,10 +28,10 @@ MISLEADING = ["ja", "nein", "Schäfer"]
 
 @pytest.fixture(scope="module")
 def pcm():
-    wire, synthesizer = WireFormat("pcm_s16le", 16000), EspeakSynthesizer()
+    wire = WireFormat("pcm_s16le", 16000)
 
     def of(text):
-        speech = synthesizer.synthesize(text, voice="de+m3")
+        speech = synthesised(text, voice="de+m3")
         return wire.from_pcm(speech.pcm, speech.sample_rate)
     return of
 

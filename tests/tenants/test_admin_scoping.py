@@ -102,6 +102,35 @@ def test_admin_number_form_normalises_to_e164(owner, tenant_a):
     assert PhoneNumber.objects.get(label="admin").e164 == "+493098765432"
 
 
+def test_admin_number_form_refuses_a_number_another_tenant_holds(owner, data):
+    """The admin asks number_create's own check (number_check), in German."""
+    response = admin_client(owner).post("/admin/numbers/phonenumber/add/", {
+        "tenant": Tenant.objects.get(slug="acme").pk, "e164": "040 12345678", "label": "mine", "assistant": ""})
+    assert response.status_code == 200 and "bereits vergeben" in response.content.decode()
+    assert not PhoneNumber.objects.filter(label="mine").exists()
+
+
+def test_admin_number_form_refuses_an_assistant_of_another_of_the_members_tenants(owner, data):
+    initech = tenant_create(slug="initech", name="Initech")
+    membership_add(tenant=initech, user=owner)
+    response = admin_client(owner).post("/admin/numbers/phonenumber/add/", {
+        "tenant": initech.pk, "e164": "030 98765432", "label": "initech", "assistant": data["a"].pk})
+    assert response.status_code == 200 and "gehört zu einem anderen Mandanten" in response.content.decode()
+    assert not PhoneNumber.objects.filter(label="initech").exists()
+
+
+def test_admin_number_change_keeps_the_number_and_changes_label_and_assistant(owner, data):
+    number = PhoneNumber.objects.get(label="acme-zentrale")
+    other = Assistant.objects.create(tenant=number.tenant, name="Acme-Nacht")
+    client = admin_client(owner)
+    assert 'name="e164"' not in client.get(f"/admin/numbers/phonenumber/{number.pk}/change/").content.decode()
+    response = client.post(f"/admin/numbers/phonenumber/{number.pk}/change/", {
+        "e164": "+493099999999", "label": "nachts", "assistant": other.pk})
+    assert response.status_code == 302, response.content
+    number.refresh_from_db()
+    assert (number.e164, number.label, number.assistant_id) == ("+493012345678", "nachts", other.pk)
+
+
 def test_member_sees_only_memberships_of_own_tenants(owner, teammate, outsider):
     page = admin_client(owner).get("/admin/tenants/membership/").content.decode()
     assert "olga-owner" in page and "tom-teammate" in page

@@ -1,4 +1,4 @@
-"""A tool's receiver on loopback (allowed by TOOLS_ALLOW_PRIVATE_TARGETS in the test
+"""A tool's receiver on loopback (allowed by OUTBOUND_ALLOW_PRIVATE_TARGETS in the test
 settings only): answers each POST with the scripted answer, keeps what it got."""
 import http.server
 import threading

@@ -66,7 +66,7 @@ def test_every_problem_is_a_400_naming_its_field(api_a, change, field, code):
                                  "https://10.1.2.3/x", "https://169.254.169.254/latest", "https://[::1]/x",
                                  "https://[::ffff:169.254.169.254]/x", "https://[64:ff9b::a9fe:a9fe]/x"])
 def test_private_and_loopback_targets_are_refused(api_a, url):
-    with override_settings(TOOLS_ALLOW_PRIVATE_TARGETS=False):
+    with override_settings(OUTBOUND_ALLOW_PRIVATE_TARGETS=False):
         response = post(api_a, {**TOOL, "url": url})
     assert response.status_code == 400 and error_of(response)["code"] == "tool_url_refused", response.content
 

@@ -1,15 +1,18 @@
 """Calling a tenant's HTTP tool: arguments checked against its parameters, the POST
 signed by the Standard Webhooks scheme (verified here with the reference library),
 the answer's JSON given back, every failure a tool error and never an exception."""
+import asyncio
 import json
+import logging
 import time
 
 import pytest
 from django.test import override_settings
 from standardwebhooks import Webhook
 
+from agent_app.threads import off_loop
 from console.assistants.models import Assistant
-from tools_app.services import http_tool_rotate_secret, tool_http_call, tool_run
+from tools_app.services import http_tool_create, http_tool_rotate_secret, tool_http_call, tool_run
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +93,7 @@ def test_a_receiver_that_is_down_is_a_tool_error(tool_and_secret, receiver):
 
 def test_private_addresses_are_refused_at_call_time_outside_tests(tool_and_secret, receiver):
     tool, _ = tool_and_secret
-    with override_settings(TOOLS_ALLOW_PRIVATE_TARGETS=False):
+    with override_settings(OUTBOUND_ALLOW_PRIVATE_TARGETS=False):
         result = tool_http_call(tool=tool, call_id="cl_probe", arguments={"datum": "2026-12-01"})
     assert result["ok"] is False and result["error"] == "refused"
     assert "is not a public host" in result["message"] and receiver.requests == []
@@ -118,3 +121,57 @@ def test_tool_run_calls_only_the_assistants_own_tools(tool_and_secret, receiver,
     assert refused["ok"] is False and refused["error"] == "unknown_tool"
     assert called["ok"] is True and called["result"] == {"frei": True}
     assert len(receiver.requests) == 1
+
+
+def test_a_backtracking_parameter_pattern_does_not_stall_the_event_loop(tenant_a, receiver):
+    # The conversation runs tool calls in a worker thread (off_loop); Python's re held the
+    # GIL for the whole match (about ten seconds for these 28 characters), so the event
+    # loop that moves every call's audio stood still. RE2 matches in linear time.
+    tool, _ = http_tool_create(tenant=tenant_a, data={
+        "name": "suche", "url": receiver.url,
+        "parameters": {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(.+)+x$"}}}})
+
+    async def conversation():
+        loop = asyncio.get_running_loop()
+        gaps = []
+
+        async def heartbeat():
+            last = loop.time()
+            while True:
+                await asyncio.sleep(0.01)
+                gaps.append(loop.time() - last)
+                last = loop.time()
+
+        beating = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0.05)
+        result = await off_loop(tool_http_call)(tool=tool, call_id="cl_probe", arguments={"q": "bitte " + "a" * 22})
+        await asyncio.sleep(0.05)
+        beating.cancel()
+        return result, max(gaps)
+
+    result, longest_gap = asyncio.run(conversation())
+    assert result["ok"] is False and result["error"] == "invalid_arguments" and "does not match" in result["message"]
+    assert longest_gap < 0.5 and receiver.requests == []
+
+
+def test_arguments_nested_thousands_deep_are_a_tool_error_logged_at_no_error_level(tool_and_secret, receiver,
+                                                                                    tenant_a, caplog):
+    tool, _ = tool_and_secret
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Mit", tools=[tool.pk])
+    with caplog.at_level(logging.WARNING):
+        result = tool_run(assistant=assistant, call_id="cl_probe", name="termin_pruefen", arguments="[" * 5000)
+    assert result["ok"] is False and result["error"] == "invalid_arguments"
+    assert "nests deeper than" in result["message"]
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == [] and receiver.requests == []
+
+
+@pytest.mark.parametrize("answer", [b'{"a": NaN}', b'{"a": Infinity}', b"[-Infinity]", b'{"a": 1e999}',
+                                    b"[" * 5000, b'{"a": "\\u0000"}'])
+def test_an_answer_that_is_not_standard_json_is_invalid_json(tool_and_secret, receiver, answer, caplog):
+    tool, _ = tool_and_secret
+    receiver.answers = [(200, answer)]
+    with caplog.at_level(logging.WARNING):
+        result = tool_http_call(tool=tool, call_id="cl_probe", arguments={"datum": "2026-12-01"})
+    assert result["ok"] is False and result["error"] == "invalid_json", result
+    assert result["message"].startswith("The tool's answer")
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []

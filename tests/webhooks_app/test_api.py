@@ -63,7 +63,7 @@ def test_bad_endpoints_are_400_naming_the_field(api_a, body, field):
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "https://127.0.0.1/hook", "https://10.0.0.5/hook",
                                  "https://[::1]/hook", "https://169.254.169.254/latest", "http://localhost/hook"])
 def test_production_settings_refuse_loopback_and_private_urls(api_a, settings, url):
-    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     response = create(api_a, url=url)
     assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
 
@@ -150,7 +150,7 @@ def test_ports_from_1_to_65535_are_accepted(api_a, url):
     "100.64.0.1", "192.0.0.1", "198.18.0.1", "224.0.0.1", "240.0.0.1",
 ])
 def test_production_settings_refuse_translated_and_special_address_literals(api_a, settings, host):
-    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     response = create(api_a, url=f"https://{host}/h")
     assert response.status_code == 400 and error_of(response)["code"] == "webhook_url_refused"
     assert "url" in error_of(response)["details"] and not Endpoint.objects.exists()
@@ -159,7 +159,7 @@ def test_production_settings_refuse_translated_and_special_address_literals(api_
 @pytest.mark.parametrize("host", ["[64:ff9b::808:808]", "[2002:808:808::1]", "[::ffff:808:808]",
                                   "[2a00:1450:4001:80b::200e]", "8.8.8.8"])
 def test_production_settings_accept_public_address_literals_also_when_translated(api_a, settings, host):
-    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     assert create(api_a, url=f"https://{host}/h").status_code == 201
 
 

@@ -194,7 +194,7 @@ def test_production_settings_refuse_deliveries_to_loopback_addresses(tenant_a, r
     hook = receiver()
     endpoint, _ = endpoint_create(tenant=tenant_a, url=hook.url.replace("127.0.0.1", "localhost"),
                                   event_types=["lead.created"])
-    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     lead_create(tenant=tenant_a, kind="callback", phone=PHONE)
     delivery_attempt(delivery_id=Delivery.objects.get().pk)
     assert hook.requests == []
@@ -303,7 +303,7 @@ def test_an_attempt_interrupted_within_the_window_is_sent_again(tenant_a, receiv
                                     "2001:0:808:808::5601:5601", "169.254.169.254"])
 def test_production_deliveries_never_connect_to_a_name_that_resolves_to_a_translated_private_address(
         tenant_a, settings, monkeypatch, answer):
-    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = False
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = False
     endpoint_create(tenant=tenant_a, url="https://hooks.acme.example/h", event_types=["lead.created"])
     family = socket.AF_INET6 if ":" in answer else socket.AF_INET
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [(family, socket.SOCK_STREAM, 6, "", (answer, 443))])

@@ -51,7 +51,7 @@ def test_a_worker_killed_mid_delivery_loses_nothing(tmp_path):
     receiver = Receiver([200], hold_first=True)
     live = LiveService(tmp_path)
     # An attempt holds its delivery for 3 s; the job queue hands out a lost job again after 5 s.
-    live.env.update({"WEBHOOKS_ALLOW_PRIVATE_TARGETS": "1", "WEBHOOK_TIMEOUT_SEC": "2",
+    live.env.update({"OUTBOUND_ALLOW_PRIVATE_TARGETS": "1", "WEBHOOK_TIMEOUT_SEC": "2",
                      "WEBHOOK_LEASE_EXTRA_SEC": "1", "JOB_TIMEOUT_SEC": "4"})
     workers = []
     try:

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from calls_app import sim
-from calls_app.services import MinuteCapReached
+from calls_app.errors import MinuteCapReached
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
