@@ -1,9 +1,8 @@
 """An assistant whose voice is a streaming lane's (`tts-azure-de:de-DE-KatjaNeural`) and whose
-transcriber is Deepgram (`stt-deepgram`): browser sessions and Twilio phone calls (μ-law,
-A-law: unconverted both ways) against fakes of both on loopback;
-a whole browser session spoken by a fake Azure on loopback (tests/azure_tts_fake.py),
-and, when Azure fails, by this process's voice with a note in the transcript. Named
-voices are checked when an assistant is written."""
+transcriber is Deepgram (`stt-deepgram`), against fakes of both on loopback: browser
+sessions and Twilio phone calls (μ-law, A-law: unconverted both ways); when a provider
+fails, this process's engines speak or hear, with a note in the transcript. Named
+voices and transcribers are checked when an assistant is written."""
 import asyncio
 import base64
 import time
