@@ -134,7 +134,7 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
     whether any came (False: the caller falls back to the local engines). Its use is
     counted in the lane's usage, a failure too (with a cooldown when the lane is
-    unwell); a lane cooling down or over the budget is not asked."""
+    unwell); a lane cooling down is not asked."""
     given, stream, carry, sent = False, None, b"", 0
     try:
         step = streaming_speech_step(engine.lane_id, characters=len(text))

@@ -19,7 +19,6 @@ from registry_app import snapshot as registry_snapshot
 from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import LaneFailure, Step
 from registry_app.lanes.outcomes import record_failure, record_success
-from registry_app.lanes.plans import budget_skip
 from registry_app.routing import UNREAD, USABLE_STATUSES, Route, lane_state, route
 from registry_app.snapshot import Snapshot, SnapshotLane
 from speech_app.cache import RenderedAudio, render_cache
@@ -283,17 +282,14 @@ def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> Strea
 def streaming_speech_step(lane_id: str, *, characters: int, current: object = UNREAD) -> Step:
     """The Step of one streaming synthesis of `characters` on a lane, for its usage and
     cooldown (registry_app.lanes.outcomes); LaneFailure `cooldown` while the lane cools
-    down, or `over_budget`/`price_unknown` when its price rules it out (GATEWAY_MAX_EUR,
-    as for every paid speech lane)."""
+    down. A lane an assistant names is the operator's choice (its key set, the assistant
+    naming it): GATEWAY_MAX_EUR, the budget of the router's own choice of paid lanes,
+    does not gate it; its use is counted at its price."""
     lane = _streaming_lane(lane_id, "tts", current)
     cooldown = lane_state().cooldowns.get(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
-    estimate = lane_cost(lane, Measures(characters=characters))
-    skip = budget_skip(lane, estimate, settings.GATEWAY_MAX_EUR)
-    if skip:
-        raise LaneFailure(*skip)
-    return Step(lane, "api", estimate_eur=estimate)
+    return Step(lane, "api", estimate_eur=lane_cost(lane, Measures(characters=characters)))
 
 
 def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) -> None:

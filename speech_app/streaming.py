@@ -19,8 +19,8 @@ module is one file in speech_app/providers/ that calls `declare` when imported; 
 file there is imported by `protocol_module` (declare once: a new provider is one new
 file). Its endpoint is GATEWAY_ENDPOINT_<LANE> (the provider's base URL: scheme and host,
 and a path prefix where a proxy needs one; the module adds the vendor's documented
-paths), else the module's documented default; its key GATEWAY_KEY_<LANE>, as for chat
-lanes.
+path unless the URL already ends with it), else the module's documented default; its
+key GATEWAY_KEY_<LANE>, as for chat lanes.
 
 Failures are `LaneFailure`s (registry_app.lanes.failover), so that the lane loop's
 cooldowns and the conversation core's fallback to the local engines treat them as they

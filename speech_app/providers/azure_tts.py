@@ -97,7 +97,7 @@ class AzureSynthesizer:
             raise LaneFailure("unavailable", f"a text of more than {MAX_TEXT_CHARS} characters")
         now, cancel = time.monotonic(), Cancel()
         answer = post_stream(
-            f"{self.endpoint}{PATH}", body=ssml(text, voice=self.voice, language=language),
+            self.endpoint if self.endpoint.endswith(PATH) else f"{self.endpoint}{PATH}", body=ssml(text, voice=self.voice, language=language),
             headers={"Ocp-Apim-Subscription-Key": self._key, "Content-Type": "application/ssml+xml",
                      "X-Microsoft-OutputFormat": output_format(audio)},
             connect_timeout=settings.GATEWAY_TIMEOUT_SEC, first_by=now + settings.GATEWAY_TIMEOUT_SEC,

@@ -46,6 +46,7 @@ from speech_app.streaming import (
 )
 
 PROTOCOL = "deepgram-live"
+PATH = "/v1/listen"
 DEFAULT_MODEL = "nova-3"
 # Deepgram's endpointing: ms of silence after which a result is `speech_final`.
 ENDPOINTING_MS = 300
@@ -65,7 +66,8 @@ def listen_url(base: str, *, model: str, audio: CallAudio, language: str, keyter
         ("punctuate", "true"), ("smart_format", "true"),
     ]
     query += [("keyterm", term) for term in dict.fromkeys(keyterms) if term.strip()][:MAX_KEYTERMS]
-    return f"{base}/v1/listen?{urlencode(query)}"
+    path = "" if base.endswith(PATH) else PATH  # a base URL, or the vendor's whole URL
+    return f"{base}{path}?{urlencode(query)}"
 
 
 def _heard(message: dict) -> Heard | None:

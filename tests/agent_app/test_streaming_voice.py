@@ -57,7 +57,7 @@ def test_a_named_voice_must_be_a_voice_of_a_tts_lane_of_the_registry(api_a):
 
 
 def _session(api_a, agent_server, settings, azure, speech_server, max_eur=0.01):
-    settings.GATEWAY_MAX_EUR = max_eur  # Azure is paid per character: asked only within a budget
+    settings.GATEWAY_MAX_EUR = max_eur
     hearing = speech_server(text=SAID)
     load(stt_lane("stt-whisper-gpu", hearing.url))
     settings.GATEWAY_LANE_SETTINGS = {lane_variable("tts-azure-de", "KEY"): azure.key,
@@ -74,7 +74,7 @@ def test_a_browser_session_is_spoken_by_azure_in_the_wires_encoding(
     with FakeAzureTts(chunks=3, chunk_bytes=1600) as azure:
         (caller, _, opening, final, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server)
         requests = list(azure.requests)
-    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    assert final["text"] == SAID and reply["text"] and mock_answer(SAID, language="de").startswith(reply["text"])
     assert {(r.voice, r.language, r.output_format) for r in requests} == {
         ("de-DE-KatjaNeural", "de-DE", "raw-16khz-16bit-mono-pcm")}
     spoken_texts = " ".join(r.text for r in requests)
@@ -94,7 +94,7 @@ def test_when_azure_fails_the_local_voice_speaks_and_the_transcript_says_so(
     with FakeAzureTts(status=503) as azure:
         (caller, _, opening, final, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server)
     assert azure.requests  # asked first
-    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    assert final["text"] == SAID and reply["text"] and mock_answer(SAID, language="de").startswith(reply["text"])
     audio = b"".join(frame for _, frame in caller.frames if isinstance(frame, bytes))
     assert len(audio) > 32000 and audio != b"\x01\x00" * (len(audio) // 2)  # eSpeak NG spoke
     call = Call.objects.with_transcript().get(pk=session["callId"])
@@ -107,14 +107,13 @@ def test_when_azure_fails_the_local_voice_speaks_and_the_transcript_says_so(
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_without_a_budget_the_paid_voice_is_not_asked(agent_server, api_a, instant_speech, speech_server, settings):
+def test_a_named_voice_is_the_operators_choice_whatever_the_routers_budget(
+        agent_server, api_a, instant_speech, speech_server, settings):
     with FakeAzureTts() as azure:
         (caller, _, _, _, reply, _), session = _session(api_a, agent_server, settings, azure, speech_server,
                                                         max_eur=0)
-    assert azure.requests == [] and reply["text"] == mock_answer(SAID, language="de")
-    call = Call.objects.with_transcript().get(pk=session["callId"])
-    notes = {entry.text for entry in call.transcript_entries.all() if entry.role == "system"}
-    assert notes == {"Speech lane tts-azure-de not asked (over_budget): the local voice speaks."}
+    assert azure.requests and reply["text"] and mock_answer(SAID, language="de").startswith(reply["text"])
+    assert float(LaneUsage.objects.get(lane_id="tts-azure-de").eur) > 0  # counted at its price
 
 
 # --- Heard by Deepgram -------------------------------------------------------------------
@@ -159,7 +158,7 @@ def test_a_browser_session_heard_by_deepgram_and_spoken_by_azure(
             api_a, agent_server, settings, azure, deepgram, speech_server)
         connection = deepgram.connections[0]
         assert connection.closed.wait(5)  # closed at the call's end
-    assert final["text"] == SAID and reply["text"] == mock_answer(SAID, language="de")
+    assert final["text"] == SAID and reply["text"] and mock_answer(SAID, language="de").startswith(reply["text"])
     assert local.requests == []  # Deepgram heard it; nothing was recognised here
     partials = [frame for _, frame in caller.frames if isinstance(frame, dict) and frame["type"] == "transcript.partial"]
     assert partials and partials[0]["text"] == "Ich"  # Deepgram's interim results, word by word

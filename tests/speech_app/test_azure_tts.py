@@ -86,3 +86,10 @@ def test_the_lane_declares_azure_tts_and_takes_its_region_endpoint_from_the_envi
     settings.GATEWAY_LANE_SETTINGS[lane_variable("tts-azure-de", "ENDPOINT")] = "wss://x.example"
     with pytest.raises(LaneFailure, match="https/http URL"):
         streaming_engine(lane())
+
+
+def test_an_endpoint_that_names_the_vendors_whole_url_is_used_as_it_is():
+    with FakeAzureTts(chunks=1) as fake:
+        stream = AzureSynthesizer(lane(), endpoint=f"{fake.base_url}/cognitiveservices/v1", key=KEY, voice="").speak(
+            "Hallo.", audio=CallAudio("linear16", 16000), language="de")
+        assert list(stream.chunks())  # a wrong path is a 404 at the fake

@@ -190,3 +190,11 @@ def test_the_lane_declares_its_protocol_and_takes_its_endpoint_and_key_from_the_
     assert isinstance(engine, DeepgramRecognizer) and engine.endpoint == "wss://api.eu.deepgram.com"
     settings.GATEWAY_LANE_SETTINGS.pop(lane_variable("stt-deepgram", "ENDPOINT"))
     assert streaming_engine(lane()).endpoint == "wss://api.deepgram.com"
+
+
+def test_an_endpoint_that_names_the_vendors_whole_url_is_used_as_it_is():
+    with FakeDeepgram(utterances=["Hallo"]) as fake:
+        session = DeepgramRecognizer(lane(), endpoint=f"{fake.base_url}/v1/listen", key=KEY).open(
+            audio=CallAudio("linear16", 16000), language="de", keyterms=[])
+        session.close()
+        assert fake.connections[0].path == "/v1/listen"  # a wrong path is a 404 at the fake
