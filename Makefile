@@ -47,7 +47,7 @@ run: install .env gateway-token migrate
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with the voice agent and a job worker (Ctrl-C stops all)"
-	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo"
+	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo or on an assistant's admin page (Im Browser testen)"
 	@echo "Phone calls: Twilio Voice URL http://$(RUN_HOST):$(RUN_PORT)/voice/twilio/<carrier>/incoming (stream on ws://$(RUN_HOST):$(RUN_WS_PORT)); AudioSocket on $(RUN_HOST):$(RUN_AUDIOSOCKET_PORT) (docs/telephony.md)"
 # The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
 # gets one TERM from the trap (a TERM to its child processes too can leave it hanging).

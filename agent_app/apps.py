@@ -22,3 +22,9 @@ class AgentAppConfig(AppConfig):
         # The mock lane's turns that offer tools get the offline dialogue policy (the
         # gateway imports no app above it, so the policy is handed down here).
         register_mock_policy(DialoguePolicy())
+        # The admin's assistant page shows what its callers hear first (the core does not
+        # speak; this app does).
+        from agent_app.conversation import first_heard
+        from console.assistants.references import register_first_heard
+
+        register_first_heard(first_heard)

@@ -1,11 +1,9 @@
 """Asterisk's AudioSocket: a TCP listener that puts a PBX's calls through to the agent
 (docs/telephony.md). Served by `manage.py audiosocket` (make run: RUN_AUDIOSOCKET_PORT).
 
-The protocol: every frame is a 3-byte header — its kind and a 16-bit big-endian length
-— and that many bytes. Kinds: 0x00 hangup, 0x01 the call's UUID (16 bytes; the first
-frame), 0x03 a DTMF digit (one ASCII byte), 0x10 audio (signed linear 16-bit, 8 kHz,
-mono, little-endian), 0xff an error. We send the agent's audio as 0x10 frames of 20 ms,
-paced to real time (barge-in drops what was not sent yet), and 0x00 when we hang up.
+The wire is the `asterisk` kind's (calls_app/kinds/asterisk.py: its frames and their
+codec); this listener reads the frames, paces our audio to real time (barge-in drops
+what was not sent yet) and runs the call's lifecycle.
 
 The UUID is the one the dialplan's registration answered (`POST
 /voice/asterisk/<carrier>/calls`): single-use, at most AGENT_TOKEN_TTL_SEC old. A first
@@ -18,7 +16,6 @@ import asyncio
 import logging
 import socket
 import struct
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -26,28 +23,17 @@ from django.conf import settings
 from agent_app import codes
 from agent_app.audio import PhoneWire
 from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL
-from agent_app.models import AgentSession
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
 from agent_app.session import off_loop
+from calls_app.kinds.asterisk import AUDIO, FRAME_BYTES, HANGUP, KIND, AudioSocketCodec, frame, frame_limit
+from calls_app.kinds.base import CodecError
 
 logger = logging.getLogger("agent_app.phone")
 
-HANGUP, UUID, DTMF, AUDIO, ERROR = 0x00, 0x01, 0x03, 0x10, 0xFF
-WIRE = PhoneWire("pcm_s16le", 8000)
-FRAME_BYTES = 320  # 20 ms of our audio per frame
-MAX_AUDIO_BYTES = 3200  # 200 ms: a longer audio frame is refused
-MAX_CONTROL_BYTES = 64  # hangup, DTMF and error frames carry a few bytes
+WIRE = PhoneWire(*KIND.wire)
 
 _claim = off_loop(agent_session_claim)
-
-
-class Refused(Exception):
-    """The peer broke the protocol: logged, the connection closed."""
-
-
-def frame(kind: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">BH", kind, len(payload)) + payload
 
 
 class AudioSocketCall(PhoneBridge):
@@ -60,11 +46,12 @@ class AudioSocketCall(PhoneBridge):
         self.outbox = bytearray()
         self.outbox_ready = asyncio.Event()
         self.sender: asyncio.Task[None] | None = None
+        self.codec = AudioSocketCodec()
 
     async def run(self) -> None:
         try:
             await self._serve()
-        except Refused as exc:
+        except CodecError as exc:
             logger.error("AudioSocket %s refused: %s", self.log_id, exc)
             await self._end(CLOSE_PROTOCOL)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -86,54 +73,51 @@ class AudioSocketCall(PhoneBridge):
         else:
             await self.close(close_code)
 
-    async def _frame(self, first_byte_timeout: float | None) -> tuple[int, bytes]:
-        """(kind, payload) of the next frame: its first byte within `first_byte_timeout`
+    async def _frame(self, first_byte_timeout: float | None) -> bytes:
+        """The next frame (header and payload): its first byte within `first_byte_timeout`
         (None: no limit), the rest within PHONE_HANDSHAKE_TIMEOUT_SEC."""
         first = await asyncio.wait_for(self.reader.readexactly(1), first_byte_timeout)
         try:
             async with asyncio.timeout(settings.PHONE_HANDSHAKE_TIMEOUT_SEC):
-                (length,) = struct.unpack(">H", await self.reader.readexactly(2))
+                header = await self.reader.readexactly(2)
+                (length,) = struct.unpack(">H", header)
                 kind = first[0]
-                limit = MAX_AUDIO_BYTES if kind == AUDIO else 16 if kind == UUID else MAX_CONTROL_BYTES
-                if kind not in (HANGUP, UUID, DTMF, AUDIO, ERROR):
-                    raise Refused(f"a frame of the unknown kind 0x{kind:02x}")
+                limit = frame_limit(kind)
                 if length > limit:
                     if kind == AUDIO and self.conversation is not None:
                         await self.conversation.refuse(codes.FRAME_TOO_LARGE, "Audio frames carry at most 200 ms.")
-                    raise Refused(f"a frame of kind 0x{kind:02x} with {length} bytes (at most {limit})")
-                return kind, await self.reader.readexactly(length)
+                    raise CodecError(f"a frame of kind 0x{kind:02x} with {length} bytes (at most {limit})")
+                return first + header + await self.reader.readexactly(length)
         except TimeoutError:
-            raise Refused("a frame that did not arrive whole in time (a slow sender)") from None
+            raise CodecError("a frame that did not arrive whole in time (a slow sender)") from None
 
     async def _serve(self) -> None:
         try:
-            kind, payload = await self._frame(settings.PHONE_HANDSHAKE_TIMEOUT_SEC)
+            first = await self._frame(settings.PHONE_HANDSHAKE_TIMEOUT_SEC)
         except TimeoutError:
-            raise Refused("no UUID frame in time") from None
-        if kind != UUID or len(payload) != 16:
-            raise Refused("a first frame that is not the call's UUID")
-        session = await _claim(token=str(uuid.UUID(bytes=payload)), transport=AgentSession.Transport.AUDIOSOCKET)
+            raise CodecError("no UUID frame in time") from None
+        start = self.codec.parse(None, first)
+        session = await _claim(token=start.token, transport=KIND.transport)
         if session is None:
-            raise Refused("an unknown, used or expired UUID")
+            raise CodecError("an unknown, used or expired UUID")
         self.begin(session, WIRE)
         self.sender = asyncio.create_task(self._pace())
         conversation = self.conversation
         assert conversation is not None  # begun
         while not conversation.closing:
-            kind, payload = await self._frame(None)  # silence of a hung PBX: the conversation's idle timeout
+            data = await self._frame(None)  # silence of a hung PBX: the conversation's idle timeout
             conversation.touch()
-            if kind == AUDIO:
-                await self.heard(payload)
-            elif kind == DTMF:
-                await conversation.dtmf(payload.decode("latin-1") if len(payload) == 1 else None)
-            elif kind == HANGUP:
+            event = self.codec.parse(None, data)
+            if event.kind == "audio":
+                await self.heard(event.audio)
+            elif event.kind == "dtmf":
+                await conversation.dtmf(event.digit)
+            elif event.kind == "stop":
                 return await conversation.end()
-            elif kind == ERROR:
+            elif event.kind == "error":
                 logger.error("AudioSocket %s (call %s): the PBX reported an error (%s)", self.log_id,
-                             conversation.call_id, payload.hex()[:32])
+                             conversation.call_id, event.audio.hex()[:32])
                 return await conversation.end(CLOSE_FAILED)
-            else:
-                raise Refused("a second UUID frame")
 
     # --- the transport ------------------------------------------------------------------
     async def send_event(self, event: dict[str, Any]) -> None:
@@ -161,9 +145,10 @@ class AudioSocketCall(PhoneBridge):
             now = loop.time()
             if due is None or due < now - 0.1:
                 due = now
-            data = bytes(self.outbox[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+            data = bytes(self.outbox[:FRAME_BYTES])
             del self.outbox[:FRAME_BYTES]
-            self.writer.write(frame(AUDIO, data))
+            for wire_frame in self.codec.audio(data):
+                self.writer.write(wire_frame)
             await self.writer.drain()
             due += FRAME_BYTES / WIRE.bytes_per_second
             await asyncio.sleep(max(0.0, due - loop.time()))

@@ -11,10 +11,11 @@ from typing import cast
 from django.conf import settings
 
 from agent_app.audio import WireFormat
+from console.assistants.models import Assistant
 from console.tenants.models import Tenant
 from registry_app.lanes.failover import LaneFailure
-from scripts_app.selectors import effective_script
-from scripts_app.services import effective_text
+from scripts_app.selectors import TENANT, EffectiveScript, effective_script
+from scripts_app.services import effective_text, sample_variables
 from speech_app.services import (
     lane_voice,
     local_recognizer,
@@ -32,6 +33,9 @@ from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
 logger = logging.getLogger("agent_app")
+# Said right after the AI disclosure when the call is recorded: recording a call unannounced
+# is an offence in Germany (§ 201 StGB), and Art. 13 GDPR needs the notice at the start.
+RECORDING_NOTICE = "Dieses Gespräch wird aufgezeichnet."
 
 
 @dataclass(frozen=True)
@@ -40,14 +44,44 @@ class Opening:
     text: str  # the whole opening, the disclosure first
 
 
-def opening(*, tenant: Tenant, variables: Mapping[str, str]) -> Opening:
-    """The assistant's opening script as the tenant has it, the disclosure prepended
-    (scripts_app, as for every call opener). MissingVariables (400) if the script names
-    a variable without a value; the tenant's name is `companyName` unless given."""
-    script = effective_script(tenant, OPENING_TOUCHPOINT)
-    text = effective_text(script, variables={"companyName": tenant.name, **variables},
-                          disclosure=tenant.disclosure_text)
-    return Opening(disclosure=tenant.disclosure_text.strip(), text=text)
+def disclosure(*, tenant: Tenant, recorded: bool = False) -> str:
+    """What every caller hears first: the tenant's AI disclosure, and where the call is
+    recorded RECORDING_NOTICE (the one place every transport's opening takes it from)."""
+    text = tenant.disclosure_text.strip()
+    return f"{text} {RECORDING_NOTICE}" if recorded else text
+
+
+def opening_script(*, tenant: Tenant, assistant: Assistant | None = None) -> EffectiveScript:
+    """What the call opens with after the disclosure: the assistant's own greeting where it
+    has one, else its opening touchpoint's script as the tenant has it (inbound.greeting
+    without an assistant)."""
+    if assistant is not None and assistant.greeting.strip():
+        tp = effective_script(tenant, assistant.opening_touchpoint)  # its length budget
+        return EffectiveScript(tp.touchpoint_id, assistant.greeting.strip(), TENANT, tp.max_seconds, True)
+    return effective_script(tenant, assistant.opening_touchpoint if assistant is not None else OPENING_TOUCHPOINT)
+
+
+def opening(*, tenant: Tenant, variables: Mapping[str, str], assistant: Assistant | None = None,
+            recorded: bool = False) -> Opening:
+    """The opening (opening_script) with the disclosure prepended (scripts_app, as for
+    every call opener; with the recording notice where the call is recorded).
+    MissingVariables (400) if the script names a variable without a value; the tenant's
+    name is `companyName` unless given."""
+    script = opening_script(tenant=tenant, assistant=assistant)
+    said_first = disclosure(tenant=tenant, recorded=recorded)
+    text = effective_text(script, variables={"companyName": tenant.name, **variables}, disclosure=said_first)
+    return Opening(disclosure=said_first, text=text)
+
+
+def first_heard(assistant: Assistant) -> str:
+    """What a caller of `assistant` hears first as the admin shows it: the disclosure
+    (with the recording notice where the tenant records calls), then its greeting or
+    opening script, sample values for the variables (scripts_app's play button's)."""
+    tenant = assistant.tenant
+    script = opening_script(tenant=tenant, assistant=assistant)
+    values = {**sample_variables(script.text), "companyName": tenant.name}
+    return effective_text(script, variables=values,
+                          disclosure=disclosure(tenant=tenant, recorded=tenant.recording_enabled))
 
 
 def voicemail_text(*, tenant: Tenant, touchpoint: str, variables: Mapping[str, str] | None,

@@ -27,11 +27,11 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from agent_app.sentences import Sentences
 from campaigns_app.selectors import is_campaign_call
 from campaigns_app.services import opt_out
 from console.assistants.models import Assistant
 from console.errors import ApiError
+from console.sentences import Sentences
 from console.tenants.models import Tenant
 from gateway_app.services import gateway_chat
 from gateway_app.turns import ChatDone, TextDelta, ToolCall

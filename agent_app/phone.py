@@ -1,5 +1,5 @@
-"""What the phone bridges share (docs/telephony.md): the Twilio-compatible media stream
-(twilio_stream.py) and Asterisk's AudioSocket (audiosocket.py) are transports of the
+"""What the phone bridges share (docs/telephony.md): the media stream of the carrier kinds
+(media_stream.py) and Asterisk's AudioSocket (audiosocket.py) are transports of the
 conversation core (session.py) like the browser's WebSocket, plus:
 
 - the goodbye at the grant's end (`goodbye_lead_sec`): a caller hears why the call ends;

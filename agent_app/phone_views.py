@@ -1,176 +1,172 @@
-"""The phone bridges' HTTP side (docs/telephony.md): a Twilio-compatible carrier's voice
-webhook and status callbacks, and an Asterisk dialplan's registration of a call.
+"""The phone bridges' HTTP side (docs/telephony.md): one set of views for every carrier
+kind (calls_app/kinds), at `/voice/<kind>/<carrier_id>/<the kind's path of the hook>`,
+each dispatching to the kind's webhooks for what differs (how a request is verified,
+read and answered):
 
-Each registers the call through calls_app (its cap check, the call) and grants its
-conversation a single-use token (agent_app.services); the audio then comes over the
-media stream (agent_app/twilio_stream.py) or AudioSocket (agent_app/audiosocket.py).
-These are plain Django views behind DRF classes (for the OpenAPI document and the
-error shape of other methods), like the carrier webhook: the carrier's exact form (or
-body) is what its signature covers."""
-import hmac
+- `incoming`: a call for the agent (a Twilio-compatible carrier's voice webhook, an
+  Asterisk dialplan's registration): the call registered through calls_app (its cap
+  check, the call) and its conversation granted a single-use token
+  (agent_app.services), which the kind's answer hands the carrier; the audio then comes
+  over the kind's media stream (agent_app/media_stream.py) or AudioSocket
+  (agent_app/audiosocket.py);
+- `status`: the carrier's status callbacks (an ending status ends the call once, an
+  answering-machine verdict is answered as the campaign chose);
+- `transfer`: the number a call was handed over to, read back.
+
+These are plain Django views behind DRF classes (for the OpenAPI document and the error
+shape of other methods), like the carrier webhook: the carrier's exact form (or body)
+is what its signature covers."""
 import logging
-import re
-import secrets
-import uuid
+from typing import Any
 
-from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import extend_schema
 
 from agent_app import services
 from agent_app.conversation import voicemail_text
-from agent_app.errors import CallExists, InvalidCarrierSecret, InvalidTwilioSignature
-from agent_app.models import AgentSession
-from calls_app import phone_calls, twilio
+from calls_app import phone_calls
 from calls_app.carriers import CarrierError
-from calls_app.errors import MinuteCapReached, UnknownCarrier, UnknownNumber
+from calls_app.errors import MinuteCapReached, UnknownCarrier
+from calls_app.kinds import KINDS
+from calls_app.kinds.base import CarrierKind, InboundCall, Webhooks
 from console.api import OpenAPIView, accepts_query
-from console.errors import ApiError, ValidationFailed
-from console.openapi import errors
-from console.parsers import json_loads
-from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.errors import ApiError, NotFound
 
 logger = logging.getLogger("agent_app.phone")
 
-TWILIO, ASTERISK = "twilio", "asterisk"
-# Twilio's call SIDs are "CA" and 32 hex digits; other carriers (and Asterisk's UNIQUEID) use letters, digits, ".", "-", "_".
-_CALL_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_DURATION = re.compile(r"[0-9]{1,6}")
+
+class _KindView(OpenAPIView):
+    """A hook of one kind (`kind_name`, bound by agent_app/phone_urls.py)."""
+
+    kind_name = ""
+
+    @property
+    def kind(self) -> CarrierKind:
+        return KINDS[self.kind_name]
+
+    @property
+    def webhooks(self) -> Webhooks:
+        assert self.kind.webhooks is not None
+        return self.kind.webhooks
+
+    def carrier(self, request: HttpRequest, carrier_id: str) -> Any:
+        """The carrier `carrier_id` of this kind, the request verified as its (else an ApiError)."""
+        carrier = phone_calls.phone_carrier(carrier_id=carrier_id, kind=self.kind_name)
+        if carrier is None:
+            raise UnknownCarrier()
+        self.webhooks.verify(carrier, request)
+        return carrier
 
 
-def _twiml(text):
-    return HttpResponse(text, content_type="text/xml; charset=utf-8")
-
-
-class _PlainPost(OpenAPIView):
+class _PlainPost(_KindView):
     """POST goes straight to `post` with Django's request (the form as the carrier sent it)."""
 
-    def dispatch(self, request, *args, **kwargs):
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         if request.method == "POST":
             return self.post(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
 
-
-def _twilio_carrier(request, carrier_id):
-    carrier = phone_calls.phone_carrier(carrier_id=carrier_id, kind=TWILIO)
-    if carrier is None:
-        raise UnknownCarrier()
-    if not twilio.signature_valid(carrier, request):
-        logger.warning("Twilio webhook for carrier %s with a missing or wrong signature (request %s)", carrier_id,
-                       getattr(request, "request_id", "-"))
-        raise InvalidTwilioSignature()
-    return carrier
+    def post(self, request: HttpRequest, carrier_id: str) -> HttpResponse:
+        raise NotImplementedError
 
 
-def _call_sid(form):
-    sid = form.get("CallSid", "")
-    if not _CALL_ID.fullmatch(sid):
-        raise ValidationFailed.field("CallSid", "The carrier's call id: letters, digits, '-' and '_', 1–64.")
-    return sid
-
-
-TWILIO_FORM = inline_serializer("TwilioVoiceWebhook", {
-    "CallSid": serializers.CharField(), "AccountSid": serializers.CharField(), "From": serializers.CharField(),
-    "To": serializers.CharField(), "CallStatus": serializers.CharField(), "Direction": serializers.CharField(),
-})
-
-
-class TwilioIncomingView(_PlainPost):
-    @accepts_query(OpenApiParameter("call", str, OpenApiParameter.QUERY, required=False,
-                                    description="The outbound call (`cl_…`) the carrier dialled for us."))
-    @extend_schema(
-        request={"application/x-www-form-urlencoded": TWILIO_FORM},
-        responses={(200, "text/xml"): OpenApiTypes.STR},
-        parameters=[OpenApiParameter("X-Twilio-Signature", str, OpenApiParameter.HEADER, required=True)],
-        extensions=errors(403, 404),
-        summary="A Twilio-compatible carrier's voice webhook: TwiML that connects the call to the agent's stream",
-    )
-    def post(self, request, carrier_id):
-        carrier = _twilio_carrier(request, carrier_id)
-        form = request.POST
-        call_sid = _call_sid(form)
-        if form.get("Direction", "inbound").startswith("outbound"):
-            return self._outbound(request, carrier, call_sid)
-        try:
-            called = to_e164(form.get("To", ""))
-        except InvalidPhoneNumber:
-            called = ""
-        number = phone_calls.number_route(e164=called) if called else None
+class IncomingView(_PlainPost):
+    def post(self, request: HttpRequest, carrier_id: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        webhooks, transport = self.webhooks, self.kind.transport
+        inbound = webhooks.inbound(request)
+        if inbound.outbound:
+            return self._outbound(request, carrier, inbound)
+        number = phone_calls.number_route(e164=inbound.to_e164) if inbound.to_e164 else None
         if number is None:
-            logger.warning("Twilio carrier %s: a call to %s, which no tenant owns: rejected", carrier.pk,
-                           mask(called) or "?")
-            return _twiml(twilio.twiml_reject())
-        caller = phone_calls.caller_e164(form.get("From", ""))
-        existing = phone_calls.phone_call_of(carrier=carrier, carrier_call_id=call_sid)
-        if existing is not None:  # the carrier asks again (a retry): the same call, a new token
-            token = services.phone_call_answer(call=existing, transport=TWILIO)
-            return _twiml(twilio.twiml_stream(carrier.pk, token, request) if token else twilio.twiml_reject())
+            return webhooks.refuse(carrier, inbound, "unknown_number")
+        existing = phone_calls.phone_call_of(carrier=carrier, carrier_call_id=inbound.carrier_call_id)
+        if existing is not None:
+            if not webhooks.reconnects:
+                return webhooks.refuse(carrier, inbound, "exists")
+            # The carrier asks again (a retry): the same call, a new token.
+            token = services.phone_call_answer(call=existing, transport=transport)
+            return webhooks.connect(carrier, token, request) if token else webhooks.refuse(carrier, inbound, "gone")
         try:
             _call, token = services.phone_call_register(
-                carrier=carrier, number=number, carrier_call_id=call_sid, from_e164=caller, to_e164=called,
-                transport=TWILIO)
+                carrier=carrier, number=number, carrier_call_id=inbound.carrier_call_id, from_e164=inbound.from_e164,
+                to_e164=inbound.to_e164, transport=transport, token=inbound.token or None)
         except MinuteCapReached:
-            services.phone_call_reject(carrier=carrier, number=number, carrier_call_id=call_sid, from_e164=caller,
-                                       to_e164=called)
-            return _twiml(twilio.twiml_cap_notice())
-        return _twiml(twilio.twiml_stream(carrier.pk, token, request))
+            services.phone_call_reject(carrier=carrier, number=number, carrier_call_id=inbound.carrier_call_id,
+                                       from_e164=inbound.from_e164, to_e164=inbound.to_e164)
+            return webhooks.refuse(carrier, inbound, "cap")
+        return webhooks.connect(carrier, token, request)
 
-    @staticmethod
-    def _outbound(request, carrier, call_sid):
+    def _outbound(self, request: HttpRequest, carrier: Any, inbound: InboundCall) -> HttpResponse:
         """The callee of a call we dialled answered: its stream, minutes reserved at the request."""
-        call = phone_calls.outbound_call_of(carrier=carrier, call_id=request.GET.get("call", ""))
-        if call is None or not phone_calls.call_outbound_answered(call=call, carrier_call_id=call_sid):
-            return _twiml(twilio.twiml_reject())
-        token = services.phone_call_answer(call=call, transport=TWILIO)
-        return _twiml(twilio.twiml_stream(carrier.pk, token, request) if token else twilio.twiml_reject())
+        webhooks = self.webhooks
+        call = phone_calls.outbound_call_of(carrier=carrier, call_id=inbound.outbound_call_id)
+        if call is None or not phone_calls.call_outbound_answered(call=call, carrier_call_id=inbound.carrier_call_id):
+            return webhooks.refuse(carrier, inbound, "gone")
+        token = services.phone_call_answer(call=call, transport=self.kind.transport)
+        return webhooks.connect(carrier, token, request) if token else webhooks.refuse(carrier, inbound, "gone")
 
 
-class TwilioStatusView(_PlainPost):
-    @accepts_query(OpenApiParameter("call", str, OpenApiParameter.QUERY, required=False,
-                                    description="The outbound call (`cl_…`) the callback is about: a campaign's "
-                                                "dial whose answer was lost is bound to the carrier's sid by it."))
-    @extend_schema(
-        request={"application/x-www-form-urlencoded": inline_serializer("TwilioStatusCallback", {
-            "CallSid": serializers.CharField(), "CallStatus": serializers.CharField(),
-            "CallDuration": serializers.IntegerField(required=False),
-            "AnsweredBy": serializers.CharField(required=False)})},
-        responses={204: None},
-        parameters=[OpenApiParameter("X-Twilio-Signature", str, OpenApiParameter.HEADER, required=True)],
-        extensions=errors(400, 403, 404),
-        summary="A Twilio-compatible carrier's status callbacks: an ending status ends the call, once; an "
-                "answering-machine verdict (AnsweredBy) is answered as the campaign chose",
-    )
-    def post(self, request, carrier_id):
-        carrier = _twilio_carrier(request, carrier_id)
-        form = request.POST
-        call_sid = _call_sid(form)
-        _bind_outbound(carrier, request.GET.get("call", ""), call_sid)
-        if "AnsweredBy" in form and "CallStatus" not in form:
-            _machine_verdict(carrier, call_sid, form.get("AnsweredBy", ""))
+class StatusView(_PlainPost):
+    def post(self, request: HttpRequest, carrier_id: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        report = self.webhooks.status(request)
+        _bind_outbound(carrier, report.outbound_call_id, report.carrier_call_id)
+        if report.answered_by is not None:
+            _machine_verdict(carrier, report.carrier_call_id, report.answered_by)
             return HttpResponse(status=204)
-        duration = form.get("CallDuration", "0") or "0"
-        if not _DURATION.fullmatch(duration):
-            raise ValidationFailed.field("CallDuration", "Whole seconds.")
-        phone_calls.call_phone_status(carrier=carrier, carrier_call_id=call_sid, status=form.get("CallStatus", ""),
-                                      seconds=int(duration))
+        phone_calls.call_phone_status(carrier=carrier, carrier_call_id=report.carrier_call_id, status=report.status,
+                                      seconds=report.seconds)
         return HttpResponse(status=204)
 
 
-def _bind_outbound(carrier, call_id, call_sid):
+class TransferView(_KindView):
+    def get(self, request: HttpRequest, carrier_id: str, call_uuid: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        target = (services.phone_transfer_target(carrier=carrier, token=call_uuid, transport=self.kind.transport)
+                  if len(call_uuid) <= 64 else None)
+        if target is None:  # no call of this carrier: another carrier's secret reads nothing
+            raise NotFound()
+        return HttpResponse(target, content_type="text/plain; charset=utf-8")
+
+
+HOOK_VIEWS: dict[str, tuple[type[_KindView], str]] = {
+    "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get")}
+
+
+def hook_view(kind: CarrierKind, hook: str) -> Any:
+    """The view of `kind`'s `hook`: the hook's view bound to the kind, its handler
+    described for the OpenAPI document (and its accepted query) as the kind declares."""
+    base, method = HOOK_VIEWS[hook]
+    assert kind.webhooks is not None
+    schema = dict(kind.webhooks.schema[hook])
+    query = schema.pop("query", [])
+
+    def handler(self: Any, request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = getattr(base, method)(self, request, **kwargs)
+        return response
+
+    handler.__name__ = method
+    described = extend_schema(**schema)(accepts_query(*query)(handler))
+    name = f"{kind.name.title().replace('-', '')}{base.__name__}"
+    view: Any = type(name, (base,), {method: described, "kind_name": kind.name, "__doc__": base.__doc__})
+    return view.as_view()
+
+
+def _bind_outbound(carrier: Any, call_id: str, call_sid: str) -> None:
     """A callback of an outbound call we dialled names our call (`?call=`, the dial's
     StatusCallback): the call learns the carrier's sid here if the dial's answer never
     stored it (it timed out after the carrier placed the call), so this callback and
     every later one apply to it. A call bound to another sid keeps it."""
     if not call_id:
         return
-    call = phone_calls.outbound_call_of(carrier=carrier, call_id=call_id[:64])
+    call = phone_calls.outbound_call_of(carrier=carrier, call_id=call_id)
     if call is not None and not phone_calls.call_outbound_answered(call=call, carrier_call_id=call_sid):
-        logger.warning("Twilio carrier %s: a callback for call %s names sid %s, the call has another", carrier.pk,
+        logger.warning("Carrier %s: a callback for call %s names sid %s, the call has another", carrier.pk,
                        call.pk, call_sid)
 
 
-def _machine_verdict(carrier, call_sid, answered_by):
+def _machine_verdict(carrier: Any, call_sid: str, answered_by: str) -> None:
     """The asynchronous answering-machine detection asked for by a campaign's dial
     (calls_app.dialing): a machine is hung up on, or told the campaign's voicemail
     after the beep, as its listener answers; a person is talked to."""
@@ -178,8 +174,8 @@ def _machine_verdict(carrier, call_sid, answered_by):
     if answer is None:
         return
     message = ""
-    if not answer.hang_up and answer.touchpoint:
-        call = phone_calls.phone_call_of(carrier=carrier, carrier_call_id=call_sid)
+    call = phone_calls.phone_call_of(carrier=carrier, carrier_call_id=call_sid)
+    if call is not None and not answer.hang_up and answer.touchpoint:
         try:
             message = voicemail_text(tenant=call.tenant, touchpoint=answer.touchpoint, variables=answer.variables,
                                      callback_number=call.from_e164)
@@ -189,87 +185,4 @@ def _machine_verdict(carrier, call_sid, answered_by):
     try:
         phone_calls.carrier_machine_answer(carrier=carrier, carrier_call_id=call_sid, message=message)
     except CarrierError as exc:
-        logger.warning("Twilio carrier %s refused to end call %s at its answering machine: %s", carrier.pk,
-                       call_sid, exc)
-
-
-# --- Asterisk ----------------------------------------------------------------------------
-
-def _asterisk_carrier(request, carrier_id):
-    carrier = phone_calls.phone_carrier(carrier_id=carrier_id, kind=ASTERISK)
-    if carrier is None:
-        raise UnknownCarrier()
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    expected = phone_calls.carrier_bearer_secret(carrier)
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode()[:200], expected.encode()):
-        raise InvalidCarrierSecret()
-    return carrier
-
-
-def _registration_fields(request):
-    """`from`, `to` and `channel` of a registration: form-encoded as Asterisk's CURL()
-    posts them, or a JSON object."""
-    if request.content_type == "application/json":
-        body = json_loads(request.body)
-        if not isinstance(body, dict):
-            raise ValidationFailed("The body must be a JSON object.")
-    else:
-        body = request.POST
-    fields = {}
-    for name in ("from", "to", "channel"):
-        value = body.get(name, "")
-        if not isinstance(value, str) or len(value) > 64:
-            raise ValidationFailed.field(name, "A string of at most 64 characters.")
-        fields[name] = value.strip()
-    return fields
-
-
-class AsteriskCallsView(_PlainPost):
-    @extend_schema(
-        request={"application/x-www-form-urlencoded": inline_serializer("AsteriskCall", {
-            "from": serializers.CharField(required=False), "to": serializers.CharField(),
-            "channel": serializers.CharField(required=False)})},
-        responses={(200, "text/plain"): OpenApiTypes.STR},
-        extensions=errors(400, 401, 402, 404, 409),
-        summary="Register a call of an Asterisk PBX: answers the UUID its AudioSocket() connects with",
-    )
-    def post(self, request, carrier_id):
-        carrier = _asterisk_carrier(request, carrier_id)
-        fields = _registration_fields(request)
-        try:
-            called = to_e164(fields["to"])
-        except InvalidPhoneNumber as exc:
-            raise ValidationFailed.field("to", str(exc)) from None
-        number = phone_calls.number_route(e164=called)
-        if number is None:
-            logger.warning("Asterisk carrier %s: a call to %s, which no tenant owns", carrier.pk, mask(called))
-            raise UnknownNumber(details={"to": called})
-        channel = fields["channel"]
-        if channel and not _CALL_ID.fullmatch(channel):
-            raise ValidationFailed.field("channel", "Asterisk's UNIQUEID: letters, digits, '.', '-' and '_'.")
-        if channel and phone_calls.phone_call_of(carrier=carrier, carrier_call_id=channel) is not None:
-            raise CallExists()
-        carrier_call_id = channel or f"as-{secrets.token_hex(12)}"
-        caller = phone_calls.caller_e164(fields["from"])
-        token = str(uuid.uuid4())
-        try:
-            services.phone_call_register(carrier=carrier, number=number, carrier_call_id=carrier_call_id,
-                                         from_e164=caller, to_e164=called, transport=AgentSession.Transport.AUDIOSOCKET,
-                                         token=token)
-        except MinuteCapReached:
-            services.phone_call_reject(carrier=carrier, number=number, carrier_call_id=carrier_call_id,
-                                       from_e164=caller, to_e164=called)
-            raise
-        return HttpResponse(token, content_type="text/plain; charset=utf-8")
-
-
-class AsteriskTransferView(OpenAPIView):
-    @extend_schema(
-        responses={(200, "text/plain"): OpenApiTypes.STR},
-        extensions=errors(401, 404),
-        summary="The number an Asterisk call was handed over to (empty: none), read back by the dialplan",
-    )
-    def get(self, request, carrier_id, call_uuid):
-        _asterisk_carrier(request, carrier_id)
-        target = services.phone_transfer_target(token=call_uuid) if len(call_uuid) <= 64 else ""
-        return HttpResponse(target, content_type="text/plain; charset=utf-8")
+        logger.warning("Carrier %s refused to end call %s at its answering machine: %s", carrier.pk, call_sid, exc)

@@ -57,8 +57,9 @@ bounded time); a call whose arguments do not validate is not made. Only offered
 tools are called.
 
 Tool results are data. A passage is read for sentences that answer the question;
-sentences that speak to the assistant ("Ignorieren Sie Ihre Anweisungen …") are left
-out, and nothing in a result ever changes what the policy does next: which tool it
+sentences that speak to the assistant
+("Ignorieren Sie Ihre Anweisungen …") or tell anyone what to do ("Rufen Sie … an") are
+left out, and so is a phone number unless the caller asked for one; nothing in a result ever changes what the policy does next: which tool it
 calls and with which arguments depends only on the caller's words and the context
 lines.
 """
@@ -76,6 +77,7 @@ from django.utils import timezone
 from console.json_schemas import SchemaUnusable, instance_valid, schema_problems
 from console.parsers import json_text
 from console.phone import InvalidPhoneNumber, to_e164
+from console.sentences import split_sentences
 from gateway_app.providers.mock import RuleSetPolicy, guess_language
 from gateway_app.turns import TextDelta, ToolCall
 from speech_app.entities import entities, number_of
@@ -363,6 +365,23 @@ _INSTRUCTIONS = _cue(
     r"\bignore\b", r"\bdisregard\b", r"\bforget\b", r"\b(?:your|previous|prior|all|above) (?:instructions|rules)\b",
     r"\byou are now\b", r"\blanguage model\b", r"\btransfer (?:the call|me|this call)\b", r"\btransfer_call\b",
     r"\btool call")
+# Sentences that tell someone what to do — the caller or the assistant — are never read
+# out of a passage or a tool's answer: a Sie- or du-imperative ("Rufen Sie … an",
+# "Bitte nennen Sie …", "Verbinde …"), what someone must or should do, an English
+# imperative. What the business says of itself ("Die Praxis ist … geöffnet") is read.
+_IMPERATIVE = _cue(
+    r"^\W*(?:bitte\s+)?[a-zäöüß]+e?n\s+sie\b(?![^.!?]*\?\W*$)", r"^\W*bitte\b", r"\bbitte\W*$",
+    r"\b(?:du|dich|dir|dein\w*|euch|ihr solltet)\b",
+    r"\bsie (?:müssen|sollen|sollten|dürfen|haben zu)\b", r"\b(?:der|die) (?:assistent\w*|ki|agent)\b",
+    r"\banrufer\w*\b[^.!?]{0,40}\b(?:verbinden|weiterleiten|durchstellen|mitteilen|sagen|nennen)\b",
+    r"^\W*(?:please\s+)?(?:call|tell|say|give|read|send|transfer|connect|forward|dial|repeat|ask|reply|respond|"
+    r"answer|act|pretend|output|print|write|do|don'?t|never|always|make|use|contact|visit|go)\b",
+    r"\byou (?:must|should|will|have to|need to|are to)\b", r"!\W*$")
+# A phone number in a sentence (six digits or more, spaced or not): read only when the
+# caller asked for a number.
+_NUMBER_IN = re.compile(r"\+?\d[\d ()/.-]{4,}\d")
+_ASKS_NUMBER = _cue(r"nummer", r"telefon", r"\berreich", r"\banruf", r"\bfax", r"hotline", r"whatsapp",
+                    r"\bnumber\b", r"\bphone\b", r"\breach\b", r"\bcontact\b", r"\bkontakt")
 _QUESTION = _cue(r"\?", r"^\W*(?:wann|wie|was|wo|wer|welche\w*|warum|wieso|weshalb|wozu|woher|wohin|haben|habt|gibt|"
                  r"kann|können|könnt|ist|sind|bieten|machen|nehmen|muss|brauche|darf|when|what|where|how|who|"
                  r"which|why|do|does|are|is|can|could)\b")
@@ -783,20 +802,26 @@ def _stems(text):
 
 
 def _sentences(text):
+    """The sentences of a passage (headings left out), by the one German splitter:
+    "Praxis Dr. Weber" or "am 3. Dezember" are no sentence ends."""
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    flat = " ".join(" ".join(lines).split())
-    return [sentence.strip() for sentence in re.split(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ0-9])", flat) if sentence.strip()]
+    return split_sentences(" ".join(" ".join(lines).split()))
 
 
 def answer_from(passages, question, *, limit=2, max_chars=320):
     """The sentences of the passages that answer `question` best (most of its word
-    stems; the better passage first), at most `limit`; sentences that speak to the
-    assistant are never taken. "" when none is left."""
+    stems; the better passage first; with none in common, the first sentence of the
+    search's best passage), at most `limit`; "" when none is left. Never taken: sentences that speak to the assistant or tell anyone
+    what to do (imperatives), and sentences with a phone number unless the caller
+    asked for one — a passage or a tool's answer is data, quoted only as the answer."""
     wanted = _stems(question)
+    numbers_wanted = bool(_ASKS_NUMBER.search(question))
     scored = []
     for rank, passage in enumerate(passages[:3]):
         for index, sentence in enumerate(_sentences(passage)):
-            if _INSTRUCTIONS.search(sentence):
+            if _INSTRUCTIONS.search(sentence) or _IMPERATIVE.search(sentence):
+                continue
+            if not numbers_wanted and _NUMBER_IN.search(sentence) and _digits_in(sentence) >= 6:
                 continue
             overlap = len(wanted & _stems(sentence))
             scored.append((-overlap, rank, index, sentence))
@@ -804,7 +829,7 @@ def answer_from(passages, question, *, limit=2, max_chars=320):
         return ""
     scored.sort()
     best = scored[0]
-    if best[0] == 0:  # nothing in common: the best passage's first sentence
+    if best[0] == 0:  # no word in common: the search's best passage, its first sentence left
         chosen = [min(scored, key=lambda item: (item[1], item[2]))]
     else:
         chosen = [best] + [item for item in scored[1:limit] if item[0] < 0 and item[1] == best[1]]
@@ -813,6 +838,10 @@ def answer_from(passages, question, *, limit=2, max_chars=320):
     if len(text) > max_chars:
         text = text[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     return text
+
+
+def _digits_in(text):
+    return max((sum(c.isdigit() for c in found) for found in _NUMBER_IN.findall(text)), default=0)
 
 
 class DialoguePolicy:

@@ -16,9 +16,11 @@ from agent_app.mind import assistant_of
 from agent_app.models import AgentSession
 from calls_app import phone_calls
 from calls_app import services as calls
+from calls_app.kinds import WEB_TRANSPORT, kind_of_transport
 from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
 from campaigns_app.selectors import contact_variables_of_call
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_answering, assistant_of_call
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
 
@@ -31,23 +33,26 @@ def token_digest(token: str) -> str:
 def agent_session_create(*, tenant: Tenant, assistant_id: str = "", language: str | None = None,
                          variables: dict[str, Any] | None = None, encoding: str = "pcm_s16le",
                          sample_rate: int = 16000, max_minutes: int | None = None,
-                         now: datetime | None = None) -> tuple[AgentSession, str]:
+                         now: datetime | None = None, test: bool = False) -> tuple[AgentSession, str]:
     """A new session: checks the minute cap and reserves minutes like an outbound call
     (402 minute_cap_reached), at most `max_minutes` if given, and issues its single-use
-    token. Returns (session, token); the token is shown once and only its digest is kept."""
+    token. Returns (session, token); the token is shown once and only its digest is kept. A
+    `test` session (the admin's browser test) is a test call: no cap, no minutes booked."""
     now = now or timezone.now()
     agent_sessions_expire(tenant=tenant, now=now)
     voice, assistant = "", None
     if assistant_id:
-        assistant = Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first()
+        # Its effective config: the latest published version, else the draft.
+        assistant = assistant_answering(assistant=Assistant.objects.for_tenant(tenant).filter(pk=assistant_id).first())
         if assistant is None:  # another tenant's assistant answers like none
             raise UnknownAssistant(details={"assistant": [UnknownAssistant.message]})
         language, voice = language or assistant.language, assistant.voice
-    opening(tenant=tenant, variables=variables or {})  # the opening can be spoken (400 missing_variables)
     # Without one named, the tenant's first assistant answers (agent_app.mind): its
-    # tools, transfer targets and analysis apply to the call.
-    answering = assistant or assistant_of(tenant=tenant)
-    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering)
+    # tools, transfer targets, greeting and analysis apply to the call.
+    answering = assistant or assistant_answering(assistant=assistant_of(tenant=tenant))
+    # The opening can be spoken (400 missing_variables).
+    opening(tenant=tenant, variables=variables or {}, assistant=answering)
+    call = calls.call_request_web(tenant=tenant, max_minutes=max_minutes, now=now, assistant=answering, test=test)
     token = secrets.token_urlsafe(32)
     session = AgentSession.objects.create(
         tenant=tenant, call=call, token_digest=token_digest(token),
@@ -69,13 +74,14 @@ def agent_sessions_expire(*, tenant: Tenant, now: datetime | None = None) -> Non
 
 
 @transaction.atomic
-def agent_session_claim(*, token: object, now: datetime | None = None, transport: str = AgentSession.Transport.WEB,
+def agent_session_claim(*, token: object, now: datetime | None = None, transport: str = WEB_TRANSPORT,
                         carrier_id: str | None = None, carrier_call_id: str | None = None) -> AgentSession | None:
     """The session of `token` if the token is unused, unexpired and of this transport
     (a phone call's token opens no browser session, nor the reverse), and, for a phone
     call's stream, of the call `carrier_call_id` of the carrier `carrier_id`: now marked
     used (one conditional UPDATE, so two connections with one token cannot both win);
-    else None. An expired token's call is ended on the spot. A phone call starts here
+    else None. A call that ended already (the carrier hung up first) is never claimed,
+    so nothing is spoken into it. An expired token's call is ended on the spot. A phone call starts here
     (`call.started`)."""
     now = now or timezone.now()
     if not isinstance(token, str) or not 20 <= len(token) <= 100:
@@ -84,7 +90,7 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
     mine = AgentSession.objects.filter(token_digest=digest, transport=transport)
     if carrier_id is not None:
         mine = mine.filter(call__carrier_id=carrier_id, call__carrier_call_id=carrier_call_id)
-    claimed = mine.filter(used_at__isnull=True, expires_at__gt=now).update(used_at=now)
+    claimed = mine.filter(used_at__isnull=True, expires_at__gt=now, call__ended_at__isnull=True).update(used_at=now)
     session = mine.select_related("tenant", "call").first()
     if session is None:
         return None
@@ -92,7 +98,7 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
         if session.used_at is None:
             calls.call_web_end(call_id=session.call_id, now=now)
         return None
-    if transport == AgentSession.Transport.WEB:
+    if transport == WEB_TRANSPORT:
         calls.call_web_start(call_id=session.call_id, now=now)
     else:
         phone_calls.call_phone_start(call_id=session.call_id, now=now)
@@ -101,10 +107,6 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
 
 
 # --- Phone calls (docs/telephony.md) ------------------------------------------------------
-
-PHONE_WIRES: dict[str, tuple[str, int]] = {AgentSession.Transport.TWILIO: ("mulaw", 8000),
-                                            AgentSession.Transport.AUDIOSOCKET: ("pcm_s16le", 8000)}
-
 
 @transaction.atomic
 def phone_call_register(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
@@ -127,7 +129,11 @@ def phone_call_register(*, carrier: Carrier, number: PhoneNumber, carrier_call_i
 
 
 def _answering(number: PhoneNumber) -> Assistant | None:
-    return number.assistant or assistant_of(tenant=number.tenant)
+    """The effective config that answers `number`: its assistant's pinned version, else
+    its latest published, else its draft (console.assistants.selectors)."""
+    if number.assistant is not None:
+        return assistant_answering(assistant=number.assistant, pinned=number.assistant_version)
+    return assistant_answering(assistant=assistant_of(tenant=number.tenant))
 
 
 def phone_call_reject(*, carrier: Carrier, number: PhoneNumber, carrier_call_id: str, from_e164: str,
@@ -153,7 +159,8 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
         # The callee of an outbound call: the call's assistant answers (a campaign's; see
         # calls_app.services.call_request_outbound), with the campaign contact's
         # variables for its scripts.
-        _phone_session(call, call.assistant, transport, token, now,
+        ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version) if call.assistant else None
+        _phone_session(call, ran_with, transport, token, now,
                        variables=contact_variables_of_call(call_id=call.pk))
     else:
         AgentSession.objects.filter(pk=session.pk, used_at__isnull=True).update(
@@ -164,7 +171,7 @@ def phone_call_answer(*, call: Call, transport: str, now: datetime | None = None
 def _phone_session(call: Call, assistant: Assistant | None, transport: str, token: str | None,
                    now: datetime, variables: dict[str, str] | None = None) -> str:
     token = token or secrets.token_urlsafe(32)
-    encoding, sample_rate = PHONE_WIRES[transport]
+    encoding, sample_rate = kind_of_transport(transport).wire
     AgentSession.objects.create(
         tenant=call.tenant, call=call, token_digest=token_digest(token), transport=transport,
         expires_at=now + timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC),
@@ -175,12 +182,14 @@ def _phone_session(call: Call, assistant: Assistant | None, transport: str, toke
     return token
 
 
-def phone_transfer_target(*, token: str) -> str:
-    """The number the AudioSocket call of `token` (its UUID) was handed over to, or ""
-    (an Asterisk dialplan reads it back after AudioSocket() returned)."""
-    session = AgentSession.objects.filter(token_digest=token_digest(token),
-                                          transport=AgentSession.Transport.AUDIOSOCKET).first()
-    return phone_calls.call_transfer_target(call_id=session.call_id) if session else ""
+def phone_transfer_target(*, carrier: Carrier, token: str, transport: str) -> str | None:
+    """The number the call of `token` (an AudioSocket call's UUID) of `transport` was
+    handed over to, or "" (an Asterisk dialplan reads it back after AudioSocket()
+    returned). None when the token is no call of `carrier`: another carrier's secret
+    reads nothing of its calls."""
+    session = AgentSession.objects.filter(token_digest=token_digest(token), call__carrier=carrier,
+                                          transport=transport).first()
+    return phone_calls.call_transfer_target(call_id=session.call_id) if session else None
 
 
 def agent_sessions_expire_all(*, now: datetime | None = None) -> int:

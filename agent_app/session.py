@@ -28,7 +28,7 @@ recognition, thinking and synthesis (`turn.latency`, stored with the call)."""
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -47,6 +47,8 @@ from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, syn
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
+from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
 from console.tenants.models import Tenant
 from registry_app.lanes.failover import LaneFailure
@@ -69,9 +71,18 @@ GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vi
 # (the conversation goes on).
 TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
                    "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
+# The assistant's `silenceTimeoutSec` passed once: a polite check; twice: the end.
+SILENCE_CHECK = {"de": "Sind Sie noch da?", "en": "Are you still there?"}
+SILENCE_END = {"de": "Ich höre Sie leider nicht mehr. Vielen Dank für Ihren Anruf und auf Wiederhören.",
+               "en": "I cannot hear you any more. Thank you for calling, goodbye."}
+# Seconds before an assistant's `maxDurationSec` at which GOODBYE starts, on every
+# transport (it takes about six seconds to say): the call ends within its cap.
+CAP_GOODBYE_LEAD_SEC = 8
 # The channel the assistant is told (agent_app.mind's "Kanal" line, read by agent_app.policy):
 # a phone call, or any other spoken conversation (the browser's).
 PHONE_CHANNEL, SPOKEN_CHANNEL = "Telefon", "Sprache"
+# The transcript's note of a barge-in (the transcript is read in the German console).
+INTERRUPTED = "Der Anrufer hat die Assistenz unterbrochen."
 
 
 _line = off_loop(calls.call_web_line)
@@ -84,10 +95,13 @@ _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
 _transcriber = off_loop(conversation.transcriber)
 _speak_whole = off_loop(conversation.speak_whole)
+_cap_seconds = off_loop(calls.call_seconds_cap)
 
 
 def _mind_for(context: "CallContext") -> Mind:
-    assistant = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    # The version the call recorded when it was answered (the draft when none).
+    found = assistant_of(tenant=context.tenant, assistant_id=context.assistant_id)
+    assistant = assistant_of_call(assistant=found, version=context.assistant_version) if found else None
     return Mind(tenant=context.tenant, call_id=context.call_id, language=context.language, assistant=assistant,
                 caller_e164=context.caller_e164, channel=context.channel)
 
@@ -97,6 +111,18 @@ _new_mind = off_loop(_mind_for)
 
 def _think(mind: Mind, text: str, *, say: Callable[[str], None]) -> Coroutine[Any, Any, Reply]:
     return off_loop(mind.turn)(text, say=say)
+
+
+def _plain(text: str) -> str:
+    """Words only, case-folded: how end-call phrases and replies are compared."""
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
+
+
+def ends_the_call(text: str, phrases: Iterable[str]) -> bool:
+    """Whether the agent's `text` says one of the assistant's `endCallPhrases` (as whole
+    words, ignoring case and punctuation)."""
+    said = f" {_plain(text)} "
+    return any(f" {phrase} " in said for phrase in map(_plain, phrases) if phrase)
 
 
 class Transport(ABC):
@@ -113,7 +139,7 @@ class Transport(ABC):
     async def send_event(self, event: dict[str, Any]) -> None:
         """One event of the browser protocol (docs/api.md: session.started,
         transcript.partial, transcript.final, agent.speaking, turn.latency, agent.done,
-        agent.interrupted, error). A phone bridge maps what its peer understands
+        agent.interrupted, agent.note, error). A phone bridge maps what its peer understands
         (agent.done → a mark) and drops the rest."""
 
     @abstractmethod
@@ -160,8 +186,10 @@ class CallContext:
     variables: dict[str, str] = field(default_factory=dict)
     max_seconds: int = 0
     assistant_id: str = ""  # empty: the tenant's first assistant answers (agent_app.mind)
+    assistant_version: int | None = None  # the call's (Call.assistant_version); None: the draft
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
+    recorded: bool = False  # the call is recorded: its disclosure says so (conversation.RECORDING_NOTICE)
 
     @classmethod
     def of_agent_session(cls, session: AgentSession) -> "CallContext":
@@ -177,7 +205,7 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
-                   channel=channel)
+                   channel=channel, recorded=call.recording_enabled, assistant_version=call.assistant_version)
 
 
 class Conversation:
@@ -196,7 +224,12 @@ class Conversation:
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
                                on_partial=self._partial, on_note=lambda text: self._write(self._note(SYSTEM, text)))
         self.endpointer = self.hearing.endpointer
-        self.started = self.last_frame = self.loop.time()
+        self.started = self.last_frame = self.last_speech = self.loop.time()
+        # The call's longest duration: the grant, or the assistant's `maxDurationSec`
+        # below it (set once the assistant is read); silence per the assistant too.
+        self.max_seconds, self.capped = context.max_seconds, False
+        self.silence_sec: int | None = None
+        self.silence_checked = False
         self.dtmf_count = 0
         self.first_audio: float | None = None
         self.audio_sec = 0.0
@@ -240,12 +273,14 @@ class Conversation:
                 return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.")
         for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
+            self.last_speech = self.loop.time()
             await self._barge_in()
 
     def _heard(self, turn: Turn) -> None:
         """Hearing decided that a turn of the caller ended (its recognition may still run)."""
         self.utterances.put_nowait(turn)
         self.idle_since = None  # the caller said something: now it waits for the agent
+        self.silence_checked = False
 
     async def _partial(self, text: str, start: float) -> None:
         await self.send_event({"type": "transcript.partial", "text": text, "start": start})
@@ -369,8 +404,10 @@ class Conversation:
 
     async def _turns(self) -> None:
         """The opening, then each utterance in turn: hear, think, speak."""
-        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables)
         self.mind = await _new_mind(self.context)
+        await self._assistants_limits(self.mind.assistant)
+        opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
+                                 assistant=self.mind.assistant, recorded=self.context.recorded)
         await self._listen()
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
@@ -384,6 +421,18 @@ class Conversation:
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    async def _assistants_limits(self, assistant: Assistant | None) -> None:
+        """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
+        and `silenceTimeoutSec` apply from now; the watchdog is woken to see them."""
+        if assistant is None:
+            return
+        cap = assistant.max_duration_sec
+        if cap and (not self.max_seconds or cap < self.max_seconds):
+            self.max_seconds, self.capped = cap, True
+            await _cap_seconds(call_id=self.call_id, max_seconds=cap)
+        self.silence_sec = assistant.silence_timeout_sec
+        self.went_idle.set()
 
     def _callers_turn(self) -> None:
         """The agent spoke and has nothing to answer: the caller's silence counts from
@@ -422,10 +471,18 @@ class Conversation:
             thinking.cancel()  # a no-op once it finished; the worker thread ends by its deadline
         for note in reply.notes:
             self._write(self._note(SYSTEM, note))
+            await self.send_event({"type": "agent.note", "text": note})  # a tool call, as the transcript notes it
         if reply.action == "transfer" and reply.target is not None:
             await self.transfer(reply.target)
-        elif reply.action == "end_call":
+        elif reply.action == "end_call" or self._said_an_end_phrase(reply.text):
             await self.end(CLOSE_NORMAL)
+
+    def _said_an_end_phrase(self, text: str) -> bool:
+        """The reply, spoken in full (not interrupted), says one of the assistant's
+        `endCallPhrases`: the call ends after it."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        spoken = self.speech_task is not None and self.speech_task.done() and not self.speech_task.cancelled()
+        return bool(assistant is not None and text and spoken and ends_the_call(text, assistant.end_call_phrases))
 
     async def transfer(self, target: dict[str, str]) -> None:
         """The assistant hands the call to a person at `target` ({"name", "e164"}, one of
@@ -510,7 +567,7 @@ class Conversation:
         except asyncio.CancelledError:
             if not self.closing:
                 await self.send_event({"type": "agent.interrupted"})
-                self._write(self._note(SYSTEM, "The caller interrupted the agent."))
+                self._write(self._note(SYSTEM, INTERRUPTED))
             raise
         finally:
             lines.stop()  # the synthesis stops after its current sentence
@@ -532,7 +589,7 @@ class Conversation:
         return announced + len(parts)
 
     async def _disclosure_heard(self) -> None:
-        await _disclosed(call_id=self.call_id)
+        await _disclosed(call_id=self.call_id, recording_announced=self.context.recorded)
         self.barge_in_allowed = True
 
     async def _measured(self, timing: TurnTiming, *, thought: float, first_audio: float) -> None:
@@ -549,16 +606,22 @@ class Conversation:
             await self.transport.clear_audio()
 
     async def _watchdog(self) -> None:
-        """Ends the conversation at the end of its grant, or after AGENT_IDLE_TIMEOUT_SEC
-        of the caller's silence: no frame since the agent finished its turn (its speech,
-        hearing and thinking do not count; a connection that hangs)."""
-        grant_end = self.started + self.context.max_seconds - self.transport.goodbye_lead_sec
+        """Ends the conversation at the end of its grant or of the assistant's
+        `maxDurationSec` (a goodbye first where the transport has a lead for it, and
+        always for the assistant's cap); after the assistant's `silenceTimeoutSec` of
+        the caller's silence once a polite check, twice the end; and after
+        AGENT_IDLE_TIMEOUT_SEC without any frame since the agent finished its turn (its
+        speech, hearing and thinking do not count; a connection that hangs)."""
         timeout = settings.AGENT_IDLE_TIMEOUT_SEC
         while True:
             now = self.loop.time()
+            lead = CAP_GOODBYE_LEAD_SEC if self.capped else self.transport.goodbye_lead_sec
+            grant_end = self.started + self.max_seconds - lead
             if now >= grant_end:
-                if self.transport.goodbye_lead_sec:
+                if lead:
                     await self._goodbye()
+                if self.capped:
+                    return await self.end(CLOSE_NORMAL)
                 return await self.refuse(codes.GRANT_ENDED, "The minutes granted to this session are used up.")
             wake = grant_end
             if self.idle_since is not None:
@@ -567,12 +630,33 @@ class Conversation:
                     return await self.refuse(codes.IDLE_TIMEOUT, f"No frame arrived for {timeout} s after the "
                                              "agent's turn.")
                 wake = min(wake, idle_end)
+                if self.silence_sec:
+                    silence_end = max(self.last_speech, self.idle_since) + self.silence_sec
+                    if now >= silence_end:
+                        if await self._silence():
+                            return None
+                        continue
+                    wake = min(wake, silence_end)
             # Until then, or until the agent's next turn ends (when the silence starts).
             self.went_idle.clear()
             try:
                 await asyncio.wait_for(self.went_idle.wait(), wake - now)
             except TimeoutError:
                 pass
+
+    async def _silence(self) -> bool:
+        """The caller was silent for the assistant's `silenceTimeoutSec` after the
+        agent's turn: the first time a polite check (the silence counts anew after it),
+        the second time a goodbye and the end. Returns whether the call ended."""
+        texts = SILENCE_END if self.silence_checked else SILENCE_CHECK
+        await self._say(texts.get(self.language, texts["de"]))
+        if self.silence_checked:
+            await self.end(CLOSE_NORMAL)
+            return True
+        self.silence_checked = True
+        self.idle_since = None
+        self._callers_turn()
+        return False
 
     async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in

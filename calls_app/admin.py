@@ -3,7 +3,7 @@ created with `manage.py create_carrier`, which shows the secret once."""
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import capfirst
@@ -11,6 +11,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from calls_app.analysis import OUTCOME_LABELS
+from calls_app.carriers import CarrierUnavailable, adapter_for
+from calls_app.kinds import KINDS
+from calls_app.kinds.base import CarrierKind, CredentialField
+from calls_app.kinds.credentials import credentials_clean, credentials_of, credentials_seal
 from calls_app.models import Call, CallAnalysis, Carrier, UsageCounter
 from calls_app.recordings import recording_link
 from calls_app.search import calls_search
@@ -18,6 +22,7 @@ from calls_app.selectors import call_latency
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
 from console.admin_export import CsvExportMixin
 from console.audit.admin import AuditedAdminMixin
+from console.errors import ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.admin_scoping import ReadOnlyAdminMixin, SuperuserOnlyAdminMixin, TenantScopedAdmin
 
@@ -38,7 +43,7 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
     # Fits 1,366 px: the counterpart in national format, no carrier or raw ids.
     list_display = ["when", "direction_label", "counterpart", "duration", "outcome", "disclosed"]
-    list_filter = ["direction", "status", ("created_at", admin.DateFieldListFilter), "disclosed", "carrier"]
+    list_filter = ["direction", "status", ("created_at", admin.DateFieldListFilter), "disclosed", "is_test", "carrier"]
     # Searched by calls_search: numbers in any format, else transcript words.
     search_fields = ["id"]
     search_help_text = _("A number in any format (030 901820, +49 30 901820) or words of the transcript.")
@@ -60,9 +65,10 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
     exclude = ["tenant", "recording_url"]
     readonly_fields = ["id", "tenant_slug", "carrier", "carrier_call_id", "direction", "from_e164", "to_e164",
                        "status", "disclosed", "duration", "max_seconds", "reserved_minutes", "reserved_period",
-                       "usage_period", "recording_enabled", "transcription_enabled", "recording", "lead_id",
+                       "usage_period", "is_test", "recording_enabled", "recording_announced", "transcription_enabled", "recording", "lead_id",
                        "transferred_to",
-                       "created_at", "started_at", "ended_at", "assistant", "assistant_actions_view", "analysis_view",
+                       "created_at", "started_at", "ended_at", "assistant", "assistant_version", "assistant_actions_view",
+                       "analysis_view",
                        "reply_latency", "conversation"]
 
     def get_queryset(self, request):
@@ -86,7 +92,9 @@ class CallAdmin(CsvExportMixin, ReadOnlyAdmin):
 
     @admin.display(description=_("direction"), ordering="direction")
     def direction_label(self, call):
-        return choice_label(call, "direction")
+        # A browser test of an assistant ("Im Browser testen") says so in the list.
+        label = choice_label(call, "direction")
+        return format_html('{} <strong class="test-call">{}</strong>', label, _("Test")) if call.is_test else label
 
     @admin.display(description=_("counterpart"))
     def counterpart(self, call):
@@ -198,9 +206,21 @@ class UsageCounterAdmin(ReadOnlyAdmin):
 
 
 class CarrierAdminForm(forms.ModelForm):
+    """A carrier's name, caller id, and its kind's credentials form (calls_app/kinds):
+    a secret is never shown back (left empty, the stored one stays)."""
+
+    credential_fields: tuple[CredentialField, ...] = ()
+
     class Meta:
         model = Carrier
         fields = ["name", "caller_id"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        stored = credentials_of(self.instance)
+        for field in self.credential_fields:
+            if not field.secret:
+                self.fields[field.name].initial = stored.get(field.name, "")
 
     def clean_caller_id(self):
         """Stored as E.164 (`030 1234567` → `+49301234567`): it is dialled from."""
@@ -210,15 +230,71 @@ class CarrierAdminForm(forms.ModelForm):
         except InvalidPhoneNumber as exc:
             raise forms.ValidationError(exc.localized()) from None
 
+    def clean(self):
+        cleaned = super().clean()
+        given = {field.name: cleaned.get(field.name) or "" for field in self.credential_fields
+                 if cleaned.get(field.name)}
+        if given:
+            try:
+                values = credentials_clean(self.credential_fields, given, kind=self.instance.kind,
+                                           current=credentials_of(self.instance))
+            except ValidationFailed as exc:
+                for name, messages in exc.details.items():
+                    self.add_error(name if name in self.fields else None, " ".join(messages))
+            else:
+                self.instance.credentials_sealed = credentials_seal(values)
+        return cleaned
+
+
+def _credentials_form(kind: CarrierKind | None) -> type[CarrierAdminForm]:
+    """The admin form of a carrier of `kind`: its credential fields declared on it."""
+    fields = kind.credentials if kind is not None else ()
+    declared = {field.name: forms.CharField(
+        label=field.label, help_text=field.help, required=False, strip=True,
+        widget=forms.PasswordInput(render_value=False) if field.secret else forms.TextInput,
+    ) for field in fields}
+    return type("CarrierCredentialsForm", (CarrierAdminForm,), {**declared, "credential_fields": fields})
+
 
 @admin.register(Carrier)
 class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin):
     """Carriers serve every tenant: only superusers see or change them."""
 
     form = CarrierAdminForm
-    list_display = ["id", "name", "kind", "caller_id", "created_at", "secret_rotated_at"]
-    fields = ["id", "name", "kind", "caller_id", "account_sid", "api_base", "created_at", "secret_rotated_at"]
-    readonly_fields = ["id", "kind", "account_sid", "api_base", "created_at", "secret_rotated_at"]
+    list_display = ["id", "name", "kind_label", "caller_id", "created_at", "secret_rotated_at"]
+    readonly_fields = ["id", "kind_label", "created_at", "secret_rotated_at"]
+    actions = ["probe_connection"]
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_label(self, carrier):
+        kind = KINDS.get(carrier.kind)
+        return kind.label if kind is not None else carrier.kind
+
+    def get_fields(self, request, obj=None):
+        kind = KINDS.get(obj.kind) if obj is not None else None
+        credentials = [field.name for field in kind.credentials] if kind is not None else []
+        return ["id", "name", "kind_label", "caller_id", *credentials, "created_at", "secret_rotated_at"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["form"] = _credentials_form(KINDS.get(obj.kind) if obj is not None else None)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    @admin.action(description=_("Test the connection"))
+    def probe_connection(self, request, queryset):
+        """Asks each selected carrier's adapter whether it answers with its credentials."""
+        for carrier in queryset[:20]:
+            try:
+                probe = adapter_for(carrier.pk).probe()
+            except CarrierUnavailable:
+                self.message_user(request, gettext("Nothing to test: %(carrier)s dials nobody.")
+                                  % {"carrier": carrier.pk}, messages.INFO)
+                continue
+            if probe.usable:
+                self.message_user(request, gettext("The connection of %(carrier)s works.") % {"carrier": carrier.pk},
+                                  messages.SUCCESS)
+            else:
+                self.message_user(request, gettext("No connection to %(carrier)s (%(detail)s).")
+                                  % {"carrier": carrier.pk, "detail": probe.detail}, messages.ERROR)
 
     def has_add_permission(self, request):
         # The secret is shown once by `manage.py create_carrier`, never in the admin.

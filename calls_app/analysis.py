@@ -37,6 +37,7 @@ from django.utils.translation import pgettext_lazy
 
 from calls_app.models import Call, CallAnalysis
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_of_call
 from console.json_schemas import instance_errors
 from console.parsers import json_text
 from console.phone import mask
@@ -69,7 +70,9 @@ def call_analyze(*, call_id: str) -> CallAnalysis | None:
     if call is None or not call.is_ended:
         return None
     lines = list(call.transcript_entries.order_by("ts", "id").values_list("role", "text"))
-    config = analysis_config(call.assistant)
+    # The analysis the call's own version asks for, not what the draft says by now.
+    ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version) if call.assistant else None
+    config = analysis_config(ran_with)
     facts = call_facts(call)
     found = None
     if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available(config["model"]):
@@ -119,6 +122,7 @@ def analysis_data(analysis: CallAnalysis) -> dict[str, Any]:
         "summary": analysis.summary, "structured": analysis.structured,
         "structured_valid": analysis.structured_valid, "structured_errors": list(analysis.structured_errors),
         "success": analysis.success, "outcome": list(analysis.outcome), "engine": analysis.engine,
+        "assistant_version": analysis.call.assistant_version,
         "created_at": analysis.created_at.isoformat().replace("+00:00", "Z"),
     }
 

@@ -10,10 +10,15 @@ class CallsAppConfig(AppConfig):
         from calls_app.carriers import SimCarrierAdapter
         from console.engines import carrier_probes
 
-        carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.probe)
+        carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.status)
 
         # The callback inbox's "Rückruf starten" (leads_app cannot import us).
         from calls_app.services import call_start_for_lead
         from leads_app.callbacks import register_callback_starter
 
         register_callback_starter(call_start_for_lead)
+
+        from calls_app.recordings import recordings_bytes
+        from console.quotas import register_usage
+
+        register_usage("recordingBytes", recordings_bytes)

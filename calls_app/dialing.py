@@ -1,22 +1,14 @@
-"""Dials that carry more than `services.call_dial` sends, and the carrier's answer to
-them: the seam between the features that dial in bulk (campaigns_app, a layer above)
-and the carrier adapters (calls_app/carriers.py; the telephony issue's REST carriers).
+"""The one dial of a call (`call_dial`) and the carrier's answer to answering machines:
+the seam between the features that dial (the API's outbound calls, the callback inbox,
+campaigns_app a layer above) and the carriers' adapters (calls_app/kinds).
 
-`DialOptions` travel with the dial to an adapter that declares `dial_options = True`:
-
-- `idempotency_key`: the caller's key of this one dial (a campaign attempt's id). An
-  adapter that declares `idempotent_dials = True` sends it with the carrier's request
-  (a REST carrier as an `Idempotency-Key` header), so that the same dial sent again —
-  after a timeout that left the answer unknown, or by another worker after this one
-  died mid-request — places no second call: the carrier answers the first call's id.
-  The sim carrier keeps one dial per call, which is the same for it.
-- `machine_detection`: ask the carrier for answering-machine detection (Twilio's
-  `MachineDetection=DetectMessageEnd` with `AsyncAmd=true`). Its verdict comes back
-  through `machine_detected`, which asks the registered listeners what the carrier
-  should do (hang up, or leave a message: a touchpoint to speak after the beep).
-
-An adapter without `dial_options` is dialled as by `call_dial`, and never sent the
-same dial twice (nothing tells it the request is a repeat).
+A dial carries `DialOptions` (calls_app/kinds/base.py): an idempotency key that an
+adapter whose capabilities say `idempotent_dials` sends with its request (the same dial
+sent again then places no second call), and a request for answering-machine detection,
+whose verdict comes back through `machine_detected`, which asks the registered
+listeners what the carrier should do (hang up, or leave a message: a touchpoint to
+speak after the beep). An adapter without `idempotent_dials` is never sent the same
+dial twice.
 """
 import logging
 from dataclasses import dataclass
@@ -24,52 +16,46 @@ from typing import Protocol
 
 from django.db import transaction
 
-from calls_app.carrier_protocol import CarrierAdapter
-from calls_app.carriers import CarrierError, CarrierUnavailable, adapter_for
+from calls_app.carrier_protocol import CarrierAdapter, CarrierError, DialOptions, DialOutcomeUnknown
+from calls_app.carriers import CarrierUnavailable, adapter_for
 from calls_app.models import Call
 
 logger = logging.getLogger("calls_app.dialing")
-
-
-@dataclass(frozen=True)
-class DialOptions:
-    idempotency_key: str = ""
-    machine_detection: bool = False
-    # The same dial sent again (its first answer never came); a carrier that honours
-    # keys needs no hint, the sim carrier looks up its record only then.
-    repeat: bool = False
-
 
 def adapter_of(call: Call) -> CarrierAdapter:
     return adapter_for(call.carrier_id)
 
 
-def dials_idempotently(adapter: CarrierAdapter) -> bool:
-    """Whether `adapter` may be sent a dial again with the same key (it places one call)."""
-    return bool(getattr(adapter, "dial_options", False) and getattr(adapter, "idempotent_dials", False))
+PLAIN_DIAL = DialOptions()
 
 
-def call_dial_with(*, call: Call, options: DialOptions) -> Call:
-    """`services.call_dial` with `options`: the call's carrier dials it with the granted
-    time limit. A carrier that refuses (CarrierError) fails the call and releases its
-    minutes (CarrierUnavailable); any other exception leaves the outcome unknown and
-    propagates (the carrier may have placed the call; its events still apply)."""
+def call_dial(*, call: Call, options: DialOptions = PLAIN_DIAL) -> Call:
+    """Hands the call to its carrier with the granted time limit (`call.max_seconds`)
+    and `options`. Runs after the reservation is committed, so a slow carrier never
+    holds the counter lock.
+
+    A carrier without an adapter (an Asterisk PBX only registers the calls it receives)
+    or one that refuses (CarrierError) fails the call and releases its minutes
+    (CarrierUnavailable, 502). Any other exception leaves the outcome unknown and
+    propagates (the carrier may have placed the call): the call stays queued, its
+    events still apply if they come, and its reservation is released after its granted
+    time like any call without call.ended. A carrier that answered without the call's
+    id (DialOutcomeUnknown) is that case too, but answered: the call is returned
+    queued, and its callbacks bind it."""
     from calls_app.services import call_fail_undialled
 
     try:
         adapter = adapter_of(call)
     except CarrierUnavailable:
-        # No adapter dials through this carrier (an Asterisk PBX only registers the calls
-        # it receives): nothing was placed, the call fails and its minutes are released.
         logger.warning("Carrier %s has no outbound adapter; call %s not dialled", call.carrier_id, call.pk)
         call_fail_undialled(call=call)
         raise
-    assert call.max_seconds is not None  # an outbound call's grant is set when it is requested
     try:
-        if getattr(adapter, "dial_options", False):
-            carrier_call_id = adapter.dial(call=call, max_seconds=call.max_seconds, options=options)
-        else:
-            carrier_call_id = adapter.dial(call=call, max_seconds=call.max_seconds)
+        carrier_call_id = adapter.dial(call=call, options=options)
+    except DialOutcomeUnknown as exc:
+        logger.warning("Carrier %s: the dial of call %s left its outcome unknown (%s); its callbacks decide",
+                       call.carrier_id, call.pk, exc)
+        return call
     except CarrierError as exc:
         logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
         call_fail_undialled(call=call)

@@ -25,6 +25,21 @@ class StaleSignature(ApiError):
     message = "The signature timestamp is too far away from now."
 
 
+class InvalidTwilioSignature(ApiError):
+    status, code = 403, "invalid_twilio_signature"
+    message = "The X-Twilio-Signature header is missing or does not sign this URL and these parameters."
+
+
+class InvalidCarrierSecret(ApiError):
+    status, code = 401, "unauthenticated"
+    message = "Authorization: Bearer <the carrier's secret> is missing or wrong."
+
+
+class CallExists(ApiError):
+    status, code = 409, "call_exists"
+    message = "A call with this channel id is registered already; its UUID was shown once."
+
+
 class UnknownCarrier(NotFound):
     code, message = "unknown_carrier", "No carrier with this id."
 

@@ -137,8 +137,16 @@ def reservations_release_expired(*, now: datetime | None = None) -> int:
 
 
 def _finish(call: Call, *, status: str, seconds: int, ended_at: datetime, recording_url: str) -> None:
-    """Ends the call, releases its reservation and books its minutes, in one transaction."""
+    """Ends the call, releases its reservation and books its minutes, in one transaction.
+    A test call (the admin's browser test) is ended and analysed but booked nowhere: no
+    minutes, no counted call, no webhook."""
     tenant = call.tenant
+    if call.is_test:
+        call.status, call.seconds, call.ended_at, call.recording_url = status, seconds, ended_at, recording_url
+        call.save(update_fields=["status", "seconds", "ended_at", "recording_url"])
+        if call.started_at is not None:
+            job_enqueue_on_commit(ANALYSIS_JOB, kwargs={"call_id": call.pk})
+        return
     # A call counts in the month in which it started; one that never started, in
     # the month it was requested.
     period = period_of(call.started_at or call.created_at, tenant.time_zone)

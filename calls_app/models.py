@@ -2,6 +2,7 @@
 
 The voice runtime (`/voice/`) is the only writer of calls; the Console API reads them.
 """
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -11,36 +12,34 @@ from console.phone import mask
 from console.tenants.querysets import TenantOwnedQuerySet
 
 
-class Carrier(models.Model):
-    """A telephony carrier, of one of three kinds:
+def known_carrier_kind(value: str) -> None:
+    """A carrier's kind is one of the registry's (calls_app/kinds): a new kind needs no migration."""
+    from calls_app.kinds import KINDS
 
-    - `signed-webhook`: posts signed events to `/voice/webhook/<id>` (CONTRACT §5);
-    - `twilio`: a Twilio-compatible carrier whose calls reach the agent over Media
-      Streams (`/voice/twilio/<id>/…`), and which dials through its REST API;
-    - `asterisk`: a PBX that registers each call over HTTP and hands its audio to the
-      agent over AudioSocket (docs/telephony.md).
+    if value not in KINDS:
+        raise ValidationError(_("Unknown kind: %(value)s (known: %(kinds)s)."),
+                              params={"value": value, "kinds": ", ".join(KINDS)})
+
+
+class Carrier(models.Model):
+    """A telephony carrier, of one of the kinds of calls_app/kinds (docs/telephony.md):
+    `signed-webhook` (posts signed events to `/voice/webhook/<id>`, CONTRACT §5),
+    `twilio` (Media Streams and a REST API), `asterisk` (AudioSocket), …
 
     The signing secret (signed-webhook, asterisk) is not stored: it is derived on demand
     as HMAC(CARRIER_SIGNING_KEY, id + nonce) (see `calls_app.signing`), so a copy of the
     database alone does not reveal it. Only the random nonce is kept here; issuing a
-    new nonce rotates the secret. A Twilio account's auth token is the carrier's, so it
-    cannot be derived: it is kept sealed (Fernet, with a key derived from the same
-    signing key) and never shown again.
+    new nonce rotates the secret. Credentials that are the carrier's own (a Twilio
+    account's SID and auth token) cannot be derived: the fields its kind declares are
+    kept as one JSON object sealed (Fernet, with a key derived from the same signing
+    key), never shown again (calls_app/kinds/credentials.py).
     """
-
-    class Kind(models.TextChoices):
-        SIGNED_WEBHOOK = "signed-webhook", pgettext_lazy("choice", "Signed webhook")
-        TWILIO = "twilio", pgettext_lazy("choice", "Twilio-compatible (Media Streams)")
-        ASTERISK = "asterisk", pgettext_lazy("choice", "Asterisk (AudioSocket)")
 
     id = models.SlugField(primary_key=True, max_length=64)
     name = models.CharField(_("name"), max_length=200, blank=True)
-    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices, default=Kind.SIGNED_WEBHOOK)
+    kind = models.CharField(_("kind"), max_length=32, default="signed-webhook", validators=[known_carrier_kind])
     secret_nonce = models.CharField(_("secret nonce"), max_length=64, editable=False)
-    # Twilio-compatible carriers: the account, its sealed auth token, and the REST API's base.
-    account_sid = models.CharField(_("account SID"), max_length=64, blank=True)
-    auth_token_sealed = models.TextField(_("sealed auth token"), blank=True, editable=False)
-    api_base = models.URLField(_("REST API base"), max_length=200, blank=True)
+    credentials_sealed = models.TextField(_("sealed credentials"), blank=True, editable=False)
     # The number shown to the called party when the tenant has no number of its own.
     caller_id = models.CharField(_("caller id (E.164)"), max_length=16, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
@@ -92,12 +91,19 @@ class Call(models.Model):
     to_e164 = models.CharField(_("to"), max_length=16)
     status = models.CharField(_("status"), max_length=16, choices=Status.choices)
     disclosed = models.BooleanField(_("AI disclosed"), default=False)
+    # The caller heard that the call is recorded (the disclosure's recording notice, § 201 StGB).
+    recording_announced = models.BooleanField(_("recording announced"), default=False)
+    # A conversation of the admin's "Im Browser testen": booked against no cap, marked in lists.
+    is_test = models.BooleanField(_("test call"), default=False)
     seconds = models.PositiveIntegerField(_("seconds"), default=0)
     # The tenant's audio switches as they stood when the call started; they apply
     # to the whole call and stay visible afterwards.
     recording_enabled = models.BooleanField(_("recording on"), default=False)
     transcription_enabled = models.BooleanField(_("transcription on"), default=True)
     recording_url = models.URLField(_("recording URL"), max_length=2000, blank=True)
+    # The size of our stored recording (calls_app.recordings): the tenant's recordings
+    # together stay within TENANT_MAX_RECORDING_BYTES.
+    recording_bytes = models.PositiveBigIntegerField(_("recording size (bytes)"), default=0)
     # Content was removed from the call: its transcript or recording link by a
     # retention period, or (erasure) also the caller's number, replaced by a
     # pseudonym. Duration, direction, status and usage stay. A redacted call takes
@@ -109,6 +115,10 @@ class Call(models.Model):
     # columns, added in place (SQLite does not remake the table, whose triggers stay).
     assistant = models.ForeignKey("assistants.Assistant", null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="calls", verbose_name=_("answering assistant"))
+    # The published version of the assistant the call ran with (console.assistants
+    # .selectors.assistant_answering: the number's pin, else the latest); null: its
+    # draft (an assistant never published), or no assistant.
+    assistant_version = models.PositiveIntegerField(_("assistant version"), null=True, blank=True, editable=False)
     # What the assistant did through its built-in tools, in order: [{"tool", "at",
     # "target"?}] (`call_tool_action_record`); names and times only, no caller's data.
     # Null: nothing. The analysis reads its outcome from it.

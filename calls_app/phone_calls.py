@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from calls_app import event_sql
-from calls_app.carriers import adapter_for
+from calls_app.carriers import CarrierError, adapter_for
 from calls_app.dialing import MachineAnswer, machine_detected
 from calls_app.ledger import (
     END_ATTEMPTS,
@@ -28,11 +28,10 @@ from calls_app.ledger import (
     call_seconds_correct,
 )
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
-from calls_app.signing import secret_of
 from console.assistants.models import Assistant
 from console.db.conflicts import retry_conflicts
 from console.numbers.models import PhoneNumber
-from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.phone import mask
 from console.tenants.models import Tenant
 
 logger = logging.getLogger("calls_app.phone")
@@ -51,22 +50,9 @@ def phone_carrier(*, carrier_id: str, kind: str) -> Carrier | None:
     return Carrier.objects.filter(pk=carrier_id, kind=kind).first()
 
 
-def carrier_bearer_secret(carrier: Carrier) -> str:
-    """An asterisk carrier's secret, as create_carrier printed it."""
-    return secret_of(carrier.pk, carrier.secret_nonce)
-
-
 def number_route(*, e164: str) -> PhoneNumber | None:
     """The phone number `e164` with its tenant and assistant, or None when no tenant owns it."""
     return PhoneNumber.objects.select_related("tenant", "assistant").filter(e164=e164).first()
-
-
-def caller_e164(raw: str) -> str:
-    """A caller's number in E.164, or "" for a withheld or unreadable one (`anonymous`)."""
-    try:
-        return to_e164(raw) if raw else ""
-    except InvalidPhoneNumber:
-        return ""
 
 
 def phone_call_of(*, carrier: Carrier, carrier_call_id: str) -> Call | None:
@@ -87,11 +73,14 @@ def call_request_phone(*, carrier: Carrier, tenant: Tenant, carrier_call_id: str
     """An inbound phone call: the tenant's cap checked and the call's grant reserved as
     for an outbound call (MinuteCapReached, 402, when nothing is left), then the call
     (`queued` until its media reaches the agent). `assistant` (the number's, or the
-    tenant's first) answers it: its tools and analysis apply, as on a web call."""
+    tenant's first, as its effective config: console.assistants.selectors
+    .assistant_answering) answers it: its version is recorded, its tools and analysis
+    apply, as on a web call."""
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=from_e164, to_e164=to_e164, assistant=assistant, status=Call.Status.QUEUED,
+        assistant_version=assistant.version if assistant is not None else None,
         reserved_minutes=minutes,
         reserved_period=counter.period, max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
@@ -109,6 +98,7 @@ def call_reject_phone(*, carrier: Carrier, tenant: Tenant, carrier_call_id: str,
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, carrier_call_id=carrier_call_id, direction=Call.Direction.INBOUND,
         from_e164=from_e164, to_e164=to_e164, assistant=assistant, status=Call.Status.QUEUED,
+        assistant_version=assistant.version if assistant is not None else None,
         recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
     _finish(call, status=Call.Status.REJECTED, seconds=0, ended_at=now, recording_url="")
@@ -208,9 +198,12 @@ def call_transfer_target(*, call_id: str) -> str:
 
 
 def carrier_transfer(*, call_id: str, target: str) -> None:
-    """Asks the carrier of a twilio call to hand it over to `target` (its REST API);
-    CarrierError when it refuses. The call is booked afterwards (call_hand_over)."""
+    """Asks the carrier of a call to hand it over to `target` (a twilio carrier: its
+    REST API); CarrierError when it refuses. The call is booked afterwards
+    (call_hand_over)."""
     call = Call.objects.get(pk=call_id)
+    if not call.carrier_call_id:
+        raise CarrierError(f"call {call_id} has no carrier call id to hand over")
     adapter_for(call.carrier_id).transfer(carrier_call_id=call.carrier_call_id, target=target)
 
 

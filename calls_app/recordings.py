@@ -20,10 +20,14 @@ import time
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
+from django.db.models import Sum
 from django.utils.crypto import salted_hmac
 
 from calls_app.ledger import _locked
 from calls_app.models import Call
+from console.errors import TenantLimitReached
+from console.quotas import quota_refuse_past
+from console.tenants.models import Tenant
 from speech_app.cache import cache_storage
 
 logger = logging.getLogger("calls_app.phone")
@@ -48,14 +52,26 @@ def call_recording_store(*, call_id, mp3):
     call = _locked(Call.objects.all()).filter(pk=call_id).first()
     if call is None or not call.recording_enabled or call.redacted:
         return False
+    try:
+        quota_refuse_past(name="recordingBytes", used=recordings_bytes(call.tenant) - call.recording_bytes,
+                          adding=len(mp3))
+    except TenantLimitReached as full:
+        logger.warning("Call %s not recorded: %s", call.pk, full.message)
+        return False
     storage = cache_storage()
     name = storage_name(call.tenant_id, call.pk)
     if storage.exists(name):
         storage.delete(name)
     storage.save(name, ContentFile(mp3))
-    call.recording_url = PATH_PREFIX + call.pk
-    call.save(update_fields=["recording_url"])
+    call.recording_url, call.recording_bytes = PATH_PREFIX + call.pk, len(mp3)
+    call.save(update_fields=["recording_url", "recording_bytes"])
     return True
+
+
+def recordings_bytes(tenant: Tenant) -> int:
+    """The bytes of the tenant's stored recordings (its `recordingBytes` usage)."""
+    return Call.objects.filter(tenant=tenant, recording_url__startswith=PATH_PREFIX).aggregate(
+        used=Sum("recording_bytes"))["used"] or 0
 
 
 def recordings_delete(*, calls):

@@ -47,9 +47,13 @@ class CallSerializer(serializers.Serializer):
     seconds = serializers.IntegerField()
     max_seconds = serializers.IntegerField(allow_null=True)
     recording_enabled = serializers.BooleanField()
+    recording_announced = serializers.BooleanField()
+    is_test = serializers.BooleanField()
     transcription_enabled = serializers.BooleanField()
     recording_url = RecordingLinkField(["id", "recording_url"])
     lead_id = NullIfEmptyField(read_only=True)
+    assistant_version = serializers.IntegerField(allow_null=True, help_text=(
+        "The published version of its assistant the call ran with; null: the draft (never published) or none."))
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     ended_at = serializers.DateTimeField(allow_null=True)
@@ -87,6 +91,8 @@ class CallAnalysisSerializer(serializers.Serializer):
     outcome = serializers.ListField(child=serializers.ChoiceField(choices=[
         "callback_requested", "transferred", "opted_out", "ended_by_assistant", "answered"]))
     engine = serializers.ChoiceField(choices=["llm", "policy"])
+    assistant_version = serializers.IntegerField(allow_null=True, help_text="The version of the assistant the "
+                                                                            "call ran with (null: its draft).")
     created_at = serializers.DateTimeField()
 
 

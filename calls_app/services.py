@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.services has always offered)
@@ -18,7 +18,8 @@ from calls_app.carrier_events import (  # noqa: F401 (the names calls_app.servic
     EventOutcome,
     event_receive,
 )
-from calls_app.carriers import CarrierError, adapter_for, outbound_carrier
+from calls_app.carriers import outbound_carrier
+from calls_app.dialing import call_dial
 from calls_app.errors import (  # noqa: F401 (as above)
     CarrierUnavailable,
     MinuteCapReached,
@@ -26,6 +27,8 @@ from calls_app.errors import (  # noqa: F401 (as above)
     UnknownCarrier,
     UnknownNumber,
 )
+from calls_app.kinds import DEFAULT_KIND, kind_named
+from calls_app.kinds.credentials import credentials_clean, credentials_of, credentials_seal
 from calls_app.ledger import (  # noqa: F401 (as above)
     ANALYSIS_JOB,
     END_ATTEMPTS,
@@ -40,8 +43,9 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     usage_recompute,
 )
 from calls_app.models import Call, Carrier, TranscriptEntry, TurnLatency
-from calls_app.signing import carrier_secret, new_nonce, seal
+from calls_app.signing import carrier_secret, new_nonce
 from console.assistants.models import Assistant
+from console.assistants.selectors import assistant_live_number, assistant_of_call
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.db.conflicts import retry_conflicts
 from console.errors import ValidationFailed
@@ -57,45 +61,39 @@ logger = logging.getLogger("calls_app.webhook")
 
 # --- Carriers ---------------------------------------------------------------------------
 
-TWILIO_API_BASE = "https://api.twilio.com"
-
-
 @transaction.atomic
-def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind: str = Carrier.Kind.SIGNED_WEBHOOK,
-                   account_sid: str = "", auth_token: str = "", api_base: str = "") -> tuple[Carrier, str]:
-    """A new carrier: returns (Carrier, its secret to show once). A `twilio` carrier
-    needs its account's SID and auth token (kept sealed, never shown again; its secret
-    is not used by Twilio and is returned only for symmetry); `api_base` defaults to
-    Twilio's REST host."""
+def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind: str = DEFAULT_KIND,
+                   credentials: dict[str, str] | None = None) -> tuple[Carrier, str]:
+    """A new carrier of `kind` (calls_app/kinds): returns (Carrier, its secret to show
+    once). `credentials` are the fields of its kind's credentials form as typed (e.g. a
+    `twilio` carrier's account SID and auth token), checked by the kind and kept sealed
+    as one JSON object; a secret among them is never shown again. A kind that
+    authenticates otherwise does not use the returned secret."""
     if Carrier.objects.filter(pk=carrier_id).exists():
         raise ValidationFailed.field("id", f"A carrier '{carrier_id}' exists already; use --rotate for a new secret.")
-    if kind not in Carrier.Kind.values:
-        raise ValidationFailed.field("kind", f"One of {', '.join(Carrier.Kind.values)}.")
+    declared = kind_named(kind)
     if caller_id:
         try:
             caller_id = to_e164(caller_id)
         except InvalidPhoneNumber as exc:
             raise ValidationFailed.field("caller_id", str(exc)) from None
-    if kind == Carrier.Kind.TWILIO:
-        if not (account_sid and auth_token):
-            raise ValidationFailed.field("account_sid", "A twilio carrier needs --account-sid and --auth-token.")
-        api_base = (api_base or TWILIO_API_BASE).rstrip("/")
-    elif account_sid or auth_token or api_base:
-        raise ValidationFailed.field("kind", "--account-sid, --auth-token and --api-base are for twilio carriers.")
+    values = credentials_clean(declared.credentials, credentials or {}, kind=kind)
     carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce(), kind=kind,
-                      account_sid=account_sid, auth_token_sealed=seal(auth_token) if auth_token else "",
-                      api_base=api_base)
+                      credentials_sealed=credentials_seal(values))
     carrier.full_clean()
     carrier.save()
     return carrier, carrier_secret(carrier)
 
 
 @transaction.atomic
-def carrier_token_replace(*, carrier: Carrier, auth_token: str) -> None:
-    """A twilio carrier's new auth token (after the account's token was rotated)."""
-    carrier.auth_token_sealed = seal(auth_token)
+def carrier_credentials_replace(*, carrier: Carrier, credentials: dict[str, str]) -> None:
+    """New values of the carrier's credentials (e.g. after the account's auth token was
+    rotated): the fields given replace theirs, the others keep theirs."""
+    values = credentials_clean(kind_named(carrier.kind).credentials, credentials, kind=carrier.kind,
+                               current=credentials_of(carrier))
+    carrier.credentials_sealed = credentials_seal(values)
     carrier.secret_rotated_at = timezone.now()
-    carrier.save(update_fields=["auth_token_sealed", "secret_rotated_at"])
+    carrier.save(update_fields=["credentials_sealed", "secret_rotated_at"])
 
 
 @transaction.atomic
@@ -126,13 +124,23 @@ def call_request_outbound(*, tenant: Tenant, carrier: Carrier, to_e164: str, fro
     assistant_id = _calling_assistant(tenant, caller_id, assistant_id)
     call = Call.objects.create(
         tenant=tenant, carrier=carrier, direction=Call.Direction.OUTBOUND, from_e164=caller_id, to_e164=to_e164,
-        assistant_id=assistant_id,
+        assistant_id=assistant_id, assistant_version=_calling_version(tenant, caller_id, assistant_id),
         status=Call.Status.QUEUED, lead_id=lead_id or "", reserved_minutes=minutes, reserved_period=period,
         max_seconds=60 * minutes, recording_enabled=tenant.recording_enabled,
         transcription_enabled=tenant.transcription_enabled,
     )
     _reserve(counter, minutes)
     return call
+
+
+def _calling_version(tenant: Tenant, caller_id: str, assistant_id: str | None) -> int | None:
+    """The version of the outbound call's assistant it talks with: the calling number's
+    pin where that number has this assistant, else its latest published (None: draft)."""
+    if not assistant_id:
+        return None
+    pinned = (PhoneNumber.objects.for_tenant(tenant).filter(e164=caller_id, assistant_id=assistant_id)
+              .values_list("assistant_version", flat=True).first())
+    return assistant_live_number(assistant_id=assistant_id, pinned=pinned)
 
 
 def _caller_id(tenant: Tenant, carrier: Carrier, from_number: str | None) -> str:
@@ -170,27 +178,6 @@ def _check_lead(tenant: Tenant, lead_id: str) -> None:
         raise ValidationFailed.field("leadId", f"No lead '{lead_id}' in this tenant.")
 
 
-def call_dial(*, call: Call) -> Call:
-    """Hands the call to its carrier with the granted time limit. Runs after the
-    reservation is committed, so a slow carrier never holds the counter lock.
-
-    A carrier that refuses (CarrierError) fails the call and releases its minutes
-    (502). Any other failure leaves the outcome unknown (the carrier may have placed
-    the call): the call stays queued, its events still apply if they come, and its
-    reservation is released after its granted time like any call without call.ended."""
-    try:
-        carrier_call_id = adapter_for(call.carrier_id).dial(call=call, max_seconds=call.max_seconds)
-    except CarrierError as exc:
-        logger.warning("Carrier %s refused call %s: %s", call.carrier_id, call.pk, exc)
-        call_fail_undialled(call=call)
-        raise CarrierUnavailable() from None
-    with transaction.atomic():
-        # A fast carrier may have reported call.started (with the same id) already.
-        Call.objects.filter(pk=call.pk, carrier_call_id__isnull=True).update(carrier_call_id=carrier_call_id)
-    call.carrier_call_id = carrier_call_id
-    return call
-
-
 def call_start_for_lead(*, lead: Lead) -> Call:
     """The callback inbox's "Rückruf starten": an outbound call to the lead's number,
     linked to the lead, through the same cap check and dial as POST /voice/v1/calls
@@ -214,25 +201,36 @@ WEB_CARRIER = "web"
 def _web_carrier() -> Carrier:
     """The built-in carrier of calls that arrive over the voice agent's WebSocket. It
     posts no webhooks: the agent writes its calls through the services below."""
-    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (voice agent)",
+    carrier, _ = Carrier.objects.get_or_create(pk=WEB_CARRIER, defaults={"name": "Web (Sprachagent)",
                                                                          "secret_nonce": new_nonce()})
     return carrier
 
 
 @transaction.atomic
 def call_request_web(*, tenant: Tenant, max_minutes: int | None = None, now: datetime | None = None,
-                     assistant: Assistant | None = None) -> Call:
+                     assistant: Assistant | None = None, test: bool = False) -> Call:
     """Checks the cap and reserves minutes for a voice agent session, exactly as for an
     outbound call: a new inbound call of carrier `web` (status `queued`) holding the
     reservation; its `max_seconds` is the grant the session cannot outlive. `max_minutes`
     caps the grant further (the public demo page's grants). `assistant` (the tenant's,
-    or None) answers it: its tools and analysis apply."""
+    or None, as its effective config) answers it: its version is recorded, its tools
+    and analysis apply.
+
+    A `test` call (the admin's "Im Browser testen") is marked as one, reserves nothing
+    and is booked against no cap: it lasts at most AGENT_TEST_CALL_MAX_MINUTES."""
+    if test:
+        return Call.objects.create(
+            tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
+            assistant=assistant, assistant_version=assistant.version if assistant is not None else None,
+            status=Call.Status.QUEUED, is_test=True,
+            max_seconds=60 * settings.AGENT_TEST_CALL_MAX_MINUTES, recording_enabled=False,
+            transcription_enabled=tenant.transcription_enabled)
     counter, minutes = _cap_checked(tenant, now or timezone.now())
     if max_minutes is not None:
         minutes = max(1, min(minutes, max_minutes))
     call = Call.objects.create(
         tenant=tenant, carrier=_web_carrier(), direction=Call.Direction.INBOUND, from_e164="", to_e164="",
-        assistant=assistant,
+        assistant=assistant, assistant_version=assistant.version if assistant is not None else None,
         status=Call.Status.QUEUED, reserved_minutes=minutes, reserved_period=counter.period,
         max_seconds=60 * minutes, recording_enabled=False, transcription_enabled=tenant.transcription_enabled,
     )
@@ -247,6 +245,14 @@ def call_web_start(*, call_id: str, now: datetime | None = None) -> None:
     now = now or timezone.now()
     Call.objects.filter(pk=call_id, started_at__isnull=True, ended_at__isnull=True).update(
         started_at=now, status=Call.Status.ACTIVE, heartbeat_at=now)
+
+
+@transaction.atomic
+def call_seconds_cap(*, call_id: str, max_seconds: int) -> None:
+    """The call may last at most `max_seconds` (its assistant's `maxDurationSec`, below
+    the grant): every end books it with at most that many seconds."""
+    Call.objects.filter(pk=call_id).filter(Q(max_seconds__isnull=True) | Q(max_seconds__gt=max_seconds)).update(
+        max_seconds=max_seconds)
 
 
 @transaction.atomic
@@ -267,9 +273,10 @@ def call_turn_latency_record(*, call_id: str, total_ms: int, end_of_turn_ms: int
 
 
 @transaction.atomic
-def call_web_disclosed(*, call_id: str) -> None:
-    """The disclosure was spoken to the caller in full."""
-    Call.objects.filter(pk=call_id).update(disclosed=True)
+def call_web_disclosed(*, call_id: str, recording_announced: bool = False) -> None:
+    """The disclosure was spoken to the caller in full (with the recording notice where
+    `recording_announced`: the call keeps the proof that its caller was told)."""
+    Call.objects.filter(pk=call_id).update(disclosed=True, recording_announced=recording_announced)
 
 
 @retry_conflicts(attempts=END_ATTEMPTS)
@@ -377,7 +384,8 @@ def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
     call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
     if call.assistant is None:
         raise TransferRefused("This call has no assistant, so it has no transfer targets.")
-    chosen = assistant_transfer_target_named(assistant=call.assistant, name=target)
+    ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version)
+    chosen = assistant_transfer_target_named(assistant=ran_with, name=target)
     _record_action(call, "transfer_call", target=chosen["name"])
     return chosen
 

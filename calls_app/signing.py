@@ -106,12 +106,16 @@ def _parse_header(header):
     return timestamp, candidates
 
 
-# --- Sealed credentials of Twilio-compatible carriers --------------------------------------
-# A Twilio account's auth token is Twilio's, not ours: it cannot be derived like the
-# secrets above, so it is kept encrypted (Fernet: AES-128-CBC and HMAC-SHA256) under a
-# key derived from the same signing key. A database copy alone reveals no token;
+# --- Sealed credentials of carriers --------------------------------------------------------
+# A carrier's own credentials (a Twilio account's auth token, a SIP account's password)
+# are the carrier's, not ours: they cannot be derived like the secrets above, so the
+# fields its kind declares are kept as one JSON object encrypted (Fernet: AES-128-CBC
+# and HMAC-SHA256) under a key derived from the same signing key
+# (calls_app/kinds/credentials.py). A database copy alone reveals none of them;
 # rotating CARRIER_SIGNING_KEY (or SECRET_KEY, where it is derived from it) means
-# storing the tokens again (`create_carrier ID --rotate --auth-token …`).
+# storing them again (`create_carrier ID --rotate --auth-token …`, or the admin's form).
+# The key's label stays the one it had when only a token was sealed, so that what is
+# stored keeps opening.
 
 def _sealing_key():
     digest = hmac.new(_signing_key(), b"calls_app.carrier-token-seal:v1", hashlib.sha256).digest()

@@ -1,6 +1,7 @@
 """The voice runtime's HTTP surface (`/voice/`): outbound requests and the carrier webhook."""
 import json
 
+from django.conf import settings
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -13,7 +14,7 @@ from calls_app.errors import CarrierUnavailable, RecordingNotFound
 from calls_app.recordings import recording_file
 from calls_app.serializers import OutboundCallRequestSerializer, OutboundCallSerializer
 from console.api import OpenAPIView, TenantAPIView, accepts_query, validated
-from console.idempotency.services import idempotent
+from console.idempotency.services import idempotent, windowed_key
 from console.openapi import errors
 
 
@@ -27,11 +28,16 @@ class OutboundCallView(TenantAPIView):
     )
     def post(self, request):
         # The reservation and the stored answer commit together; the dial follows. A
-        # retry with the same key gets that answer and never dials or reserves again.
+        # retry with the same key gets that answer and never dials or reserves again;
+        # without a key, the same request within VOICE_CALL_DEDUP_WINDOW_SEC does too.
         tenant = request.tenant
-        return idempotent(request, scope=f"voice.calls:{tenant.pk}", handler=lambda: self._reserve(request),
+        scope = f"voice.calls:{tenant.pk}"
+        to = request.data.get("to") if isinstance(request.data, dict) else None
+        implicit = windowed_key(request, scope=scope, parts=[str(tenant.pk), str(to)[:64]],
+                                window_sec=settings.VOICE_CALL_DEDUP_WINDOW_SEC)
+        return idempotent(request, scope=scope, handler=lambda: self._reserve(request),
                           then=lambda response: self._dial(tenant, response),
-                          replay=lambda response: self._replayed(tenant, response))
+                          replay=lambda response: self._replayed(tenant, response), default_key=implicit)
 
     @staticmethod
     def _reserve(request):

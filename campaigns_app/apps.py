@@ -13,3 +13,11 @@ class CampaignsAppConfig(AppConfig):
         from campaigns_app.outcomes import machine_answered
 
         register_machine_listener(machine_answered)
+
+        # What the tenant keeps, against its caps (console.quotas).
+        from campaigns_app.models import BlockedNumber, Campaign, CampaignContact
+        from console.quotas import register_usage
+
+        register_usage("campaigns", lambda tenant: Campaign.objects.for_tenant(tenant).count())
+        register_usage("contacts", lambda tenant: CampaignContact.objects.filter(tenant=tenant).count())
+        register_usage("blocklist", lambda tenant: BlockedNumber.objects.for_tenant(tenant).count())

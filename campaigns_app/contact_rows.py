@@ -2,7 +2,8 @@
 contact keeps, with a row number and a reason for every row that cannot be taken.
 
 Columns (any case; German names too): `phone` (Telefon, Telefonnummer, Nummer, Mobil,
-Handy), `name`, `b2b` (true/false, ja/nein, x), and the consent of `marketing`
+Handy), `name` (else `Vorname` and `Nachname` — first/last name — make it, and stay
+variables), `b2b` (true/false, ja/nein, x), and the consent of `marketing`
 campaigns: `consentSource`, `consentAt` (ISO 8601, or 01.10.2026 [10:00] in the
 tenant's zone), `consentText`. Every other column is a variable of the contact's
 scripts (`{{firstName}}`), named by its header.
@@ -12,7 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
 
+from campaigns_app.models import MAX_CONTACTS_PER_CAMPAIGN
+from console.csv_import import csv_table
+from console.errors import ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
+
+# Rows a CSV may have: the campaign's limit counts contacts, so a file may hold duplicates
+# beyond it; the 10 MB cap bounds it too.
+MAX_CSV_ROWS = 2 * MAX_CONTACTS_PER_CAMPAIGN
 
 ALIASES = {
     "phone": ("phone", "telefon", "telefonnummer", "nummer", "number", "phonenumber", "phone_number", "mobile",
@@ -25,6 +33,9 @@ ALIASES = {
     "variables": ("variables",),
 }
 _BY_ALIAS = {alias: name for name, aliases in ALIASES.items() for alias in aliases}
+# Columns whose values make the name where no `name` column is there (as Excel lists keep them).
+FIRST_NAMES = ("vorname", "firstname", "first_name")
+LAST_NAMES = ("nachname", "lastname", "last_name", "familienname")
 TRUE = {"true", "1", "yes", "ja", "x", "y", "j", "wahr"}
 FALSE = {"false", "0", "no", "nein", "", "n", "falsch"}
 VARIABLE = re.compile(r"^[A-Za-z0-9_.]{1,64}$")
@@ -98,8 +109,29 @@ def from_csv(header, lines, *, time_zone, now):
                 variables[variable_name(header[index])] = cell
         else:
             record["variables"] = variables
+            if "name" not in record:
+                record["name"] = _full_name(variables)
             _take(record, line, rows, errors, time_zone=time_zone, now=now)
     return rows, errors
+
+
+def _full_name(variables):
+    """"Vorname Nachname" of a row's variables (either may be missing)."""
+    lowered = {name.lower(): value.strip() for name, value in variables.items() if isinstance(value, str)}
+    first = next((lowered[key] for key in FIRST_NAMES if lowered.get(key)), "")
+    last = next((lowered[key] for key in LAST_NAMES if lowered.get(key)), "")
+    return f"{first} {last}".strip()
+
+
+def csv_contacts(data, *, time_zone, now):
+    """(rows, errors, file info) of an uploaded CSV table (the API's and the admin's):
+    CsvUnreadable or a ValidationFailed on `file` where it cannot be read."""
+    header, lines, encoding, separator = csv_table(data, max_rows=MAX_CSV_ROWS)
+    try:
+        rows, errors = from_csv(header, lines, time_zone=time_zone, now=now)
+    except ValueError as exc:
+        raise ValidationFailed.field("file", str(exc)) from None
+    return rows, errors, {"encoding": encoding, "separator": separator, "rows": len(lines)}
 
 
 def from_json(items, *, time_zone, now, first_row=1):

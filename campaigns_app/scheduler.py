@@ -30,7 +30,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from calls_app.carriers import CarrierUnavailable, outbound_carrier
-from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
+from calls_app.dialing import DialOptions, adapter_of, call_dial
 from calls_app.models import Call
 from calls_app.services import RESERVATION_GRACE, MinuteCapReached, call_fail_undialled, call_request_outbound
 from campaigns_app import services
@@ -181,7 +181,7 @@ def _send(attempt_id: str, now: datetime, *, repeat: bool = False) -> None:
     options = DialOptions(idempotency_key=attempt.pk, machine_detection=settings.CAMPAIGN_MACHINE_DETECTION,
                           repeat=repeat)
     try:
-        call_dial_with(call=attempt.call, options=options)
+        call_dial(call=attempt.call, options=options)
     except CarrierUnavailable:
         pass  # refused: the call failed (its minutes released); collected as `failed`
     except Exception:
@@ -208,7 +208,7 @@ def dials_resend(*, now: datetime) -> int:
             CampaignAttempt.objects.filter(pk=attempt.pk, state=CampaignAttempt.State.DIALING).update(
                 state=CampaignAttempt.State.DIALLED, dialled_at=now)
             continue
-        if _erased(call) or not dials_idempotently(adapter_of(call)):
+        if _erased(call) or not adapter_of(call).capabilities.idempotent_dials:
             continue  # never sent again: the call's own events, or their absence, decide
         with transaction.atomic():
             won = CampaignAttempt.objects.filter(

@@ -9,8 +9,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
 from campaigns_app import selectors, services
-from campaigns_app.contact_rows import from_csv, from_json
-from campaigns_app.models import MAX_CONTACTS_PER_CAMPAIGN, BlockedNumber, Campaign
+from campaigns_app.contact_rows import MAX_CSV_ROWS, csv_contacts, from_json
+from campaigns_app.models import BlockedNumber, Campaign
 from campaigns_app.parsers import (
     MAX_UPLOAD_BYTES,
     ContactsJSONParser,
@@ -33,16 +33,11 @@ from campaigns_app.serializers import (
 )
 from console.api import TenantViewSet, accepts_query, validated, validated_query
 from console.csv_export import csv_stream
-from console.csv_import import csv_table
 from console.errors import ValidationFailed
 from console.fields import PageQuerySerializer
 from console.openapi import errors
 from console.pagination import NEXT_HELP, after_cursor, page_of
 from console.phone import InvalidPhoneNumber, to_e164
-
-# Rows a CSV may have: the campaign's limit counts contacts, so a file may hold duplicates
-# beyond it; the 10 MB cap bounds it too.
-MAX_CSV_ROWS = 2 * MAX_CONTACTS_PER_CAMPAIGN
 
 CAMPAIGN_EXAMPLE = OpenApiExample("A reminder campaign", request_only=True, value={
     "name": "Terminerinnerung November", "assistant": "as_01jd0000000000000000000000",
@@ -202,12 +197,7 @@ def _upload_rows(request, campaign, now):
             if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
                 raise upload_too_large(MAX_UPLOAD_BYTES, upload.size)
             data = upload.read(MAX_UPLOAD_BYTES + 1)
-        header, lines, encoding, separator = csv_table(data, max_rows=MAX_CSV_ROWS)
-        try:
-            rows, errors = from_csv(header, lines, time_zone=tz, now=now)
-        except ValueError as exc:
-            raise ValidationFailed.field("file", str(exc)) from None
-        return rows, errors, {"encoding": encoding, "separator": separator, "rows": len(lines)}
+        return csv_contacts(data, time_zone=tz, now=now)
     body = request.data
     if isinstance(body, dict):
         unknown = sorted(set(body) - {"contacts"})

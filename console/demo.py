@@ -20,9 +20,13 @@ from console.credentials.models import ApiKey
 from console.credentials.services import api_key_create
 from console.numbers.models import PhoneNumber
 from console.tenants.models import Membership, Tenant, TenantHost, TenantOrigin
+from console.tenants.services import membership_add
 
 DEMO_SLUG = "demo"
 OPERATOR_USERNAME = "operator"
+# The practice's own login: the demo tenant's owner, who sees the tenant's sections only
+# (the operator is the platform's superuser: the registry, every tenant).
+OWNER_USERNAME = "praxis"
 DEMO_ASSISTANTS = [
     ("Empfang", "Nimmt Anrufe an, nennt Öffnungszeiten und bietet einen Rückruf an."),
     ("Terminvereinbarung", "Vereinbart und verschiebt Termine."),
@@ -99,6 +103,17 @@ def seed_operator(tenant, stored):
     Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": Membership.Role.OWNER})
 
 
+def seed_owner(tenant, stored):
+    """The demo tenant's owner (staff, no superuser); its password is made once and kept in var/."""
+    User = get_user_model()
+    user = User.objects.filter(username=OWNER_USERNAME).first()
+    if user is None:
+        stored["owner_password"] = secrets.token_urlsafe(12)
+        user = User.objects.create_user(OWNER_USERNAME, "praxis@demo.localhost", stored["owner_password"],
+                                        is_staff=True)
+    membership_add(tenant=tenant, user=user, role=Membership.Role.OWNER)
+
+
 def seed_api_key(tenant, stored):
     """One demo key; only its hash is in the database, so the key itself is kept in
     the untracked var/ file for `make run` to print. If that file is lost, a new key
@@ -119,11 +134,13 @@ def app_demo_steps():
 
 
 def seed_demo():
-    """Returns the demo credentials: {api_key, operator_username, operator_password}."""
+    """Returns the demo credentials: {tenant, api_key, owner_username, owner_password,
+    operator_username, operator_password}."""
     stored = _load_credentials()
     with transaction.atomic():
         tenant = seed_tenant()
         seed_assistants_and_numbers(tenant)
+        seed_owner(tenant, stored)
         seed_operator(tenant, stored)
         seed_api_key(tenant, stored)
         for step in app_demo_steps():
@@ -132,6 +149,8 @@ def seed_demo():
     return {
         "tenant": tenant.slug,
         "api_key": stored.get("api_key"),
+        "owner_username": OWNER_USERNAME,
+        "owner_password": stored.get("owner_password", "(set before; see var/demo-credentials.json)"),
         "operator_username": OPERATOR_USERNAME,
         "operator_password": stored.get("operator_password", "(set before; see var/demo-credentials.json)"),
     }

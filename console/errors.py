@@ -81,6 +81,12 @@ class Conflict(ApiError):
     status, code, message = 409, "conflict", "The request conflicts with the current state."
 
 
+class TenantLimitReached(Conflict):
+    # A per-tenant cap (console.quotas): details name the limit, its setting and maximum.
+    code = "tenant_limit_reached"
+    message = "The tenant keeps as much of this as it may (details.limit, details.max). Delete some first."
+
+
 class NumberTaken(Conflict):
     code, message = "number_taken", "This phone number is already in use."
 

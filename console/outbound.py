@@ -43,6 +43,7 @@ from typing import cast
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from console.errors import ApiError, ValidationFailed
 
@@ -147,24 +148,24 @@ def url_admit(url: object, *, refused: type[ApiError]) -> str:
     `validation_error` on `url` for what is not a URL (not a string, over 2,000
     characters, unparsable, a port out of 1–65535)."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
-        raise ValidationFailed.field("url", f"Send an https URL (at most {MAX_URL_LENGTH:,} characters).")
+        raise ValidationFailed.field("url", gettext("Send an https URL (at most {limit} characters).").format(limit=f"{MAX_URL_LENGTH:,}"))
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
     except ValueError:
-        raise ValidationFailed.field("url", "Not a valid URL.") from None
+        raise ValidationFailed.field("url", gettext("Not a valid URL.")) from None
     if parts.scheme not in ("https", "http") or not host:
-        raise refused(details={"url": ["Must be an https URL with a host."]})
+        raise refused(details={"url": [gettext("Must be an https URL with a host.")]})
     if parts.username is not None or parts.password is not None:
-        raise refused(details={"url": ["A URL without user or password is needed (requests are signed)."]})
+        raise refused(details={"url": [gettext("A URL without user or password is needed (requests are signed).")]})
     _port_checked(parts)
     literal = _address_literal(host, parts, refused)
     loopback = bool(LOOPBACK_NAME.match(host)) or (literal is not None and literal.is_loopback)
     allow_private = settings.OUTBOUND_ALLOW_PRIVATE_TARGETS
     if parts.scheme == "http" and not (loopback and allow_private):
-        raise refused(details={"url": ["Must be an https URL."]})
+        raise refused(details={"url": [gettext("Must be an https URL.")]})
     if not allow_private and (loopback or (literal is not None and not address_allowed(literal))):
-        raise refused(details={"url": [NOT_PUBLIC]})
+        raise refused(details={"url": [gettext(NOT_PUBLIC)]})
     return url
 
 
@@ -172,7 +173,7 @@ def _port_checked(parts: SplitResult) -> int:
     try:
         return url_port(parts)
     except InvalidPort:
-        raise ValidationFailed.field("url", "The port must be a number from 1 to 65535 (or none: 443).") from None
+        raise ValidationFailed.field("url", gettext("The port must be a number from 1 to 65535 (or none: 443).")) from None
 
 
 def _address_literal(host: str, parts: SplitResult,
@@ -189,7 +190,7 @@ def _address_literal(host: str, parts: SplitResult,
         try:
             return ipaddress.IPv4Address(host)  # four decimal numbers 0–255, no leading zeros
         except ValueError:
-            raise refused(details={"url": [ODD_IPV4]}) from None
+            raise refused(details={"url": [gettext(ODD_IPV4)]}) from None
     return None
 
 

@@ -474,6 +474,10 @@ VOICE_PUBLIC_BASE_URL = env.str("VOICE_PUBLIC_BASE_URL", default="")
 # Seconds a twilio carrier's REST request may take; seconds an outbound call rings.
 VOICE_CARRIER_TIMEOUT_SEC = env.float("VOICE_CARRIER_TIMEOUT_SEC", default=10.0)
 VOICE_RING_TIMEOUT_SEC = env.int("VOICE_RING_TIMEOUT_SEC", default=30)
+# POST /voice/v1/calls without an Idempotency-Key: the same request (tenant, number,
+# body) within this many seconds answers the first call instead of dialling again (a
+# retry after a lost answer); 0 turns the implicit key off.
+VOICE_CALL_DEDUP_WINDOW_SEC = env.int("VOICE_CALL_DEDUP_WINDOW_SEC", default=120)
 # The AudioSocket listener (manage.py audiosocket; make run: RUN_AUDIOSOCKET_PORT).
 AUDIOSOCKET_HOST = env.str("AUDIOSOCKET_HOST", default="127.0.0.1")
 AUDIOSOCKET_PORT = env.int("AUDIOSOCKET_PORT", default=8002)
@@ -553,6 +557,19 @@ WEBHOOK_TIMEOUT_SEC = env.float("WEBHOOK_TIMEOUT_SEC", default=10.0)
 # leaves the delivery to the sweep after it.
 WEBHOOK_LEASE_EXTRA_SEC = env.float("WEBHOOK_LEASE_EXTRA_SEC", default=20.0)
 # Endpoints one tenant may have (each is one more request per event); more → 409.
+# Per-tenant caps on what a tenant stores (console/quotas.py; docs/operations.md, "Limits
+# a tenant cannot lift"): past one, a create answers 409 `tenant_limit_reached`.
+TENANT_MAX_ASSISTANTS = env.int("TENANT_MAX_ASSISTANTS", default=100)
+TENANT_MAX_NUMBERS = env.int("TENANT_MAX_NUMBERS", default=200)
+TENANT_MAX_CAMPAIGNS = env.int("TENANT_MAX_CAMPAIGNS", default=200)
+TENANT_MAX_CONTACTS = env.int("TENANT_MAX_CONTACTS", default=200_000)  # of all its campaigns together
+TENANT_MAX_BLOCKED_NUMBERS = env.int("TENANT_MAX_BLOCKED_NUMBERS", default=100_000)  # callers' objections always kept
+TENANT_MAX_LEADS = env.int("TENANT_MAX_LEADS", default=100_000)
+TENANT_MAX_EXPORTS = env.int("TENANT_MAX_EXPORTS", default=200)
+TENANT_MAX_RECORDING_BYTES = env.int("TENANT_MAX_RECORDING_BYTES", default=5 * 1024 ** 3)  # past it: not recorded
+# Of resources still to come: their apps check these when they exist.
+TENANT_MAX_SCENARIOS = env.int("TENANT_MAX_SCENARIOS", default=200)
+TENANT_MAX_CALENDARS = env.int("TENANT_MAX_CALENDARS", default=20)
 WEBHOOK_MAX_ENDPOINTS = env.int("WEBHOOK_MAX_ENDPOINTS", default=20)
 # Failed deliveries are retried with backoff until they are this old, then dead.
 WEBHOOK_RETRY_WINDOW_SEC = env.int("WEBHOOK_RETRY_WINDOW_SEC", default=24 * 3600)
@@ -627,6 +644,8 @@ AGENT_DEMO_SESSIONS_PER_CLIENT = env.int("AGENT_DEMO_SESSIONS_PER_CLIENT", defau
 AGENT_DEMO_SESSIONS_PER_TENANT = env.int("AGENT_DEMO_SESSIONS_PER_TENANT", default=20)
 AGENT_DEMO_RATE_WINDOW_SEC = env.int("AGENT_DEMO_RATE_WINDOW_SEC", default=600)
 AGENT_DEMO_MAX_MINUTES = env.int("AGENT_DEMO_MAX_MINUTES", default=3)
+# The longest conversation of the admin's "Im Browser testen" (a test call: no cap).
+AGENT_TEST_CALL_MAX_MINUTES = env.int("AGENT_TEST_CALL_MAX_MINUTES", default=5)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

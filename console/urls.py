@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
@@ -21,6 +22,8 @@ router.register("assistants", AssistantViewSet, basename="assistant")
 router.register("numbers", PhoneNumberViewSet, basename="number")
 
 urlpatterns = [
+    # The root leads to the admin (its login first): `make run` prints this address.
+    path("", RedirectView.as_view(url="/admin/", permanent=False), name="root"),
     path("health", HealthView.as_view(), name="health"),
     path("v2/schema", SpectacularAPIView.as_view(), name="schema"),
     # The document to read in a browser: Swagger UI from drf-spectacular-sidecar's static files.
@@ -48,5 +51,7 @@ urlpatterns = [
     path("agent", include("gateway_app.agent_urls")),
     # The dashboard is the admin's start page (dashboard_app), ahead of the admin's index.
     path("admin/", include("dashboard_app.urls")),
+    # "Im Browser testen" of an assistant (agent_app), ahead of the admin's own routes.
+    path("admin/", include("agent_app.test_urls")),
     path("admin/", admin.site.urls),
 ]

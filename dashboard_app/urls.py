@@ -6,4 +6,5 @@ from dashboard_app import views
 
 urlpatterns = [
     path("", admin.site.admin_view(views.dashboard), name="dashboard"),
+    path("practice-settings/", admin.site.admin_view(views.tenant_settings), name="tenant-settings"),
 ]

@@ -7,7 +7,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from calls_app.models import Call
+from console.assistants.admin import OFFLINE_BANNER
+from console.assistants.models import Assistant
+from console.assistants.references import thinks_offline
 from console.locale import PLATFORM_VIEW, SELECTED_TENANT, operator_home_tenant
+from console.numbers.models import PhoneNumber
 from console.tenants.models import Tenant
 from dashboard_app import charts
 from dashboard_app.selectors import NEAR_CAP, dashboard_figures, platform_figures
@@ -50,9 +54,27 @@ def dashboard(request):
     }
     if tenant is not None:
         context.update(dashboard_context(dashboard_figures(tenant=tenant, now=now)))
+        context["offline_banner"] = offline_banner(tenant)
+        # Which of the tenant's numbers reaches which assistant (the numbers' own page edits it).
+        context["numbers"] = list(PhoneNumber.objects.for_tenant(tenant).select_related("assistant").order_by("e164"))
     elif request.user.is_superuser:
         context.update(platform_context(platform_figures(now=now)))
     return TemplateResponse(request, "dashboard_app/dashboard.html", context)
+
+
+def offline_banner(tenant):
+    """The offline rule set's banner when one of the tenant's assistants is answered by it, else ""."""
+    offline = [assistant for assistant in Assistant.objects.for_tenant(tenant) if thinks_offline(assistant)]
+    return OFFLINE_BANNER if offline else ""
+
+
+def tenant_settings(request):
+    """The settings of the tenant the operator works on (its admin page: recording,
+    disclosure, members), or the dashboard where there is none."""
+    tenant = selected_tenant(request, list(Tenant.objects.visible_to(request.user).order_by("slug")))
+    if tenant is None:
+        return redirect("dashboard")
+    return redirect("admin:tenants_tenant_change", tenant.pk)
 
 
 def platform_context(figures):

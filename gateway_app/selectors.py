@@ -7,10 +7,12 @@ from django.utils import timezone
 
 from console.engines import engine_probes, lane_status
 from gateway_app.models import LaneUsage
-from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_step
+from gateway_app.planning import BUILTIN_MOCK_LANE, ChatQuery, chat_lane_mode, chat_step
+from registry_app import snapshot
 from registry_app.lanes.config import gateway_mode
 from registry_app.lanes.failover import Step
 from registry_app.lanes.plans import budget_skip, ordered_lanes
+from registry_app.models import LaneHealth
 from registry_app.routing import active_cooldowns, price_group, route
 from speech_app.lanes import BUILTIN_LOCAL_LANES, stt_plan, tts_plan
 
@@ -89,3 +91,43 @@ def usage_between(*, first_day: dt.date, last_day: dt.date, lane_id: str | None 
         rows = rows.filter(lane_id=lane_id)
     totals = rows.aggregate(requests=Sum("requests"), failures=Sum("failures"), eur=Sum("eur"))
     return list(rows), {name: value or 0 for name, value in totals.items()}
+
+
+def thinks_offline(*, lane_id: str, language: str) -> bool:
+    """Whether a conversation on `lane_id` (empty: the router's choice for `language`)
+    is answered by the mock lane's rule set (the offline dialogue policy): the named
+    lane, else the first lane of the route the gateway can call, is in mode `mock`, or
+    there is none. An assistant's instructions take effect only with a language model."""
+    current = snapshot.current()
+    if current is None:
+        return True  # no registry: the gateway's own mock lane answers
+    if lane_id:
+        lane = current.by_id.get(lane_id)
+        if lane is not None and chat_lane_mode(lane) is not None:
+            return chat_lane_mode(lane) == "mock"
+    for lane, _cooldown in ordered_lanes(route("chat", language=language)):
+        mode = chat_lane_mode(lane)
+        if mode is not None:
+            return mode == "mock"
+    return True
+
+
+def callable_chat_lanes() -> list[tuple[str, str]]:
+    """[(lane id, mode)] of the registry's chat lanes the gateway can call (api, cli or mock)."""
+    current = snapshot.current()
+    lanes = current.by_capability.get("chat", ()) if current is not None else ()
+    return [(lane.id, mode) for lane in lanes if (mode := chat_lane_mode(lane)) is not None]
+
+
+def chat_lane_connection(lane_id: str) -> dict[str, Any] | None:
+    """The state of the chat lane `lane_id` (empty: the route's first) as the readiness
+    check sees it — its mode, whether the gateway can call it now or why not, and the
+    registry's last health probe — without calling it; None where no such lane is routed."""
+    _version, states = chat_lane_states("chat")
+    state = next((item for item in states if item["lane"] == lane_id), None) if lane_id else (
+        next((item for item in states if item["usable"]), states[0] if states else None))
+    if state is None:
+        return None
+    health = LaneHealth.objects.filter(lane_id=state["lane"]).first()
+    return {**state, "healthOk": None if health is None else health.ok,
+            "checkedAt": None if health is None else health.checked_at}

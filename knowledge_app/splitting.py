@@ -7,14 +7,20 @@ no Django).
   is dropped (`**fett**` → `fett`, `[Anfahrt](https://…)` → `Anfahrt (https://…)`).
 - Plain text: paragraphs (separated by blank lines), no headings.
 - PDF: each page's text is its own section (`Seite 3`); the lines of a page are joined
-  (a word broken at a line end with `-` is joined again), then cut into passages.
+  (a word broken at a line end with `-` is joined again), then cut into passages; a
+  question on a line of its own or a short title after a finished sentence opens a
+  section under it (`Seite 1 › Wann haben Sie geöffnet?`), so an FAQ's answers are
+  passages of their own.
 
 Within a section, paragraphs are joined into passages of at most `max_chars`
-characters; a longer paragraph is cut between sentences, a longer sentence between
+characters; a longer paragraph is cut between sentences (console.sentences, the one
+German splitter: not after "Dr.", "z. B." or "3."), a longer sentence between
 words, a longer word hard. Passages never span two sections.
 """
 import re
 from dataclasses import dataclass
+
+from console.sentences import split_sentences
 
 HEADING_SEPARATOR = " › "
 MAX_HEADING_CHARS = 300
@@ -25,7 +31,6 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`+|~~)(?=\S)(.+?)(?<=\S)\1")
-_SENTENCE_END = re.compile(r"(?<=[.!?…:;])\s+")
 _SPACES = re.compile(r"[ \t\f\v]+")
 
 
@@ -106,21 +111,47 @@ def text_sections(text):
     return [("", paragraphs)] if paragraphs else []
 
 
+def _pdf_heading(line, previous, following):
+    """Whether a PDF line is a heading of what follows (a PDF has no markup): a question
+    on a line of its own ("Wann haben Sie geöffnet?", an FAQ's) or a short title without
+    a final mark, after a finished sentence (or a question at the page's start) and
+    before more text."""
+    if not following or len(line) > 150:
+        return False
+    if line.endswith("?"):  # after a finished sentence, a title or at the page's start
+        return previous is None or previous.endswith((".", "!", "?", ":")) or _title_like(previous)
+    return (previous is not None and previous.endswith((".", "!", "?", ":")) and _title_like(line)
+            and following[:1].isupper())
+
+
+def _title_like(line):
+    return (len(line) <= 60 and len(line.split()) <= 6 and line[:1].isupper()
+            and not line.endswith((".", ",", ";", ":", "!", "?", "-")))
+
+
 def pdf_sections(pages):
-    """[("Seite N", [the page's text])] of the pages' extracted texts."""
+    """[("Seite N", [text]), ("Seite N › heading", [text]) …] of the pages' extracted
+    texts: a page's lines are joined (a word broken at a line end with `-` joined again),
+    and a heading line (_pdf_heading: an FAQ's question, a short title) opens a section
+    of its own, so that passages end at it."""
     sections = []
     for number, page in enumerate(pages, 1):
-        lines = [line.strip() for line in page.split("\n")]
-        joined = ""
-        for line in lines:
-            if not line:
+        lines = [line.strip() for line in page.split("\n") if line.strip()]
+        heading, joined = f"Seite {number}", ""
+        for index, line in enumerate(lines):
+            previous = lines[index - 1] if index else None
+            following = lines[index + 1] if index + 1 < len(lines) else None
+            if _pdf_heading(line, previous, following):
+                if joined:
+                    sections.append((heading, [joined]))
+                heading, joined = f"Seite {number}{HEADING_SEPARATOR}{line}"[:MAX_HEADING_CHARS], ""
                 continue
             if joined.endswith("-") and line[:1].islower() and len(joined) > 1 and joined[-2].isalpha():
                 joined = joined[:-1] + line
             else:
                 joined = f"{joined} {line}" if joined else line
         if joined:
-            sections.append((f"Seite {number}", [joined]))
+            sections.append((heading, [joined]))
     return sections
 
 
@@ -131,7 +162,7 @@ def _pieces(paragraph, max_chars):
     if len(paragraph) <= max_chars:
         yield paragraph
         return
-    for sentence in _SENTENCE_END.split(paragraph):
+    for sentence in split_sentences(paragraph):
         while len(sentence) > max_chars:
             cut = sentence.rfind(" ", 0, max_chars + 1)
             if cut <= 0:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from console.jobs.services import job_enqueue_on_commit
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 from leads_app.models import OPEN_STATUSES, Lead
 from leads_app.preferred_time import PreferredTime
@@ -30,7 +31,9 @@ def _announce(lead: Lead, event_type: str) -> None:
 @transaction.atomic
 def lead_create(*, tenant: Tenant, kind: str, phone: str, preferred_time: PreferredTime | None = None,
                 page_url: str = "", consent_version: str = "", notes: str = "") -> Lead:
-    """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's clock."""
+    """A new lead; `preferred_time` (a parsed token) is resolved now, on the tenant's
+    clock. 409 `tenant_limit_reached` past TENANT_MAX_LEADS."""
+    quota_take(tenant=tenant, name="leads")
     now = timezone.now()
     lead = Lead.objects.create(
         tenant=tenant,

@@ -11,7 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import Promise
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from console.audit.services import request_id_of
@@ -56,7 +56,32 @@ class SubjectRequestForm(forms.Form):
     def clean(self):
         data = super().clean()
         if "phone" in data and bool(data.get("phone")) == bool(data.get("call_id", "").strip()):
-            raise forms.ValidationError("Enter either a phone number or a call.")
+            raise forms.ValidationError(_("Enter either a phone number or a call."))
+        return data
+
+
+class ErasureRequestForm(SubjectRequestForm):
+    """An erasure cannot be undone: the number (or the call's id) is typed a second time
+    before it runs."""
+
+    confirm = forms.CharField(
+        label=_("Confirmation"), max_length=40, required=False,
+        help_text=_("Type the number (or the call's id) again: the erasure cannot be undone."))
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        typed = data.get("confirm", "").strip()
+        if data.get("phone"):
+            try:
+                confirmed = bool(typed) and to_e164(typed) == data["phone"]
+            except InvalidPhoneNumber:
+                confirmed = False
+        else:
+            confirmed = typed == data.get("call_id", "").strip()
+        if not confirmed:
+            self.add_error("confirm", _("Type the same number (or call id) again to confirm the erasure."))
         return data
 
 
@@ -69,6 +94,7 @@ class RequestByPhoneAdmin(TenantScopedAdmin):
     `run(tenant, request, e164=, call_id=)`."""
 
     explanation: str | Promise = ""
+    form_class: type[SubjectRequestForm] = SubjectRequestForm
 
     def has_change_permission(self, request, obj=None):
         return False
@@ -79,7 +105,7 @@ class RequestByPhoneAdmin(TenantScopedAdmin):
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = SubjectRequestForm(request.POST or None, user=request.user)
+        form = self.form_class(request.POST or None, user=request.user)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -148,13 +174,33 @@ class ExportAdmin(RequestByPhoneAdmin):
         return response
 
 
+# The receipt's counts as the admin names them (the API keeps its keys, docs/api.md).
+RECEIPT_LABELS = {
+    "calls": _("calls"), "transcriptLines": _("transcript lines"), "recordingLinks": _("recording links"),
+    "carrierEvents": _("carrier events"), "leads": _("leads"), "exports": _("exports"),
+    "idempotencyRecords": _("idempotency records"), "adminLogEntries": _("admin log entries"),
+    "webhookDeliveries": _("webhook deliveries"), "analyses": _("call analyses"),
+    "campaignContacts": _("campaign contacts"), "blocklistEntries": _("blocklist entries"),
+    "agentSessions": _("voice agent sessions"),
+}
+
+
 @admin.register(Erasure)
 class ErasureAdmin(RequestByPhoneAdmin):
-    list_display = ["id", "tenant", "erased_at", "counts", "requested_by"]
+    form_class = ErasureRequestForm
+    list_display = ["id", "tenant", "erased_at", "receipt", "requested_by"]
     search_fields = ["id", "tenant__slug"]
     list_select_related = ["tenant"]
-    fields = ("id", "tenant", "erased_at", "counts", "requested_by")
+    fields = ("id", "tenant", "erased_at", "receipt", "requested_by")
     readonly_fields = fields
+
+    @admin.display(description=_("removed"))
+    def receipt(self, erasure):
+        """What was removed, in words ("3 Anrufe"): no JSON keys."""
+        removed = [(count, RECEIPT_LABELS.get(kind, kind)) for kind, count in (erasure.counts or {}).items() if count]
+        if not removed:
+            return _("nothing")
+        return format_html_join(", ", "{} {}", removed)
     request_title = _("Erase a caller's data")
     explanation = _("Removes the number (or the one call's data) from every call, transcript, lead, carrier event, "
                     "webhook delivery, voice agent session, idempotency record, campaign contact and export of the "

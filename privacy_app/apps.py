@@ -15,3 +15,8 @@ class PrivacyConfig(AppConfig):
         from privacy_app.selectors import erased_caller_pseudonym
 
         register_erased_caller_lookup(erased_caller_pseudonym)
+
+        from console.quotas import register_usage
+        from privacy_app.models import Export
+
+        register_usage("exports", lambda tenant: Export.objects.filter(tenant=tenant).count())

@@ -25,6 +25,7 @@ from console.errors import ValidationFailed
 from console.idempotency.models import IdempotencyRecord
 from console.numbers.models import PhoneNumber
 from console.pseudonyms import pseudonym_for
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 from leads_app.models import Lead
 from privacy_app import selectors
@@ -192,6 +193,7 @@ def export_create(*, tenant: Tenant, e164: str | None = None, call_id: str | Non
     call_ids = selectors.subject_call_ids(subject)
     rows = selectors.export_size(subject, call_ids)
     with transaction.atomic():
+        quota_take(tenant=tenant, name="exports")
         export = Export.objects.create(
             tenant=tenant, phone=subject.e164, call_id=subject.call_id,
             subject=pseudonym_for(tenant=tenant, e164=subject.e164) if subject.e164 else "",

@@ -17,6 +17,8 @@ from functools import lru_cache
 
 from num2words import num2words
 
+from console.sentences import ABBREVIATION, ABBREVIATION_WORDS
+
 # Bumped whenever the same text can come out differently: part of the synthesis
 # cache key (speech_app.tts), so that renders made with an older rule are not reused.
 VERSION = "spoken-1"
@@ -39,40 +41,10 @@ _KEEP = re.compile(
     re.IGNORECASE,
 )
 
-# Abbreviations with their spoken form; the several-letter ones with optional spaces.
-_ABBREVIATIONS = [
-    (r"z\.\s?B\.", "zum Beispiel"), (r"u\.\s?a\.", "unter anderem"), (r"d\.\s?h\.", "das heißt"),
-    (r"u\.\s?U\.", "unter Umständen"), (r"o\.\s?Ä\.", "oder Ähnliches"), (r"v\.\s?a\.", "vor allem"),
-    (r"i\.\s?d\.\s?R\.", "in der Regel"), (r"u\.\s?v\.\s?m\.", "und vieles mehr"), (r"s\.\s?o\.", "siehe oben"),
-    (r"s\.\s?u\.", "siehe unten"), (r"z\.\s?T\.", "zum Teil"), (r"z\.\s?Zt\.", "zurzeit"), (r"i\.\s?A\.", "im Auftrag"),
-    (r"usw\.", "und so weiter"), (r"bzw\.", "beziehungsweise"), (r"ca\.", "circa"), (r"inkl\.", "inklusive"),
-    (r"exkl\.", "exklusive"), (r"zzgl\.", "zuzüglich"), (r"ggf\.", "gegebenenfalls"), (r"evtl\.", "eventuell"),
-    (r"bzgl\.", "bezüglich"), (r"gem\.", "gemäß"), (r"vgl\.", "vergleiche"), (r"etc\.", "et cetera"),
-    (r"Dr\.", "Doktor"), (r"Prof\.", "Professor"), (r"Hr\.", "Herr"), (r"Fa\.", "Firma"), (r"St\.", "Sankt"),
-    (r"Str\.", "Straße"), (r"str\.", "straße"), (r"Nr\.", "Nummer"), (r"Tel\.", "Telefon"), (r"Abs\.", "Absatz"),
-    (r"Abt\.", "Abteilung"), (r"Mio\.", "Millionen"), (r"Mrd\.", "Milliarden"), (r"Tsd\.", "Tausend"),
-    (r"MwSt\.?", "Mehrwertsteuer"), (r"Std\.", "Stunden"), (r"Min\.", "Minuten"), (r"Sek\.", "Sekunden"),
-    (r"Jh\.", "Jahrhundert"), (r"Mobil:", "Mobil:"), (r"max\.", "maximal"), (r"min\.", "mindestens"),
-    (r"geb\.", "geboren"), (r"allg\.", "allgemein"), (r"Kl\.", "Klasse"), (r"Whg\.", "Wohnung"),
-]
-def _either_case(pattern):
-    """`pattern` also with its first letter in the other case ("Evtl." opens a sentence)."""
-    first = pattern[0]
-    return f"[{first}{first.swapcase()}]{pattern[1:]}" if first.isalpha() and first.swapcase() != first else pattern
-
-
-_ABBREVIATION = re.compile(
-    "|".join(rf"(?<![\w.])(?:{_either_case(pattern)})" for pattern, _ in _ABBREVIATIONS))
-# An abbreviation at the very end of a text (its period ends no sentence).
-_ABBREVIATION_AT_END = re.compile(rf"(?:{_ABBREVIATION.pattern})$")
-_ABBREVIATION_WORDS = {re.sub(r"\s", "", pattern.replace("\\s?", "").replace("\\", "")).rstrip("?"): spoken
-                       for pattern, spoken in _ABBREVIATIONS}
-
-
-def ends_with_abbreviation(text):
-    """Whether `text` ends with one of the abbreviations the normaliser reads out
-    ("z. B.", "Dr.", "Nr."): a period there ends no sentence."""
-    return _ABBREVIATION_AT_END.search(text) is not None
+# The abbreviations and their spoken forms are the German sentence splitter's too
+# (console.sentences: a period after one ends no sentence), declared once there.
+_ABBREVIATION = ABBREVIATION
+_ABBREVIATION_WORDS = ABBREVIATION_WORDS
 
 
 _DAY = r"(?:Mo|Di|Mi|Do|Fr|Sa|So)"

@@ -7,7 +7,7 @@ as Twilio does: `POST …/Calls.json` places a call and answers 201 with a new s
 new one for every request, since Twilio places a call per request whatever key it
 carries; the key, the `I-Twilio-Idempotency-Token` header, is recorded in `dials`);
 `POST …/Calls/<sid>.json` records the TwiML a live call was given (`updates`) and
-answers 200. `fail = (status, body)` answers every request so. The answer of a placed
+answers 200; `GET …/Accounts/<sid>.json` answers the account (the adapter's probe). `fail = (status, body)` answers every request so. The answer of a placed
 call can be lost: `lose_answers(n)` closes the connection of the next n dials without
 an answer after placing the call; `hold()` keeps the next dial's answer until
 `release()`; `refuse_unplaced(n)` closes the next n without placing anything (the
@@ -77,6 +77,15 @@ class FakeTwilio(LoopbackServer):
         carrier = self
 
         class Handler(JsonAnswers):
+            def do_GET(self) -> None:  # noqa: N802 (the account itself: what the adapter's probe reads)
+                with carrier.lock:
+                    carrier.requests.append({"path": self.path, "method": "GET",
+                                             "auth": self.headers.get("Authorization"), "headers": dict(self.headers)})
+                    carrier.lock.notify_all()
+                    fail = carrier.fail
+                account = self.path.rsplit("/", 1)[-1].removesuffix(".json")
+                self.answer(*(fail or (200, {"sid": account, "status": "active"})))
+
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 form = {name: values if len(values) > 1 else values[0] for name, values in parse_qs(body).items()}

@@ -11,12 +11,17 @@ class ToolsAppConfig(AppConfig):
         # (console.assistants.references): the touchpoint it opens with, the lane it
         # thinks on, the lane its voice is of, the tenant's HTTP tools it may call.
         from console.assistants import references
-        from tools_app import checks
+        from tools_app import checks, definitions
 
         references.register_reference(references.OPENING_TOUCHPOINT, check=checks.opening_touchpoint_problems,
                                       choices=checks.opening_touchpoint_choices)
-        references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems)
+        references.register_reference(references.GREETING, check=checks.greeting_problems)
+        references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems,
+                                      choices=checks.chat_lane_choices)
+        references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
         references.register_reference(references.VOICE_LANE, check=checks.voice_lane_problems)
         references.register_reference(references.TRANSCRIBER_LANE, check=checks.transcriber_lane_problems)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)
+        # A published version keeps its HTTP tools' definitions as they were.
+        references.register_snapshot_part(definitions.SNAPSHOT_PART, take=definitions.http_tools_recorded)

@@ -1,6 +1,8 @@
 """The checks of what an assistant names (console.assistants.references): registered
 by this app, which may import the catalog, the registry and the HTTP tools."""
+from gateway_app.selectors import callable_chat_lanes, chat_lane_connection, thinks_offline
 from registry_app import snapshot
+from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
 from tools_app.models import HttpTool
 
@@ -12,6 +14,15 @@ def opening_touchpoint_problems(*, tenant, value):
     openers = ", ".join(tp.id for tp in catalog().values() if tp.opens_call)
     what = "is no touchpoint of the catalog" if found is None else "does not open a call"
     return [f"'{value}' {what}. Send one that opens a call: {openers}."]
+
+
+def greeting_problems(*, tenant, value):
+    """A greeting is linted like every script (scripts_app's linter): its errors refuse
+    it, with the linter's message; warnings are the admin's to show."""
+    if not value:
+        return []
+    return [f"{finding['excerpt']!r}: {finding['message']}" for finding in analyze(value)["findings"]
+            if finding["level"] == "error"]
 
 
 def opening_touchpoint_choices(*, tenants):
@@ -54,6 +65,31 @@ def transcriber_lane_problems(*, tenant, value):
         return [f"'{value}' is no streaming stt lane of the registry. Streaming stt lanes: "
                 f"{', '.join(streaming) or 'none'}; or null for this service's recognition."]
     return []
+
+
+def chat_lane_choices(*, tenants):
+    """The registry's chat lanes the gateway can call, for the assistant's dropdown (the
+    router's choice first)."""
+    modes = {"mock": "Offline-Regelwerk", "api": "API", "cli": "Programm"}
+    return [("", "Automatisch (Router)")] + [(lane_id, f"{lane_id} ({modes.get(mode, mode)})")
+                                             for lane_id, mode in callable_chat_lanes()]
+
+
+def assistant_thinks_offline(assistant):
+    return thinks_offline(lane_id=assistant.model_lane, language=assistant.language)
+
+
+def assistant_connection(assistant):
+    """How the assistant's chat lane stands (gateway_app's readiness: no call is made), in German."""
+    state = chat_lane_connection(assistant.model_lane)
+    if state is None:
+        return "Keine Chat-Lane der Registry passt."
+    modes = {"mock": "Offline-Regelwerk", "api": "API", "cli": "Programm"}
+    text = f"{state['lane']} ({modes.get(state['mode'], state['mode'] or 'nicht aufrufbar')}): "
+    text += "bereit" if state["usable"] else f"nicht nutzbar ({state.get('reason', 'unbekannt')})"
+    if state["healthOk"] is not None:
+        text += "; letzte Prüfung: " + ("erreichbar" if state["healthOk"] else "nicht erreichbar")
+    return text
 
 
 def http_tool_problems(*, tenant, value):

@@ -99,13 +99,33 @@ def enabled_tools(*, assistant, also=()):
     return tools + [name for name in also if name in BUILTIN_TOOLS and name not in tools]
 
 
+SNAPSHOT_PART = "http_tools"
+SNAPSHOT_FIELDS = ("name", "description", "parameters")  # what the model is shown of a tool
+
+
 def http_tools_of(assistant):
-    """The assistant's HTTP tools of its tenant, in the order of its `tools` (one query)."""
+    """The assistant's HTTP tools of its tenant, in the order of its `tools` (one query).
+    For a published version (console.assistants.selectors.assistant_as_of) each tool as
+    the version recorded it — its name, description and parameters, what the model is
+    shown and its arguments are checked against — with the tool's live address and
+    secret (unsaved copies); a tool deleted since is left out."""
     ids = [name for name in assistant.tools or [] if name not in BUILTIN_TOOLS]
     if not ids:
         return []
     found = {tool.pk: tool for tool in HttpTool.objects.for_tenant(assistant.tenant_id).filter(pk__in=ids)}
+    recorded = (assistant.snapshot_parts or {}).get(SNAPSHOT_PART) or {}
+    for tool_id, definition in recorded.items():
+        if tool_id in found:
+            for name in SNAPSHOT_FIELDS:
+                setattr(found[tool_id], name, definition[name])
     return [found[tool_id] for tool_id in ids if tool_id in found]
+
+
+def http_tools_recorded(*, assistant):
+    """What a published version records of the assistant's HTTP tools
+    (console.assistants.references.register_snapshot_part): {id: {name, description,
+    parameters}}."""
+    return {tool.pk: {name: getattr(tool, name) for name in SNAPSHOT_FIELDS} for tool in http_tools_of(assistant)}
 
 
 def tool_definitions(*, assistant, also=()):

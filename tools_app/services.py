@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from calls_app.services import call_action_record, call_callback_create, call_transfer
 from console import outbound
@@ -29,7 +30,7 @@ from console.parsers import JsonRefused, json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
 from tools_app import result_codes as codes
-from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools
+from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools, http_tools_of
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
 from webhooks_app import signing, transport
@@ -57,24 +58,25 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     problems: dict[str, list[str]] = {}
     values: dict[str, Any] = {}
     for key in sorted(set(data) - set(API_FIELDS)):
-        problems[key] = [f"Unknown field. Accepted: {', '.join(API_FIELDS)}."]
+        problems[key] = [gettext("Unknown field. Accepted: %(fields)s.") % {"fields": ", ".join(API_FIELDS)}]
     if instance is None:
         for key in ("name", "url"):
             if key not in data:
-                problems[key] = ["This field is required."]
+                problems[key] = [gettext("This field is required.")]
     if "name" in data:
         name = data["name"]
         if not isinstance(name, str) or not NAME.match(name):
-            problems["name"] = ["Send a name of a lowercase letter, then up to 63 lowercase letters, digits or _ "
-                                "(e.g. check_appointment)."]
+            problems["name"] = [gettext("Send a name of a lowercase letter, then up to 63 lowercase letters, digits "
+                                        "or _ (e.g. check_appointment).")]
         elif name in BUILTIN_TOOLS:
-            problems["name"] = [f"'{name}' is a built-in tool; choose another name."]
+            problems["name"] = [gettext("'%(name)s' is a built-in tool; choose another name.") % {"name": name}]
         else:
             values["name"] = name
     if "description" in data:
         description = "" if data["description"] is None else data["description"]
         if not isinstance(description, str) or len(description) > MAX_DESCRIPTION or "\x00" in description:
-            problems["description"] = [f"Send a string of at most {MAX_DESCRIPTION:,} characters."]
+            problems["description"] = [gettext("Send a string of at most %(limit)s characters.")
+                                       % {"limit": f"{MAX_DESCRIPTION:,}"}]
         else:
             values["description"] = description
     if "parameters" in data:
@@ -88,7 +90,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
         timeout = data["timeoutMs"]
         low, high = TIMEOUT_MS_RANGE
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not low <= timeout <= high:
-            problems["timeoutMs"] = [f"Send a whole number of milliseconds from {low} to {high} (at most 5 s)."]
+            problems["timeoutMs"] = [gettext("Send a whole number of milliseconds from %(low)s to %(high)s (at most "
+                                             "5 s).") % {"low": low, "high": high}]
         else:
             values["timeout_ms"] = timeout
     if problems:
@@ -100,7 +103,8 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
     name = values.get("name")
     if name and HttpTool.objects.for_tenant(tenant).filter(name=name).exclude(
             pk=instance.pk if instance else None).exists():
-        raise ToolNameTaken(details={"name": [f"The tenant has an HTTP tool '{name}' already."]})
+        raise ToolNameTaken(details={"name": [gettext("The tenant has an HTTP tool '%(name)s' already.")
+                                              % {"name": name}]})
     return values
 
 
@@ -321,7 +325,10 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
             return error
         assert arguments is not None  # _arguments_checked gives the arguments or the error
         return _builtin(assistant, call_id, name, arguments, knowledge_search)
-    tool = HttpTool.objects.for_tenant(assistant.tenant_id).filter(name=str(name)[:64], pk__in=enabled).first()
+    # Among the assistant's tools as its version has them (a tool renamed since keeps
+    # the name the model was shown).
+    tool = next((tool for tool in http_tools_of(assistant) if tool.name == str(name)[:64] and tool.pk in enabled),
+                None)
     if tool is None:
         return _error(str(name)[:64], codes.UNKNOWN_TOOL, f"This assistant has no tool '{str(name)[:64]}'.")
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)

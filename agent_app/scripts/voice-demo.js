@@ -2,7 +2,9 @@
 // AudioWorklet as 16 kHz PCM over the WebSocket, and the agent's PCM played back. While
 // the caller speaks, the partial transcript is shown in place (replaced by the final
 // one); a meter shows the microphone's level; each reply's latency appears under it. A
-// reply the model still streams comes in several agent.speaking frames: one line.
+// reply the model still streams comes in several agent.speaking frames: one line; the
+// assistant's tool calls come as agent.note frames. The admin's "Im Browser testen" uses
+// it too, naming its own session endpoint (data-session).
 (function () {
   "use strict";
   const script = document.currentScript;
@@ -81,6 +83,7 @@
     else if (frame.type === "transcript.partial") partial(frame.text);
     else if (frame.type === "transcript.final") final(frame.text);
     else if (frame.type === "turn.latency") latency(frame);
+    else if (frame.type === "agent.note") say("system tool-call", frame.text);
     else if (frame.type === "error") say("system", "Fehler: " + frame.code + " – " + frame.message);
   }
 
@@ -89,7 +92,9 @@
     statusLine.textContent = "Verbinde …";
     try {
       const token = document.querySelector('meta[name="csrf-token"]').content;
-      const answer = await fetch("voice-demo/session", {method: "POST", headers: {"X-CSRFToken": token}});
+      // The demo page's grants, or the one the page names (the admin's "Im Browser testen").
+      const answer = await fetch(script.dataset.session || "voice-demo/session",
+                                 {method: "POST", headers: {"X-CSRFToken": token}, credentials: "same-origin"});
       const grant = await answer.json();
       if (!answer.ok) throw new Error(grant.error ? grant.error.message : answer.status);
       stream = await navigator.mediaDevices.getUserMedia({

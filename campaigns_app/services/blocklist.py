@@ -11,6 +11,7 @@ from campaigns_app.selectors import blocklist_entries_for
 from campaigns_app.services.lifecycle import contact_announce
 from console.audit.services import audit_record
 from console.phone import to_e164
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 
 
@@ -33,6 +34,9 @@ def blocklist_add(*, tenant: Tenant, phone: str, note: str = "", reason: str = B
     ends as it ends, and is not repeated)."""
     now = now or timezone.now()
     e164 = to_e164(phone)
+    if reason == BlockedNumber.Reason.MANUAL and not blocklist_entries_for(tenant=tenant, e164=e164).exists():
+        # A new entry by hand counts against the cap; a callee's objection never does.
+        quota_take(tenant=tenant, name="blocklist")
     entry, created = _block(tenant, e164, reason=reason, note=note, call_id=call_id)
     _finish_open_contacts(tenant, e164, Outcome.SKIPPED_BLOCKLIST, statuses=[CampaignContact.Status.PENDING],
                           now=now)

@@ -12,6 +12,7 @@ from campaigns_app.errors import CampaignFinished, TooManyContacts
 from campaigns_app.models import MAX_CONTACTS_PER_CAMPAIGN, Campaign, CampaignContact, Outcome
 from campaigns_app.selectors import blocked_among
 from campaigns_app.services.lifecycle import campaign_locked
+from console.quotas import quota_take
 
 # How many rows of each kind an upload's report lists (all are counted).
 REPORT_LIST_LIMIT = 1000
@@ -64,6 +65,8 @@ def contacts_add(*, campaign: Campaign, rows: list[ContactRow], errors: Iterable
     if len(existing) + len(new) > MAX_CONTACTS_PER_CAMPAIGN:
         raise TooManyContacts(details={"maxContacts": MAX_CONTACTS_PER_CAMPAIGN, "existing": len(existing),
                                        "new": len(new)})
+    if new:
+        quota_take(tenant=campaign.tenant, name="contacts", adding=len(new))
     _insert(new)
     errors = [error.as_dict() for error in errors]
     counted = {outcome: sum(1 for entry in skipped if entry["outcome"] == outcome)

@@ -14,6 +14,7 @@ from console.errors import ValidationFailed
 from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, to_e164
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 from scripts_app.catalog import catalog
 from webhooks_app.services import event_publish
@@ -84,6 +85,7 @@ def campaign_create(*, tenant: Tenant, name: str, purpose: str, assistant: str |
                     voicemail_touchpoint: str = "", start_at: datetime | None = None,
                     end_at: datetime | None = None) -> Campaign:
     _checked(tenant, {"concurrency": concurrency, "voicemail_touchpoint": voicemail_touchpoint})
+    quota_take(tenant=tenant, name="campaigns")
     campaign = Campaign(
         tenant=tenant, name=name, purpose=purpose, assistant=_assistant(tenant, assistant),
         from_number=_from_number(tenant, from_number), window=window or DEFAULT_WINDOW, concurrency=concurrency,

@@ -1,15 +1,34 @@
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.formats import localize
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import capfirst
+from django.utils.timezone import localtime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from console.assistants import references
+from console.assistants import references, services
+from console.assistants.history import version_history
 from console.assistants.models import BUILTIN_TOOLS, Assistant
 from console.assistants.validation import assistant_values
+from console.audit.services import actor_of, audit_record, request_id_of
 from console.errors import ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
+
+# The admin's banner where an assistant is answered by the offline rules (no language model).
+OFFLINE_BANNER = _(
+    "Offline rule set: your instructions take effect only with a language model. Until then the assistant "
+    "answers by fixed rules: it greets with the disclosure, gives opening hours and answers from the knowledge "
+    "documents, takes callback requests with the number, transfers to your team, notes objections and says "
+    "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
+    "a registry with a language model).")
 
 BUILTIN_LABELS = {
     "create_callback": _("Create a callback (create_callback)"),
@@ -24,7 +43,8 @@ FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
     "transcriber": "transcriber_lane", "transcriber.lane": "transcriber_lane",
     "transcriber.keyterms": "transcriber_keyterms_text",
-    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "tools": "tools",
+    "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
+    "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
     "model.temperature": "model_temperature", "model.maxTokens": "model_max_tokens",
     "transferTargets": "transfer_targets_text", "analysis": "analysis_schema", "analysis.schema": "analysis_schema",
@@ -70,16 +90,22 @@ class AssistantForm(forms.ModelForm):
 
     class Meta:
         model = Assistant
-        fields = ["tenant", "name", "description", "language", "voice", "instructions", "opening_touchpoint",
-                  "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
+        fields = ["tenant", "name", "description", "language", "voice", "instructions", "greeting",
+                  "opening_touchpoint", "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
                   "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
-        widgets = {"instructions": forms.Textarea(attrs={"rows": 12})}
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 12}), "greeting": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args, tenants=(), **kwargs):
         super().__init__(*args, **kwargs)
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
+        if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
+            current = self.instance.model_lane if self.instance.pk else ""
+            if current and current not in dict(lanes):
+                lanes.append((current, current))
+            self.fields["model_lane"].widget = forms.Select(choices=lanes)
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
@@ -107,6 +133,7 @@ class AssistantForm(forms.ModelForm):
                             if data.get("transcriber_lane") else None),
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
+            "greeting": data.get("greeting") or "",
             "tools": list(data.get("tools") or []),
             "knowledge": None if data.get("knowledge_all") else _lines(data.get("knowledge_ids")),
             "model": {"lane": data.get("model_lane") or None, "temperature": data.get("model_temperature"),
@@ -147,19 +174,48 @@ class AssistantAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "language", "voice", "id", "created_at"]
     list_filter = ["language"]
     search_fields = ["name", "id", "tenant__slug"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection", "versions_view"]
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "transcriber_lane",
-                           "transcriber_keyterms_text"]}),
-        (_("Conversation"), {"fields": ["instructions", "opening_touchpoint", "end_call_phrases_text",
-                                    "max_duration_sec", "silence_timeout_sec"]}),
+                           "transcriber_keyterms_text", "browser_test"]}),
+        (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
+                                        "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
-        (_("Model"), {"fields": ["model_lane", "model_temperature", "model_max_tokens"]}),
+        (_("Model"), {"fields": ["model_lane", "connection", "model_temperature", "model_max_tokens"]}),
         (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
                                                     "analysis_success_criteria"]}),
         (_("Times"), {"fields": ["created_at", "updated_at"]}),
     ]
+    VERSIONS_FIELDSET = (_("Draft and published versions"), {"fields": ["versions_view"]})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        assistant = self.get_object(request, object_id)
+        if request.method == "GET" and assistant is not None and references.thinks_offline(assistant):
+            messages.warning(request, OFFLINE_BANNER)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description=_("Connection"))
+    def connection(self, obj):
+        """The chat lane's state as the gateway's readiness check sees it (checked on every view)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.lane_connection(obj) or "-"
+
+    @admin.display(description=_("Try it"))
+    def browser_test(self, obj):
+        """"Im Browser testen": a page of the admin that talks to the assistant (agent_app)."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return format_html('<a class="button" href="{}">{}</a>', reverse("assistant-browser-test", args=[obj.pk]),
+                           _("Test in the browser"))
+
+    @admin.display(description=_("The caller hears first"))
+    def first_heard(self, obj):
+        """The disclosure and the greeting (or the opening script) as saved: what a caller hears first."""
+        if obj is None or obj.pk is None:
+            return _("Shown once the assistant is saved.")
+        return references.first_heard(obj) or "-"
 
     # A user who may only view reads the stored fields, not the editor's lines (which
     # only a form has).
@@ -169,6 +225,8 @@ class AssistantAdmin(TenantScopedAdmin):
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:  # a new assistant has no versions yet
+            fieldsets = [self.VERSIONS_FIELDSET, *fieldsets]
         if obj is None or self.has_change_permission(request, obj):
             return fieldsets
         return [(title, {**options, "fields": [shown for name in options["fields"]
@@ -190,3 +248,92 @@ class AssistantAdmin(TenantScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         # An assistant stays with its tenant: its numbers and tools are that tenant's.
         return [*self.readonly_fields, "tenant"] if obj is not None else self.readonly_fields
+
+    # --- Versions: draft vs. live, publish, the history with its diffs, restore ------------
+
+    @admin.display(description=_("versions"))
+    def versions_view(self, assistant: Assistant) -> SafeString:
+        if assistant.pk is None:
+            return format_html("—")
+        history = version_history(assistant=assistant)
+        live = history["live"]
+        state = (format_html("{} <strong>v{}</strong>", gettext("Callers are answered with"), live) if live
+                 else format_html("<strong>{}</strong>", gettext("Never published: callers are answered with the draft.")))
+        draft = _changes_html(history["draftChanges"]) if history["draftChanges"] else format_html(
+            "{}", gettext("The draft is the live version.") if live else "")
+        publish = format_html(
+            '<p><label for="version_note">{}</label> <input type="text" id="version_note" name="version_note" '
+            'maxlength="500" size="50"> <button type="submit" class="button" formaction="{}">{}</button></p>'
+            '<p class="help">{}</p>',
+            gettext("Note"), reverse("admin:assistants_assistant_publish", args=[assistant.pk]),
+            gettext("Publish"), gettext("Publishes the saved draft as the next version: save your changes first."))
+        rows = format_html_join("", '<tr><td><strong>{}</strong>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
+                                    '<td><button type="submit" class="button" formaction="{}">{}</button></td></tr>', (
+            (version["label"], format_html(" ({})", gettext("live")) if version["live"] else "",
+             localize(localtime(version["publishedAt"])), version["publishedBy"], version["note"],
+             _changes_html(version["changes"]),
+             reverse("admin:assistants_assistant_restore", args=[assistant.pk, version["version"]]),
+             gettext("Restore")) for version in history["versions"]))
+        table = format_html('<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr>'
+                            "</thead><tbody>{}</tbody></table>", gettext("Version"), gettext("Published"),
+                            gettext("By"), gettext("Note"), gettext("Changes"), rows) if rows else ""
+        return format_html("<p>{}</p><h4>{}</h4>{}{}{}", state, gettext("Unpublished changes of the draft"), draft,
+                           publish, table)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path("<str:assistant_id>/publish/", self.admin_site.admin_view(self.publish_view),
+                 name="assistants_assistant_publish"),
+            path("<str:assistant_id>/versions/<int:number>/restore/", self.admin_site.admin_view(self.restore_view),
+                 name="assistants_assistant_restore"),
+        ] + super().get_urls()
+
+    def _changeable(self, request: HttpRequest, assistant_id: str) -> Assistant:
+        assistant = self.get_queryset(request).filter(pk=assistant_id).first()
+        if assistant is None or not self.has_change_permission(request, assistant):
+            raise Http404("No such assistant.")
+        return assistant
+
+    def _audit(self, request: HttpRequest, assistant: Assistant, verb: str, number: int) -> None:
+        audit_record(actor=actor_of(request), action=f"admin.{verb} assistants.assistant", tenant=assistant.tenant,
+                     object_id=assistant.pk, request_id=request_id_of(request), details={"version": number})
+
+    def _back(self, assistant: Assistant) -> HttpResponse:
+        return HttpResponseRedirect(reverse("admin:assistants_assistant_change", args=[assistant.pk]))
+
+    def publish_view(self, request: HttpRequest, assistant_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        version = services.assistant_publish(assistant=assistant, actor=actor_of(request),
+                                             note=request.POST.get("version_note", "").strip())
+        self._audit(request, assistant, "publish", version.number)
+        self.message_user(request, gettext("Published as v%(number)d: callers are now answered with it.")
+                          % {"number": version.number}, messages.SUCCESS)
+        return self._back(assistant)
+
+    def restore_view(self, request: HttpRequest, assistant_id: str, number: int) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        try:
+            services.assistant_restore(assistant=assistant, number=number)
+        except services.UnknownVersion:
+            raise Http404("No such version.") from None
+        self._audit(request, assistant, "restore", number)
+        self.message_user(request, gettext("v%(number)d was copied into the draft; publish it to make it live.")
+                          % {"number": number}, messages.SUCCESS)
+        return self._back(assistant)
+
+
+def _changes_html(changes: list[dict[str, Any]]) -> SafeString:
+    """What a version (or the draft) changed: the fields, instructions as their line diff."""
+    return format_html_join("", "<div><code>{}</code>{}</div>", (
+        (change["field"], format_html("<pre>{}</pre>", change["diff"]) if "diff" in change
+         else format_html(": {} → {}", _short(change["before"]), _short(change["after"])))
+        for change in changes))
+
+
+def _short(value: object) -> str:
+    text = "—" if value in (None, "", []) else str(value)
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -6,3 +6,9 @@ class AssistantsConfig(AppConfig):
     name = "console.assistants"
     label = "assistants"
     verbose_name = _("Assistants")
+
+    def ready(self):
+        from console.assistants.models import Assistant
+        from console.quotas import register_usage
+
+        register_usage("assistants", lambda tenant: Assistant.objects.for_tenant(tenant).count())

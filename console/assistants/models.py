@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -37,6 +39,12 @@ class Assistant(models.Model):
     opening_touchpoint = models.CharField(
         _("opening text"), max_length=64, default=DEFAULT_OPENING_TOUCHPOINT,
         help_text=_("The script's touchpoint the call begins with (the AI notice is put before it)."))
+    # The assistant's own first words after the AI disclosure; empty: the opening
+    # touchpoint's script (agent_app.conversation.opening_script).
+    greeting = models.TextField(
+        _("greeting"), blank=True,
+        help_text=_("What the caller hears first, right after the AI notice; {{companyName}} is the company's "
+                    "name. Empty: the opening text's script."))
     tools = models.JSONField(
         _("tools"), default=list, blank=True,
         help_text=_("Built-in tools (names) and the tenant's HTTP tools (ids) the assistant may use."))
@@ -73,6 +81,12 @@ class Assistant(models.Model):
     updated_at = models.DateTimeField(_("last changed"), auto_now=True)
 
     objects = TenantOwnedQuerySet.as_manager()
+    # Not a field: which published version this instance is (console.assistants.selectors
+    # .assistant_as_of); None for the draft (the row itself).
+    version: int | None = None
+    # What a version recorded beside the fields (console.assistants.references
+    # .snapshot_parts: its HTTP tools' definitions); None: the draft, everything live.
+    snapshot_parts: dict[str, Any] | None = None
 
     class Meta:
         ordering = ["name", "id"]
@@ -90,3 +104,34 @@ class Assistant(models.Model):
     def transfer_target_for(self, e164):
         """The transfer target with this E.164 number, or None."""
         return next((target for target in self.transfer_targets if target.get("e164") == e164), None)
+
+
+class AssistantVersion(models.Model):
+    """A published version of an assistant: an immutable snapshot of its behaviour
+    (console.assistants.versions.assistant_snapshot: every field of the assistant but
+    its identity and timestamps) that phone numbers, campaigns and the web widget
+    answer with. `number` counts 1, 2, … per assistant (shown as v1, v2, …)."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("av"), editable=False)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="assistant_versions",
+                               verbose_name=_("tenant"))
+    assistant = models.ForeignKey(Assistant, on_delete=models.CASCADE, related_name="versions",
+                                  verbose_name=_("assistant"))
+    number = models.PositiveIntegerField(_("version"), editable=False)
+    snapshot = models.JSONField(_("snapshot"), editable=False)
+    note = models.CharField(_("note"), max_length=500, blank=True, editable=False)
+    # Who published it: `key:<prefix>` (an API key), `user:<name>` (the admin) or
+    # `migration` (the v1 every assistant got when versions came).
+    published_by = models.CharField(_("published by"), max_length=160, editable=False)
+    created_at = models.DateTimeField(_("published"), auto_now_add=True)
+
+    objects = TenantOwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["assistant", "-number"]
+        constraints = [models.UniqueConstraint(fields=["assistant", "number"], name="assistant_version_number")]
+        verbose_name = _("assistant version")
+        verbose_name_plural = _("assistant versions")
+
+    def __str__(self) -> str:
+        return f"v{self.number}"

@@ -1,3 +1,5 @@
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
@@ -6,6 +8,7 @@ from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT,
 from console.assistants.validation import (
     MAX_DESCRIPTION,
     MAX_END_CALL_PHRASES,
+    MAX_GREETING,
     MAX_INSTRUCTIONS,
     MAX_KNOWLEDGE,
     MAX_NAME,
@@ -84,8 +87,9 @@ class AssistantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assistant
-        fields = ["id", "name", "description", "language", "voice", "transcriber", "instructions", "openingTouchpoint", "tools",
-                  "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
+        fields = ["id", "name", "description", "language", "voice", "transcriber",
+                  "instructions", "openingTouchpoint", "greeting",
+                  "tools", "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
                   "endCallPhrases", "createdAt", "updatedAt"]
         read_only_fields = fields
 
@@ -103,6 +107,10 @@ class AssistantCreateSerializer(ClosedSerializer):
                                                     help_text="The system prompt, German text."))
     openingTouchpoint = documented(serializers.CharField(
         help_text=f"A catalog touchpoint that opens a call; default {DEFAULT_OPENING_TOUCHPOINT}."))
+    greeting = documented(serializers.CharField(
+        max_length=MAX_GREETING, allow_blank=True,
+        help_text="The assistant's own first words after the AI disclosure; \"\": the opening "
+                  "touchpoint's script. Linted like a script (errors refused)."))
     tools = documented(serializers.ListField(
         child=serializers.CharField(), max_length=MAX_TOOLS,
         help_text=f"Built-in tools ({', '.join(BUILTIN_TOOLS)}) and ids of the tenant's HTTP tools (tl_…)."))
@@ -133,3 +141,52 @@ class AssistantUpdateSerializer(AssistantCreateSerializer):
 
 # `GET /v2/assistants` (console/listing.py): every assistant of the tenant, by name.
 ASSISTANTS = Listing("assistants", AssistantSerializer, ordering=("name", "id"))
+
+
+# --- Versions -------------------------------------------------------------------------
+
+SHOWN_OUT = ("id", "createdAt", "updatedAt")  # a version shows the assistant's behaviour only
+
+
+def shown_config(assistant: Assistant) -> dict[str, Any]:
+    """An assistant (a version's or the draft) as a version shows it: its API fields but
+    its identity and timestamps."""
+    data = AssistantSerializer(assistant).data
+    return {name: value for name, value in data.items() if name not in SHOWN_OUT}
+
+
+class VersionChangeSerializer(serializers.Serializer):
+    field = serializers.CharField(help_text="The API field that changed; nested ones by path (`model.lane`).")
+    before = serializers.JSONField(required=False, help_text="Its value before (absent for `instructions`).")
+    after = serializers.JSONField(required=False, help_text="Its value after (absent for `instructions`).")
+    diff = serializers.CharField(required=False, help_text="`instructions` only: a unified line diff.")
+
+
+class AssistantVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField(help_text="1, 2, … (shown as v1, v2, …).")
+    # A field named like Field.label, which the stubs type as that attribute.
+    label = serializers.CharField(help_text="`v1`, `v2`, …")  # type: ignore[assignment]
+    note = serializers.CharField(allow_blank=True)
+    publishedBy = serializers.CharField(help_text="`key:<prefix>`, `user:<name>` or `migration`.")
+    publishedAt = serializers.DateTimeField()
+    live = serializers.BooleanField(help_text="The latest version: what unpinned numbers answer with.")
+    assistant = serializers.DictField(help_text="The assistant as this version has it (the fields of an "
+                                                "assistant but `id`, `createdAt`, `updatedAt`).")
+    recorded = serializers.DictField(help_text="What the version recorded of what it names: `http_tools`, each "
+                                               "HTTP tool's `{name, description, parameters}` by its id ({} for "
+                                               "the v1 of the migration: its tools are used as they are).")
+    changes = VersionChangeSerializer(many=True, help_text="What changed against the previous version "
+                                                           "(v1: against nothing, every field).")
+
+
+class AssistantVersionListSerializer(serializers.Serializer):
+    versions = AssistantVersionSerializer(many=True, help_text="Newest first.")
+    live = serializers.IntegerField(allow_null=True, help_text="The latest version; null: never published "
+                                                               "(calls are answered with the draft).")
+    draftChanges = VersionChangeSerializer(many=True, help_text="What the draft changes against the live "
+                                                                "version (unpublished); [] when none.")
+
+
+class AssistantPublishSerializer(ClosedSerializer):
+    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
+                                 help_text="Why: shown in the version history.")

@@ -4,11 +4,14 @@ from typing import Any
 from django.db import transaction
 from django.db.models import RestrictedError
 
-from console.assistants.models import Assistant
+from console.assistants.models import Assistant, AssistantVersion
+from console.assistants.selectors import assistant_as_of, assistant_snapshot, assistant_version_of
+from console.assistants.serializers import shown_config
 from console.assistants.validation import assistant_values
-from console.errors import ApiError, Conflict
+from console.errors import ApiError, Conflict, NotFound
 from console.numbers.models import PhoneNumber
 from console.phone import InvalidPhoneNumber, mask, to_e164
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 
 
@@ -27,7 +30,9 @@ class TransferRefused(ApiError):
 
 @transaction.atomic
 def assistant_create(*, tenant: Tenant, data: dict[str, Any]) -> Assistant:
-    """A new assistant from the API's fields (`data`, checked here)."""
+    """A new assistant from the API's fields (`data`, checked here); 409
+    `tenant_limit_reached` past TENANT_MAX_ASSISTANTS."""
+    quota_take(tenant=tenant, name="assistants")
     return Assistant.objects.create(tenant=tenant, **assistant_values(tenant=tenant, data=data))
 
 
@@ -88,3 +93,43 @@ def assistant_transfer_target_named(*, assistant: Assistant, name: object) -> di
         if " ".join(target["name"].split()).casefold() == wanted:
             return assistant_transfer_target(assistant=assistant, number=target["e164"])
     return assistant_transfer_target(assistant=assistant, number=name)
+
+
+# --- Versions (docs/api.md, "Versions") ---------------------------------------------------
+
+MAX_NOTE = 500
+
+
+class UnknownVersion(NotFound):
+    code = "unknown_version"
+    message = "This assistant has no version with this number (GET /v2/assistants/{id}/versions lists them)."
+
+
+@transaction.atomic
+def assistant_publish(*, assistant: Assistant, actor: str, note: str = "") -> AssistantVersion:
+    """The draft as the assistant's next version (v1, v2, …): from now on what its
+    numbers (those not pinned to another), campaigns and the web widget answer with.
+    The assistant's row is locked, so two publishes get two numbers."""
+    locked = Assistant.objects.select_for_update().get(pk=assistant.pk)
+    latest = AssistantVersion.objects.filter(assistant=locked).order_by("-number").values_list("number", flat=True)
+    return AssistantVersion.objects.create(
+        tenant_id=locked.tenant_id, assistant=locked, number=(latest.first() or 0) + 1,
+        snapshot=assistant_snapshot(locked), note=note[:MAX_NOTE], published_by=actor[:160])
+
+
+@transaction.atomic
+def assistant_restore(*, assistant: Assistant, number: int) -> Assistant:
+    """Copies version `number` back into the draft (nothing is published: the numbers
+    answer as before until the draft is published again); UnknownVersion (404). The
+    version's fields are checked as a PATCH's are, so the draft never names what is
+    gone since (a deleted HTTP tool or document: 400 naming it)."""
+    version = assistant_version_of(assistant=assistant, number=number)
+    if version is None:
+        raise UnknownVersion()
+    config = shown_config(assistant_as_of(assistant=assistant, version=version))
+    values = assistant_values(tenant=assistant.tenant, data=config, instance=assistant)
+    for name, value in values.items():
+        setattr(assistant, name, value)
+    assistant.save(update_fields=[*values, "updated_at"])
+    assistant.version = None
+    return assistant

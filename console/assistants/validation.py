@@ -19,6 +19,7 @@ from console.phone import InvalidPhoneNumber, to_e164
 MAX_NAME = 200
 MAX_DESCRIPTION = 2_000
 MAX_INSTRUCTIONS = 20_000
+MAX_GREETING = 1_000
 MAX_TOOLS = 32
 MAX_KNOWLEDGE = 200
 MAX_TRANSFER_TARGETS = 20
@@ -36,7 +37,7 @@ HTTP_TOOL_ID = re.compile(r"^tl_[0-9a-z]{1,37}$")
 DOCUMENT_ID = re.compile(r"^[a-z]{1,5}_[0-9A-Za-z]{1,40}$")
 
 # The API's names of the fields, in the order of the representation.
-API_FIELDS = ("name", "description", "language", "voice", "transcriber", "instructions", "openingTouchpoint", "tools",
+API_FIELDS = ("name", "description", "language", "voice", "transcriber", "instructions", "openingTouchpoint", "greeting", "tools",
               "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
               "endCallPhrases")
 # Deepgram's Nova-3 takes up to 100 key terms (speech_app/providers/deepgram_live.py).
@@ -340,6 +341,15 @@ def assistant_values(*, tenant, data, instance=None):
                 problems.add("openingTouchpoint", message)
             if not found:
                 values["opening_touchpoint"] = touchpoint
+    if "greeting" in data:
+        greeting = _text(problems, "greeting", "" if data["greeting"] is None else data["greeting"],
+                         maximum=MAX_GREETING)
+        if greeting is not None:
+            found = references.reference_problems(references.GREETING, tenant=tenant, value=greeting.strip())
+            for message in found:
+                problems.add("greeting", message)
+            if not found:
+                values["greeting"] = greeting.strip()
     if "tools" in data:
         tools = _tools(problems, tenant, data["tools"])
         if tools is not None:

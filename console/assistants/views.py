@@ -1,15 +1,21 @@
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import mixins, status
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from console.api import TenantViewSet, validated
 from console.assistants import services
+from console.assistants.history import version_history, version_shown
 from console.assistants.serializers import (
     ASSISTANTS,
     AssistantCreateSerializer,
+    AssistantPublishSerializer,
     AssistantSerializer,
     AssistantUpdateSerializer,
+    AssistantVersionListSerializer,
+    AssistantVersionSerializer,
 )
+from console.audit.services import actor_of
 from console.listing import ListedMixin
 from console.openapi import errors
 
@@ -48,3 +54,34 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
     def destroy(self, request, pk=None):
         services.assistant_delete(assistant=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=AssistantPublishSerializer, responses={201: AssistantVersionSerializer},
+                   summary="Publish the assistant's draft as its next version")
+    @action(detail=True, methods=["post"])
+    def publish(self, request, pk=None):
+        assistant = self.get_object()
+        data = validated(AssistantPublishSerializer, request.data)
+        version = services.assistant_publish(assistant=assistant, actor=actor_of(request), note=data["note"])
+        return Response(version_shown(assistant=assistant, number=version.number), status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=AssistantVersionListSerializer,
+                   summary="List an assistant's versions with what each changed")
+    @action(detail=True, methods=["get"])
+    def versions(self, request, pk=None):
+        return Response(version_history(assistant=self.get_object()))
+
+    @extend_schema(responses=AssistantVersionSerializer, extensions=errors(404),
+                   summary="Get one version of an assistant")
+    @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]{1,9})")
+    def version(self, request, pk=None, number=None):
+        shown = version_shown(assistant=self.get_object(), number=int(number))
+        if shown is None:
+            raise services.UnknownVersion()
+        return Response(shown)
+
+    @extend_schema(request=None, responses=AssistantSerializer, extensions=errors(404),
+                   summary="Restore a version into the assistant's draft")
+    @action(detail=True, methods=["post"], url_path=r"versions/(?P<number>[0-9]{1,9})/restore")
+    def restore(self, request, pk=None, number=None):
+        assistant = services.assistant_restore(assistant=self.get_object(), number=int(number))
+        return Response(AssistantSerializer(assistant).data)

@@ -28,6 +28,8 @@ not at all, so a stored response exists exactly when the work's side effects do.
   with the header `Idempotent-Replayed: true`; `handler()` does not run.
   `replay(response)` (optional) may turn it into what a retry should now get (e.g.
   the error of a `then` step that failed for good), raising an ApiError.
+- `default_key` (optional): the key of a request that sent none (an endpoint whose
+  repeat is harmful makes one with `windowed_key`).
 - The same key with another body (or method/path) → 409 `idempotency_key_mismatch`.
 - A key longer than 255 characters or with characters outside printable ASCII → 400
   `invalid_idempotency_key`.
@@ -40,7 +42,7 @@ endpoint, e.g. `"public.leads:acme"`. Records live in the database
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,8 +79,9 @@ def request_fingerprint(request: Any) -> str:
 
 def idempotent(request: Any, *, scope: str, handler: Callable[[], Response],
                then: Callable[[Response], Response] | None = None,
-               replay: Callable[[Response], Response] | None = None) -> Response:
-    key = request.headers.get(HEADER)
+               replay: Callable[[Response], Response] | None = None,
+               default_key: str | None = None) -> Response:
+    key = request.headers.get(HEADER, default_key)
     if key is not None and not _VALID_KEY.match(key):
         raise InvalidIdempotencyKey()
     fingerprint = request_fingerprint(request) if key is not None else None
@@ -100,6 +103,25 @@ def idempotent(request: Any, *, scope: str, handler: Callable[[], Response],
     if then is None or not 200 <= response.status_code < 300:
         return response
     return then(response)
+
+
+def windowed_key(request: Any, *, scope: str, parts: Iterable[str], window_sec: int,
+                 now: datetime | None = None) -> str | None:
+    """An implicit key for a request that sent none: the same `parts` and body within
+    `window_sec` seconds get one key (the previous window's while its record exists,
+    so a retry just after a window's edge still finds the first answer). None when
+    `window_sec` is 0."""
+    if window_sec <= 0:
+        return None
+    window = int((now or timezone.now()).timestamp()) // window_sec
+    fingerprint = request_fingerprint(request)
+
+    def key_of(window: int) -> str:
+        digest = hashlib.sha256("\n".join([*parts, str(window), fingerprint]).encode()).hexdigest()
+        return f"implicit-{digest[:48]}"
+
+    previous = key_of(window - 1)
+    return previous if IdempotencyRecord.objects.filter(scope=scope, key=previous).exists() else key_of(window)
 
 
 def _claim(scope: str, key: str, fingerprint: str) -> IdempotencyRecord:

@@ -10,7 +10,7 @@ from console.tenants.admin_scoping import TenantScopedAdmin
 @admin.register(PhoneNumber)
 class PhoneNumberAdmin(TenantScopedAdmin):
     form = PhoneNumberAdminForm
-    list_display = ["e164", "label", "tenant", "assistant", "id"]
+    list_display = ["e164", "label", "tenant", "assistant", "assistant_version", "id"]
     search_fields = ["e164", "label", "id", "tenant__slug"]
     readonly_fields = ["id", "created_at"]
     list_select_related = ["tenant", "assistant"]
@@ -23,7 +23,9 @@ class PhoneNumberAdmin(TenantScopedAdmin):
     def save_model(self, request: HttpRequest, obj: PhoneNumber, form: PhoneNumberAdminForm, change: bool) -> None:
         """Through the API's services; the admin goes on with `obj`."""
         if change:
-            number_update(number=obj, label=obj.label, assistant=obj.assistant_id)
+            number_update(number=obj, label=obj.label, assistant=obj.assistant_id,
+                          assistant_version=obj.assistant_version)
             return
-        number = number_create(tenant=obj.tenant, e164=obj.e164, label=obj.label, assistant_id=obj.assistant_id)
+        number = number_create(tenant=obj.tenant, e164=obj.e164, label=obj.label, assistant_id=obj.assistant_id,
+                               assistant_version=obj.assistant_version)
         obj.pk, obj.created_at, obj._state.adding = number.pk, number.created_at, False

@@ -16,7 +16,8 @@ class PhoneNumberAdminForm(forms.ModelForm):
 
     class Meta:
         model = PhoneNumber
-        fields = ["tenant", "e164", "label", "assistant"]
+        fields = ["tenant", "e164", "label", "assistant", "assistant_version"]
+        help_texts = {"assistant_version": _("A published version of the assistant; empty: its latest.")}
 
     def clean_e164(self) -> str:
         try:
@@ -34,9 +35,13 @@ class PhoneNumberAdminForm(forms.ModelForm):
         assistant = cleaned.get("assistant")
         try:
             number_check(tenant=tenant, e164=cleaned.get("e164") if adding else None,
-                         assistant_id=assistant.pk if assistant else None)
-        except ValidationFailed:
-            self.add_error("assistant", _("This assistant belongs to another tenant."))
+                         assistant_id=assistant.pk if assistant else None,
+                         assistant_version=cleaned.get("assistant_version"))
+        except ValidationFailed as exc:
+            if "assistantVersion" in exc.details:
+                self.add_error("assistant_version", _("The assistant has not published this version."))
+            else:
+                self.add_error("assistant", _("This assistant belongs to another tenant."))
         except NumberTaken:
             self.add_error("e164", _("This number is in use already (by this or another tenant)."))
         return cleaned

@@ -19,6 +19,9 @@ class PhoneNumber(models.Model):
         "assistants.Assistant", null=True, blank=True, on_delete=models.RESTRICT, related_name="phone_numbers",
         verbose_name=_("assistant")
     )
+    # The assistant's published version the number answers with; null: its latest
+    # (console.assistants.selectors.assistant_answering). Cleared with a new assistant.
+    assistant_version = models.PositiveIntegerField(_("pinned version"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     objects = TenantOwnedQuerySet.as_manager()

@@ -28,15 +28,16 @@ class PhoneNumberViewSet(mixins.RetrieveModelMixin, TenantViewSet):
     def create(self, request):
         data = validated(PhoneNumberCreateSerializer, request.data)
         number = services.number_create(
-            tenant=request.tenant, e164=data["e164"], label=data["label"], assistant_id=data["assistant"]
-        )
+            tenant=request.tenant, e164=data["e164"], label=data["label"], assistant_id=data["assistant"],
+            assistant_version=data["assistantVersion"])
         return Response(PhoneNumberSerializer(number).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=PhoneNumberUpdateSerializer, responses=PhoneNumberSerializer, extensions=errors(409))
     def partial_update(self, request, pk=None):
         number = self.get_object()
         data = validated(PhoneNumberUpdateSerializer, request.data)
-        number = services.number_update(number=number, **data)
+        changes = {("assistant_version" if name == "assistantVersion" else name): value for name, value in data.items()}
+        number = services.number_update(number=number, **changes)
         return Response(PhoneNumberSerializer(number).data)
 
     @extend_schema(responses={204: None})

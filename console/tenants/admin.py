@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from console.quotas import quota_usage
 from console.tenants.admin_scoping import (
     SuperuserOnlyAdminMixin,
     TenantScopedAdmin,
@@ -41,7 +43,7 @@ class MembershipInline(TenantScopedInline):
 class TenantAdmin(TenantScopedAdmin):
     list_display = ["slug", "name", "time_zone", "minute_cap", "max_call_minutes", "created_at"]
     search_fields = ["slug", "name", "hosts__host"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["created_at", "limits"]
     inlines = [TenantHostInline, TenantOriginInline, MembershipInline]
     fieldsets = [
         (None, {"fields": ["slug", "name", "time_zone", "created_at"]}),
@@ -49,10 +51,29 @@ class TenantAdmin(TenantScopedAdmin):
         (_("Audio"), {"fields": ["language", "recording_enabled", "transcription_enabled", "disclosure_text"]}),
         (_("Public leads"), {"fields": ["lead_rate_limit"]}),
         (_("Campaigns"), {"fields": ["state", "campaign_concurrency_limit"]}),
+        (_("Limits"), {"fields": ["limits"]}),
     ]
+
+    @admin.display(description=_("What the tenant keeps, of its maximum"))
+    def limits(self, tenant):
+        """Each per-tenant cap (console.quotas): what the tenant keeps and the maximum,
+        with the setting that holds it."""
+        if tenant is None or tenant.pk is None:
+            return "–"
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            ((quota.label, "–" if used is None else f"{used:,}".replace(",", "."), f"{limit:,}".replace(",", "."),
+              quota.setting) for quota, used, limit in quota_usage(tenant)))
+        return format_html("<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead>"
+                           "<tbody>{}</tbody></table>", _("Limit"), _("kept"), _("maximum"), _("setting"), rows)
 
     def get_queryset(self, request):
         return Tenant.objects.visible_to(request.user)
+
+    def has_module_permission(self, request):
+        # The list of tenants is the platform's: a practice reaches its own settings from
+        # the dashboard ("Einstellungen der Praxis", dashboard_app), not from a list of one.
+        return request.user.is_superuser
 
     def has_add_permission(self, request):
         # Creating tenants is an operator task of superusers; members manage their own.

@@ -72,7 +72,12 @@ class Tenant(models.Model):
         _("longest outbound call (minutes)"), default=10, validators=[MinValueValidator(1)],
         help_text=_("Longest outbound call, in whole minutes.")
     )
-    recording_enabled = models.BooleanField(_("record calls"), default=False)
+    # A recorded call's disclosure says so (agent_app.conversation.RECORDING_NOTICE): why is the help text.
+    recording_enabled = models.BooleanField(
+        _("record calls"), default=False,
+        help_text=_("Callers then hear \"This call is recorded.\" right after the AI disclosure: recording a call "
+                    "unannounced is an offence (§ 201 StGB), and Art. 13 GDPR requires telling the caller at the "
+                    "start."))
     transcription_enabled = models.BooleanField(_("transcribe calls"), default=True)
     # What the tenant's callers speak: the language of a transcription that names none
     # (detection on short or poor audio is unreliable, so it is not the default).

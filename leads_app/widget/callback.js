@@ -111,6 +111,7 @@
     not_found: "Der Rückrufdienst ist nicht erreichbar. Bitte versuchen Sie es später erneut.",
     method_not_allowed: "Der Rückrufdienst ist nicht erreichbar. Bitte versuchen Sie es später erneut.",
     rate_limited: "Sie haben gerade viele Anfragen gesendet. Bitte versuchen Sie es in einigen Minuten erneut.",
+    tenant_limit_reached: "Rückrufwünsche werden gerade nicht angenommen. Bitte rufen Sie uns direkt an.",
     database_unavailable: "Der Dienst ist gerade überlastet. Bitte versuchen Sie es gleich noch einmal.",
     service_unavailable: "Der Dienst ist gerade überlastet. Bitte versuchen Sie es gleich noch einmal.",
     internal_error: SORRY

@@ -195,8 +195,8 @@ def twilio_carrier(transactional_db, fake_twilio):
     from calls_app.services import carrier_create
     from tests.agent_app.phone import ACCOUNT, TOKEN
 
-    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
-                                api_base=fake_twilio.url)
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio",
+                                credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.url})
     return carrier
 
 

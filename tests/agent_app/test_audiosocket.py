@@ -69,6 +69,19 @@ def test_registration_answers_a_uuid_as_text_after_the_number_and_cap_checks(cli
     assert Call.objects.filter(status="rejected", seconds=0).count() == 1
 
 
+def test_the_transfer_read_back_answers_only_the_call_s_own_carrier(client, pbx):
+    """Another Asterisk carrier's secret, given the UUID of a call not its own, reads
+    nothing of it (404, as for a UUID no call has); the call's own carrier reads it."""
+    call_uuid = register(client, pbx).content.decode()
+    _, other = carrier_create(carrier_id="ast2", kind="asterisk")
+    own = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/transfer", HTTP_AUTHORIZATION=f"Bearer {pbx}")
+    assert (own.status_code, own.content) == (200, b"")
+    stranger = client.get(f"/voice/asterisk/ast2/calls/{call_uuid}/transfer", HTTP_AUTHORIZATION=f"Bearer {other}")
+    assert stranger.status_code == 404 and stranger.json()["error"]["code"] == "not_found"
+    unknown = client.get(f"/voice/asterisk/ast1/calls/{uuid.uuid4()}/transfer", HTTP_AUTHORIZATION=f"Bearer {pbx}")
+    assert unknown.status_code == 404
+
+
 async def _refused(port, *frames):
     """Sends the frames and reads until the server closes: (frames in, seconds it took)."""
     began = time.monotonic()

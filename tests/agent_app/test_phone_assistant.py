@@ -34,8 +34,9 @@ def assistants(tenant_a):
     return first, reception
 
 
-def _phone_call(tenant, assistant_id=None, transport=AgentSession.Transport.TWILIO, call_sid="CA0001"):
-    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid="AC" + "0" * 32, auth_token="token")
+def _phone_call(tenant, assistant_id=None, transport="twilio", call_sid="CA0001"):
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", credentials={"account_sid": "AC" + "0" * 32,
+                                                                                 "auth_token": "token"})
     number_create(tenant=tenant, e164=CALLED, assistant_id=assistant_id)
     call, token = phone_call_register(carrier=carrier, number=number_route(e164=CALLED), carrier_call_id=call_sid,
                                       from_e164=CALLER, to_e164=CALLED, transport=transport)

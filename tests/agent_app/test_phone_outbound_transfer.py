@@ -102,29 +102,72 @@ def test_a_refusal_of_the_rest_api_fails_the_call_and_releases_its_minutes(api_a
     assert fake_twilio.requests[0]["form"]["TimeLimit"] == str(call.max_seconds)
 
 
+def test_a_2xx_answer_without_a_sid_leaves_the_call_to_the_carriers_callbacks(
+        api_a, client, tenant_a, dialling_out, fake_twilio):
+    """The carrier placed the call but named no sid: the call is not failed (it would
+    never be booked); its callbacks, which name our call, bind and end it."""
+    fake_twilio.fail = (201, {"status": "queued"})
+    response = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")
+    assert response.status_code == 201, response.content
+    call = Call.objects.get(pk=response.json()["id"])
+    assert (call.status, call.carrier_call_id) == ("queued", None)
+    assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == call.max_seconds // 60
+    status_url = fake_twilio.requests[0]["form"]["StatusCallback"]
+    sid = new_call_sid()
+    for status, seconds in (("initiated", None), ("completed", "23")):
+        params = {"CallSid": sid, "AccountSid": ACCOUNT, "CallStatus": status,
+                  **({"CallDuration": seconds} if seconds else {})}
+        path = status_url.removeprefix("http://testserver")
+        assert signed_post(client, path, params, url=status_url).status_code == 204
+    call.refresh_from_db()
+    assert (call.status, call.seconds, call.carrier_call_id) == ("completed", 23, sid)
+    counter = UsageCounter.objects.get(tenant=tenant_a)
+    assert (counter.calls, counter.seconds, counter.reserved_minutes) == (1, 23, 0)
+
+
+def test_a_request_without_a_key_sent_again_after_a_lost_answer_dials_once(
+        api_a, tenant_a, dialling_out, fake_twilio, settings):
+    """The grant request is idempotent by default: the same request (tenant, number,
+    body) within VOICE_CALL_DEDUP_WINDOW_SEC answers the first call; another number, or
+    an Idempotency-Key of the client's own, is a new call."""
+    tenant_a.max_call_minutes = 1  # four calls within the cap
+    tenant_a.save(update_fields=["max_call_minutes"])
+    first = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")
+    again = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json")  # the first's answer was lost
+    assert first.status_code == again.status_code == 201
+    assert again.json()["id"] == first.json()["id"] and again["Idempotent-Replayed"] == "true"
+    assert len(fake_twilio.requests) == 1 and Call.objects.count() == 1
+    other = api_a.post("/voice/v1/calls", {"to": "+4917698765431"}, format="json")
+    keyed = api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json", HTTP_IDEMPOTENCY_KEY="mine-1")
+    assert len({first.json()["id"], other.json()["id"], keyed.json()["id"]}) == 3
+    settings.VOICE_CALL_DEDUP_WINDOW_SEC = 0  # off: each request is a call
+    assert api_a.post("/voice/v1/calls", {"to": CALLEE}, format="json").json()["id"] != first.json()["id"]
+    assert len(fake_twilio.requests) == 4
+
+
 def test_the_carrier_adapter_takes_the_campaigns_dial_options(tenant_a, dialling_out, fake_twilio):
     """The seam of calls_app.dialing: answering-machine detection asked for asynchronously
     (its verdict posted to the status webhook), the attempt's key sent along; Twilio does
     not promise one call per key, so a dial without an answer is never sent again."""
-    from calls_app.dialing import DialOptions, adapter_of, call_dial_with, dials_idempotently
+    from calls_app.dialing import DialOptions, adapter_of, call_dial
     from calls_app.services import call_request_outbound
 
     call = call_request_outbound(tenant=tenant_a, carrier=dialling_out, to_e164=CALLEE)
-    call_dial_with(call=call, options=DialOptions(idempotency_key="at_campaign7", machine_detection=True))
+    call_dial(call=call, options=DialOptions(idempotency_key="at_campaign7", machine_detection=True))
     request = fake_twilio.requests[0]
     form = request["form"]
     assert (form["MachineDetection"], form["AsyncAmd"]) == ("DetectMessageEnd", "true")
     assert form["AsyncAmdStatusCallback"] == f"http://testserver/voice/twilio/tw1/status?call={call.pk}"
     assert request["headers"]["I-Twilio-Idempotency-Token"] == "at_campaign7"
-    assert not dials_idempotently(adapter_of(call))
+    assert not adapter_of(call).capabilities.idempotent_dials
 
 
 def _dialled(tenant, carrier):
-    from calls_app.dialing import DialOptions, call_dial_with
+    from calls_app.dialing import DialOptions, call_dial
     from calls_app.services import call_request_outbound
 
     call = call_request_outbound(tenant=tenant, carrier=carrier, to_e164=CALLEE)
-    return call_dial_with(call=call, options=DialOptions(idempotency_key="at_x", machine_detection=True))
+    return call_dial(call=call, options=DialOptions(idempotency_key="at_x", machine_detection=True))
 
 
 def _verdict(client, call, answered_by):
@@ -249,12 +292,12 @@ def test_an_audiosocket_call_ends_with_the_number_the_dialplan_reads_back(audios
 
 def test_at_the_grants_end_the_caller_hears_a_goodbye_and_the_call_is_hung_up(
         agent_server, client, tenant_a, twilio_carrier, called_number, monkeypatch):
+    from agent_app.media_stream import MediaStreamConsumer
     from agent_app.session import GOODBYE
-    from agent_app.twilio_stream import TwilioStreamConsumer
 
     tenant_a.max_call_minutes = 1
     tenant_a.save(update_fields=["max_call_minutes"])
-    monkeypatch.setattr(TwilioStreamConsumer, "goodbye_lead_sec", 56)  # the goodbye 4 s into the 60 s grant
+    monkeypatch.setattr(MediaStreamConsumer, "goodbye_lead_sec", 56)  # the goodbye 4 s into the 60 s grant
     call_sid = new_call_sid()
     url, token = stream_of(incoming(client, call_sid))
 

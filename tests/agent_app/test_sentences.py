@@ -3,7 +3,7 @@ German abbreviations, initials, days and ordinals end no sentence, whatever the 
 the model streams."""
 import pytest
 
-from agent_app.sentences import Sentences
+from console.sentences import Sentences
 
 
 def cut(text, size):

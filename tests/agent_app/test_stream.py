@@ -11,6 +11,7 @@ from websockets.exceptions import ConnectionClosed
 
 from agent_app.audio import WireFormat
 from agent_app.models import AgentSession
+from agent_app.session import INTERRUPTED
 from calls_app.models import Call, UsageCounter
 from tests.agent_app.conftest import Caller, dial, grant, silence, spoken
 from tests.speech_app.wer import normalised
@@ -163,7 +164,7 @@ def test_barge_in_stops_the_agents_audio_and_is_noted(agent_server, api_a, setti
     full = len(spoken(reply["text"], voice="de"))  # the agent's own voice
     assert sent < full / 2  # the reply was cut off early, not played out
     lines = list(Call.objects.get(pk=session["callId"]).transcript_entries.values_list("role", "text"))
-    assert ("system", "The caller interrupted the agent.") in lines
+    assert ("system", INTERRUPTED) in lines
 
 
 def test_a_mulaw_session_hears_and_answers_in_mulaw(agent_server, api_a, instant_speech, whisper_ready):

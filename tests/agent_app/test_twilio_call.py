@@ -13,6 +13,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from agent_app.audio import WireFormat
+from agent_app.session import INTERRUPTED
 from calls_app.models import Call, CarrierEvent, UsageCounter
 from tests.agent_app.conftest import spoken
 from tests.agent_app.phone import (
@@ -100,7 +101,7 @@ def test_a_whole_inbound_call_is_answered_heard_and_booked_once(
     # Most words heard: one sentence on the phone band varies widely from one synthesis to
     # the next (test_phone_band.py measures the band over many).
     assert said and word_error_rate(ASKED, said[0]) <= 0.6, said
-    assert ("system", "The caller interrupted the agent.") in lines
+    assert ("system", INTERRUPTED) in lines
     assert ("system", "DTMF 1") in lines
     times = [entry.ts for entry in call.transcript_entries.all()]
     assert times == sorted(times)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agent_app.models import AgentSession
 from calls_app.models import Call, UsageCounter
-from tests.agent_app.phone import MediaStream, new_call_sid, stream_of
+from tests.agent_app.phone import MediaStream, new_call_sid, signed_post, stream_of
 from tests.agent_app.test_twilio_call import incoming, on_test_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,6 +98,27 @@ def test_an_expired_token_is_refused_and_its_call_ends_unbilled(agent_server, cl
     assert asyncio.run(_closed(url, call_sid, token)) == 4401
     call.refresh_from_db()
     assert (call.status, call.seconds) == ("canceled", 0)
+    assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == 0
+
+
+def test_a_token_of_a_call_the_carrier_ended_is_refused_before_anything_is_spoken(
+        agent_server, client, tenant_a, twilio_carrier, called_number):
+    url, call_sid, token, call = _stream(client, agent_server.port)
+    ended = signed_post(client, "/voice/twilio/tw1/status", {"CallSid": call_sid, "CallStatus": "completed",
+                                                             "CallDuration": "0"})
+    assert ended.status_code == 204
+
+    async def refused():
+        async with MediaStream(url, call_sid, token) as stream:
+            await stream.start()
+            await asyncio.wait_for(stream.ws.wait_closed(), 30)
+            return stream
+
+    stream = asyncio.run(refused())
+    assert stream.ws.close_code == 4401 and stream.of("media") == []
+    call.refresh_from_db()
+    assert (call.status, call.seconds, call.started_at) == ("completed", 0, None)  # as the carrier said
+    assert AgentSession.objects.get(call=call).used_at is None
     assert UsageCounter.objects.get(tenant=tenant_a).reserved_minutes == 0
 
 

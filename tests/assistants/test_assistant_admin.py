@@ -36,7 +36,7 @@ def client(owner):
 
 def test_the_editor_speaks_german(client):
     page = client.get("/admin/assistants/assistant/add/").content.decode()
-    for label in ("Anweisungen", "Eröffnungstext", "Werkzeuge", "Weiterleitungsziele", "Alle Wissensdokumente",
+    for label in ("Anweisungen", "Eröffnungsskript", "Werkzeuge", "Weiterleitungsziele", "Alle Wissensdokumente",
                   "Schema der Auswertung", "Erfolgskriterien", "Höchstdauer (Sekunden)", "Schlusssätze",
                   "Rückruf anlegen (create_callback)", "Auswertung nach dem Anruf"):
         assert label in page, label
@@ -123,7 +123,7 @@ def test_the_tool_editor_refuses_a_private_url_and_a_built_in_name(client, tenan
         "url": "https://10.0.0.1/t", "timeout_ms": "2000"})
     page = response.content.decode()
     assert response.status_code == 200 and not HttpTool.objects.exists()
-    assert "built-in tool" in page
+    assert "ist ein eingebautes Werkzeug" in page  # the API's message, in German in the admin
 
 
 def test_the_speech_lanes_are_named_in_the_editor_as_through_the_api(client, tenant_a):

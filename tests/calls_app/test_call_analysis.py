@@ -150,7 +150,7 @@ def test_the_call_detail_shows_the_analysis_null_until_written(tenant_a, assista
     found = CallAnalysis.objects.get(call=call)
     assert shown == {"summary": found.summary, "structured": {"callback": False}, "structured_valid": False,
                      "structured_errors": ["'reason' is a required property"], "success": False,
-                     "outcome": ["answered"], "engine": "policy",
+                     "outcome": ["answered"], "engine": "policy", "assistant_version": None,
                      "created_at": found.created_at.isoformat().replace("+00:00", "Z")}
     indented = api_a.get(f"/v2/calls/{call.pk}", HTTP_ACCEPT="application/json; indent=2").json()["analysis"]
     assert indented == shown

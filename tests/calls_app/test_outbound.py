@@ -1,4 +1,5 @@
 import random
+import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -19,6 +20,9 @@ TO = "+491711234567"
 
 
 def dial(api, body=None, **headers):
+    """One call request; each is a call of its own (its own key) unless a key is given:
+    without one, the same request within VOICE_CALL_DEDUP_WINDOW_SEC is one call."""
+    headers.setdefault("HTTP_IDEMPOTENCY_KEY", f"test-{uuid.uuid4()}")
     return api.post("/voice/v1/calls", body or {"to": TO}, format="json", **headers)
 
 

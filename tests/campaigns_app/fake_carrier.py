@@ -12,7 +12,7 @@ import secrets
 import threading
 import urllib.request
 
-from calls_app.carriers import SimCarrierAdapter
+from calls_app.carriers import Capabilities, SimCarrierAdapter
 from tests.twilio_fake import JsonAnswers, LoopbackServer
 
 
@@ -33,10 +33,9 @@ class KeyedCarrier:
 
 class KeyedCarrierAdapter(SimCarrierAdapter):
     id = "keyed"
-    dial_options = True
-    idempotent_dials = True
+    capabilities = Capabilities(idempotent_dials=True)
 
-    def dial(self, *, call, max_seconds, options=None):
+    def dial(self, *, call, options):
         key = options.idempotency_key
         with KeyedCarrier.lock:
             KeyedCarrier.requests.append((key, call.to_e164))
@@ -56,9 +55,9 @@ class ForgetfulCarrierAdapter(KeyedCarrierAdapter):
     """A carrier that knows no idempotency keys: every request places a call."""
 
     id = "forgetful"
-    idempotent_dials = False
+    capabilities = Capabilities(idempotent_dials=False)
 
-    def dial(self, *, call, max_seconds, options=None):
+    def dial(self, *, call, options):
         with KeyedCarrier.lock:
             sid = f"FC{secrets.token_hex(8)}"
             KeyedCarrier.requests.append((options.idempotency_key, call.to_e164))
@@ -104,13 +103,12 @@ class RestCarrierAdapter(SimCarrierAdapter):
     """Dials FakeRestCarrier at FAKE_CARRIER_URL with the attempt's key in the header."""
 
     id = "fakerest"
-    dial_options = True
-    idempotent_dials = True
+    capabilities = Capabilities(idempotent_dials=True)
 
-    def dial(self, *, call, max_seconds, options=None):
+    def dial(self, *, call, options):
         import os
 
-        body = json.dumps({"To": call.to_e164, "From": call.from_e164, "TimeLimit": max_seconds,
+        body = json.dumps({"To": call.to_e164, "From": call.from_e164, "TimeLimit": call.max_seconds,
                            "MachineDetection": "DetectMessageEnd" if options.machine_detection else ""}).encode()
         request = urllib.request.Request(os.environ["FAKE_CARRIER_URL"] + "/calls", data=body, method="POST",
                                          headers={"Content-Type": "application/json",

@@ -27,7 +27,6 @@ from django.db import connection
 from django.test import Client
 from twilio.request_validator import RequestValidator
 
-from agent_app.models import AgentSession
 from agent_app.services import agent_session_claim
 from agent_app.session import CallContext, _mind_for
 from calls_app.models import Call, UsageCounter
@@ -80,8 +79,8 @@ def twilio(settings, db, fake_twilio, monkeypatch, clock):
     settings.CAMPAIGN_DIAL_LEASE_SEC = int(LEASE.total_seconds())
     settings.CAMPAIGN_MACHINE_DETECTION = True
     monkeypatch.setattr("campaigns_app.services.lifecycle.job_enqueue_on_commit", lambda *args, **kwargs: None)
-    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio", account_sid=ACCOUNT, auth_token=TOKEN,
-                                api_base=fake_twilio.url)
+    carrier, _ = carrier_create(carrier_id="tw1", kind="twilio",
+                                credentials={"account_sid": ACCOUNT, "auth_token": TOKEN, "api_base": fake_twilio.url})
     return carrier
 
 
@@ -138,7 +137,7 @@ def test_the_callee_talks_with_the_campaigns_assistant_and_its_contacts_variable
                          voice_params(dial["sid"], to=person[0]["phone"], caller=NUMBER, direction="outbound-api"),
                          url=dial["form"]["Url"])
     _, token = stream_of(answer.content.decode())
-    session = agent_session_claim(token=token, transport=AgentSession.Transport.TWILIO, carrier_id="tw1",
+    session = agent_session_claim(token=token, transport="twilio", carrier_id="tw1",
                                   carrier_call_id=dial["sid"])
     assert (session.assistant_id, session.variables) == (reminder.pk, {"Vorname": "Jürgen"})
     context = CallContext.of_agent_session(session)
@@ -395,7 +394,7 @@ from console.numbers.services import number_create
 from console.tenants.services import tenant_create
 
 now = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
-carrier_create(carrier_id="tw1", kind="twilio", account_sid="ACCOUNT", auth_token="TOKEN", api_base="API_BASE")
+carrier_create(carrier_id="tw1", kind="twilio", credentials={"account_sid": "ACCOUNT", "auth_token": "TOKEN", "api_base": "API_BASE"})
 tenant = tenant_create(slug="acme", name="Acme", minute_cap=1000, max_call_minutes=2)
 number_create(tenant=tenant, e164="+493055501234")
 campaign = services.campaign_create(tenant=tenant, name="Erinnerung", purpose="service")

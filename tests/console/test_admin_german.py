@@ -354,3 +354,43 @@ def test_the_admins_actions_answer_in_german(demo):
                 assert not ENGLISH_MESSAGE_WORDS.search(text), (model._meta.label, name, text)
             ran += 1
     assert ran >= 7  # six lead statuses and the API keys' revocation
+
+
+def test_what_a_practice_meets_in_its_first_hour_is_german(demo, settings):
+    """Beyond the labels: form errors (the HTTP tool form, empty and invalid), transcript
+    notes, carrier names, an erasure's receipt and every page `make run` prints a link to."""
+    from agent_app.session import INTERRUPTED
+    from calls_app.carriers import SimCarrierAdapter
+    from privacy_app.models import Erasure
+
+    words = english_words()
+    client = german_client(demo["owner"])
+    errors = []
+    for body in ({"tenant": demo["tenant"].pk},
+                 {"tenant": demo["tenant"].pk, "name": "Kein gültiger Name!", "url": "https://beispiel.de/werkzeug",
+                  "parameters": '{"type": "object", "properties": {}}', "timeout_ms": "3000"},
+                 {"tenant": demo["tenant"].pk, "name": "neues_werkzeug", "url": "http://beispiel.de/werkzeug",
+                  "parameters": '{"type": "object", "properties": {}}', "timeout_ms": "3000"},
+                 {"tenant": demo["tenant"].pk, "name": "termin_pruefen", "url": "https://praxis.example/termine",
+                  "parameters": '{"type": "object", "properties": {}}', "timeout_ms": "3000"}):
+        page = client.post("/admin/tools_app/httptool/add/", body).content.decode()
+        shown = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', page, re.S)
+        assert shown, body
+        errors += [re.sub(r"<[^>]+>", " ", item).strip() for item in shown]
+    assert any("https" in error for error in errors) and any("Kleinbuchstaben" in error for error in errors), errors
+    assert [error for error in errors if ENGLISH_WORDS.search(error)] == []
+    # What the transcript and the carrier list show.
+    for text in (INTERRUPTED, SimCarrierAdapter.name):
+        assert not ENGLISH_WORDS.search(text), text
+    # An erasure's receipt: what was removed, in words.
+    receipt = client.get(f"/admin/privacy_app/erasure/{Erasure.objects.get().pk}/change/").content.decode()
+    assert "transcriptLines" not in receipt and english_on(receipt, words) == []
+    # The pages `make run` prints: the root (to the admin's login) and the voice demo.
+    settings.AGENT_VOICE_DEMO = True
+    anonymous = Client(HTTP_ACCEPT_LANGUAGE="de")
+    login = anonymous.get("/", follow=True)
+    assert login.redirect_chain[-1][0].startswith("/admin/login/") and login.status_code == 200
+    for page in (login, anonymous.get("/widget/voice-demo")):
+        assert page.status_code == 200
+        assert english_on(page.content.decode(), words) == []
+        assert not re.search(r"\bCalls\b", page.content.decode())

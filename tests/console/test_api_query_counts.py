@@ -17,6 +17,7 @@ from campaigns_app.contact_rows import from_json
 from campaigns_app.services import blocklist_add, campaign_create, campaign_transition, contacts_add
 from console.api import TenantBoundMixin
 from console.assistants.models import Assistant
+from console.assistants.services import assistant_publish
 from console.numbers.services import number_create
 from knowledge_app.services import knowledge_document_create, knowledge_synonyms_replace
 from leads_app.models import Lead
@@ -40,13 +41,19 @@ ENDPOINTS = [
     ("GET", "/v2/assistants", None, 1, "the assistants"),
     ("GET", "/v2/assistants/{assistant}", None, 1, "the assistant"),
     ("POST", "/v2/assistants", {"name": "Neu", "tools": ["end_call", "{tool}"],
-                                "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}]}, 2 + AUDIT,
-     "the HTTP tools it names (are they the tenant's), insert"),
+                                "transferTargets": [{"name": "Zentrale", "e164": "030 901820"}]}, 4 + AUDIT,
+     "the HTTP tools it names (are they the tenant's); the tenant locked and its assistants counted (its cap);"
+     " insert"),
     ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
      "the assistant, update"),
-    ("DELETE", "/v2/assistants/{assistant}", None, 6 + AUDIT,
+    ("DELETE", "/v2/assistants/{assistant}", None, 7 + AUDIT,
      "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
-     " campaigns' references cleared (SET_NULL), delete"),
+     " campaigns' references cleared (SET_NULL), its versions (CASCADE), delete"),
+    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 5 + AUDIT,
+     "the assistant, locked; the latest number; insert the version; the versions (the history it is shown by)"),
+    ("GET", "/v2/assistants/{assistant}/versions", None, 2, "the assistant, its versions"),
+    ("GET", "/v2/assistants/{assistant}/versions/1", None, 2, "the assistant, its versions"),
+    ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 3 + AUDIT, "the assistant, the version, update"),
     ("GET", "/v2/tools", None, 1, "the HTTP tools"),
     ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
     ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
@@ -56,7 +63,8 @@ ENDPOINTS = [
     ("POST", "/v2/tools/{tool}/rotate-secret", {}, 3 + AUDIT, "the tool, locked, update"),
     ("GET", "/v2/numbers", None, 1, "the numbers"),
     ("GET", "/v2/numbers/{number}", None, 1, "the number"),
-    ("POST", "/v2/numbers", {"e164": "+493055509999"}, 2 + AUDIT, "is the number taken, insert"),
+    ("POST", "/v2/numbers", {"e164": "+493055509999"}, 4 + AUDIT,
+     "is the number taken; the tenant locked and its numbers counted (its cap); insert"),
     ("PATCH", "/v2/numbers/{number}", {"label": "Zentrale"}, 2 + AUDIT, "the number, update"),
     ("DELETE", "/v2/numbers/{number}", None, 2 + AUDIT, "the number, delete"),
     ("GET", "/v2/calls?limit=200", None, (2, 1),
@@ -77,17 +85,19 @@ ENDPOINTS = [
      "the override of the touchpoint, the registry version (engine routing)"),
     ("POST", "/v2/audio/transcribe", {"audio_base64": "{audio}", "language": "ko"}, 1,
      "the registry version (engine routing); no data of the tenant"),
-    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 12 + AUDIT,
-     "the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
-     " the call's assistant (the calling number's, else the tenant's first); insert the call, update the counter; after the reservation committed, the call read again to dial it,"
+    ("POST", "/voice/v1/calls", {"to": "+491711234567"}, 18 + AUDIT,
+     "the implicit idempotency key (the previous window's record?), its claim (read, insert) and stored answer;"
+     " the carrier; the month's counter (get or create, then locked); stale reservations; the caller id;"
+     " the call's assistant (the calling number's, else the tenant's first), the calling number's pin, its"
+     " version; insert the call, update the counter; after the reservation committed, the call read again to dial it,"
      " the sim carrier's dial record and the call's carrier id"),
     ("GET", "/v2/privacy/settings", None, 1, "the tenant's retention settings"),
     ("PATCH", "/v2/privacy/settings", {"transcriptDays": 30}, 4 + AUDIT,
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 12 + AUDIT,
-     "is it an own number; the agent sessions and the calls naming it (read once for size and document); the"
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 14 + AUDIT,
+     "is it an own number; the tenant locked and its exports counted (its cap); the agent sessions and the calls naming it (read once for size and document); the"
      " rows (campaign contacts, leads, webhook deliveries; no calls here, so no lines or carriers); insert the"
      " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist);"
      " store it (the service audits it)"),
@@ -99,8 +109,9 @@ ENDPOINTS = [
      " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
      " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
      " receipt (the service audits it)"),
-    ("POST", "/api/voice/agent/sessions", {}, 11 + AUDIT,
-     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first); the"
+    ("POST", "/api/voice/agent/sessions", {}, 12 + AUDIT,
+     "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first), its"
+     " latest version; the"
      " month's counter (get or create, then locked); stale reservations; the web carrier; insert the call, update"
      " the counter; insert the session"),
     ("GET", "/v2/webhooks", None, 1, "the endpoints"),
@@ -114,8 +125,9 @@ ENDPOINTS = [
     ("GET", "/v2/webhooks/{webhook}/deliveries?limit=200", None, 3,
      "the endpoint, the page of deliveries, their attempts"),
     ("GET", "/v2/campaigns", None, 2, "the campaigns, their counts (one grouped query)"),
-    ("POST", "/v2/campaigns", {"name": "Neu", "purpose": "service"}, 3 + AUDIT,
-     "the tenant's first number (the caller id), insert, the counts"),
+    ("POST", "/v2/campaigns", {"name": "Neu", "purpose": "service"}, 5 + AUDIT,
+     "the tenant's first number (the caller id); the tenant locked and its campaigns counted (its cap); insert,"
+     " the counts"),
     ("GET", "/v2/campaigns/{campaign}", None, 2, "the campaign, its counts"),
     ("PATCH", "/v2/campaigns/{campaign}", {"name": "Neu"}, 4 + AUDIT, "the campaign, locked, update, the counts"),
     ("DELETE", "/v2/campaigns/{campaign}", None, 7 + AUDIT,
@@ -128,15 +140,15 @@ ENDPOINTS = [
     ("POST", "/v2/campaigns/{running}/cancel", {}, 4 + AUDIT, "the campaign, locked, update, the counts"),
     ("GET", "/v2/campaigns/{campaign}/contacts?limit=200", None, 3,
      "the campaign, the page of contacts, their attempts"),
-    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 7 + AUDIT,
-     "the campaign, locked; its numbers; the blocklist among the upload's, and whether it has erased entries (only"
+    ("POST", "/v2/campaigns/{campaign}/contacts", {"contacts": [{"phone": "0176 11122233"}]}, 9 + AUDIT,
+     "the campaign, locked; its numbers; the tenant locked and all its contacts counted (its cap); the blocklist among the upload's, and whether it has erased entries (only"
      " then are the upload's pseudonyms looked up); insert (one statement run for all rows);"
      " the counts"),
     ("GET", "/v2/campaigns/{campaign}/results.csv", None, 1,
      "the campaign (its attempts and contacts are read while the answer streams)"),
     ("GET", "/v2/blocklist", None, 1, "the page of entries"),
-    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 4 + AUDIT,
-     "an entry an erasure left under the number's pseudonym; the entry (get or create), the number's waiting"
+    ("POST", "/v2/blocklist", {"phone": "0176 44455566"}, 7 + AUDIT,
+     "is it a new entry (its cap: the tenant locked, its entries counted); an entry an erasure left under the number's pseudonym; the entry (get or create), the number's waiting"
      " contacts (locked)"),
     ("GET", "/v2/blocklist/{blocked}", None, 1, "the entry"),
     ("DELETE", "/v2/blocklist/{blocked}", None, 2 + AUDIT, "the entry, delete it"),
@@ -166,6 +178,7 @@ def seeded(tenant_a, tenant_b, korean_model):
         for n in range(2):
             webhook, _ = endpoint_create(tenant=tenant, url=f"https://hooks.example/{n}", event_types=["lead.created"])
             assistant = Assistant.objects.create(tenant=tenant, name=f"Assistent {n}")
+            assistant_publish(assistant=assistant, actor="tests")  # v1
             tool, _ = http_tool_create(tenant=tenant, data={"name": f"werkzeug_{n}", "url": f"https://t.example/{n}"})
             number = number_create(tenant=tenant, e164=f"{prefix}{n:04d}", label=assistant.name)
             call = Call.objects.create(tenant=tenant, carrier_id="testcarrier", direction="inbound",

@@ -56,7 +56,7 @@ def test_origin_forbidden_names_the_origin_and_how_to_allow_it(tenant_a):
 def test_an_unknown_body_field_is_400_naming_it_and_the_accepted_fields_everywhere(api_a):
     created = api_a.post("/v2/numbers", {"e164": "+493055501298", "lable": "Zentrale"}, format="json")
     assert created.status_code == 400
-    assert error_of(created)["details"] == {"lable": ["Unknown field. Accepted: e164, label, assistant."]}
+    assert error_of(created)["details"] == {"lable": ["Unknown field. Accepted: e164, label, assistant, assistantVersion."]}
     assert api_a.get("/v2/numbers").json()["numbers"] == []  # nothing half-written
     settings = error_of(api_a.patch("/v2/audio/settings", {"recordingEnabeld": True}, format="json"))
     assert settings["details"]["recordingEnabeld"] == [

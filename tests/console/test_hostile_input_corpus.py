@@ -292,7 +292,8 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
     tenant_a.minute_cap, tenant_a.lead_rate_limit = 1_000_000, 1_000_000
     tenant_a.save()
     carrier, secret = carrier_create(carrier_id=CARRIER)
-    carrier_create(carrier_id=TWILIO_CARRIER, kind="twilio", account_sid="AC" + "0" * 32, auth_token=TWILIO_TOKEN)
+    carrier_create(carrier_id=TWILIO_CARRIER, kind="twilio", credentials={"account_sid": "AC" + "0" * 32,
+                                                                              "auth_token": TWILIO_TOKEN})
     _, asterisk_secret = carrier_create(carrier_id=ASTERISK_CARRIER, kind="asterisk")
     number_create(tenant=tenant_a, e164=CALLED)
     document = json.loads(SHIPPED_DOCUMENT.read_text(encoding="utf-8"))

@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.test import APIClient
@@ -36,6 +37,7 @@ from campaigns_app.models import BlockedNumber, Campaign, CampaignAttempt, Campa
 from campaigns_app.scheduler import campaigns_tick
 from console.api import OpenAPIView, TenantAPIView, TenantBoundMixin, TenantViewSet
 from console.assistants.models import Assistant
+from console.assistants.services import assistant_publish
 from console.credentials.models import ApiKey
 from console.credentials.services import api_key_create, api_key_revoke
 from console.errors import TenantForbidden
@@ -83,6 +85,7 @@ NOT_TENANT_BOUND = {
     demo_views.voice_demo_page: "the voice demo page (the demo tenant's, only where AGENT_VOICE_DEMO is on)",
     demo_views.voice_demo_session: "sessions of the demo tenant only, for its demo page",
     demo_views.demo_script: "the voice demo page's script files",
+    RedirectView: "the root URL: a redirect to the admin's login, no data",
 }
 # Walked by the admin half of this module.
 ADMIN_PREFIX = "admin/"
@@ -154,6 +157,12 @@ SCENARIOS = {
         lambda a: {"name": "Globex-Empfang", "tools": [a.tool.pk]}]}),
     "assistant-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.assistant.pk},
                                  bodies={"patch": [{"name": "übernommen"}]}),
+    # A's versions: neither published, listed, read nor restored by B.
+    "assistant-publish": Scenario({"post": 404}, lambda a: {"pk": a.assistant.pk},
+                                  bodies={"post": [{"note": "übernommen"}]}),
+    "assistant-versions": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk}),
+    "assistant-version": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk, "number": "1"}),
+    "assistant-restore": Scenario({"post": 404}, lambda a: {"pk": a.assistant.pk, "number": "1"}),
     # Tool names are unique per tenant: B may have a tool of A's name, and only sees its own.
     "tool-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
         lambda a: {"name": a.tool.name, "url": "https://globex.example/tool"}]}),
@@ -238,6 +247,7 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     """Tenant A with one of everything, and the strings that must never reach B."""
     tool, _ = http_tool_create(tenant=tenant_a, data={"name": "acme_termin", "url": "https://acme-tools.example/t"})
     assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang", tools=["end_call", tool.pk])
+    assistant_publish(assistant=assistant, actor=f"user:{owner.username}", note="Acme-Fassung")
     number = number_create(tenant=tenant_a, e164="+493055501234", label="acme-zentrale", assistant_id=assistant.pk)
     lead = lead_create(tenant=tenant_a, kind="callback", phone="+491701234567", page_url="https://acme.example/k")
     sim.play_inbound(number=number, caller="+4915112345670", seconds=75)
@@ -273,7 +283,7 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
                blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
-               "Quarkversand"]
+               "Quarkversand", "Acme-Fassung"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
                            campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers)

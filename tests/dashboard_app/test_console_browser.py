@@ -105,6 +105,9 @@ def test_a_member_works_through_the_console(console, page):
     page.goto(url + "/admin/leads_app/lead/")
     expect(page.locator(".lead-overdue")).to_contain_text("überfällig")
     page.screenshot(path=OUTPUT_DIR / "inbox.png", full_page=True)
+    # It fits a 1,280 px screen: no sideways scrolling.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.get_by_role("button", name="Rückruf starten").click()
     expect(page.locator(".messagelist")).to_contain_text("Rückruf gestartet")
     seen += violations(page)

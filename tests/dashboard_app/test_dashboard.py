@@ -143,11 +143,16 @@ def test_superusers_see_platform_totals_and_can_pick_a_tenant(seeded, django_use
 
 
 def test_the_operator_make_run_prints_lands_on_the_demo_tenants_dashboard(db, client):
-    """Logged in with what `seed_demo` prints (a superuser and the demo tenant's
-    owner), the start page is the demo tenant's dashboard with its charts."""
+    """Logged in with what `seed_demo` prints (the practice's owner first, then the
+    operator: a superuser and the demo tenant's owner), the start page is the demo
+    tenant's dashboard with its charts."""
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
-    user, password = re.search(r"user (\S+)\s+password (\S+)", out.getvalue()).groups()
+    (owner, owner_password), (user, password) = re.findall(r"user (\S+)\s+password (\S+)", out.getvalue())
+    assert client.login(username=owner, password=owner_password)
+    practice = client.get("/admin/").content.decode()
+    assert '<h1 class="dashboard-title">Demo Praxis GmbH</h1>' in practice and "Plattform" not in practice
+    client.logout()
     response = client.post("/admin/login/?next=/admin/", {"username": user, "password": password, "next": "/admin/"},
                            follow=True)
     page = response.content.decode()

@@ -32,7 +32,7 @@ def test_number_is_stored_in_e164(api_a, raw, e164):
     response = create(api_a, e164=raw, label="Zentrale")
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body == {"id": body["id"], "e164": e164, "label": "Zentrale", "assistant": None}
+    assert body == {"id": body["id"], "e164": e164, "label": "Zentrale", "assistant": None, "assistantVersion": None}
     assert body["id"].startswith("pn_")
     assert PhoneNumber.objects.get(pk=body["id"]).e164 == e164
 

@@ -269,11 +269,21 @@ def test_an_owner_erases_a_caller_in_the_admin(owner, world, tenant_a):
     owner.user_permissions.set(Permission.objects.filter(content_type__app_label="privacy_app"))
     client = Client()
     client.force_login(owner)
-    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "phone": CALLER_NATIONAL})
+    # Nothing runs before the number is typed a second time (in any format).
+    for typed in ("", "0171 0000000"):
+        page = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "phone": CALLER_NATIONAL,
+                                                               "confirm": typed})
+        assert page.status_code == 200 and not Erasure.objects.exists()
+        assert "Geben Sie zur Bestätigung dieselbe Nummer" in page.content.decode()
+    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "phone": CALLER_NATIONAL,
+                                                               "confirm": CALLER})
     receipt = Erasure.objects.get()
     assert response.status_code == 302 and response["Location"].endswith(f"/{receipt.pk}/change/")
     assert receipt.counts["calls"] == 3 and receipt.requested_by == "user:olga-owner"
-    assert client.get(f"/admin/privacy_app/erasure/{receipt.pk}/change/").status_code == 200
+    shown = client.get(f"/admin/privacy_app/erasure/{receipt.pk}/change/")
+    # The receipt in words, no JSON keys.
+    assert shown.status_code == 200 and "3 Anrufe" in shown.content.decode()
+    assert "transcriptLines" not in shown.content.decode()
     assert rows_containing(SECRET_WORDS) == set()
     assert AuditEntry.objects.get(action="privacy.erasure").actor == "user:olga-owner"
 

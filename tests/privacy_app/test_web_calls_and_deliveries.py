@@ -160,6 +160,7 @@ def test_the_admin_exports_and_erases_one_call(owner, world, tenant_a, tenant_b)
                  {"tenant": tenant_a.pk, "call_id": world["at_b"].pk}):
         page = client.post("/admin/privacy_app/erasure/add/", body)
         assert page.status_code == 200 and not Erasure.objects.exists(), body
-    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "call_id": call.pk})
+    response = client.post("/admin/privacy_app/erasure/add/", {"tenant": tenant_a.pk, "call_id": call.pk,
+                                                               "confirm": call.pk})
     assert response.status_code == 302 and Erasure.objects.get().counts["agentSessions"] == 1
     assert texts(call) == [] and not Export.objects.exists()

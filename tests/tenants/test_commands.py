@@ -95,3 +95,45 @@ def test_missing_secret_key_without_debug_fails_at_start(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_seed_demo_prints_the_practice_owners_login_first_and_the_operators_second(client):
+    printed = run("seed_demo")
+    logins = re.findall(r"user (\S+)\s+password (\S+)", printed)
+    assert [user for user, _ in logins] == ["praxis", "operator"]
+    (owner, owner_password), (operator, operator_password) = logins
+    assert client.login(username=owner, password=owner_password)
+    dashboard = client.get("/admin/")
+    assert dashboard.status_code == 200
+    page = dashboard.content.decode()
+    # The practice sees its own sections, not the platform's (the registry, the tenants).
+    assert "/admin/assistants/assistant/" in page
+    assert "/admin/registry_app/" not in page and "/admin/tenants/tenant/" not in page
+    client.logout()
+    assert client.login(username=operator, password=operator_password)
+    assert "/admin/registry_app/" in client.get("/admin/").content.decode()
+
+
+def test_the_root_leads_to_the_admins_login(client):
+    root = client.get("/")
+    assert root.status_code == 302 and root["Location"] == "/admin/"
+    assert client.get("/admin/", follow=True).redirect_chain[-1][0].startswith("/admin/login/")
+
+
+def test_the_practice_reaches_its_own_settings_from_the_dashboard(client, owner, tenant_a):
+    client.force_login(owner)
+    page = client.get("/admin/").content.decode()
+    assert "Einstellungen der Praxis" in page
+    settings = client.get("/admin/practice-settings/")
+    assert settings.status_code == 302 and settings["Location"] == f"/admin/tenants/tenant/{tenant_a.pk}/change/"
+    assert client.get(settings["Location"]).status_code == 200
+
+
+def test_the_practice_sees_which_number_reaches_which_assistant(client):
+    printed = run("seed_demo")
+    owner, password = re.findall(r"user (\S+)\s+password (\S+)", printed)[0]
+    assert client.login(username=owner, password=password)
+    page = client.get("/admin/").content.decode()
+    assert "Ihre Rufnummern" in page
+    for number in PhoneNumber.objects.filter(tenant__slug="demo").select_related("assistant"):
+        assert f">{number.assistant.name}</a></td></tr>" in page

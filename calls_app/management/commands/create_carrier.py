@@ -1,69 +1,80 @@
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+"""`manage.py create_carrier ID [--kind KIND] [the kind's credential options]`: the
+options are derived from the kinds' credentials forms (calls_app/kinds), so a new kind
+brings its own."""
+from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from calls_app.kinds import DEFAULT_KIND, KINDS, kind_named
+from calls_app.kinds.credentials import credentials_shown
 from calls_app.models import Carrier
-from calls_app.services import carrier_create, carrier_rotate_secret, carrier_token_replace
+from calls_app.services import carrier_create, carrier_credentials_replace, carrier_rotate_secret
 from console.errors import ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
 
-ENDPOINTS = {
-    Carrier.Kind.SIGNED_WEBHOOK: "events go to POST /voice/webhook/{id}, signed with this secret (HMAC-SHA256, "
-                                 "see docs/api.md)",
-    Carrier.Kind.ASTERISK: "the dialplan registers each call at POST /voice/asterisk/{id}/calls with "
-                           "'Authorization: Bearer <this secret>' (docs/telephony.md)",
-}
+
+def _fields() -> dict[str, Any]:
+    """Every kind's credential fields by name (kinds may share a field's name)."""
+    return {field.name: field for kind in KINDS.values() for field in kind.credentials}
 
 
 class Command(BaseCommand):
-    help = ("Create a telephony carrier. A signed-webhook or asterisk carrier's secret is printed once, alone on "
-            "the last line; a twilio carrier keeps its account's auth token sealed and never prints it. With "
-            "--rotate, issue a new secret (or, with --auth-token, store a twilio carrier's new token).")
+    help = ("Create a telephony carrier. A carrier that authenticates with the secret we derive (signed-webhook, "
+            "asterisk) gets it printed once, alone on the last line; one with credentials of its own (twilio: its "
+            "account's SID and auth token) keeps them sealed and never prints a secret of them. With --rotate, "
+            "issue a new secret, or store new credentials given as options.")
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("carrier_id", help="letters, digits, '-' and '_'; part of its /voice/… URLs")
-        parser.add_argument("--kind", default=Carrier.Kind.SIGNED_WEBHOOK, choices=Carrier.Kind.values,
-                            help="signed-webhook (default), twilio or asterisk")
+        parser.add_argument("--kind", default=DEFAULT_KIND, choices=list(KINDS),
+                            help=f"{', '.join(KINDS)} (default {DEFAULT_KIND})")
         parser.add_argument("--name", default="", help="display name")
         parser.add_argument("--caller-id", default="", help="the carrier's own number for outbound calls (E.164)")
-        parser.add_argument("--account-sid", default="", help="twilio: the account SID (AC…)")
-        parser.add_argument("--auth-token", default="", help="twilio: the account's auth token (kept sealed)")
-        parser.add_argument("--api-base", default="", help="twilio: the REST API's base URL (default Twilio's)")
-        parser.add_argument("--rotate", action="store_true", help="new secret (or auth token) for an existing carrier")
+        for field in _fields().values():
+            parser.add_argument(field.option, dest=field.name, default="", help=field.help)
+        parser.add_argument("--rotate", action="store_true",
+                            help="a new secret (or the credentials given) for an existing carrier")
 
-    def handle(self, *args, carrier_id, kind, name, caller_id, account_sid, auth_token, api_base, rotate, **options):
-        if rotate:
-            carrier = Carrier.objects.filter(pk=carrier_id).first()
-            if carrier is None:
-                raise CommandError(f"No carrier '{carrier_id}'.")
-            if carrier.kind == Carrier.Kind.TWILIO:
-                if not auth_token:
-                    raise CommandError("A twilio carrier's credential is its account's auth token: give --auth-token.")
-                carrier_token_replace(carrier=carrier, auth_token=auth_token)
-                self.stdout.write(f"Carrier '{carrier.pk}': the new auth token is stored (sealed; not shown again).")
-                return
-            secret = carrier_rotate_secret(carrier=carrier)
-        else:
-            try:
+    def handle(self, *args: Any, carrier_id: str, kind: str, name: str, caller_id: str, rotate: bool,
+               **options: Any) -> None:
+        given = {field: options[field] for field in _fields() if options.get(field)}
+        try:
+            if rotate:
+                carrier = Carrier.objects.filter(pk=carrier_id).first()
+                if carrier is None:
+                    raise CommandError(f"No carrier '{carrier_id}'.")
+                if kind_named(carrier.kind).credentials:
+                    if not given:
+                        options_of = " ".join(field.option for field in kind_named(carrier.kind).credentials)
+                        raise CommandError(f"A {carrier.kind} carrier's credentials are its own: give {options_of}.")
+                    carrier_credentials_replace(carrier=carrier, credentials=given)
+                    self.stdout.write(f"Carrier '{carrier.pk}': the new credentials are stored (sealed; secrets not "
+                                      "shown again).")
+                    return
+                secret = carrier_rotate_secret(carrier=carrier)
+            else:
                 caller_id = to_e164(caller_id) if caller_id else ""
                 carrier, secret = carrier_create(carrier_id=carrier_id, name=name, caller_id=caller_id, kind=kind,
-                                                 account_sid=account_sid, auth_token=auth_token, api_base=api_base)
-            except InvalidPhoneNumber as exc:
-                raise CommandError(f"--caller-id: {exc}") from None
-            except ValidationFailed as exc:
-                raise CommandError(_sentence(exc.details)) from None
-            except ValidationError as exc:
-                raise CommandError(_sentence(exc.message_dict)) from None
-        if carrier.kind == Carrier.Kind.TWILIO:
-            # The token is Twilio's secret: it is never echoed, not even masked.
-            self.stdout.write(
-                f"Carrier '{carrier.pk}' (twilio, account {carrier.account_sid}, REST {carrier.api_base}). Set the "
-                f"number's Voice URL to POST /voice/twilio/{carrier.pk}/incoming and its status callback to "
-                f"/voice/twilio/{carrier.pk}/status (docs/telephony.md). The auth token is stored sealed.")
+                                                 credentials=given)
+        except InvalidPhoneNumber as exc:
+            raise CommandError(f"--caller-id: {exc}") from None
+        except ValidationFailed as exc:
+            raise CommandError(_sentence(exc.details)) from None
+        except ValidationError as exc:
+            raise CommandError(_sentence(exc.message_dict)) from None
+        declared = kind_named(carrier.kind)
+        setup = declared.setup.format(id=carrier.pk)
+        if not declared.uses_secret:
+            # Its credentials are the carrier's secrets: never echoed, not even masked.
+            shown = ", ".join(f"{label} {value}" for label, value in
+                              credentials_shown(declared.credentials, carrier).items() if value and value != "••••")
+            self.stdout.write(f"Carrier '{carrier.pk}' ({carrier.kind}, {shown}): {setup}. Its credentials are "
+                              "stored sealed.")
             return
-        self.stdout.write(f"Carrier '{carrier.pk}': {ENDPOINTS[carrier.kind].format(id=carrier.pk)}. "
-                          "Store it now; it is not shown again:")
+        self.stdout.write(f"Carrier '{carrier.pk}': {setup}. Store it now; it is not shown again:")
         self.stdout.write(secret)
 
 
-def _sentence(details):
+def _sentence(details: dict[str, Any]) -> str:
     return " ".join(f"{field}: {' '.join(messages)}" for field, messages in details.items())

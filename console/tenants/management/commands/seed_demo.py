@@ -16,7 +16,12 @@ class Command(BaseCommand):
         demo = seed_demo()
         base = options["base_url"].rstrip("/")
         self.stdout.write(self.style.SUCCESS(f"Demo tenant '{demo['tenant']}' is ready."))
-        self.stdout.write(f"  Admin:   {base}/admin/  user {demo['operator_username']}  password {demo['operator_password']}")
+        # The practice's login first: what a practice owner sees (its own tenant only);
+        # the platform's operator (a superuser: the registry, every tenant) second.
+        self.stdout.write(f"  Admin:   {base}/admin/  user {demo['owner_username']}  password {demo['owner_password']}"
+                          f"  (the practice's owner: the tenant '{demo['tenant']}' only)")
+        self.stdout.write(f"  Platform operator: {base}/admin/  user {demo['operator_username']}  "
+                          f"password {demo['operator_password']}  (superuser: registry, all tenants)")
         self.stdout.write(f"  API key: {demo['api_key']}")
         self.stdout.write(
             f"  Try:     curl -s -H 'Authorization: Bearer {demo['api_key']}' -H 'X-Tenant: {demo['tenant']}' "

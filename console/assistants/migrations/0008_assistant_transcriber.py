@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('assistants', '0005_german_labels_of_the_mind'),
+        ('assistants', '0007_every_assistant_published_as_v1'),
     ]
 
     operations = [
