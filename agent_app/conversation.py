@@ -1,23 +1,38 @@
 """The blocking steps of a conversation — what the agent says first, hearing and
 speaking — each run in a worker thread by the conversation core, never on the event
 loop (thinking is the assistant's mind, agent_app/mind.py)."""
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from django.conf import settings
 
 from agent_app.audio import WireFormat
 from console.assistants.models import Assistant
 from console.tenants.models import Tenant
+from registry_app.lanes.failover import LaneFailure
 from scripts_app.selectors import TENANT, EffectiveScript, effective_script
 from scripts_app.services import effective_text, sample_variables
-from speech_app.services import local_recognizer, recognizer_for, synthesizer_for
+from speech_app.services import (
+    lane_voice,
+    local_recognizer,
+    recognizer_for,
+    streaming_recognizer_for,
+    streaming_speech_done,
+    streaming_speech_failed,
+    streaming_speech_step,
+    streaming_synthesizer_for,
+    synthesizer_for,
+)
 from speech_app.smart_turn import smart_turn
+from speech_app.streaming import CallAudio, Encoding, StreamingRecognizer, StreamingSynthesizer
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
+logger = logging.getLogger("agent_app")
 # Said right after the AI disclosure when the call is recorded: recording a call unannounced
 # is an offence in Germany (§ 201 StGB), and Art. 13 GDPR needs the notice at the start.
 RECORDING_NOTICE = "Dieses Gespräch wird aufgezeichnet."
@@ -112,12 +127,87 @@ def get_ready(*, language: str) -> None:
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
 
-def speak(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
+def speak(text: str, *, language: str, voice: str, wire: WireFormat,
+          on_note: Callable[[str], None] | None = None) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
-    audio, so that the first sentence can be sent while the next is being made."""
-    engine = synthesizer_for(language, voice=voice)
-    for speech in engine.stream(text, voice=voice or language):
+    audio, so that the first sentence can be sent while the next is being made.
+
+    A voice named `<lane>:<voice>` whose lane streams (speech_app.streaming: Azure, …) is
+    asked for the wire's own encoding and its audio handed on as it arrives; closing the
+    iterator (barge-in) cancels it at the provider. When that lane fails before its first
+    audio (cannot be called, connect error, 4xx/5xx, no audio in time) the text is spoken
+    by the local engines instead and `on_note` gets a note for the transcript; when it
+    fails after, the note says the rest of the text was cut."""
+    named = lane_voice(voice)
+    bare = named[1] if named else voice
+    try:
+        streaming = streaming_synthesizer_for(voice)
+    except LaneFailure as failure:
+        streaming = None
+        _noted(on_note, f"Speech lane {named[0] if named else voice} cannot be called ({failure.outcome}): "
+                        "the local voice speaks.")
+        bare = language
+    if streaming is not None:
+        given = yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note)
+        if given:
+            return
+        bare = language
+    engine = synthesizer_for(language, voice=bare)
+    for speech in engine.stream(text, voice=bare or language):
         yield wire.from_pcm(speech.pcm, speech.sample_rate)
+
+
+def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
+    logger.warning("%s", note)
+    if on_note is not None:
+        on_note(note)
+
+
+def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
+              on_note: Callable[[str], None] | None) -> Generator[bytes, None, bool]:
+    """The audio of a streaming synthesiser in the wire's encoding (whole samples);
+    whether any came (False: the caller falls back to the local engines). Its use is
+    counted in the lane's usage, a failure too (with a cooldown when the lane is
+    unwell); a lane cooling down is not asked."""
+    given, stream, carry, sent = False, None, b"", 0
+    try:
+        step = streaming_speech_step(engine.lane_id, characters=len(text))
+    except LaneFailure as failure:
+        if failure.outcome == "cooldown":  # its failure was noted when it happened
+            logger.info("Speech lane %s not asked: %s", engine.lane_id, failure.detail)
+        else:
+            _noted(on_note, f"Speech lane {engine.lane_id} not asked ({failure.outcome}): the local voice speaks.")
+        return False
+    try:
+        stream = engine.speak(text, audio=call_audio(wire), language=language)
+        for chunk in stream.chunks():
+            data = carry + chunk
+            cut = len(data) - len(data) % wire.sample_bytes
+            data, carry = data[:cut], data[cut:]
+            if data:
+                given, sent = True, sent + len(data)
+                yield data
+        streaming_speech_done(step, characters=len(text), audio_seconds=sent / wire.bytes_per_second)
+        return given
+    except LaneFailure as failure:
+        streaming_speech_failed(step, failure)
+        _noted(on_note, f"Speech lane {engine.lane_id} failed ({failure.outcome})"
+                        + (": the rest of the sentence is missing." if given else ": the local voice speaks."))
+        return given
+    finally:
+        if stream is not None:
+            stream.cancel()  # a no-op after the whole answer; at barge-in the provider stops
+
+
+def transcriber(lane_id: str) -> StreamingRecognizer:
+    """The streaming recogniser of an assistant's transcriber lane; LaneFailure when it
+    cannot be called now (no key, not usable): the local engines hear."""
+    return streaming_recognizer_for(lane_id)
+
+
+def call_audio(wire: WireFormat) -> CallAudio:
+    """The call's audio as a provider is asked for it (the wire's own encoding)."""
+    return CallAudio("linear16" if wire.encoding == "pcm_s16le" else cast(Encoding, wire.encoding), wire.sample_rate)
 
 
 def speak_whole(text: str, *, language: str, voice: str, wire: WireFormat) -> bytes:
@@ -133,10 +223,15 @@ _openings: OrderedDict[tuple[object, ...], tuple[bytes, ...]] = OrderedDict()
 _openings_lock = threading.Lock()
 
 
-def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat) -> Iterator[bytes]:
+def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat,
+                  on_note: Callable[[str], None] | None = None) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
-    first time, each sentence is handed on as soon as it is made."""
+    first time, each sentence is handed on as soon as it is made. A voice of a named lane
+    (`<lane>:<voice>`) is not kept: the lane or, when it fails, the local engines speak it."""
+    if lane_voice(voice) is not None:
+        yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note)
+        return
     engine = synthesizer_for(language, voice=voice)
     key = (text, voice or language, type(engine).__name__, engine.version, wire)
     with _openings_lock:

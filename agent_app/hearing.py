@@ -17,6 +17,16 @@ think; instead:
   second, when a recognition engine is idle (a draft never delays a turn's
   recognition).
 
+With a **streaming recogniser** (an assistant's `transcriber`, agent_app.listening) the
+provider hears the caller's audio as it comes (in the wire's own encoding): its interim
+results are the partial transcripts, its final results the turn's transcript, ready
+when the turn ends (a `Finalize` asks for what it still holds); no speculation and no
+drafts run locally. Who ends the turn (docs/architecture.md, "Who ends a turn"): Smart
+Turn's *complete* at once; the provider's end of speech (`speech_final`, `EndOfSpeech`)
+during a pause unless Smart Turn said *incomplete* for that pause; else the hangover.
+When the provider fails, the turn's audio (kept as ever) is recognised locally and a
+note says so; the rest of the call is heard locally.
+
 Nothing here blocks the event loop: the model and the recogniser run in worker
 threads; the loop only keeps the state."""
 import asyncio
@@ -28,8 +38,11 @@ from typing import Any, TypeVar
 
 from agent_app import conversation
 from agent_app.audio import Endpointer, Pause, Utterance
+from agent_app.listening import Ears
 from agent_app.threads import in_pool
+from registry_app.lanes.failover import LaneFailure
 from speech_app.smart_turn import COMPLETE, smart_turn
+from speech_app.streaming import EndOfSpeech, Event, Heard
 
 logger = logging.getLogger("agent_app")
 T = TypeVar("T")
@@ -37,6 +50,8 @@ T = TypeVar("T")
 # Frames of silence (30 ms each) after which a turn ends when the end-of-turn model did
 # not say it was complete: ~1 s, twice the fixed pause, for a caller who stops mid-sentence.
 LONG_HANGOVER = 34
+# Seconds a turn's end waits for the streaming recogniser's final result after Finalize.
+FINAL_WAIT_SEC = 1.0
 # Seconds of speech between two partial transcripts.
 PARTIAL_EVERY_SEC = 1.0
 # The end-of-turn model's own threads (one inference each): never queued behind recognition.
@@ -64,7 +79,8 @@ class Hearing:
     function) for each partial transcript."""
 
     def __init__(self, *, language: str, loop: asyncio.AbstractEventLoop, on_turn: Callable[[Turn], None],
-                 on_partial: Callable[[str, float], Awaitable[None]]) -> None:
+                 on_partial: Callable[[str, float], Awaitable[None]],
+                 on_note: Callable[[str], None] | None = None) -> None:
         self.endpointer = Endpointer()
         self.language = language
         self.loop = loop
@@ -77,10 +93,85 @@ class Hearing:
         self.last_voice_at = loop.time()
         self.tasks: set[asyncio.Future[Any]] = set()
         self.asking: set[asyncio.Future[None]] = set()  # the end-of-turn model's answers under way
+        self.on_note = on_note
+        # The streaming recogniser, when the assistant names one (None: the local engines).
+        self.ears: Ears | None = None
+        self.finals: list[str] = []  # its final results of the turn so far
+        self.interim_pending = False  # it showed words it has not made final yet
+        self.final_arrived = asyncio.Event()
+        self.incomplete_pause = 0  # the pause for which Smart Turn said "incomplete"
 
-    def feed(self, pcm: bytes) -> list[float]:
-        """The caller's audio (16 kHz PCM); returns the times (seconds of the caller's
-        audio) at which the caller started speaking in it (the agent stops talking)."""
+    # --- a streaming recogniser ------------------------------------------------------------
+    def listen_with(self, ears: Ears) -> None:
+        """From now on the provider behind `ears` hears the caller (its events come to this loop)."""
+        self.ears = ears
+        ears.start()
+
+    @property
+    def streaming(self) -> bool:
+        return self.ears is not None and not self.ears.failed
+
+    def heard(self, event: Event) -> None:
+        """An event of the streaming recogniser (on the loop)."""
+        if isinstance(event, EndOfSpeech):
+            return self._provider_ended()
+        assert isinstance(event, Heard)
+        if not event.final:
+            self.interim_pending = bool(event.text)
+            if event.text and self.endpointer.speaking:
+                self._spawn(self._forward(" ".join([*self.finals, event.text]), round(self.endpointer.speech_start, 2)))
+            return None
+        self.interim_pending = False
+        if event.text:
+            self.finals.append(event.text)
+        self.final_arrived.set()
+        if event.speech_final:
+            self._provider_ended()
+        return None
+
+    async def _forward(self, text: str, start: float) -> None:
+        await self.on_partial(text, start)
+
+    def lost(self, failure: LaneFailure) -> None:
+        """The streaming recogniser failed (on the loop): the local engines hear from now on."""
+        lane = self.ears.lane_id if self.ears is not None else "?"
+        if self.on_note is not None:
+            self.on_note(f"Speech recognition lane {lane} failed ({failure.outcome}): this service's recognition "
+                         "hears.")
+        self.final_arrived.set()
+
+    def _provider_ended(self) -> None:
+        """The provider's end of speech: it ends the turn during a pause that Smart Turn did
+        not call incomplete (while the caller speaks again, it is stale)."""
+        if not self.endpointer.paused or self.incomplete_pause == self.pause_no:
+            return
+        utterance = self.endpointer.end_now()
+        if utterance is not None:
+            self._ended(utterance)
+
+    async def _streamed_text(self, utterance: Utterance) -> str:
+        """The turn's text from the streaming recogniser's final results (a Finalize asks
+        for what it holds); the local engines' when it failed or heard nothing."""
+        if self.streaming and (self.interim_pending or not self.finals):
+            assert self.ears is not None
+            self.final_arrived.clear()
+            self.ears.finalize()
+            try:
+                await asyncio.wait_for(self.final_arrived.wait(), FINAL_WAIT_SEC)
+            except TimeoutError:
+                pass
+        text, self.finals, self.interim_pending = " ".join(self.finals).strip(), [], False
+        if text and self.streaming:
+            return text
+        return await self._recognise(utterance.pcm)
+
+    def feed(self, pcm: bytes, wire_audio: bytes = b"") -> list[float]:
+        """The caller's audio (16 kHz PCM; `wire_audio`: the same as it came on the wire,
+        for a streaming recogniser); returns the times (seconds of the caller's audio) at
+        which the caller started speaking in it (the agent stops talking)."""
+        if self.streaming and wire_audio:
+            assert self.ears is not None
+            self.ears.send(wire_audio)
         voiced = self.endpointer.voiced_frames
         events = self.endpointer.feed(pcm)
         if self.endpointer.voiced_frames != voiced:
@@ -106,6 +197,8 @@ class Hearing:
             await asyncio.wait(list(self.asking))
 
     def close(self) -> None:
+        if self.ears is not None:
+            self.ears.close()
         for task in list(self.tasks):
             task.cancel()
 
@@ -114,7 +207,8 @@ class Hearing:
         model = smart_turn()
         if pause.first:
             self.pause_no += 1
-            self.speculation = (self.pause_no, self._spawn(self._recognise(pause.pcm)))
+            if not self.streaming:  # a streaming recogniser's results are there when the turn ends
+                self.speculation = (self.pause_no, self._spawn(self._recognise(pause.pcm)))
             # The model decides when it is there (loaded by get_ready); else the fixed pause.
             self.endpointer.hangover = LONG_HANGOVER if model.ready else Endpointer.HANGOVER
         if model.ready:
@@ -124,6 +218,8 @@ class Hearing:
 
     async def _ask(self, pause_no: int, pcm: bytes) -> None:
         probability = await self.loop.run_in_executor(_TURN_MODEL_POOL, smart_turn().probability, pcm)
+        if probability is not None and probability < COMPLETE and pause_no == self.pause_no:
+            self.incomplete_pause = pause_no  # the provider's end of speech does not end this pause
         if probability is None or probability < COMPLETE or pause_no != self.pause_no:
             return
         utterance = self.endpointer.end_now()  # None: speech came back, or the pause ended the turn already
@@ -132,7 +228,9 @@ class Hearing:
 
     def _ended(self, utterance: Utterance) -> None:
         speculation, self.speculation = self.speculation, None
-        if speculation is not None and speculation[0] == self.pause_no:
+        if self.streaming:
+            transcript, speculative = self._spawn(self._streamed_text(utterance)), False
+        elif speculation is not None and speculation[0] == self.pause_no:
             transcript, speculative = speculation[1], True
         else:  # no pause (an utterance cut at its longest), or speech after it
             transcript, speculative = self._spawn(self._recognise(utterance.pcm)), False
@@ -145,7 +243,7 @@ class Hearing:
     # --- partial transcripts -----------------------------------------------------------
     def _maybe_partial(self) -> None:
         endpointer = self.endpointer
-        if (not endpointer.speaking or endpointer.paused or self.partial_task is not None
+        if (self.streaming or not endpointer.speaking or endpointer.paused or self.partial_task is not None
                 or endpointer.speech_sec - self.partial_at < PARTIAL_EVERY_SEC):
             return
         self.partial_at = endpointer.speech_sec

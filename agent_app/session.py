@@ -40,6 +40,7 @@ from agent_app import codes, conversation
 from agent_app.audio import WireFormat
 from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL
 from agent_app.hearing import Hearing, Turn
+from agent_app.listening import Ears
 from agent_app.mind import Mind, Reply, assistant_of, filler
 from agent_app.models import AgentSession
 from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, synthesise
@@ -50,6 +51,7 @@ from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
 from console.tenants.models import Tenant
+from registry_app.lanes.failover import LaneFailure
 
 logger = logging.getLogger("agent_app")
 
@@ -91,6 +93,7 @@ _heartbeat = off_loop(calls.call_heartbeat)
 _turn_latency = off_loop(calls.call_turn_latency_record)
 _opening = off_loop(conversation.opening)
 _get_ready = off_loop(conversation.get_ready)
+_transcriber = off_loop(conversation.transcriber)
 _speak_whole = off_loop(conversation.speak_whole)
 _cap_seconds = off_loop(calls.call_seconds_cap)
 
@@ -219,7 +222,7 @@ class Conversation:
         self.language = context.language
         self.loop = asyncio.get_running_loop()
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
-                               on_partial=self._partial)
+                               on_partial=self._partial, on_note=lambda text: self._write(self._note(SYSTEM, text)))
         self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.last_speech = self.loop.time()
         # The call's longest duration: the grant, or the assistant's `maxDurationSec`
@@ -269,7 +272,7 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.")
-        for _ in self.hearing.feed(self.wire.to_pcm16k(data)):  # the caller started speaking
+        for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
             self.last_speech = self.loop.time()
             await self._barge_in()
 
@@ -382,12 +385,30 @@ class Conversation:
                 await self.transport.close(CLOSE_FAILED)
 
     # --- the conversation -----------------------------------------------------------
+    async def _listen(self) -> None:
+        """The assistant's streaming recogniser (its `transcriber`) hears the caller from
+        now on; one that cannot be called leaves it to the local engines, with a note."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        transcriber = (assistant.transcriber if assistant is not None else None) or {}
+        if not transcriber.get("lane"):
+            return
+        try:
+            engine = await _transcriber(transcriber["lane"])
+        except LaneFailure as failure:
+            self._write(self._note(SYSTEM, f"Speech recognition lane {transcriber['lane']} cannot be called "
+                                           f"({failure.outcome}): this service's recognition hears."))
+            return
+        self.hearing.listen_with(Ears(engine, audio=conversation.call_audio(self.wire), language=self.language,
+                                      keyterms=list(transcriber.get("keyterms") or []), loop=self.loop,
+                                      on_event=self.hearing.heard, on_failure=self.hearing.lost))
+
     async def _turns(self) -> None:
         """The opening, then each utterance in turn: hear, think, speak."""
         self.mind = await _new_mind(self.context)
         await self._assistants_limits(self.mind.assistant)
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
                                  assistant=self.mind.assistant, recorded=self.context.recorded)
+        await self._listen()
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
@@ -515,6 +536,9 @@ class Conversation:
             while (item := await audio.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
+                if isinstance(item, str):  # a speech lane failed, the local engines took over
+                    self._write(self._note(SYSTEM, item))
+                    continue
                 index, pcm = item
                 if index != part:
                     if part is not None:  # the previous part was handed over in full

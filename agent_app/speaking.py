@@ -18,8 +18,9 @@ from agent_app import conversation
 from agent_app.audio import WireFormat
 from agent_app.threads import in_pool
 
-# What the synthesis hands the loop: (part index, wire audio), then None or what stopped it.
-SpeechItem = tuple[int, bytes] | BaseException | None
+# What the synthesis hands the loop: (part index, wire audio), a system note for the
+# transcript (a speech lane that failed: str), then None or what stopped it.
+SpeechItem = tuple[int, bytes] | str | BaseException | None
 # Threads that synthesise (and wait for a reply's next sentence): apart from the loop's
 # default threads, which the minds' turns and the database writes share.
 _SYNTHESIS = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-speaking")
@@ -117,16 +118,23 @@ class Lines:
 def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, language: str, voice: str,
              wire: WireFormat) -> None:
     """The synthesis thread: (part index, wire audio) sentence by sentence through
-    `put`, then None — or the exception that stopped it."""
+    `put` (and a note when a speech lane failed and the local engines took over), then
+    None — or the exception that stopped it."""
     try:
         index = 0
         while (part := lines.next(index)) is not None:
-            pieces: Iterator[bytes] = (conversation.opening_audio(part, language=language, voice=voice, wire=wire) if opening
-                      else conversation.speak(part, language=language, voice=voice, wire=wire))
-            for pcm in pieces:
-                if lines.stopped:
-                    return
-                put((index, pcm))
+            pieces: Iterator[bytes] = (
+                conversation.opening_audio(part, language=language, voice=voice, wire=wire, on_note=put) if opening
+                else conversation.speak(part, language=language, voice=voice, wire=wire, on_note=put))
+            try:
+                for pcm in pieces:
+                    if lines.stopped:
+                        return
+                    put((index, pcm))
+            finally:
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()  # a streaming lane is cancelled at the provider (barge-in)
             index += 1
         put(None)
     except Exception as exc:  # noqa: BLE001 - handed to the loop, which ends the conversation

@@ -14,7 +14,8 @@ the budget), each one of:
   is called in every GATEWAY_MODE (GATEWAY_MODE_<LANE> other than `api` switches it
   off). A tts lane is used for a request that names no voice, or only its language,
   with its first voice (`params.voices`), and for a voice it lists by that voice;
-- skipped, with the reason (in a cooldown, no key, no such voice, …).
+- skipped, with the reason (in a cooldown, no key, no such voice, a lane whose
+  `params.protocol` streams — speech_app.streaming, the voice agent's only, …).
 
 When the route names no local lane (no registry, or a language no local lane lists)
 the local engines join as `tts-local` / `stt-local` after the zero-euro lanes,
@@ -49,6 +50,7 @@ from speech_app.decode import SAMPLE_RATE
 from speech_app.errors import SttUnavailable, TtsUnavailable
 from speech_app.recognition import AUTO_LANGUAGE, Recognizer, Transcript
 from speech_app.remote import RemoteRecognizer, RemoteSynthesizer
+from speech_app.streaming import BATCH_PROTOCOL, lane_protocol
 from speech_app.stt import Deadline
 from speech_app.tts import Speech, Synthesizer
 
@@ -90,7 +92,20 @@ def _remote_off(lane):
     return ()
 
 
+def _streams(lane):
+    """(outcome, detail) for a lane whose protocol streams (speech_app.streaming): only
+    the conversation core calls it, not the batch loop of render, transcription and the
+    gateway."""
+    protocol = lane_protocol(lane)
+    if protocol != BATCH_PROTOCOL:
+        return ("unavailable", f"speaks the streaming protocol {protocol}: used by the voice agent only")
+    return ()
+
+
 def _remote_tts(lane, language, voice):
+    streams = _streams(lane)
+    if streams:
+        return PlannedLane(lane, "api", skip=streams)
     voices = [name for name in (lane.entry.get("params") or {}).get("voices") or () if isinstance(name, str)]
     if voice and voice != language and voice not in voices:
         listed = ", ".join(voices) or "none listed"
@@ -106,6 +121,9 @@ def _remote_tts(lane, language, voice):
 
 
 def _remote_stt(lane, language):
+    streams = _streams(lane)
+    if streams:
+        return PlannedLane(lane, "api", skip=streams)
     endpoint, key, skip = api_target(lane)
     skip = _remote_off(lane) or skip
     if skip:

@@ -16,10 +16,11 @@ from django.conf import settings
 
 from console.engines import SPEECH_MODULE_ENDPOINTS, local_engine_id
 from registry_app import snapshot as registry_snapshot
-from registry_app.lanes.cost import Measures
-from registry_app.lanes.failover import Step
-from registry_app.routing import UNREAD, USABLE_STATUSES, Route, route
-from registry_app.snapshot import Snapshot
+from registry_app.lanes.cost import Measures, lane_cost
+from registry_app.lanes.failover import LaneFailure, Step
+from registry_app.lanes.outcomes import record_failure, record_success
+from registry_app.routing import UNREAD, USABLE_STATUSES, Route, lane_state, route
+from registry_app.snapshot import Snapshot, SnapshotLane
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
 from speech_app.encode import ENCODER_VERSION, mp3_from_pcm
@@ -37,6 +38,7 @@ from speech_app.lanes import (
 from speech_app.piper import piper_voices
 from speech_app.recognition import Recognizer, Transcript
 from speech_app.remote import RemoteSynthesizer
+from speech_app.streaming import StreamingRecognizer, StreamingSynthesizer, protocol_module, streaming_engine
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
 
@@ -229,3 +231,86 @@ def audio_transcribe(*, audio: bytes, language: str | None = None, default_langu
     engine = recognizer_for(language)
     return engine.transcribe(decoded.pcm, language=language, phrases=phrases or None,
                              deadline=Deadline.for_audio(decoded.duration_sec))
+
+
+# --- Streaming speech lanes (speech_app.streaming) -------------------------------------
+
+def lane_voice(voice: str | None) -> tuple[str, str] | None:
+    """(lane id, voice) of a voice named `<lane>:<voice>`, None for a bare voice (which
+    keeps its meaning: a Piper voice, an eSpeak NG voice, a remote lane's listed voice)."""
+    lane_id, colon, name = (voice or "").partition(":")
+    return (lane_id, name) if colon and lane_id and name else None
+
+
+def _streaming_lane(lane_id: str, capability: str, current: object = UNREAD) -> SnapshotLane:
+    snapshot = registry_snapshot.current() if current is UNREAD else cast(Snapshot | None, current)
+    lane = snapshot.by_id.get(lane_id) if snapshot is not None else None
+    if lane is None or lane.capability != capability:
+        raise LaneFailure("unavailable", f"the registry has no {capability} lane {lane_id}")
+    if lane.status not in USABLE_STATUSES:
+        raise LaneFailure("unavailable", f"lane {lane_id} is {lane.status}")
+    return lane
+
+
+def streaming_synthesizer_for(voice: str | None, *, current: object = UNREAD) -> StreamingSynthesizer | None:
+    """The streaming synthesiser of a voice named `<lane>:<voice>` whose lane streams,
+    None for any other voice (a batch lane's voice is spoken by its bare name through
+    synthesizer_for); LaneFailure when that lane cannot be called now (no key,
+    not usable, no such voice), which the caller answers with the local engines."""
+    named = lane_voice(voice)
+    if named is None:
+        return None
+    lane = _streaming_lane(named[0], "tts", current)
+    if protocol_module(lane) is None:
+        return None
+    voices = (lane.entry.get("params") or {}).get("voices") or []
+    if named[1] not in voices:
+        raise LaneFailure("unavailable", f"lane {lane.id} has no voice {named[1]}")
+    return cast(StreamingSynthesizer, streaming_engine(lane, voice=named[1]))
+
+
+def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> StreamingRecognizer:
+    """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now
+    (no key, not usable, cooling down after a failure)."""
+    lane = _streaming_lane(lane_id, "stt", current)
+    cooldown = lane_state().cooldowns.get(lane.id)
+    if cooldown is not None:
+        raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
+    return cast(StreamingRecognizer, streaming_engine(lane))
+
+
+def streaming_speech_step(lane_id: str, *, characters: int, current: object = UNREAD) -> Step:
+    """The Step of one streaming synthesis of `characters` on a lane, for its usage and
+    cooldown (registry_app.lanes.outcomes); LaneFailure `cooldown` while the lane cools
+    down. A lane an assistant names is the operator's choice (its key set, the assistant
+    naming it): GATEWAY_MAX_EUR, the budget of the router's own choice of paid lanes,
+    does not gate it; its use is counted at its price."""
+    lane = _streaming_lane(lane_id, "tts", current)
+    cooldown = lane_state().cooldowns.get(lane.id)
+    if cooldown is not None:
+        raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
+    return Step(lane, "api", estimate_eur=lane_cost(lane, Measures(characters=characters)))
+
+
+def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) -> None:
+    """A streaming synthesis answered: counted in the lane's usage like a batch lane's."""
+    record_success(step, step.estimate_eur, characters=characters, audio_seconds=audio_seconds)
+
+
+def streaming_speech_failed(step: Step, failure: LaneFailure) -> None:
+    """A streaming synthesis failed: a failure in the lane's usage, and its cooldown when unwell."""
+    record_failure(step, failure)
+
+
+def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: LaneFailure | None = None) -> None:
+    """A call's streaming recognition ended: the audio it sent counted in the lane's usage
+    (audio minutes, at its price), and its failure, with a cooldown when the lane is unwell."""
+    snapshot = registry_snapshot.current()
+    lane = snapshot.by_id.get(lane_id) if snapshot is not None else None
+    if lane is None:
+        return
+    step = Step(lane, "api")
+    if audio_seconds > 0:
+        record_success(step, lane_cost(lane, Measures(audio_seconds=audio_seconds)), audio_seconds=audio_seconds)
+    if failure is not None:
+        record_failure(step, failure)

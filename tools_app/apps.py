@@ -9,7 +9,7 @@ class ToolsAppConfig(AppConfig):
     def ready(self):
         # What an assistant names that the core cannot check itself
         # (console.assistants.references): the touchpoint it opens with, the lane it
-        # thinks on, the tenant's HTTP tools it may call.
+        # thinks on, the lane its voice is of, the tenant's HTTP tools it may call.
         from console.assistants import references
         from tools_app import checks, definitions
 
@@ -19,6 +19,8 @@ class ToolsAppConfig(AppConfig):
         references.register_reference(references.MODEL_LANE, check=checks.chat_lane_problems,
                                       choices=checks.chat_lane_choices)
         references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
+        references.register_reference(references.VOICE_LANE, check=checks.voice_lane_problems)
+        references.register_reference(references.TRANSCRIBER_LANE, check=checks.transcriber_lane_problems)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)
         # A published version keeps its HTTP tools' definitions as they were.

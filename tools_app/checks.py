@@ -41,6 +41,32 @@ def chat_lane_problems(*, tenant, value):
     return []
 
 
+def voice_lane_problems(*, tenant, value):
+    """A voice `<lane>:<voice>`: the lane must be a tts lane of the registry that lists the voice."""
+    lane_id, _, voice = value.partition(":")
+    current = snapshot.current()
+    lane = current.by_id.get(lane_id) if current is not None else None
+    if lane is None or lane.capability != "tts":
+        tts = ", ".join(sorted(lane.id for lane in current.by_capability.get("tts", ()))) if current else ""
+        return [f"'{lane_id}' is no tts lane of the registry. Tts lanes: {tts or 'none'}; or a bare voice name."]
+    voices = [name for name in (lane.entry.get("params") or {}).get("voices") or () if isinstance(name, str)]
+    if voice not in voices:
+        return [f"Lane '{lane_id}' has no voice '{voice}'. Its voices: {', '.join(voices) or 'none'}."]
+    return []
+
+
+def transcriber_lane_problems(*, tenant, value):
+    """The lane of an assistant's transcriber: an stt lane of the registry that streams."""
+    current = snapshot.current()
+    lane = current.by_id.get(value) if current is not None else None
+    streaming = sorted(lane.id for lane in current.by_capability.get("stt", ())
+                       if (lane.entry.get("params") or {}).get("protocol")) if current is not None else []
+    if lane is None or lane.capability != "stt" or not (lane.entry.get("params") or {}).get("protocol"):
+        return [f"'{value}' is no streaming stt lane of the registry. Streaming stt lanes: "
+                f"{', '.join(streaming) or 'none'}; or null for this service's recognition."]
+    return []
+
+
 def chat_lane_choices(*, tenants):
     """The registry's chat lanes the gateway can call, for the assistant's dropdown (the
     router's choice first)."""

@@ -41,6 +41,8 @@ BUILTIN_LABELS = {
 # the transfer targets.
 FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
+    "transcriber": "transcriber_lane", "transcriber.lane": "transcriber_lane",
+    "transcriber.keyterms": "transcriber_keyterms_text",
     "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
     "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
@@ -68,6 +70,13 @@ class AssistantForm(forms.ModelForm):
     knowledge_ids = forms.CharField(
         label=_("Knowledge documents (ids)"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("Only if not all: one document id per line (empty: none)."))
+    transcriber_lane = forms.CharField(
+        label=_("Speech recognition lane"), required=False, max_length=100,
+        help_text=_("A streaming speech recognition lane of the registry (e.g. stt-deepgram); empty: this "
+                    "service's recognition."))
+    transcriber_keyterms_text = forms.CharField(
+        label=_("Key terms"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("One name or term per line that the speech recognition should expect."))
     transfer_targets_text = forms.CharField(
         label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
@@ -104,6 +113,8 @@ class AssistantForm(forms.ModelForm):
         if instance is not None:
             self.initial.update(
                 tools=list(instance.tools), knowledge_all=instance.knowledge is None,
+                transcriber_lane=(instance.transcriber or {}).get("lane", ""),
+                transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
                 knowledge_ids="\n".join(instance.knowledge or []),
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}" for t in instance.transfer_targets),
                 end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
@@ -118,6 +129,8 @@ class AssistantForm(forms.ModelForm):
         return {
             "name": data.get("name") or "", "description": data.get("description") or "",
             "language": data.get("language") or "", "voice": data.get("voice") or "",
+            "transcriber": ({"lane": data["transcriber_lane"], "keyterms": _lines(data.get("transcriber_keyterms_text"))}
+                            if data.get("transcriber_lane") else None),
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
             "greeting": data.get("greeting") or "",
@@ -164,7 +177,8 @@ class AssistantAdmin(TenantScopedAdmin):
     readonly_fields = ["id", "created_at", "updated_at", "first_heard", "browser_test", "connection", "versions_view"]
     list_select_related = ["tenant"]
     fieldsets = [
-        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "browser_test"]}),
+        (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "transcriber_lane",
+                           "transcriber_keyterms_text", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
@@ -206,7 +220,8 @@ class AssistantAdmin(TenantScopedAdmin):
     # A user who may only view reads the stored fields, not the editor's lines (which
     # only a form has).
     VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
-                        "knowledge_all": ["knowledge"], "knowledge_ids": []}
+                        "knowledge_all": ["knowledge"], "knowledge_ids": [], "transcriber_lane": ["transcriber"],
+                        "transcriber_keyterms_text": []}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)

@@ -29,6 +29,10 @@ class Assistant(models.Model):
                                 help_text=_("BCP 47 language of the conversation."))
     voice = models.CharField(_("voice"), max_length=64, blank=True,
                              help_text=_("TTS voice; empty for the engine's default."))
+    # {"lane": an stt lane of the registry that streams, "keyterms": [terms]}; {}: the local recogniser.
+    transcriber = models.JSONField(
+        _("transcriber"), default=dict, blank=True,
+        help_text=_("Streaming speech recognition lane and its key terms; empty: this service's recognition."))
     instructions = models.TextField(
         _("instructions"), blank=True,
         help_text=_("The system prompt: who the assistant is and how it speaks (at most 20,000 characters)."))

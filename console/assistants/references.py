@@ -5,7 +5,7 @@ the registry (registry_app), the tenant's HTTP tools (tools_app) and its knowled
 documents (knowledge_app). The core imports none of them (docs/architecture.md), so
 each check is registered here by an app above it, in its `AppConfig.ready()` — as
 calls_app offers `register_erased_caller_lookup` to privacy_app: tools_app registers
-the touchpoint, lane and HTTP tool checks, knowledge_app the documents'. A reference
+the touchpoint, lane, voice lane and HTTP tool checks, knowledge_app the documents'. A reference
 nobody registered a check for is taken as it is (its form is still checked by
 console.assistants.validation).
 
@@ -20,6 +20,8 @@ from typing import Any
 OPENING_TOUCHPOINT = "openingTouchpoint"
 GREETING = "greeting"  # the value: the greeting's text (linted by scripts_app's linter)
 MODEL_LANE = "model.lane"
+TRANSCRIBER_LANE = "transcriber.lane"  # the value: a lane id (a streaming stt lane of the registry)
+VOICE_LANE = "voice"  # the value: a voice named `<lane>:<voice>` (a bare voice is not checked)
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")
 

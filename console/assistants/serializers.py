@@ -34,6 +34,12 @@ class AssistantModelSerializer(serializers.Serializer):
                                          help_text="Longest answer in tokens; null: the gateway's default.")
 
 
+class TranscriberSerializer(serializers.Serializer):
+    lane = serializers.CharField(max_length=100, help_text="A streaming stt lane of the registry (params.protocol).")
+    keyterms = serializers.ListField(child=serializers.CharField(max_length=100), max_length=100, required=False,
+                                     help_text="Names and terms the recogniser is told to expect (Deepgram keyterm).")
+
+
 class TransferTargetSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     e164 = serializers.CharField(max_length=40, help_text="Any format is accepted; stored and shown as E.164.")
@@ -69,6 +75,7 @@ class AssistantSerializer(serializers.ModelSerializer):
     openingTouchpoint = serializers.CharField(source="opening_touchpoint")
     tools = serializers.ListField(child=serializers.CharField())
     knowledge = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    transcriber = serializers.JSONField(read_only=True, help_text="{\"lane\", \"keyterms\"}; {}: none.")
     model = AssistantModelSerializer(source="*", read_only=True)
     transferTargets = TransferTargetSerializer(source="transfer_targets", many=True)
     analysis = AssistantAnalysisSerializer(source="*", read_only=True)
@@ -80,7 +87,8 @@ class AssistantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assistant
-        fields = ["id", "name", "description", "language", "voice", "instructions", "openingTouchpoint", "greeting",
+        fields = ["id", "name", "description", "language", "voice", "transcriber",
+                  "instructions", "openingTouchpoint", "greeting",
                   "tools", "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
                   "endCallPhrases", "createdAt", "updatedAt"]
         read_only_fields = fields
@@ -94,6 +102,7 @@ class AssistantCreateSerializer(ClosedSerializer):
     description = documented(serializers.CharField(max_length=MAX_DESCRIPTION, allow_blank=True))
     language = documented(serializers.CharField(max_length=8, help_text="BCP 47, e.g. de (the default), en, de-AT."))
     voice = documented(serializers.CharField(max_length=64, allow_blank=True, help_text="\"\": the engine's default."))
+    transcriber = documented(TranscriberSerializer(allow_null=True))
     instructions = documented(serializers.CharField(max_length=MAX_INSTRUCTIONS, allow_blank=True,
                                                     help_text="The system prompt, German text."))
     openingTouchpoint = documented(serializers.CharField(

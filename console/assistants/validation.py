@@ -37,9 +37,11 @@ HTTP_TOOL_ID = re.compile(r"^tl_[0-9a-z]{1,37}$")
 DOCUMENT_ID = re.compile(r"^[a-z]{1,5}_[0-9A-Za-z]{1,40}$")
 
 # The API's names of the fields, in the order of the representation.
-API_FIELDS = ("name", "description", "language", "voice", "instructions", "openingTouchpoint", "greeting", "tools",
+API_FIELDS = ("name", "description", "language", "voice", "transcriber", "instructions", "openingTouchpoint", "greeting", "tools",
               "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
               "endCallPhrases")
+# Deepgram's Nova-3 takes up to 100 key terms (speech_app/providers/deepgram_live.py).
+MAX_KEYTERMS = 100
 MODEL_KEYS = ("capability", "lane", "temperature", "maxTokens")
 ANALYSIS_KEYS = ("summary", "schema", "successCriteria")
 
@@ -175,6 +177,25 @@ def _model(problems, tenant, value, current):
     return merged
 
 
+def _transcriber(problems, tenant, value):
+    """{"lane", "keyterms"} (null or {}: none, the local recogniser); the lane is checked
+    by the registry's owner (a streaming stt lane), the key terms here."""
+    if value is None or value == {}:
+        return {}
+    if not isinstance(value, dict) or not isinstance(value.get("lane"), str) or not value["lane"]:
+        problems.add("transcriber", "Send {\"lane\": an stt lane of the registry, \"keyterms\"?: [terms]}, or null.")
+        return None
+    _unknown_keys(problems, "transcriber", value, ("lane", "keyterms"))
+    for message in references.reference_problems(references.TRANSCRIBER_LANE, tenant=tenant, value=value["lane"]):
+        problems.add("transcriber.lane", message)
+    keyterms = value.get("keyterms", [])
+    if (not isinstance(keyterms, list) or len(keyterms) > MAX_KEYTERMS
+            or not all(isinstance(term, str) and 0 < len(term.strip()) <= 100 for term in keyterms)):
+        problems.add("transcriber.keyterms", f"Send at most {MAX_KEYTERMS} terms of 1–100 characters.")
+        return None
+    return {"lane": value["lane"], "keyterms": list(dict.fromkeys(term.strip() for term in keyterms))}
+
+
 def _transfer_targets(problems, value):
     if not isinstance(value, list):
         problems.add("transferTargets", "Send a list of {\"name\", \"e164\"} objects.")
@@ -289,10 +310,20 @@ def assistant_values(*, tenant, data, instance=None):
     if "voice" in data:
         voice = "" if data["voice"] is None else data["voice"]
         if not isinstance(voice, str) or not VOICE.match(voice):
-            problems.add("voice", "Send a voice name (letters, digits and _.+:-, at most 64), or \"\" for the "
-                                  "engine's default.")
+            problems.add("voice", "Send a voice name (letters, digits and _.+:-, at most 64; `<lane>:<voice>` "
+                                  "for a voice of a registry tts lane), or \"\" for the engine's default.")
+        elif ":" in voice:  # `<lane>:<voice>`: a tts lane of the registry and one of its voices
+            found = references.reference_problems(references.VOICE_LANE, tenant=tenant, value=voice)
+            for message in found:
+                problems.add("voice", message)
+            if not found:
+                values["voice"] = voice
         else:
             values["voice"] = voice
+    if "transcriber" in data:
+        transcriber = _transcriber(problems, tenant, data["transcriber"])
+        if transcriber is not None:
+            values["transcriber"] = transcriber
     if "instructions" in data:
         instructions = "" if data["instructions"] is None else data["instructions"]
         instructions = _text(problems, "instructions", instructions, maximum=MAX_INSTRUCTIONS)

@@ -7,7 +7,7 @@ local provider is really called locally. `post` refuses unread an answer that
 announces more than `max_bytes` (Content-Length); any other is read in chunks until
 the attempt's deadline and refused as soon as it passes `max_bytes`, so a huge answer
 is never held whole. `post_stream` hands the answer over line by line as it arrives
-(a chat lane's server-sent events), with a deadline for connecting, one for the
+(a chat lane's server-sent events) or chunk by chunk (a speech lane's audio), with a deadline for connecting, one for the
 first token, one for the whole answer and a limit on the quiet time between lines.
 """
 import base64
@@ -201,6 +201,24 @@ class StreamingAnswer:
                 raise LaneFailure("bad_response", f"a line of the answer is longer than {MAX_LINE_BYTES} bytes")
             yield line.rstrip(b"\r\n")
 
+    def chunks(self):
+        """The body's bytes as they arrive (audio), each read bounded as a line is."""
+        while True:
+            wait, why = self._bound()
+            self.sock.settimeout(max(wait, 0.001))
+            try:
+                chunk = self.response.read1(_CHUNK)
+            except (TimeoutError, socket.timeout):
+                raise LaneFailure("timeout", why) from None
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                raise LaneFailure("connection_error", str(exc) or type(exc).__name__) from None
+            if not chunk:
+                return
+            self.read_bytes += len(chunk)
+            if self.read_bytes > self.max_bytes:
+                raise LaneFailure("bad_response", f"the answer is larger than {self.max_bytes} bytes")
+            yield chunk
+
     def read_all(self):
         """The rest of the body at once (an answer that is not a stream), within the same bounds."""
         return b"\n".join(self.lines())
@@ -247,7 +265,8 @@ def _connection(url, timeout):
     return http.client.HTTPConnection(parts.hostname, port, timeout=timeout), target, {}
 
 
-def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_sec, cancel=None):
+def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_sec, cancel=None,
+                max_bytes=MAX_STREAM_BYTES):
     """A StreamingAnswer of a 2xx whose head arrived before `first_by`; LaneFailure else.
 
     Connecting (and the TLS handshake) waits at most `connect_timeout` seconds, never
@@ -292,4 +311,4 @@ def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_
         if response.status < 400:
             raise LaneFailure("bad_response", f"HTTP {response.status} (redirects are not followed)")
         raise LaneFailure("rejected", f"HTTP {response.status}")
-    return StreamingAnswer(sock, response, first_by=first_by, ends_by=ends_by, idle_sec=idle_sec)
+    return StreamingAnswer(sock, response, first_by=first_by, ends_by=ends_by, idle_sec=idle_sec, max_bytes=max_bytes)

@@ -126,6 +126,27 @@ def test_the_tool_editor_refuses_a_private_url_and_a_built_in_name(client, tenan
     assert "ist ein eingebautes Werkzeug" in page  # the API's message, in German in the admin
 
 
+def test_the_speech_lanes_are_named_in_the_editor_as_through_the_api(client, tenant_a):
+    from tests.speech_app.speech_server import load
+
+    load()
+    page = client.get("/admin/assistants/assistant/add/").content.decode()
+    assert "Lane der Spracherkennung" in page and "Schlüsselbegriffe" in page
+    refused = client.post("/admin/assistants/assistant/add/", {
+        **FORM, "tenant": tenant_a.pk, "voice": "tts-azure-de:de-DE-Niemand", "transcriber_lane": "stt-vosk-de"})
+    text = refused.content.decode()
+    assert refused.status_code == 200 and not Assistant.objects.exists()
+    assert "de-DE-Niemand" in text and "transcriber.lane" in text and "stt-deepgram" in text
+    client.post("/admin/assistants/assistant/add/", {
+        **FORM, "tenant": tenant_a.pk, "voice": "tts-azure-de:de-DE-KatjaNeural", "transcriber_lane": "stt-deepgram",
+        "transcriber_keyterms_text": "Praxis Sonnenschein\n\nZahnreinigung"})
+    assistant = Assistant.objects.get()
+    assert assistant.voice == "tts-azure-de:de-DE-KatjaNeural"
+    assert assistant.transcriber == {"lane": "stt-deepgram", "keyterms": ["Praxis Sonnenschein", "Zahnreinigung"]}
+    edit = client.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
+    assert 'value="stt-deepgram"' in edit and "Zahnreinigung" in edit
+
+
 def test_the_tool_editor_keeps_the_per_tenant_limit_and_still_changes_a_tool(client, tenant_a, settings):
     settings.TOOLS_MAX_PER_TENANT = 1
     tool, _secret = http_tool_create(tenant=tenant_a, data={"name": "erstes", "url": "https://praxis.example/1"})

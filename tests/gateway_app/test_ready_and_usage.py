@@ -31,7 +31,7 @@ def test_ready_on_the_shipped_registry_lists_every_lane_and_why(gateway):
     assert lanes["chat-gateway-mock"]["usable"] is True and lanes["chat-gateway-mock"]["mode"] == "mock"
     assert lanes["chat-mistral-api"]["price"] == "paid"
     assert lanes["tts-azure-de"] == {"lane": "tts-azure-de", "capability": "tts", "mode": "api", "usable": False,
-                                     "price": "paid", "reason": "no HTTP endpoint: set GATEWAY_ENDPOINT_TTS_AZURE_DE"}
+                                     "price": "paid", "reason": "speaks the streaming protocol azure-tts: used by the voice agent only"}
     assert lanes["tts-espeak-de"]["mode"] == "local"
 
 

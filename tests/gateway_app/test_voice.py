@@ -34,8 +34,13 @@ def transcribe(gateway, audio, query=""):
     return gateway.generic("POST", f"/v1/transcribe{query}", audio, content_type="audio/mpeg")
 
 
+def as_batch(entry):
+    """A shipped hosted lane as a server of the OpenAI audio API (no streaming `params.protocol`)."""
+    return dict(entry, params={key: value for key, value in entry["params"].items() if key != "protocol"})
+
+
 def lane_of(lane_id):
-    return next(entry for entry in SHIPPED["models"] if entry["id"] == lane_id)
+    return as_batch(next(entry for entry in SHIPPED["models"] if entry["id"] == lane_id))
 
 
 def test_german_text_is_spoken_by_the_local_espeak_lane(gateway):
@@ -75,9 +80,11 @@ def test_a_language_no_registry_lane_lists_goes_to_the_local_engines(gateway, ko
 
 @pytest.fixture
 def azure(provider, lane_settings):
-    """The shipped registry's hosted German tts lane, with a key and a fake endpoint."""
+    """The shipped registry's hosted German tts lane as an OpenAI audio API server, with a
+    key and a fake endpoint."""
     fake = provider("audio", audio=korean_mp3("안녕하세요"))  # real MP3 bytes
-    load_document(SHIPPED)
+    load_document(dict(SHIPPED, models=[as_batch(entry) if entry["id"] == "tts-azure-de" else entry
+                                        for entry in SHIPPED["models"]]))
     lane_settings("tts-azure-de", endpoint=fake.url.replace("chat/completions", "audio/speech"), key="az-key")
     return fake
 

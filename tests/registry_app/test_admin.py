@@ -32,8 +32,8 @@ def test_lane_detail_is_readable(loaded, admin_client):
     page = admin_client.get(f"/admin/registry_app/lane/{pk}/change/")
     assert page.status_code == 200
     text = page.content.decode()
-    for shown in ("14.5 EUR pro 1M chars", "de-DE-KatjaNeural", "voice-gateway probe tts azure",
-                  "voice-gateway/adapters/azure", "Key hinterlegt, Abrechnung pro Zeichen.", "nicht geprüft"):
+    for shown in ("14.5 EUR pro 1M chars", "de-DE-KatjaNeural", "tests/speech_app/test_azure_tts.py",
+                  "speech_app/providers/azure_tts.py", "Abrechnung pro Zeichen.", "nicht geprüft"):
         assert shown in text
     assert 'name="_save"' not in text  # read-only: no save button
 

@@ -109,7 +109,7 @@ def test_order_follows_the_whole_sort_key(loaded, api):
 
 def test_language_streaming_and_min_quality_exclude_with_reasons(loaded, api):
     body = api.get("/v2/registry/route?capability=stt&language=en&streaming=1").json()
-    assert candidate_ids(body) == []
+    assert candidate_ids(body) == ["stt-deepgram"]  # key-ready: its protocol module makes it callable
     assert excluded(body)["stt-vosk-de"] == "does not support language en (supports de)"
     body = api.get("/v2/registry/route?capability=tts&streaming=1").json()
     assert candidate_ids(body) == ["tts-azure-de"] and excluded(body)["tts-espeak-de"] == "does not stream"

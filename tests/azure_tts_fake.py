@@ -1,0 +1,121 @@
+"""A fake Azure Speech text-to-speech REST endpoint on loopback: `POST
+/cognitiveservices/v1` as Azure documents it. It checks the request field by field —
+`Ocp-Apim-Subscription-Key`, `Content-Type: application/ssml+xml`, an
+`X-Microsoft-OutputFormat` Azure knows, SSML with `<speak version="1.0"
+xml:lang="…">` and one `<voice name="…">` it knows — and answers 401 (a wrong key)
+or 400 (anything else wrong) as Azure does. A good request is answered with
+`Transfer-Encoding: chunked` audio in the asked format: `chunks` pieces of
+`chunk_bytes` bytes each; `hold` (an Event) keeps all but the first piece back until
+set, so a test sees the first audio before the rest is made. It records every request
+(headers, SSML, text, voice, format) and whether the client hung up mid-answer.
+"""
+import threading
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SSML = "{http://www.w3.org/2001/10/synthesis}"
+FORMATS = {"raw-8khz-8bit-mono-alaw": b"\xd5", "raw-8khz-8bit-mono-mulaw": b"\xff",
+           "raw-16khz-16bit-mono-pcm": b"\x01\x00", "raw-8khz-16bit-mono-pcm": b"\x01\x00",
+           "raw-24khz-16bit-mono-pcm": b"\x01\x00"}
+
+
+@dataclass
+class AzureRequest:
+    headers: dict[str, str]
+    ssml: str
+    language: str = ""
+    voice: str = ""
+    text: str = ""
+    output_format: str = ""
+    hung_up: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class FakeAzureTts:
+    def __init__(self, *, key: str = "az-test-key", voices: tuple[str, ...] = ("de-DE-KatjaNeural",),
+                 chunks: int = 4, chunk_bytes: int = 1600, hold: threading.Event | None = None,
+                 status: int | None = None) -> None:
+        self.key, self.voices, self.chunks, self.chunk_bytes = key, voices, chunks, chunk_bytes
+        self.hold, self.status = hold, status
+        self.requests: list[AzureRequest] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                fake.answer(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+
+    def __enter__(self) -> "FakeAzureTts":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.hold is not None:
+            self.hold.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _refuse(self, handler: BaseHTTPRequestHandler, status: int, why: str) -> None:
+        body = why.encode()
+        handler.send_response(status)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0)).decode()
+        request = AzureRequest(headers={k.lower(): v for k, v in handler.headers.items()}, ssml=body)
+        self.requests.append(request)
+        try:
+            if self.status is not None:
+                return self._refuse(handler, self.status, "refused")
+            if handler.path != "/cognitiveservices/v1":
+                return self._refuse(handler, 404, "not found")
+            if request.headers.get("ocp-apim-subscription-key") != self.key:
+                return self._refuse(handler, 401, "Access denied due to invalid subscription key")
+            if request.headers.get("content-type") != "application/ssml+xml":
+                return self._refuse(handler, 400, "Content-Type must be application/ssml+xml")
+            request.output_format = request.headers.get("x-microsoft-outputformat", "")
+            if request.output_format not in FORMATS:
+                return self._refuse(handler, 400, "unknown X-Microsoft-OutputFormat")
+            try:
+                speak = ET.fromstring(body)
+            except ET.ParseError:
+                return self._refuse(handler, 400, "SSML is not well-formed")
+            voices = speak.findall(f"{SSML}voice")
+            if speak.tag != f"{SSML}speak" or speak.get("version") != "1.0" or len(voices) != 1:
+                return self._refuse(handler, 400, "SSML needs <speak version=\"1.0\"> with one <voice>")
+            request.language = speak.get("{http://www.w3.org/XML/1998/namespace}lang", "")
+            request.voice, request.text = voices[0].get("name", ""), "".join(voices[0].itertext())
+            if not request.language or request.voice not in self.voices or not request.text.strip():
+                return self._refuse(handler, 400, "unknown voice, missing xml:lang or no text")
+            handler.send_response(200)
+            handler.send_header("Content-Type", "audio/basic" if "8bit" in request.output_format else "audio/x-wav")
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+            unit = FORMATS[request.output_format]
+            piece = unit * (self.chunk_bytes // len(unit))
+            try:
+                for n in range(self.chunks):
+                    if n == 1 and self.hold is not None:
+                        self.hold.wait(10)
+                    handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                    handler.wfile.flush()
+                handler.wfile.write(b"0\r\n\r\n")
+                handler.wfile.flush()
+            except OSError:
+                request.hung_up.set()
+        finally:
+            request.done.set()

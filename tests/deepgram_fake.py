@@ -1,0 +1,144 @@
+"""A fake Deepgram live server (WebSocket `/v1/listen`) on loopback, speaking Deepgram's
+wire format: `Results` (channel.alternatives[0].transcript and words, is_final,
+speech_final, from_finalize), `UtteranceEnd` (last_word_end), `Metadata` after
+CloseStream; it answers KeepAlive, Finalize and CloseStream as Deepgram documents.
+
+It "hears" a script: `utterances` are said one after the other, one word per
+`seconds_per_word` of the audio it receives, `pause_seconds` between utterances (counted in the connection's `encoding`
+and `sample_rate`), an interim result after each word, a final `speech_final` result
+once `endpointing` ms of audio passed after the last word, then `UtteranceEnd` after
+`utterance_end_ms`. It records every connection (path, query, headers, the bytes of
+audio and the control messages), so a test sees the encoding it received. `status`
+refuses the handshake with that HTTP status; `stall` answers nothing.
+"""
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.http11 import Response
+from websockets.sync.server import Server, ServerConnection, serve
+
+BYTES_PER_SAMPLE = {"linear16": 2, "mulaw": 1, "alaw": 1}
+
+
+@dataclass
+class Connection:
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-case names
+    audio: bytearray = field(default_factory=bytearray)
+    controls: list[str] = field(default_factory=list)  # the `type` of every text message
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def param(self, name: str) -> str:
+        return self.query.get(name, [""])[0]
+
+
+class FakeDeepgram:
+    def __init__(self, *, utterances: list[str] | None = None, seconds_per_word: float = 0.3,
+                 pause_seconds: float = 1.5, key: str = "dg-test-key", status: int | None = None, stall: bool = False) -> None:
+        self.utterances, self.seconds_per_word = list(utterances or []), seconds_per_word
+        self.pause_seconds = pause_seconds
+        self.key, self.status, self.stall = key, status, stall
+        self.connections: list[Connection] = []
+        self._server: Server | None = None
+
+    def __enter__(self) -> "FakeDeepgram":
+        self._server = serve(self._handle, "127.0.0.1", 0, process_request=self._check)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}"
+
+    def _check(self, connection: ServerConnection, request) -> Response | None:
+        if self.status is not None:
+            return connection.respond(self.status, "refused\n")
+        if request.headers.get("Authorization") != f"Token {self.key}":
+            return connection.respond(401, "Invalid credentials\n")
+        if urlsplit(request.path).path != "/v1/listen":
+            return connection.respond(404, "Not found\n")
+        return None
+
+    def _handle(self, socket: ServerConnection) -> None:
+        request = socket.request
+        assert request is not None
+        parts = urlsplit(request.path)
+        record = Connection(path=parts.path, query=parse_qs(parts.query), headers={name.lower(): value for name, value in request.headers.raw_items()})
+        self.connections.append(record)
+        encoding, rate = record.param("encoding") or "linear16", int(record.param("sample_rate") or 16000)
+        per_second = rate * BYTES_PER_SAMPLE[encoding]
+        endpointing = int(record.param("endpointing") or 10) / 1000
+        utterance_end = int(record.param("utterance_end_ms") or 0) / 1000
+        pending = [text.split() for text in self.utterances]
+        said: list[dict] = []  # words of the current utterance so far
+        state = {"heard": 0.0, "last_end": 0.0, "cursor": 0.0, "ended": True}
+        request_id = str(uuid.uuid4())
+
+        def results(words: list[dict], *, is_final: bool, speech_final: bool, from_finalize: bool = False) -> None:
+            start = words[0]["start"] if words else state["heard"]
+            socket.send(json.dumps({
+                "type": "Results", "channel_index": [0, 1], "duration": round(state["heard"] - start, 3),
+                "start": round(start, 3), "is_final": is_final, "speech_final": speech_final,
+                "from_finalize": from_finalize,
+                "channel": {"alternatives": [{"transcript": " ".join(w["punctuated_word"] for w in words),
+                                              "confidence": 0.98, "words": words}]},
+                "metadata": {"request_id": request_id, "model_uuid": str(uuid.uuid4()),
+                             "model_info": {"name": "2-general-nova", "version": "2025-01-01", "arch": "nova-3"}},
+            }))
+
+        def advance(seconds: float) -> None:
+            state["heard"] += seconds
+            while pending and len(said) < len(pending[0]) and state["heard"] >= state["cursor"] + self.seconds_per_word:
+                start = state["cursor"]
+                word = pending[0][len(said)]
+                said.append({"word": word.lower().strip(".,?!"), "start": round(start, 3),
+                             "end": round(start + self.seconds_per_word, 3), "confidence": 0.97,
+                             "punctuated_word": word})
+                state["cursor"] = state["last_end"] = start + self.seconds_per_word
+                state["ended"] = False
+                results(said, is_final=False, speech_final=False)
+            if said and len(said) == len(pending[0]) and state["heard"] >= state["last_end"] + endpointing:
+                results(said, is_final=True, speech_final=True)
+                pending.pop(0)
+                said.clear()
+                state["cursor"] = state["heard"] + self.pause_seconds
+            if (not state["ended"] and not said and utterance_end
+                    and state["heard"] >= state["last_end"] + utterance_end):
+                socket.send(json.dumps({"type": "UtteranceEnd", "channel": [0, 1],
+                                        "last_word_end": round(state["last_end"], 3)}))
+                state["ended"] = True
+
+        try:
+            for message in socket:
+                if isinstance(message, bytes):
+                    record.audio += message
+                    if not self.stall:
+                        advance(len(message) / per_second)
+                    continue
+                kind = json.loads(message).get("type", "")
+                record.controls.append(kind)
+                if kind == "Finalize" and said:
+                    results(said, is_final=True, speech_final=False, from_finalize=True)
+                    pending[0] = pending[0][len(said):]
+                    if not pending[0]:
+                        pending.pop(0)
+                    said.clear()
+                elif kind == "CloseStream":
+                    socket.send(json.dumps({
+                        "type": "Metadata", "transaction_key": "deprecated", "request_id": request_id,
+                        "sha256": "0" * 64, "created": "2026-11-27T23:00:00.000Z",
+                        "duration": round(state["heard"], 3), "channels": 1, "models": [str(uuid.uuid4())],
+                        "model_info": {},
+                    }))
+                    break
+        finally:
+            record.closed.set()
