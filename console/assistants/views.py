@@ -79,9 +79,12 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
             raise services.UnknownVersion()
         return Response(shown)
 
-    @extend_schema(request=None, responses=AssistantSerializer, extensions=errors(404),
+    @extend_schema(request=None, responses=AssistantSerializer, extensions=errors(400, 404),
                    summary="Restore a version into the assistant's draft")
     @action(detail=True, methods=["post"], url_path=r"versions/(?P<number>[0-9]{1,9})/restore")
     def restore(self, request, pk=None, number=None):
+        # No body is needed, but one that is sent is read like every body: a broken one
+        # is the contract's 400, not silently ignored.
+        request.data  # noqa: B018
         assistant = services.assistant_restore(assistant=self.get_object(), number=int(number))
         return Response(AssistantSerializer(assistant).data)
