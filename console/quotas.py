@@ -31,6 +31,7 @@ class Quota:
 
 QUOTAS: dict[str, Quota] = {quota.name: quota for quota in (
     Quota("assistants", "TENANT_MAX_ASSISTANTS", _("Assistants")),
+    Quota("versions", "TENANT_MAX_ASSISTANT_VERSIONS", _("Published assistant versions")),
     Quota("numbers", "TENANT_MAX_NUMBERS", _("Phone numbers")),
     Quota("campaigns", "TENANT_MAX_CAMPAIGNS", _("Campaigns of the tenant")),
     Quota("contacts", "TENANT_MAX_CONTACTS", _("Contacts of all campaigns")),

@@ -560,6 +560,8 @@ WEBHOOK_LEASE_EXTRA_SEC = env.float("WEBHOOK_LEASE_EXTRA_SEC", default=20.0)
 # Per-tenant caps on what a tenant stores (console/quotas.py; docs/operations.md, "Limits
 # a tenant cannot lift"): past one, a create answers 409 `tenant_limit_reached`.
 TENANT_MAX_ASSISTANTS = env.int("TENANT_MAX_ASSISTANTS", default=100)
+# Every publish keeps a snapshot (issue 38): bounded like every other tenant write.
+TENANT_MAX_ASSISTANT_VERSIONS = env.int("TENANT_MAX_ASSISTANT_VERSIONS", default=5000)
 TENANT_MAX_NUMBERS = env.int("TENANT_MAX_NUMBERS", default=200)
 TENANT_MAX_CAMPAIGNS = env.int("TENANT_MAX_CAMPAIGNS", default=200)
 TENANT_MAX_CONTACTS = env.int("TENANT_MAX_CONTACTS", default=200_000)  # of all its campaigns together

@@ -111,6 +111,7 @@ def assistant_publish(*, assistant: Assistant, actor: str, note: str = "") -> As
     numbers (those not pinned to another), campaigns and the web widget answer with.
     The assistant's row is locked, so two publishes get two numbers."""
     locked = Assistant.objects.select_for_update().get(pk=assistant.pk)
+    quota_take(tenant=locked.tenant, name="versions")
     latest = AssistantVersion.objects.filter(assistant=locked).order_by("-number").values_list("number", flat=True)
     return AssistantVersion.objects.create(
         tenant_id=locked.tenant_id, assistant=locked, number=(latest.first() or 0) + 1,

@@ -64,13 +64,13 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
         version = services.assistant_publish(assistant=assistant, actor=actor_of(request), note=data["note"])
         return Response(version_shown(assistant=assistant, number=version.number), status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=AssistantVersionListSerializer,
+    @extend_schema(responses=AssistantVersionListSerializer, operation_id="assistants_versions_list",
                    summary="List an assistant's versions with what each changed")
     @action(detail=True, methods=["get"])
     def versions(self, request, pk=None):
         return Response(version_history(assistant=self.get_object()))
 
-    @extend_schema(responses=AssistantVersionSerializer, extensions=errors(404),
+    @extend_schema(responses=AssistantVersionSerializer, extensions=errors(404), operation_id="assistants_version_retrieve",
                    summary="Get one version of an assistant")
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]{1,9})")
     def version(self, request, pk=None, number=None):

@@ -70,6 +70,8 @@ def test_unique_items_is_linear_and_keeps_json_equality():
     schema = {"type": "array", "uniqueItems": True}
     items = [{"n": index} for index in range(20_000)]  # unsortable: jsonschema compared every pair
     errors, seconds = timed(instance_errors, schema, items)
-    assert errors == [] and seconds < 1
+    # Pairwise, 20,000 items are 2e8 comparisons (minutes); linear is milliseconds. The
+    # bound is far from both, so a busy machine does not tip it.
+    assert errors == [] and seconds < 10
     assert not instance_valid(schema, [{"a": [1]}, {"a": [1.0]}])
     assert instance_valid(schema, [1, True]) and instance_valid(schema, [0, False]) and instance_valid(schema, [{}, []])

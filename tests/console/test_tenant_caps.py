@@ -12,7 +12,8 @@ from calls_app.recordings import call_recording_store, recordings_bytes
 from calls_app.services import call_request_web
 from campaigns_app.models import BlockedNumber, Campaign, CampaignContact
 from campaigns_app.services import campaign_create
-from console.assistants.models import Assistant
+from console.assistants.models import Assistant, AssistantVersion
+from console.assistants.services import assistant_create
 from console.numbers.models import PhoneNumber
 from console.numbers.services import number_create
 from console.quotas import QUOTAS, quota_usage
@@ -34,6 +35,8 @@ def calling_number(tenant_a):
 CAPS = {
     ("POST", "assistants"): ("quota", "assistants"),
     ("POST", "numbers"): ("quota", "numbers"),
+    ("POST", "assistants/{id}/publish"): ("quota", "versions"),
+    ("POST", "assistants/{id}/versions/(?P<number>[0-9]{1,9})/restore"): ("none", "copies a version into the draft"),
     ("POST", "campaigns"): ("quota", "campaigns"),
     ("POST", "campaigns/{id}/contacts"): ("quota", "contacts"),
     ("POST", "blocklist"): ("quota", "blocklist"),
@@ -58,6 +61,7 @@ PHONE = "+4917612345678"
 # A body each capped route accepts (a "{campaign}" in the route is the tenant's campaign).
 BODIES = {
     "assistants": {"name": "Empfang"},
+    "assistants/{id}/publish": {"note": "Neue Öffnungszeiten"},
     "numbers": {"e164": "+493055501234"},
     "campaigns": {"name": "Erinnerung", "purpose": "service"},
     "campaigns/{id}/contacts": {"contacts": [{"phone": PHONE}]},
@@ -71,7 +75,8 @@ BODIES = {
 # Where each cap's rows are kept (the test checks that a refusal stored none).
 STORED = {"assistants": lambda: Assistant.objects, "numbers": lambda: PhoneNumber.objects,
           "campaigns": lambda: Campaign.objects, "contacts": lambda: CampaignContact.objects,
-          "blocklist": lambda: BlockedNumber.objects, "leads": lambda: Lead.objects, "exports": lambda: Export.objects}
+          "blocklist": lambda: BlockedNumber.objects, "leads": lambda: Lead.objects, "exports": lambda: Export.objects,
+          "versions": lambda: AssistantVersion.objects}
 
 
 def _routes():
@@ -120,7 +125,9 @@ def test_each_cap_refuses_the_next_create_in_the_contract_s_shape(key, api_a, te
     method, route = key
     kind, name, *code = CAPS[key]
     campaign = None
-    if "{id}" in route:
+    if route.startswith("assistants/{id}"):  # the route's object: an assistant, else a campaign
+        campaign = assistant_create(tenant=tenant_a, data={"name": "Empfang"})
+    elif "{id}" in route:
         campaign = campaign_create(tenant=tenant_a, name="Liste", purpose="service")
     client = APIClient() if route == "public/leads" else api_a
     setting = QUOTAS[name].setting if kind == "quota" else name
