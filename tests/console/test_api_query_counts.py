@@ -49,8 +49,9 @@ ENDPOINTS = [
     ("DELETE", "/v2/assistants/{assistant}", None, 7 + AUDIT,
      "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
      " campaigns' references cleared (SET_NULL), its versions (CASCADE), delete"),
-    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 5 + AUDIT,
-     "the assistant, locked; the latest number; insert the version; the versions (the history it is shown by)"),
+    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 8 + AUDIT,
+     "the assistant, locked; its tenant, locked, and the tenant's versions counted (TENANT_MAX_ASSISTANT_VERSIONS);"
+     " the latest number; insert the version; the versions (the history it is shown by)"),
     ("GET", "/v2/assistants/{assistant}/versions", None, 2, "the assistant, its versions"),
     ("GET", "/v2/assistants/{assistant}/versions/1", None, 2, "the assistant, its versions"),
     ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 3 + AUDIT, "the assistant, the version, update"),

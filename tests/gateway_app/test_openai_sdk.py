@@ -190,6 +190,11 @@ def test_speech_requests_out_of_bounds_get_clear_errors(client, shipped):
 
 
 def test_speech_may_name_a_tts_lane_to_try_first(client, shipped, provider, lane_settings):
+    # The shipped Azure lane speaks Azure's own protocol (`params.protocol`, streamed by the
+    # agent); without it, the lane is a server of the OpenAI audio API like the fake here.
+    load_document({**SHIPPED, "models": [
+        dict(entry, params={key: value for key, value in entry.get("params", {}).items() if key != "protocol"})
+        if entry["id"] == "tts-azure-de" else entry for entry in SHIPPED["models"]]})
     hosted = provider("audio", audio=korean_mp3("안녕하세요"))  # real MP3 bytes
     lane_settings("tts-azure-de", endpoint=hosted.url.replace("chat/completions", "audio/speech"), key="az-key")
     raw = client.audio.speech.with_raw_response.create(model="tts-azure-de", voice="alloy", input=SPOKEN,

@@ -11,6 +11,7 @@ from deepgram.listen.v1.types import ListenV1Metadata, ListenV1Results, ListenV1
 from registry_app.lanes.config import lane_variable
 from registry_app.lanes.failover import LaneFailure
 from registry_app.snapshot import SnapshotLane
+from speech_app.providers import deepgram_live
 from speech_app.providers.deepgram_live import DeepgramRecognizer, DeepgramSession
 from speech_app.streaming import CallAudio, EndOfSpeech, Event, Heard, protocols, streaming_engine
 from tests.deepgram_fake import FakeDeepgram
@@ -118,7 +119,10 @@ def test_the_browser_call_is_heard_with_interim_results_word_times_and_the_end_o
 
 
 @pytest.mark.parametrize("encoding, frame", [("mulaw", bytes([0xFF, 0x7F]) * 80), ("alaw", bytes([0xD5, 0x55]) * 80)])
-def test_a_phone_calls_audio_goes_to_deepgram_unconverted(encoding, frame):
+def test_a_phone_calls_audio_goes_to_deepgram_unconverted(encoding, frame, monkeypatch):
+    # The subject is the encoding, not the stall rule (tested below): a busy machine's
+    # slow fake must not count as a provider that stopped answering.
+    monkeypatch.setattr(deepgram_live, "STALL_SECONDS", 30.0)
     with FakeDeepgram(utterances=["Hallo"], seconds_per_word=0.2) as fake:
         audio = CallAudio(encoding, 8000)
         session = DeepgramRecognizer(lane(), endpoint=fake.base_url, key=KEY).open(
