@@ -93,7 +93,10 @@ def test_a_wrong_key_is_refused_as_deepgram_refuses_it():
     assert failure.value.outcome == "rejected" and "401" in failure.value.detail
 
 
-def test_the_browser_call_is_heard_with_interim_results_word_times_and_the_end_of_speech():
+def test_the_browser_call_is_heard_with_interim_results_word_times_and_the_end_of_speech(monkeypatch):
+    # The subject is what is heard, not the stall rule (tested below): the audio is sent
+    # faster than real time, and a busy machine's fake must not count as a stopped one.
+    monkeypatch.setattr(deepgram_live, "STALL_SECONDS", 30.0)
     with FakeDeepgram(utterances=["Ich möchte einen Termin."], seconds_per_word=0.25) as fake:
         recognizer = DeepgramRecognizer(lane(), endpoint=fake.base_url, key=KEY)
         audio = CallAudio("linear16", 16000)
