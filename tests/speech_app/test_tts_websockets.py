@@ -175,3 +175,24 @@ def test_cartesias_refusals_are_lane_failures():
             list(stream.chunks())
     assert wrong_key.value.outcome == "rejected" and "401" in wrong_key.value.detail
     assert bad_voice.value.outcome == "rejected" and "unknown voice" in bad_voice.value.detail
+
+
+# --- The shipped registry's statuses are true ----------------------------------------------
+
+def test_every_callable_speech_lane_of_the_shipped_registry_has_a_module_that_speaks_it(settings):
+    import json
+    from pathlib import Path
+
+    from registry_app.routing import USABLE_STATUSES
+
+    document = json.loads((Path(__file__).parents[2] / "registry_app/data/registry.json").read_text())
+    remote = [SnapshotLane.from_entry(entry) for entry in document["models"]
+              if entry["capability"] in ("tts", "stt") and entry["hosting"] == "api"]
+    callable_lanes = [lane for lane in remote if lane.status in USABLE_STATUSES]
+    assert {lane.id for lane in callable_lanes} >= {"stt-deepgram", "tts-azure-de", "tts-elevenlabs", "tts-cartesia-de"}
+    settings.GATEWAY_LANE_SETTINGS = {lane_variable(lane.id, "KEY"): "k" for lane in callable_lanes}
+    for lane in callable_lanes:  # a key is all it takes: the module, the endpoint and a German voice are there
+        engine = streaming_engine(lane)
+        assert engine.protocol == lane.entry["params"]["protocol"] and "de" in lane.languages
+        if lane.capability == "tts":
+            assert engine.voice == lane.entry["params"]["voices"][0]
