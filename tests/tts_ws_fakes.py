@@ -104,7 +104,7 @@ class _Fake:
 
 
 class FakeElevenLabs(_Fake):
-    def __init__(self, *, key: str = "el-test-key", voices: tuple[str, ...] = ("FTNCalFNG5bRnkkaP5Ug",),
+    def __init__(self, *, key: str = "el-test-key", voices: tuple[str, ...] = ("21m00Tcm4TlvDq8ikWAM",),
                  **kwargs) -> None:
         super().__init__(key=key, **kwargs)
         self.voices = voices

@@ -16,7 +16,7 @@ from speech_app.providers.elevenlabs_stream import ElevenLabsSynthesizer
 from speech_app.streaming import CallAudio, protocols, streaming_engine
 from tests.tts_ws_fakes import FakeCartesia, FakeElevenLabs
 
-EL_VOICE, CA_VOICE = "FTNCalFNG5bRnkkaP5Ug", "3f4ade23-6eb4-4279-ab05-6a144947c4d5"
+EL_VOICE, CA_VOICE = "21m00Tcm4TlvDq8ikWAM", "3f4ade23-6eb4-4279-ab05-6a144947c4d5"
 
 
 def lane(lane_id: str, protocol: str, voices: list[str], model: str) -> SnapshotLane:
