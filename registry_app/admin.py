@@ -10,7 +10,15 @@ from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import ReadOnlyAdminMixin
 from registry_app import selectors
-from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneError, LaneHealth, RegistryVersion
+from registry_app.models import (
+    FAILURE_OUTCOMES,
+    IntegrationLayer,
+    Lane,
+    LaneCooldown,
+    LaneError,
+    LaneHealth,
+    RegistryVersion,
+)
 from registry_app.routing import price_group
 
 
@@ -50,7 +58,7 @@ class LaneAdmin(ReadOnlyAdmin):
         if not getattr(lane, "error_outcome", None):
             return gettext("none")
         return gettext("%(outcome)s at %(time)s UTC: %(detail)s") % {
-            "outcome": lane.error_outcome, "time": f"{lane.error_at:%Y-%m-%d %H:%M:%S}", "detail": lane.error_detail}
+            "outcome": dict(FAILURE_OUTCOMES).get(lane.error_outcome, lane.error_outcome), "time": f"{lane.error_at:%Y-%m-%d %H:%M:%S}", "detail": lane.error_detail}
 
     @admin.display(description=_("price"), ordering="cost_eur")
     def price(self, lane):

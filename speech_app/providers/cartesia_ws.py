@@ -69,7 +69,8 @@ def parser(context_id: str) -> Callable[[str | bytes], Parsed]:
             return b"", False  # another context's (none is ours but this one)
         kind = message.get("type")
         if kind == "error":
-            status = message.get("status_code") if isinstance(message.get("status_code"), int) else 500
+            code = message.get("status_code")
+            status = code if isinstance(code, int) else 500
             why = message.get("error") or message.get("title") or ""
             raise LaneFailure(http_outcome(status), f"Cartesia error {status}: {why}".strip())
         if kind == "chunk":

@@ -48,7 +48,7 @@ def test_the_elevenlabs_sdk_streams_input_to_the_fake_and_reads_its_audio():
     with FakeElevenLabs(chunks=2, chunk_bytes=800) as fake:
         client = ElevenLabs(api_key=fake.key, base_url=fake.base_url.replace("ws://", "http://"))
         # The SDK makes its WebSocket URL wss:// of the base; the fake is plain ws:// on loopback.
-        client.text_to_speech._ws_base_url = fake.base_url  # type: ignore[attr-defined]
+        client.text_to_speech._ws_base_url = fake.base_url
         audio = b"".join(client.text_to_speech.convert_realtime(
             EL_VOICE, text=iter(["Guten Tag. ", "Wie kann ich helfen?"]), model_id="eleven_multilingual_v2",
             output_format="pcm_16000"))
