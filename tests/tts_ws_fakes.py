@@ -24,6 +24,7 @@ first chunk back until set (a barge-in arrives while audio is still being made).
 """
 import base64
 import json
+import queue
 import threading
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
@@ -126,34 +127,47 @@ class FakeElevenLabs(_Fake):
     def _handle(self, socket: ServerConnection) -> None:
         record = self._record(socket)
         unit = ELEVENLABS_UNITS[record.param("output_format") or "mp3_44100_128"]
+        jobs: queue.Queue[str | None] = queue.Queue()  # text to speak; None: the input ended
+        final = threading.Event()
+        speaker = threading.Thread(target=self._speak, args=(socket, unit, jobs, final), daemon=True)
+        speaker.start()
         pending = ""
         try:
             for raw in socket:
                 message = json.loads(raw)
                 record.messages.append(message)
                 text = message.get("text")
-                if not isinstance(text, str):
-                    socket.close(1008, "text is required")
+                if not isinstance(text, str) or (len(record.messages) == 1 and text != " "):
+                    socket.close(1008, "the first message must be {\"text\": \" \"}, then text")
                     return
                 if len(record.messages) == 1:
-                    if text != " ":
-                        socket.close(1008, "the first message must be {\"text\": \" \"}")
-                        return
                     continue
                 pending += text
                 if (message.get("flush") or text == "") and pending.strip():
-                    for piece in self._pieces(unit):
-                        socket.send(json.dumps({"audio": base64.b64encode(piece).decode(), "isFinal": None,
-                                                "normalizedAlignment": {"chars": list(pending)[:1]}}))
+                    jobs.put(pending)
                     pending = ""
                 if text == "":
-                    socket.send(json.dumps({"isFinal": True}))
-                    socket.close()
-                    return
+                    jobs.put(None)
         except ConnectionClosed:
-            record.hung_up = True
+            pass
         finally:
+            record.hung_up = not final.is_set()  # the client went before the answer was whole
             record.closed.set()
+            jobs.put(None)
+            speaker.join(10)
+
+    def _speak(self, socket: ServerConnection, unit: bytes, jobs: "queue.Queue[str | None]",
+               final: threading.Event) -> None:
+        try:
+            while (text := jobs.get()) is not None:
+                for piece in self._pieces(unit):
+                    socket.send(json.dumps({"audio": base64.b64encode(piece).decode(), "isFinal": None,
+                                            "normalizedAlignment": {"chars": list(text)[:1]}}))
+            final.set()  # the answer is whole from here on
+            socket.send(json.dumps({"isFinal": True}))
+            socket.close()
+        except ConnectionClosed:
+            pass
 
 
 class FakeCartesia(_Fake):
@@ -208,9 +222,9 @@ class FakeCartesia(_Fake):
         except ConnectionClosed:
             pass
         finally:
+            record.closed.set()
             for thread in speaking.values():
                 thread.join(10)
-            record.closed.set()
 
     def _speak(self, socket: ServerConnection, record: Connection, message: dict) -> None:
         context = message["context_id"]
