@@ -255,7 +255,8 @@ Parsed = tuple[bytes, bool]
 
 class SocketSpeech(SynthesisStream):
     """The audio of one synthesis over a provider's WebSocket: `parse` turns each message
-    into (audio, done) or raises a LaneFailure (the provider's error message). The first
+    into (audio, done) or raises a LaneFailure (the provider's error message); a normal
+    close after audio also ends the answer (ElevenLabs closes after its last audio). The first
     audio must come within GATEWAY_TIMEOUT_SEC, the next within STALL_SECONDS of the
     last, all of it within GATEWAY_DEADLINE_SEC. `cancel` (barge-in) sends the
     provider's cancel message where it has one (`cancel_message`), then closes the
@@ -285,6 +286,9 @@ class SocketSpeech(SynthesisStream):
                 except ConnectionClosed as exc:
                     if self._cancelled:
                         return
+                    if given and exc.rcvd is not None and exc.rcvd.code == 1000:
+                        self._finished = True  # a normal close after the audio: the answer is whole
+                        return
                     raise LaneFailure(*self._closed(exc)) from None
                 except (WebSocketException, OSError) as exc:
                     if self._cancelled:
@@ -306,6 +310,8 @@ class SocketSpeech(SynthesisStream):
         close = exc.rcvd
         if close is None:
             return "connection_error", f"{self._vendor} connection lost"
+        if close.code == 1000:
+            return "bad_response", f"{self._vendor} closed the connection without audio"
         # 1008 (policy violation) is how providers close on a bad key or request; 1011 a server error.
         outcome = "server_error" if close.code in (1011, 1013, 1014) else (
             "rejected" if close.code in (1003, 1007, 1008, 1009) or 4000 <= close.code < 5000 else "connection_error")

@@ -196,3 +196,29 @@ def test_every_callable_speech_lane_of_the_shipped_registry_has_a_module_that_sp
         assert engine.protocol == lane.entry["params"]["protocol"] and "de" in lane.languages
         if lane.capability == "tts":
             assert engine.voice == lane.entry["params"]["voices"][0]
+
+
+def test_a_normal_close_after_the_audio_ends_the_answer_and_one_without_audio_is_a_failure():
+    """ElevenLabs closes the connection after its last audio (its SDK reads until then):
+    `isFinal` is not needed to know the answer is whole."""
+    from websockets.sync.server import serve
+
+    def closes(socket, audio):
+        socket.recv()  # the start
+        if audio:
+            socket.send('{"audio": "AgACAA==", "isFinal": null}')
+        socket.close(1000)
+
+    for audio in (True, False):
+        with serve(lambda socket, audio=audio: closes(socket, audio), "127.0.0.1", 0) as server:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            base = f"ws://127.0.0.1:{server.socket.getsockname()[1]}"
+            stream = ElevenLabsSynthesizer(lane("tts-elevenlabs", "elevenlabs-stream", [EL_VOICE], "m"),
+                                           endpoint=base, key="k", voice="").speak(
+                "Hallo.", audio=CallAudio("linear16", 16000), language="de")
+            if audio:
+                assert b"".join(stream.chunks()) == b"\x02\x00\x02\x00"
+            else:
+                with pytest.raises(LaneFailure) as failure:
+                    list(stream.chunks())
+                assert failure.value.outcome == "bad_response"
