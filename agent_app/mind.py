@@ -6,7 +6,7 @@ the company, the tenant's local date and time, the caller's number when known, t
 channel, the transfer targets — then the whole call's history, then the tools
 (tools_app.definitions). Each turn asks the registry's chat lanes
 (`gateway_app.services.gateway_chat`, routed and priced as `/v1/agent` is; offline the
-dialogue policy of agent_app/policy.py answers on the mock lane) and runs the model's
+dialogue policy of agent_app/policy/ answers on the mock lane) and runs the model's
 tool calls through `tools_app.services.tool_run` — at most MAX_TOOL_ROUNDS rounds —
 before it speaks. Tool results go back to the model as data in `tool` messages;
 nothing in them can reach a number outside the assistant's transfer targets
@@ -99,7 +99,7 @@ class Mind:
             company=company), "", f"Unternehmen: {company}"]
         zone = self.tenant.time_zone
         local = (now or timezone.now()).astimezone(zoneinfo.ZoneInfo(zone))
-        # The lines the offline dialogue policy reads (agent_app/policy.py).
+        # The lines the offline dialogue policy reads (agent_app/policy/).
         lines.append(f"Datum und Uhrzeit: {local.isoformat(timespec='seconds')} ({zone})")
         if caller_e164:
             lines.append(f"Anrufernummer: {caller_e164}")
