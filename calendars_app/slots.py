@@ -81,7 +81,8 @@ def search_span(kind: AppointmentType, wish: Wish, *, now: datetime, zone: ZoneI
 def free_starts(kind: AppointmentType, wish: Wish, *, now: datetime, time_zone: str, state: str,
                 busy: Sequence[Span], per_day: dict[date, int], limit: int, days: int = 14) -> list[datetime]:
     """Up to `limit` free starts that fit `wish`: on its day (else the days after), in
-    its part of the day, nearest its time first; chronological otherwise."""
+    its part of the day, nearest its time first on the wished day (on every day when
+    only a time was wished); chronological otherwise."""
     zone = ZoneInfo(time_zone)
     busy = sorted(busy)
     first = max(now.astimezone(zone).date(), wish.day or date.min)
@@ -94,7 +95,7 @@ def free_starts(kind: AppointmentType, wish: Wish, *, now: datetime, time_zone: 
             low, high = wish.part
             within = [start for start in starts if low <= start.astimezone(zone).time() < high]
             starts = within
-        if wish.at is not None:
+        if wish.at is not None and (wish.day is None or offset == 0):
             wanted = datetime.combine(day, wish.at, tzinfo=zone).astimezone(UTC)
             starts.sort(key=lambda start: (abs(start - wanted), start))
         found.extend(starts[: limit - len(found)])
