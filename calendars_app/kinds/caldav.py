@@ -39,9 +39,11 @@ SERVER_FAILED = "Der Kalenderserver hat einen Fehler gemeldet (HTTP {status})."
 class CalDavProvider(Provider):
     def _client(self) -> caldav.DAVClient:
         host_check(self.calendar.url)
-        # requests' timeout: the connect and every read, never longer than the setting.
-        return caldav.DAVClient(url=self.calendar.url, username=self.settings.get("username", ""),
-                                password=self.secrets.get("password", ""), timeout=timeout())  # type: ignore[arg-type]
+        # Basic authentication sent with the first request (app passwords are Basic
+        # everywhere): no unauthenticated round trip first, which servers may answer slowly
+        # (Radicale delays failed logins). requests' timeout: the connect and every read.
+        auth = requests.auth.HTTPBasicAuth(self.settings.get("username", ""), self.secrets.get("password", ""))
+        return caldav.DAVClient(url=self.calendar.url, auth=auth, timeout=timeout())  # type: ignore[arg-type]
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
