@@ -36,7 +36,8 @@ class CalendarForm(forms.ModelForm):
                                                 if name in SECRET and self.instance.pk else "")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         tenant = cleaned.get("tenant") or getattr(self.instance, "tenant", None)
         if tenant is None or self.errors:
             return cleaned
@@ -67,7 +68,7 @@ class CalendarAdmin(TenantScopedAdmin):
     list_select_related = ["tenant"]
     readonly_fields = ["id", "checked_at", "created_at", "updated_at"]
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ["id", "tenant", "name", "kind", *LABELS, "checked_at", "created_at", "updated_at"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:

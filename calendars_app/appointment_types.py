@@ -30,7 +30,7 @@ FIELDS = ("name", "durationMinutes", "bufferBeforeMinutes", "bufferAfterMinutes"
 MAX_TYPES = 20
 _TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
 # (field, default, low, high)
-NUMBERS = (("durationMinutes", None, 5, 480), ("bufferBeforeMinutes", 0, 0, 240), ("bufferAfterMinutes", 0, 0, 240),
+NUMBERS: tuple[tuple[str, int | None, int, int], ...] = (("durationMinutes", None, 5, 480), ("bufferBeforeMinutes", 0, 0, 240), ("bufferAfterMinutes", 0, 0, 240),
            ("minNoticeMinutes", 120, 0, 60 * 24 * 30), ("maxDaysAhead", 60, 1, 365))
 
 
@@ -106,8 +106,8 @@ def types_clean(*, tenant: Any, value: Any) -> tuple[list[dict[str, Any]], dict[
             kind["name"] = " ".join(name.split())
             names.add(kind["name"].casefold())
         for field, default, low, high in NUMBERS:
-            number = item.get(field, default)
-            if not _is_int(number) or not low <= number <= high:
+            number: Any = item.get(field, default)
+            if not _is_int(number) or not low <= int(number) <= high:
                 add(f"{path}.{field}", f"Send a whole number from {low} to {high}.")
             else:
                 kind[field] = number
