@@ -18,7 +18,7 @@ LABELS = {field.name: field.label for fields in KIND_FIELDS.values() for field i
 SECRET = {field.name for fields in KIND_FIELDS.values() for field in fields if field.secret}
 
 
-class CalendarForm(forms.ModelForm):
+class _CalendarForm(forms.ModelForm):
     """The API's fields; the secrets are written, never shown (left empty: kept)."""
 
     class Meta:
@@ -28,12 +28,12 @@ class CalendarForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         current = {**(self.instance.settings or {}), "url": self.instance.url} if self.instance.pk else {}
-        for name, label in LABELS.items():
-            widget = forms.PasswordInput(render_value=False) if name in SECRET else forms.TextInput()
-            self.fields[name] = forms.CharField(label=label, required=False, widget=widget,
-                                                initial="" if name in SECRET else current.get(name, ""),
-                                                help_text=_("Leer lassen: bleibt, wie gespeichert.")
-                                                if name in SECRET and self.instance.pk else "")
+        for name in LABELS:
+            if name in SECRET:
+                if self.instance.pk:
+                    self.fields[name].help_text = _("Empty: kept as stored.")
+            else:
+                self.fields[name].initial = current.get(name, "")
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -57,6 +57,13 @@ class CalendarForm(forms.ModelForm):
             if not exc.details or "reason" in exc.details:
                 self.add_error(None, exc.message)
         return cleaned
+
+
+# The kinds' fields (kinds/fields.py), declared on the form so that the admin knows them.
+CalendarForm = type("CalendarForm", (_CalendarForm,), {
+    name: forms.CharField(label=label, required=False, max_length=2000,
+                          widget=forms.PasswordInput(render_value=False) if name in SECRET else forms.TextInput())
+    for name, label in LABELS.items()})
 
 
 @admin.register(Calendar)

@@ -14,9 +14,9 @@ class Calendar(models.Model):
     shown back; `settings` holds what is not secret (user, tenant id, mailbox, …)."""
 
     class Kind(models.TextChoices):
-        CALDAV = "caldav", "CalDAV"
-        GRAPH = "graph", "Microsoft 365"
-        CALCOM = "calcom", "Cal.com"
+        CALDAV = "caldav", _("CalDAV calendar")
+        GRAPH = "graph", _("Microsoft 365 calendar")
+        CALCOM = "calcom", _("Cal.com calendar")
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("cal"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="calendars",
@@ -29,8 +29,8 @@ class Calendar(models.Model):
     secrets_sealed = models.TextField(_("sealed secrets"), blank=True, editable=False)
     # Who books in it now (a random token) and until when: bookings of one calendar take
     # turns, so that the free/busy read right before a write is still true when it lands.
-    lease_token = models.CharField(max_length=32, blank=True, editable=False)
-    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    lease_token = models.CharField(_("booked by"), max_length=32, blank=True, editable=False)
+    lease_until = models.DateTimeField(_("booking until"), null=True, blank=True, editable=False)
     checked_at = models.DateTimeField(_("last checked"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("added on"), auto_now_add=True)
     updated_at = models.DateTimeField(_("changed on"), auto_now=True)
@@ -52,8 +52,8 @@ class Appointment(models.Model):
     number and name: their appointments are found by both) and from which call."""
 
     class Status(models.TextChoices):
-        BOOKED = "booked", _("booked")
-        CANCELLED = "cancelled", _("cancelled")
+        BOOKED = "booked", _("Booked")
+        CANCELLED = "cancelled", _("Cancelled")
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("apt"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="appointments",
@@ -69,7 +69,7 @@ class Appointment(models.Model):
     call_id = models.CharField(_("call"), max_length=ID_LENGTH, blank=True)
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.BOOKED)
     external_id = models.CharField(_("event in the calendar"), max_length=2000, blank=True)
-    etag = models.CharField(max_length=200, blank=True, editable=False)
+    etag = models.CharField(_("version of the event (ETag)"), max_length=200, blank=True, editable=False)
     created_at = models.DateTimeField(_("booked on"), auto_now_add=True)
     updated_at = models.DateTimeField(_("changed on"), auto_now=True)
 
