@@ -33,7 +33,7 @@ class GraphProvider(Provider):
         return token
 
     def _base(self) -> str:
-        return f"{settings.CALENDAR_GRAPH_API_BASE.rstrip('/')}/users/{quote(self.settings.get('mailbox', ''))}"
+        return f"{settings.CALENDAR_GRAPH_API_BASE.rstrip('/')}/users/{quote(self.settings.get('mailbox', ''), safe='@')}"
 
     def _headers(self, **more: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token()}", "Accept": "application/json",
