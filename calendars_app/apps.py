@@ -13,3 +13,9 @@ class CalendarsAppConfig(AppConfig):
         from console.assistants import references
 
         references.register_field_cleaner(references.APPOINTMENT_TYPES, clean=appointment_types.types_clean)
+        # The calendar's built-in tools (console.assistants.builtin_tools).
+        from calendars_app.builtin_tools import TOOLS
+        from console.assistants.builtin_tools import register_builtin_tool
+
+        for tool in TOOLS:
+            register_builtin_tool(tool)

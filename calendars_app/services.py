@@ -44,6 +44,7 @@ from calendars_app.kinds.fields import ALL_FIELDS, KIND_FIELDS
 from calendars_app.models import Appointment, Calendar
 from calendars_app.spoken import Wish, said_in_figures, said_in_words, wish_of
 from console import outbound
+from console import tool_codes as codes
 from console.assistants.models import Assistant
 from console.errors import ValidationFailed
 from console.tenants.models import Tenant
@@ -214,12 +215,12 @@ def _context(assistant: Any, type_name: str | None) -> tuple[AppointmentType, Ca
     if kind is None:
         names = [known.name for known in types_of(assistant)]
         if not names:
-            return _failed("no_appointment_types", "Dieser Assistent vergibt keine Termine.")
-        return _failed("appointment_type_unknown", "Welche Terminart möchten Sie: " + ", ".join(names) + "?",
+            return _failed(codes.NO_APPOINTMENT_TYPES, "Dieser Assistent vergibt keine Termine.")
+        return _failed(codes.APPOINTMENT_TYPE_UNKNOWN, "Welche Terminart möchten Sie: " + ", ".join(names) + "?",
                        types=names)
     calendar = Calendar.objects.for_tenant(assistant.tenant).filter(pk=kind.calendar_id).first()
     if calendar is None:
-        return _failed("calendar_missing", "Für diese Terminart ist kein Kalender verbunden.")
+        return _failed(codes.CALENDAR_MISSING, "Für diese Terminart ist kein Kalender verbunden.")
     return kind, calendar
 
 
@@ -266,7 +267,7 @@ def find_slots(*, assistant: Any, when: str | None = None, type_name: str | None
     try:
         starts = _free(assistant, kind, calendar, wish, now=now, limit=limit)
     except ProviderError:
-        return _failed("calendar_unavailable", UNAVAILABLE)
+        return _failed(codes.CALENDAR_UNAVAILABLE, UNAVAILABLE)
     if not starts:
         return {"ok": True, "type": kind.name, "slots": [],
                 "message": "Zu dieser Zeit ist leider nichts mehr frei."}
@@ -302,7 +303,7 @@ def _taken(assistant: Any, kind: AppointmentType, calendar: Calendar, start: dat
                        limit=SLOTS_OFFERED, ignore=ignore)
     except ProviderError:
         others = []
-    return _failed("slot_taken", "Dieser Termin ist leider nicht mehr frei.", slots=_offer(others, zone_name))
+    return _failed(codes.SLOT_TAKEN, "Dieser Termin ist leider nicht mehr frei.", slots=_offer(others, zone_name))
 
 
 def _booked(kind: AppointmentType, appointment: Appointment, zone_name: str, verb: str) -> dict[str, Any]:
@@ -336,7 +337,7 @@ def _checked_write(assistant: Any, kind: AppointmentType, calendar: Calendar, st
     except Conflict:
         return _taken(assistant, kind, calendar, start, now, ignore)
     except (ProviderError, TurnBusy):
-        return _failed("calendar_unavailable", UNAVAILABLE)
+        return _failed(codes.CALENDAR_UNAVAILABLE, UNAVAILABLE)
 
 
 def appointment_book(*, assistant: Any, start: datetime | str, caller_e164: str, caller_name: str,
@@ -353,9 +354,9 @@ def appointment_book(*, assistant: Any, start: datetime | str, caller_e164: str,
     moment = _start_of(start, zone_name)
     caller_name = " ".join(str(caller_name or "").split())[:200]
     if moment is None:
-        return _failed("invalid_start", "Den Zeitpunkt habe ich nicht verstanden.")
+        return _failed(codes.INVALID_START, "Den Zeitpunkt habe ich nicht verstanden.")
     if not caller_name or not caller_e164:
-        return _failed("caller_missing", "Auf welchen Namen darf ich den Termin eintragen?")
+        return _failed(codes.CALLER_MISSING, "Auf welchen Namen darf ich den Termin eintragen?")
     uid = f"stimmwerk-{uuid.uuid4().hex}"
 
     def write() -> Appointment:
@@ -405,11 +406,11 @@ def _the_callers(assistant: Any, caller_e164: str, caller_name: str, appointment
         if wish.day is not None:
             mine = [row for row in mine if row.starts_at.astimezone(zone).date() == wish.day] or mine
     if not mine:
-        return _failed("appointment_not_found",
+        return _failed(codes.APPOINTMENT_NOT_FOUND,
                        "Unter Ihrer Nummer und diesem Namen finde ich keinen kommenden Termin.")
     if len(mine) > 1:
         zone_name = assistant.tenant.time_zone
-        return _failed("appointment_ambiguous", "Sie haben mehrere Termine; welchen meinen Sie?",
+        return _failed(codes.APPOINTMENT_AMBIGUOUS, "Sie haben mehrere Termine; welchen meinen Sie?",
                        appointments=[{"appointment": row.pk,
                                       "said": said_in_words(row.starts_at, time_zone=zone_name)} for row in mine])
     return mine[0]
@@ -426,11 +427,11 @@ def appointment_move(*, assistant: Any, caller_e164: str, caller_name: str, star
     appointment = found
     kind = type_named(assistant, appointment.type_name)
     if kind is None:
-        return _failed("appointment_type_unknown", "Diese Terminart wird nicht mehr vergeben.")
+        return _failed(codes.APPOINTMENT_TYPE_UNKNOWN, "Diese Terminart wird nicht mehr vergeben.")
     zone_name = assistant.tenant.time_zone
     moment = _start_of(start, zone_name)
     if moment is None:
-        return _failed("invalid_start", "Den Zeitpunkt habe ich nicht verstanden.")
+        return _failed(codes.INVALID_START, "Den Zeitpunkt habe ich nicht verstanden.")
     calendar = appointment.calendar
 
     def write() -> Appointment:
@@ -463,10 +464,10 @@ def appointment_cancel(*, assistant: Any, caller_e164: str, caller_name: str, ap
         with calendar_turn(appointment.calendar):
             provider_of(appointment.calendar).cancel(Written(appointment.external_id, appointment.etag))
     except Conflict:
-        return _failed("appointment_changed", "Der Termin wurde im Kalender geändert; bitte sprechen Sie mit "
+        return _failed(codes.APPOINTMENT_CHANGED, "Der Termin wurde im Kalender geändert; bitte sprechen Sie mit "
                                               "unserem Team.")
     except (ProviderError, TurnBusy):
-        return _failed("calendar_unavailable", UNAVAILABLE)
+        return _failed(codes.CALENDAR_UNAVAILABLE, UNAVAILABLE)
     appointment.status = Appointment.Status.CANCELLED
     appointment.save(update_fields=["status", "updated_at"])
     return {"ok": True, "appointment": appointment.pk, "said": said_in_words(appointment.starts_at,
