@@ -13,6 +13,17 @@ INVALID_ARGUMENTS: Final = "invalid_arguments"
 # Built-in tools.
 TRANSFER_REFUSED: Final = "transfer_refused"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
+# The calendar tools (calendars_app.services: find_slots, book/move/cancel_appointment).
+CALENDAR_UNAVAILABLE: Final = "calendar_unavailable"
+SLOT_TAKEN: Final = "slot_taken"
+APPOINTMENT_NOT_FOUND: Final = "appointment_not_found"
+APPOINTMENT_AMBIGUOUS: Final = "appointment_ambiguous"
+APPOINTMENT_CHANGED: Final = "appointment_changed"
+APPOINTMENT_TYPE_UNKNOWN: Final = "appointment_type_unknown"
+NO_APPOINTMENT_TYPES: Final = "no_appointment_types"
+CALENDAR_MISSING: Final = "calendar_missing"
+INVALID_START: Final = "invalid_start"
+CALLER_MISSING: Final = "caller_missing"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
 CONNECTION_FAILED: Final = "connection_failed"
