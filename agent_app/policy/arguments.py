@@ -18,6 +18,11 @@ _ROLES = {
     "query": ("query", "question", "q", "search", "text", "frage", "suchbegriff", "suche"),
     "target": ("target", "name", "to", "destination", "ziel"),
     "reason": ("reason", "note", "grund"),
+    # The calendar's tools (calendars_app.builtin_tools) and tools like them
+    "start": ("start", "starttime", "startsat", "startat", "begin", "slot", "beginn"),
+    "caller_name": ("name", "callername", "fullname", "customername", "patientname"),
+    "kind": ("type", "appointmenttype", "kind", "terminart", "service"),
+    "current": ("current", "appointment", "currentappointment", "which", "termin"),
 }
 
 

@@ -4,6 +4,9 @@ import logging
 import re
 
 from agent_app.policy.arguments import offered_call
+from agent_app.policy.booking import QUESTIONS as BOOKING_QUESTIONS
+from agent_app.policy.booking import TOOLS as BOOKING_TOOLS
+from agent_app.policy.booking import booking_answer, booking_result, booking_start, offers_booking
 from agent_app.policy.callback import callback_answer, callback_result, callback_start
 from agent_app.policy.context import Context
 from agent_app.policy.cues import (
@@ -129,6 +132,11 @@ class DialoguePolicy:
             return self._transfer(state, context, heard)
         if in_flow:
             return callback_answer(state, context, heard)
+        if state.booking is not None and pending in BOOKING_QUESTIONS:
+            if CALLBACK.search(heard.low):
+                state.booking = None
+                return callback_start(state, context, heard, "appointment")
+            return booking_answer(state, context, heard)
         if pending == "offer":
             if heard.no and not number_said:
                 state.offer_note = ""
@@ -144,6 +152,8 @@ class DialoguePolicy:
         if CALLBACK.search(heard.low):
             return callback_start(state, context, heard, "callback")
         if APPOINTMENT.search(heard.low):
+            if offers_booking(context):
+                return booking_start(state, context, heard)
             return callback_start(state, context, heard, "appointment")
         few = len(heard.content) < 2
         if ANNOUNCED.search(heard.low) and len(heard.content) <= 4 and "?" not in heard.low:
@@ -213,6 +223,9 @@ class DialoguePolicy:
         by_name = {}
         for name, _arguments, content in results:
             by_name.setdefault(name, tool_result(content))
+        booked = next((name for name in by_name if name in BOOKING_TOOLS), None)
+        if booked is not None:
+            return booking_result(state, context, booked, *by_name[booked])
         if "create_callback" in by_name:
             return callback_result(state, context, *by_name["create_callback"])
         if "opt_out" in by_name:

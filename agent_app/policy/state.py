@@ -27,6 +27,7 @@ class Flow:
 class State:
     pending: str | None = None
     flow: Flow | None = None
+    booking: object = None  # a booking.Booking under way
     offer_note: str = ""  # the note of the callback offered
     question: str = ""  # what was looked up last
     calls: dict = field(default_factory=dict)  # tool call id → (name, arguments)

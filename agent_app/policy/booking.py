@@ -1,0 +1,296 @@
+"""The booking flow: an appointment booked, moved or cancelled in the business's calendar
+through the calendar's built-in tools (calendars_app.builtin_tools), over as many turns as
+it needs.
+
+Booking: the caller's wish ("nächste Woche Dienstag vormittag") goes to `find_slots` in
+the caller's own words; when the assistant has more than one appointment type the tool
+names them and the caller is asked which; the two nearest free slots are offered in words;
+"den ersten", "den zweiten", "ja" or the time of one of them chooses; the name is asked
+(spelled when it was not understood); `book_appointment` books it and its answer is read
+back ("Dienstag, den dritten Dezember, um halb elf"). A slot taken meanwhile: the next free
+ones the tool names are offered. Moving: the name, the new time, the slots, then
+`move_appointment`. Cancelling: the name, then `cancel_appointment`. The caller's
+appointment is found by the tool through the call's number and the name said — the
+policy never names another caller's. A calendar that fails or does not answer in time
+(any other failure of these tools): an apology and a callback offered.
+
+Which slot is booked comes from the tool's own answer (its `start`), and only once the
+caller chose it by its words; the name is only ever the caller's words.
+
+Where an SMS confirmation after a booking belongs: `booked_reply` is the one place a
+successful booking is answered (the hook for the messaging branch's send_sms).
+"""
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agent_app.policy.arguments import offered_call
+from agent_app.policy.cues import FILLERS, cue
+from agent_app.policy.state import Reply
+from agent_app.policy.texts import SAY
+
+TOOLS = ("find_slots", "book_appointment", "move_appointment", "cancel_appointment")
+# What the policy asked last in the booking flow.
+QUESTIONS = ("book_when", "book_type", "book_slot", "book_name", "book_which")
+MOVE = cue(r"\bverschieb", r"\bverleg", r"\bumbuch", r"\bumleg", r"\banderen termin\b", r"\breschedul",
+           r"\bmove (?:my|the)\b")
+CANCEL = cue(r"\babsag", r"\bsage?n? [^.?!]{0,30}\bab\b", r"\bstornier", r"\bstreichen\b", r"\bcancel")
+FIRST = cue(r"\b(?:erste[nrs]?|ersteren|1\.|früher\w*|first|earlier)\b")
+SECOND = cue(r"\b(?:zweite[nrs]?|letztere[nrs]?|2\.|später\w*|second|later|latter)\b")
+NAME_CUE = re.compile(r"(?:\bname\s+ist\b|\bnamen\s+ist\b|\bhei(?:ß|ss)e\b|\bname\s+is\b|\bi am\b|\bi'm\b|"
+                      r"\bhier\s+(?:ist|spricht)\b|\bauf\s+(?:den\s+namen\s+)?)\s*(.*)", re.IGNORECASE)
+_NAME_WORD = re.compile(r"[A-Za-zÄÖÜäöüßéèáàçñ'-]+")
+_NOT_NAME = frozenset(("mein", "name", "ist", "heiße", "heisse", "bitte", "gerne", "gern", "danke", "genau",
+                       "herr", "frau", "hier", "spricht", "the", "is", "my", "ja", "nein")) | FILLERS
+MAX_NAME_CHARS = 80
+MAX_WISH_CHARS = 200
+
+
+@dataclass
+class Booking:
+    """An appointment being booked, moved or cancelled."""
+
+    action: str  # book, move, cancel
+    first_words: str = ""  # the caller's words that began it (which appointment, for move and cancel)
+    when: str = ""  # the wish as said, for find_slots
+    type: str | None = None
+    types: list = field(default_factory=list)
+    slots: list = field(default_factory=list)  # [{"start", "said"}] offered, at most two
+    chosen: dict | None = None
+    name: str | None = None
+    name_misses: int = 0
+
+
+def offers_booking(context):
+    return "find_slots" in context.tools and "book_appointment" in context.tools
+
+
+def booking_start(state, context, heard):
+    """The caller wishes an appointment (to book, move or cancel one)."""
+    action = "cancel" if CANCEL.search(heard.low) else "move" if MOVE.search(heard.low) else "book"
+    needed = {"book": "book_appointment", "move": "move_appointment", "cancel": "cancel_appointment"}[action]
+    say = SAY[context.language]
+    if needed not in context.tools:
+        return Reply(f"{say['no_booking']} {say['else']}", pending="else")
+    booking = state.booking = Booking(action=action, first_words=heard.text[:MAX_WISH_CHARS])
+    if action != "book":
+        return _ask_name(booking, context, find=True)
+    if heard.when:
+        booking.when = heard.text[:MAX_WISH_CHARS]
+        return _find(booking, context)
+    return Reply(say["ask_when_booking"], pending="book_when")
+
+
+def booking_answer(state, context, heard):
+    """The caller's answer to a question of the booking flow."""
+    booking, pending, say = state.booking, state.pending, SAY[context.language]
+    if pending == "book_when":
+        if not heard.content and not heard.when:
+            return Reply(say["ask_when_move" if booking.action == "move" else "ask_when_booking"],
+                         pending="book_when")
+        booking.when = heard.text[:MAX_WISH_CHARS]
+        return _find(booking, context)
+    if pending == "book_type":
+        chosen = next((name for name in booking.types if name.lower() in heard.low), None)
+        if chosen is None:
+            return Reply(say["ask_type"].format(types=_listed(booking.types, say)), pending="book_type")
+        booking.type = chosen
+        return _find(booking, context)
+    if pending == "book_slot":
+        return _choose(booking, context, heard)
+    if pending == "book_which":
+        booking.first_words = heard.text[:MAX_WISH_CHARS]
+        return _act(booking, context)
+    # book_name
+    name = name_of(heard.text)
+    if name is None:
+        booking.name_misses += 1
+        return Reply(say["ask_spelled"], pending="book_name")
+    booking.name = name
+    if booking.action == "move" and booking.chosen is None:
+        return Reply(say["ask_when_move"], pending="book_when")
+    return _act(booking, context)
+
+
+def booking_result(state, context, name, ok, data):
+    """The answer to one of the calendar tools' results."""
+    booking, say = state.booking, SAY[context.language]
+    if booking is None:
+        return Reply(say["else"], pending="else")
+    result = data.get("result") if ok and isinstance(data, dict) else None
+    code = data.get("error") if isinstance(data, dict) else None
+    message = str(data.get("message") or "") if isinstance(data, dict) else ""
+    if ok and isinstance(result, dict):
+        if name == "find_slots":
+            booking.slots = [slot for slot in result.get("slots") or () if _slot(slot)][:2]
+            if not booking.slots:
+                return Reply(say["nothing_free"], pending="book_when")
+            return _offer(booking, context)
+        said = str(result.get("said") or "")
+        state.booking = None
+        if name == "book_appointment":
+            return booked_reply(context, booking, said)
+        key = "moved" if name == "move_appointment" else "cancelled"
+        return Reply(f"{say[key].format(said=said)} {say['else']}", pending="else")
+    if code == "appointment_type_unknown":
+        booking.types = _listed_after(message, "Terminarten:")
+        if booking.types:
+            return Reply(say["ask_type"].format(types=_listed(booking.types, say)), pending="book_type")
+    if code == "slot_taken":
+        booking.chosen, booking.slots = None, _slots_after(message)[:2]
+        if booking.slots:
+            return Reply(f"{say['slot_gone']} {_offer(booking, context).text}", pending="book_slot")
+        return Reply(f"{say['slot_gone']} {say['nothing_free']}", pending="book_when")
+    if code == "appointment_not_found":
+        state.booking = None
+        return Reply(f"{say['not_found']} {say['else']}", pending="else")
+    if code == "appointment_ambiguous":
+        options = [said for said, _value in _offered_after(message)]
+        return Reply(say["which_appointment"].format(options=_listed(options, say)), pending="book_which")
+    return _unavailable(state, context, booking)
+
+
+def booked_reply(context, booking, said):
+    """The read-back of a booking made. (An SMS confirmation, when the assistant sends
+    one, is the calendar's and messaging's effect after book_appointment, not the policy's.)"""
+    say = SAY[context.language]
+    return Reply(f"{say['booked'].format(name=booking.name, said=said)} {say['else']}", pending="else")
+
+
+def name_of(text):
+    """The caller's name in their words: after "Mein Name ist", "Ich heiße", or the
+    words themselves; a spelled name ("L E H M A N N") joined. None when no name is there."""
+    text = " ".join(text.split())[:MAX_NAME_CHARS * 2]
+    match = NAME_CUE.search(text)
+    rest = match.group(1) if match else text
+    words = _NAME_WORD.findall(rest)
+    letters = [word for word in words if len(word) == 1 and word.isalpha()]
+    if len(letters) >= 3 and len(letters) >= len(words) - 2:
+        return "".join(letters).capitalize()  # spelled
+    kept = [word for word in words if word.lower() not in _NOT_NAME and len(word) > 1]
+    if not kept or len(kept) > 4:
+        return None
+    name = " ".join(word if word[:1].isupper() else word.capitalize() for word in kept)
+    return name[:MAX_NAME_CHARS]
+
+
+# --- The steps --------------------------------------------------------------------------
+
+def _find(booking, context):
+    arguments = {"time": booking.when, "kind": booking.type}
+    calls = offered_call(context, "find_slots", arguments)
+    if not calls:
+        return Reply(SAY[context.language]["no_booking"], pending="else")
+    return Reply("", calls, pending="booking")
+
+
+def _offer(booking, context):
+    say = SAY[context.language]
+    if len(booking.slots) == 1:
+        return Reply(say["offer_one"].format(first=booking.slots[0]["said"]), pending="book_slot")
+    return Reply(say["offer_two"].format(first=booking.slots[0]["said"], second=booking.slots[1]["said"]),
+                 pending="book_slot")
+
+
+def _choose(booking, context, heard):
+    say, slots = SAY[context.language], booking.slots
+    chosen = None
+    if len(slots) > 1 and SECOND.search(heard.low):
+        chosen = slots[1]
+    elif FIRST.search(heard.low):
+        chosen = slots[0]
+    elif heard.when and heard.when.clock:
+        chosen = next((slot for slot in slots if _clock(slot) == heard.when.clock), None)
+    if chosen is None and heard.no:
+        return Reply(say["ask_when_move" if booking.action == "move" else "ask_when_booking"],
+                     pending="book_when")
+    if chosen is None and heard.when and (heard.when.day or heard.when.clock or heard.when.part):
+        booking.when = heard.text[:MAX_WISH_CHARS]  # another wish: looked up anew
+        return _find(booking, context)
+    if chosen is None and heard.yes:
+        chosen = slots[0]
+    if chosen is None:
+        if len(slots) > 1:
+            return Reply(say["which_slot"].format(first=slots[0]["said"], second=slots[1]["said"]),
+                         pending="book_slot")
+        return _offer(booking, context)
+    booking.chosen = chosen
+    if booking.name is None:
+        return _ask_name(booking, context)
+    return _act(booking, context)
+
+
+def _ask_name(booking, context, *, find=False):
+    say = SAY[context.language]
+    return Reply(say["ask_name_find" if find else "ask_name"], pending="book_name")
+
+
+def _act(booking, context):
+    """The booking, move or cancellation called."""
+    if booking.action == "cancel":
+        name, arguments = "cancel_appointment", {"caller_name": booking.name, "current": booking.first_words}
+    elif booking.action == "move":
+        name, arguments = "move_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
+                                               "current": booking.first_words}
+    else:
+        name, arguments = "book_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
+                                               "kind": booking.type}
+    calls = offered_call(context, name, arguments)
+    if not calls:
+        return Reply(SAY[context.language]["no_booking"], pending="else")
+    return Reply("", calls, pending="booking")
+
+
+def _unavailable(state, context, booking):
+    """The calendar failed: an apology, and a callback offered where one can be taken."""
+    say = SAY[context.language]
+    state.booking = None
+    if "create_callback" in context.tools:
+        state.offer_note = say["note_booking"].format(words=booking.when or booking.first_words)
+        return Reply(f"{say['calendar_down']} {say['offer_callback_booking']}", pending="offer")
+    return Reply(f"{say['calendar_down']} {say['colleague']} {say['else']}", pending="else")
+
+
+# --- Reading the tools' answers ------------------------------------------------------------
+
+def _slot(slot):
+    return isinstance(slot, dict) and isinstance(slot.get("said"), str) and _start(slot.get("start")) is not None
+
+
+def _start(value):
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else None
+
+
+def _clock(slot):
+    moment = _start(slot["start"])
+    return moment.time().replace(tzinfo=None) if moment else None
+
+
+_OFFERED = re.compile(r"([^;()]+?) \((\S+)\)")
+
+
+def _offered_after(message):
+    """What a refusal offers instead, after "Stattdessen:": [(said, start or id)]."""
+    _, found, rest = message.partition("Stattdessen:")
+    rest = rest.partition(" Terminarten:")[0]
+    return [(said.strip(" ;"), value) for said, value in _OFFERED.findall(rest)] if found else []
+
+
+def _slots_after(message):
+    return [{"said": said, "start": start} for said, start in _offered_after(message) if _start(start)]
+
+
+def _listed_after(message, marker):
+    _, found, rest = message.partition(marker)
+    return [name.strip(" .") for name in rest.split(",") if name.strip(" .")] if found else []
+
+
+def _listed(items, say):
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {say['or']} {items[-1]}"
