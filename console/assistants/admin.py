@@ -27,8 +27,8 @@ from console.tenants.models import Tenant
 OFFLINE_BANNER = _(
     "Offline rule set: your instructions take effect only with a language model. Until then the assistant "
     "answers by fixed rules: it greets with the disclosure, gives opening hours and answers from the knowledge "
-    "documents, takes callback requests with the number, transfers to your team, notes objections and says "
-    "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
+    "documents, takes callback requests with the number, books, moves and cancels appointments in your "
+    "calendar (with appointment types), transfers to your team, notes objections and says goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
     "a registry with a language model).")
 
 # The API's field of each form field: a problem with `transferTargets[1].e164` shows at

@@ -65,8 +65,8 @@ def phone_call(tenant, assistant, caller=CALLER):
                 channel="Telefon")
 
 
-def events(url, dav):  # noqa: F811 - the fixture's value, not the fixture
-    client = caldav.DAVClient(url=url, username=dav.user, password=dav.password)
+def events(url, server):
+    client = caldav.DAVClient(url=url, username=server.user, password=server.password)
     found = []
     for item in client.calendar(url=url).events():
         for component in item.icalendar_instance.walk("VEVENT"):
@@ -85,7 +85,7 @@ def offered_starts(mind):
 
 
 def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(practice, tenant_a, mock_gateway):
-    assistant, url, dav = practice
+    assistant, url, server = practice
     # The first call books.
     mind = phone_call(tenant_a, assistant)
     offer = mind.turn("Ich hätte gern einen Termin nächste Woche Dienstag vormittag")
@@ -96,7 +96,7 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(pract
     booked = mind.turn("Mein Name ist Lehmann.")
     assert re.search(r"Ihr Termin ist gebucht: Dienstag, den \w+ \w+, um ", booked.text), booked.text
     assert any("book_appointment" in note and "Termin gebucht" in note for note in booked.notes), booked.notes
-    [event] = events(url, dav)
+    [event] = events(url, server)
     assert event["start"] == datetime.fromisoformat(first) and "Lehmann" in event["summary"]
     assert CALLER in event["summary"]
 
@@ -104,7 +104,7 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(pract
     stranger = phone_call(tenant_a, assistant, caller=OTHER)
     stranger.turn("Ich möchte meinen Termin absagen.")
     assert "keinen kommenden Termin" in stranger.turn("Lehmann").text
-    assert len(events(url, dav)) == 1
+    assert len(events(url, server)) == 1
 
     # The second call moves it to the other slot offered.
     mind = phone_call(tenant_a, assistant)
@@ -114,7 +114,7 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(pract
     starts = offered_starts(mind)
     moved = mind.turn("Den zweiten, bitte.")
     assert "verschoben auf Dienstag" in moved.text, moved.text
-    [event] = events(url, dav)
+    [event] = events(url, server)
     assert event["start"] == datetime.fromisoformat(starts[1]) != datetime.fromisoformat(first)
     assert second  # two slots were offered the first time too
 
@@ -123,7 +123,7 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(pract
     mind.turn("Ich möchte den Termin am Dienstag absagen, bitte.")
     cancelled = mind.turn("Mein Name ist Lehmann.")
     assert "ist abgesagt" in cancelled.text and "Dienstag" in cancelled.text
-    assert events(url, dav) == []
+    assert events(url, server) == []
     assert Appointment.objects.get().status == "cancelled"
 
 
@@ -143,7 +143,7 @@ def test_a_hanging_calendar_is_an_apology_and_a_callback_offered_within_the_turn
 
 
 def test_the_same_booking_through_a_streaming_tool_calling_lane(practice, tenant_a, settings, chat_server):
-    assistant, url, dav = practice
+    assistant, url, server = practice
     settings.GATEWAY_MODE = "live"
 
     def model(body):
@@ -171,7 +171,7 @@ def test_the_same_booking_through_a_streaming_tool_calling_lane(practice, tenant
     assert "Dienstag" in offer.text
     booked = mind.turn("Neumann, bitte.")
     assert "Ihr Termin ist gebucht: Dienstag" in booked.text
-    [event] = events(url, dav)
+    [event] = events(url, server)
     assert "Neumann" in event["summary"] and CALLER in event["summary"]
     assert {tool["function"]["name"] for tool in lane.bodies[0]["tools"]} >= {
         "find_slots", "book_appointment", "move_appointment", "cancel_appointment"}

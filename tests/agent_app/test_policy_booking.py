@@ -1,9 +1,8 @@
 """The offline policy's booking flow (agent_app.policy.booking) over message histories:
 what it says and which calendar tools it calls, turn by turn, the tools' answers fed
 back as tools_app gives them (results and tool errors)."""
-from tests.agent_app.test_policy import SCHEMAS, VOICE, Dialogue, names, tools
-
 from calendars_app.builtin_tools import TOOLS as CALENDAR_TOOLS
+from tests.agent_app.test_policy import SCHEMAS, VOICE, Dialogue, names, tools
 
 BOOKING_SCHEMAS = dict(SCHEMAS, **{tool.name: tool.parameters for tool in CALENDAR_TOOLS})
 CALLER = "+4917612345678"

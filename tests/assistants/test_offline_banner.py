@@ -33,7 +33,7 @@ def test_the_offline_rule_set_is_announced_on_the_assistant_and_the_dashboard(ow
     load_lanes(chat_lane("chat-mock-only"))  # GATEWAY_MODE mock: the rule set answers
     page, dashboard = _pages(owner, assistant)
     assert BANNER in page and BANNER in dashboard
-    assert "Rückrufwünsche" in page  # what the rules can do
+    assert "Rückrufwünsche" in page and "bucht, verschiebt und storniert Termine" in page  # what the rules can do
     # The lane is picked from the registry's callable chat lanes, not typed.
     assert '<select name="model_lane"' in page and 'value="chat-mock-only"' in page
     # Its connection as the gateway's readiness sees it.
