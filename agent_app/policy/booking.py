@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_app.policy.arguments import offered_call
-from agent_app.policy.cues import FILLERS, cue
+from agent_app.policy.cues import APPOINTMENT, FILLERS, cue
 from agent_app.policy.state import Reply
 from agent_app.policy.texts import SAY
 
@@ -34,7 +34,15 @@ TOOLS = ("find_slots", "book_appointment", "move_appointment", "cancel_appointme
 QUESTIONS = ("book_when", "book_type", "book_slot", "book_name", "book_which")
 MOVE = cue(r"\bverschieb", r"\bverleg", r"\bumbuch", r"\bumleg", r"\banderen termin\b", r"\breschedul",
            r"\bmove (?:my|the)\b")
-CANCEL = cue(r"\babsag", r"\bsage?n? [^.?!]{0,30}\bab\b", r"\bstornier", r"\bstreichen\b", r"\bcancel")
+# "absagen" as Whisper base hears it on the phone band from eSpeak NG (measured 2026-11-28:
+# "abnahmen", "abnagen"), and "Termin" as it hears it ("Demin", "Bemien"): a cancellation
+# is recognised by the verb alone.
+CANCEL = cue(r"\babsag", r"\babnagen\b", r"\babnahmen\b", r"\bstornier", r"\bcancel",
+             r"\btermin\w* [^.?!]{0,30}\b(?:ab|streichen)\b")
+# A wish with a day or time said, or a question for something free ("Haben Sie Dienstag
+# vormittag noch etwas frei?"): an appointment wish when the calendar's tools are offered.
+WISH = cue(r"\bhätte gerne?\b", r"\bmöchte\b", r"\bbrauche\b", r"\bwürde gerne?\b", r"\bfrei\b",
+           r"\bi(?:'d| would) like\b", r"\bavailable\b", r"\bfree\b")
 FIRST = cue(r"\b(?:erste[nrs]?|ersteren|1\.|früher\w*|first|earlier)\b")
 SECOND = cue(r"\b(?:zweite[nrs]?|letztere[nrs]?|2\.|später\w*|second|later|latter)\b")
 NAME_CUE = re.compile(r"(?:\bname\s+ist\b|\bnamen\s+ist\b|\bhei(?:ß|ss)e\b|\bname\s+is\b|\bi am\b|\bi'm\b|"
@@ -63,6 +71,13 @@ class Booking:
 
 def offers_booking(context):
     return "find_slots" in context.tools and "book_appointment" in context.tools
+
+
+def wants_booking(heard):
+    """An appointment to book, move or cancel: "Termin", a cancellation or a move, or a
+    wish with a day or time ("Haben Sie Dienstag vormittag noch etwas frei?")."""
+    return bool(APPOINTMENT.search(heard.low) or CANCEL.search(heard.low) or MOVE.search(heard.low)
+                or (heard.when and (heard.when.day or heard.when.clock) and WISH.search(heard.low)))
 
 
 def booking_start(state, context, heard):

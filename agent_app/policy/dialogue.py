@@ -6,7 +6,7 @@ import re
 from agent_app.policy.arguments import offered_call
 from agent_app.policy.booking import QUESTIONS as BOOKING_QUESTIONS
 from agent_app.policy.booking import TOOLS as BOOKING_TOOLS
-from agent_app.policy.booking import booking_answer, booking_result, booking_start, offers_booking
+from agent_app.policy.booking import booking_answer, booking_result, booking_start, offers_booking, wants_booking
 from agent_app.policy.callback import callback_answer, callback_result, callback_start
 from agent_app.policy.context import Context
 from agent_app.policy.cues import (
@@ -151,9 +151,9 @@ class DialoguePolicy:
                 return Reply(say["what"])
         if CALLBACK.search(heard.low):
             return callback_start(state, context, heard, "callback")
+        if offers_booking(context) and wants_booking(heard):
+            return booking_start(state, context, heard)
         if APPOINTMENT.search(heard.low):
-            if offers_booking(context):
-                return booking_start(state, context, heard)
             return callback_start(state, context, heard, "appointment")
         few = len(heard.content) < 2
         if ANNOUNCED.search(heard.low) and len(heard.content) <= 4 and "?" not in heard.low:

@@ -45,10 +45,16 @@ def practice(api_a, tenant_a, dav, calendar_url):  # noqa: F811 - the fixtures i
         "name": "Erstgespräch", "durationMinutes": 30, "calendar": calendar.json()["id"], "hours": WEEK,
         "minNoticeMinutes": 60}]})
     assistant.refresh_from_db()
+    return assistant, calendar_url, dav
+
+
+@pytest.fixture
+def line(practice, tenant_a):
+    """The practice's number on a Twilio carrier."""
     carrier_create(carrier_id="tw1", kind="twilio", credentials={"account_sid": "AC" + "0" * 32,
                                                                   "auth_token": "token"})
-    number_create(tenant=tenant_a, e164=CALLED, assistant_id=assistant.pk)
-    return assistant, calendar_url, dav
+    number_create(tenant=tenant_a, e164=CALLED, assistant_id=practice[0].pk)
+    return practice
 
 
 _sids = iter(range(1, 1000))
@@ -84,8 +90,8 @@ def offered_starts(mind):
     raise AssertionError("find_slots was not called")
 
 
-def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(practice, tenant_a, mock_gateway):
-    assistant, url, server = practice
+def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line, tenant_a, mock_gateway):
+    assistant, url, server = line
     # The first call books.
     mind = phone_call(tenant_a, assistant)
     offer = mind.turn("Ich hätte gern einen Termin nächste Woche Dienstag vormittag")
@@ -128,8 +134,8 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(pract
 
 
 def test_a_hanging_calendar_is_an_apology_and_a_callback_offered_within_the_turn(
-        practice, tenant_a, mock_gateway, settings):
-    assistant, _url, _dav = practice
+        line, tenant_a, mock_gateway, settings):
+    assistant, _url, _dav = line
     settings.CALENDAR_TIMEOUT_SEC = 0.5
     with stalling_server(None) as hanging:
         Calendar.objects.filter(pk=assistant.appointment_types[0]["calendar"]).update(url=hanging)
@@ -142,8 +148,8 @@ def test_a_hanging_calendar_is_an_apology_and_a_callback_offered_within_the_turn
     assert "Nummer" in mind.turn("Ja, gerne.").text  # the callback is taken down
 
 
-def test_the_same_booking_through_a_streaming_tool_calling_lane(practice, tenant_a, settings, chat_server):
-    assistant, url, server = practice
+def test_the_same_booking_through_a_streaming_tool_calling_lane(line, tenant_a, settings, chat_server):
+    assistant, url, server = line
     settings.GATEWAY_MODE = "live"
 
     def model(body):

@@ -175,3 +175,23 @@ def test_without_the_calendar_tools_an_appointment_wish_is_still_a_callback():
     d = Dialogue(system=PHONE)
     _, calls = d.say("Ich hätte gern einen Termin am Dienstag vormittag, rufen Sie mich unter meiner Nummer an")
     assert "find_slots" not in names(calls)
+
+
+def test_a_question_for_something_free_is_a_booking_wish():
+    d = dialogue()
+    _, calls = d.say("Haben Sie Dienstag vormittag noch etwas frei?")
+    assert names(calls) == ["find_slots"]
+
+
+def test_a_cancellation_as_whisper_hears_it_on_the_phone_band_is_one():
+    for heard in ("Jetzt musst du den Termin am Dienstag abnahmen, bitte.",
+                  "Jetzt musst du meinen Demin am Dienstag abnagen."):
+        d = dialogue()
+        text, calls = d.say(heard)
+        assert calls == [] and "Auf welchen Namen ist der Termin eingetragen" in text, heard
+
+
+def test_a_question_that_says_ab_is_no_cancellation():
+    d = dialogue()
+    _, calls = d.say("Können Sie mir sagen, ab wann Sie morgen geöffnet haben?")
+    assert names(calls) == ["lookup_knowledge"]
