@@ -38,6 +38,8 @@ MOVE = cue(r"\bverschieb", r"\bverleg", r"\bumbuch", r"\bumleg", r"\banderen ter
 # "abnahmen", "abnagen"), and "Termin" as it hears it ("Demin", "Bemien"): a cancellation
 # is recognised by the verb alone.
 CANCEL = cue(r"\babsag", r"\babnagen\b", r"\babnahmen\b", r"\bstornier", r"\bcancel",
+             r"\b(?:kann|können|werde|komme)\b[^.?!]{0,40}\bnicht (?:kommen|da sein|wahrnehmen)\b",
+             r"\bkomme\b[^.?!]{0,30}\bnicht\b", r"\bcan(?:'t|not) (?:come|make it)\b",
              r"\btermin\w* [^.?!]{0,30}\b(?:ab|streichen)\b")
 # A wish with a day or time said, or a question for something free ("Haben Sie Dienstag
 # vormittag noch etwas frei?"): an appointment wish when the calendar's tools are offered.
