@@ -42,6 +42,7 @@ from calendars_app.kinds.base import (
 )
 from calendars_app.kinds.fields import ALL_FIELDS, KIND_FIELDS
 from calendars_app.models import Appointment, Calendar
+from calendars_app.selectors import appointments_of
 from calendars_app.spoken import Wish, said_in_figures, said_in_words, wish_of
 from console import outbound
 from console import tool_codes as codes
@@ -477,3 +478,10 @@ def appointment_cancel(*, assistant: Any, caller_e164: str, caller_name: str, ap
             "appointment": appointment.pk, "said": said_in_words(appointment.starts_at, time_zone=zone_name)}
 
 
+
+
+def appointments_erase(*, tenant: Tenant, e164: str | None, call_ids: list[str]) -> int:
+    """privacy_app's erasure, in its transaction: our records of the number's appointments
+    (and of those booked in the calls) are deleted; returns how many. The events in the
+    tenant's own calendar are the practice's records and stay (docs/privacy.md)."""
+    return appointments_of(tenant=tenant, e164=e164, call_ids=call_ids).delete()[1].get(Appointment._meta.label, 0)
