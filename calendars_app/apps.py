@@ -19,3 +19,8 @@ class CalendarsAppConfig(AppConfig):
 
         for tool in TOOLS:
             register_builtin_tool(tool)
+        # The tenant's cap of calendars (console.quotas, TENANT_MAX_CALENDARS) counts them.
+        from calendars_app.models import Calendar
+        from console.quotas import register_usage
+
+        register_usage("calendars", lambda tenant: Calendar.objects.for_tenant(tenant).count())

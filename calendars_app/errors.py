@@ -14,11 +14,6 @@ class CalendarCheckFailed(ApiError):
     message = "Der Kalender ist nicht erreichbar."
 
 
-class CalendarLimitReached(Conflict):
-    code = "calendar_limit_reached"
-    message = ("Dieser Mandant hat so viele Kalender verbunden, wie er darf (details.maxCalendars). Entfernen Sie "
-               "einen, der nicht mehr gebraucht wird (DELETE /v2/calendars/{id}).")
-
 
 class CalendarInUse(Conflict):
     code = "calendar_in_use"

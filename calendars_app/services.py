@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from calendars_app import slots
 from calendars_app.appointment_types import AppointmentType, type_named, types_of
-from calendars_app.errors import CalendarCheckFailed, CalendarInUse, CalendarLimitReached, CalendarUrlRefused
+from calendars_app.errors import CalendarCheckFailed, CalendarInUse, CalendarUrlRefused
 from calendars_app.kinds import provider_of
 from calendars_app.kinds.base import (
     Conflict,
@@ -42,11 +42,13 @@ from calendars_app.kinds.base import (
 )
 from calendars_app.kinds.fields import ALL_FIELDS, KIND_FIELDS
 from calendars_app.models import Appointment, Calendar
+from calendars_app.selectors import appointments_of
 from calendars_app.spoken import Wish, said_in_figures, said_in_words, wish_of
 from console import outbound
 from console import tool_codes as codes
 from console.assistants.models import Assistant
 from console.errors import ValidationFailed
+from console.quotas import quota_take
 from console.tenants.models import Tenant
 
 API_FIELDS = ("name", "kind", *ALL_FIELDS)
@@ -122,19 +124,17 @@ def calendar_check(calendar: Calendar) -> None:
         raise CalendarCheckFailed(str(exc), details={"reason": "unreachable"}) from None
 
 
-def calendar_room_check(*, tenant: Tenant) -> None:
-    limit = settings.CALENDARS_MAX_PER_TENANT
-    if Calendar.objects.for_tenant(tenant).count() >= limit:
-        raise CalendarLimitReached(details={"maxCalendars": limit})
-
-
 def calendar_create(*, tenant: Tenant, data: Mapping[str, Any]) -> Calendar:
+    """A calendar connected after its check (outside any transaction: the check is a
+    request to the calendar); then, in one transaction, the tenant's cap
+    (TENANT_MAX_CALENDARS, 409 `tenant_limit_reached`) and the row."""
     values, kept_secrets = calendar_values(tenant=tenant, data=data)
-    calendar_room_check(tenant=tenant)
     calendar = Calendar(tenant=tenant, secrets_sealed=secrets_seal(kept_secrets), **values)
     calendar_check(calendar)
     calendar.checked_at = timezone.now()
-    calendar.save()
+    with transaction.atomic():
+        quota_take(tenant=tenant, name="calendars")
+        calendar.save()
     return calendar
 
 
@@ -307,11 +307,13 @@ def _taken(assistant: Any, kind: AppointmentType, calendar: Calendar, start: dat
 
 
 def _booked(kind: AppointmentType, appointment: Appointment, zone_name: str, verb: str) -> dict[str, Any]:
-    return {"ok": True, "appointment": appointment.pk, "type": kind.name,
-            "start": appointment.starts_at.astimezone(ZoneInfo(zone_name)).isoformat(),
-            "said": said_in_words(appointment.starts_at, time_zone=zone_name),
+    # `note` first: the transcript's system note of the tool call shows the result from its start.
+    return {"ok": True,
             "note": f"Termin {verb}: {said_in_figures(appointment.starts_at, time_zone=zone_name)} "
-                    f"({kind.name}, {appointment.caller_name})"}
+                    f"({kind.name}, {appointment.caller_name})",
+            "appointment": appointment.pk, "type": kind.name,
+            "start": appointment.starts_at.astimezone(ZoneInfo(zone_name)).isoformat(),
+            "said": said_in_words(appointment.starts_at, time_zone=zone_name)}
 
 
 def _checked_write(assistant: Any, kind: AppointmentType, calendar: Calendar, start: datetime, *, now: datetime,
@@ -470,9 +472,16 @@ def appointment_cancel(*, assistant: Any, caller_e164: str, caller_name: str, ap
         return _failed(codes.CALENDAR_UNAVAILABLE, UNAVAILABLE)
     appointment.status = Appointment.Status.CANCELLED
     appointment.save(update_fields=["status", "updated_at"])
-    return {"ok": True, "appointment": appointment.pk, "said": said_in_words(appointment.starts_at,
-                                                                               time_zone=zone_name),
+    return {"ok": True,
             "note": f"Termin abgesagt: {said_in_figures(appointment.starts_at, time_zone=zone_name)} "
-                    f"({appointment.type_name}, {appointment.caller_name})"}
+                    f"({appointment.type_name}, {appointment.caller_name})",
+            "appointment": appointment.pk, "said": said_in_words(appointment.starts_at, time_zone=zone_name)}
 
 
+
+
+def appointments_erase(*, tenant: Tenant, e164: str | None, call_ids: list[str]) -> int:
+    """privacy_app's erasure, in its transaction: our records of the number's appointments
+    (and of those booked in the calls) are deleted; returns how many. The events in the
+    tenant's own calendar are the practice's records and stay (docs/privacy.md)."""
+    return appointments_of(tenant=tenant, e164=e164, call_ids=call_ids).delete()[1].get(Appointment._meta.label, 0)

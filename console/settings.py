@@ -589,8 +589,6 @@ WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 # HTTP tools one tenant may have; more → 409.
 TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
 # --- Calendars (calendars_app; docs/api.md, "Calendars") ---
-# Calendars one tenant may connect; more → 409 calendar_limit_reached.
-CALENDARS_MAX_PER_TENANT = env.int("CALENDARS_MAX_PER_TENANT", default=20)
 # Seconds one request to a calendar may take (connect, send, answer), whole; a booking
 # makes at most a few, so a tool call's answer comes within its turn.
 CALENDAR_TIMEOUT_SEC = env.float("CALENDAR_TIMEOUT_SEC", default=4.0)

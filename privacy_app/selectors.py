@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
+from calendars_app import selectors as calendars
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
@@ -167,6 +168,8 @@ def export_document(*, subject: Subject, created_at: datetime, expires_at: datet
     # entries, those an erasure left under its pseudonym included; by number only.
     document.update(campaigns.privacy_export(tenant=tenant, e164=subject.e164) if subject.e164
                     else {"campaignContacts": [], "blocklist": []})
+    # The appointments booked for the number (or in the call), calendars_app's records of them.
+    document.update(calendars.privacy_export(tenant=tenant, e164=subject.e164 or None, call_ids=call_ids))
     return document
 
 

@@ -6,7 +6,7 @@ import contextlib
 import socket
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import caldav
@@ -84,6 +84,17 @@ def test_a_busy_time_written_by_someone_else_is_not_offered_nor_booked(practice)
     assert [slot["start"] for slot in refused["slots"]] == ["2026-12-02T09:00:00+01:00",
                                                               "2026-12-02T09:30:00+01:00"]
     assert len(events(url, dav)) == 1
+
+
+def test_a_recurring_event_is_busy_on_each_of_its_days(practice):
+    assistant, url, dav = practice
+    client = caldav.DAVClient(url=url, username=dav.user, password=dav.password)
+    client.calendar(url=url).save_event(
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Praxis//DE\r\nBEGIN:VEVENT\r\nUID:team-1\r\n"
+        "DTSTAMP:20261101T080000Z\r\nDTSTART:20261104T080000Z\r\nDTEND:20261104T083000Z\r\n"
+        "RRULE:FREQ=WEEKLY;BYDAY=WE\r\nSUMMARY:Teambesprechung\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    offered = services.find_slots(assistant=assistant, when="Mittwoch", now=NOW)  # 09:00 Berlin each Wednesday
+    assert [slot["start"] for slot in offered["slots"]] == ["2026-12-02T09:30:00+01:00", "2026-12-08T10:00:00+01:00"]
 
 
 def test_two_callers_taking_the_last_slot_at_once_one_gets_it_the_other_the_next(practice):
@@ -201,3 +212,39 @@ def test_a_calendar_that_fails_or_hangs_is_a_clear_result_in_bounded_time(practi
     assert offered["ok"] is False and offered["error"] == "calendar_unavailable"
     assert booked["ok"] is False and booked["error"] == "calendar_unavailable"
     assert "zurück" in booked["message"] and elapsed < 4
+
+
+def test_the_tools_book_for_the_calls_caller_and_refuse_another_callers_appointment(practice, tenant_a):
+    from calls_app.models import Call
+    from tools_app.services import tool_run
+
+    assistant, url, dav = practice
+    assistant.tools = ["find_slots", "book_appointment", "cancel_appointment"]
+    assistant.save()
+
+    def phone_call(number, carrier_call):
+        from calls_app.models import Carrier
+
+        carrier, _ = Carrier.objects.get_or_create(id="sim-cal", defaults={"secret_nonce": "n"})
+        return Call.objects.create(tenant=tenant_a, carrier=carrier, carrier_call_id=carrier_call,
+                                   direction="inbound", from_e164=number, to_e164="+493055501234",
+                                   status="active", started_at=NOW, assistant=assistant)
+
+    first = phone_call("+4917612345678", "c1")
+    # the tools run on the real clock: next week's Tuesday (the type's hours)
+    today = datetime.now(BERLIN).date()
+    tuesday = today + timedelta(days=(1 - today.weekday()) % 7 or 7)
+    offered = tool_run(assistant=assistant, call_id=first.pk, name="find_slots",
+                       arguments={"when": f"{tuesday}T10:00"})
+    assert offered["ok"], offered
+    start = offered["result"]["slots"][0]["start"]
+    booked = tool_run(assistant=assistant, call_id=first.pk, name="book_appointment",
+                      arguments={"start": start, "name": "Lehmann"})
+    assert booked["ok"] and booked["result"]["note"].startswith("Termin gebucht: ")
+    [event] = events(url, dav)
+    assert "+4917612345678" in event["summary"] and f"Anruf {first.pk}" in event["description"]
+    other = phone_call("+4915123456789", "c2")  # another caller who knows the name
+    refused = tool_run(assistant=assistant, call_id=other.pk, name="cancel_appointment",
+                       arguments={"name": "Lehmann"})
+    assert refused["ok"] is False and refused["error"] == "appointment_not_found"
+    assert len(events(url, dav)) == 1

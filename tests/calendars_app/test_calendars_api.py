@@ -86,3 +86,12 @@ def test_a_change_keeps_the_sealed_password_and_is_checked_again(api_a, dav, cal
     wrong = api_a.patch(f"/v2/calendars/{shown['id']}", {"password": "falsch"}, format="json")
     assert error_of(wrong)["details"] == {"reason": "unauthorized"}
     assert Calendar.objects.get(pk=shown["id"]).name == "Praxis Nord"
+
+
+def test_the_tenants_cap_of_calendars_refuses_the_next_after_its_check(api_a, dav, calendar_url, settings):
+    settings.TENANT_MAX_CALENDARS = 1
+    assert api_a.post("/v2/calendars", body(dav, calendar_url), format="json").status_code == 201
+    response = api_a.post("/v2/calendars", body(dav, calendar_url, name="Zweiter"), format="json")
+    error = error_of(response)
+    assert response.status_code == 409 and error["code"] == "tenant_limit_reached"
+    assert error["details"]["limit"] == "calendars" and Calendar.objects.count() == 1
