@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from calendars_app import services
 from console.assistants.builtin_tools import BuiltinCall, BuiltinTool, ToolRefused
+from console.phone import InvalidPhoneNumber, to_e164
 
 
 def _has_types(assistant: Any) -> bool:
@@ -36,9 +37,21 @@ def _find_slots(call: BuiltinCall) -> dict[str, Any]:
                                        type_name=call.arguments.get("type")))
 
 
+def _booking_number(call: BuiltinCall) -> str:
+    """The number the appointment is booked under: the call's caller; only a call without
+    one (a web session) takes the number the caller said (`phone`). Moving and cancelling
+    find appointments by the call's own number alone (never a number said)."""
+    if call.caller_e164:
+        return call.caller_e164
+    try:
+        return to_e164(call.arguments.get("phone") or "")
+    except InvalidPhoneNumber:
+        return ""
+
+
 def _book(call: BuiltinCall) -> dict[str, Any]:
     return _answer(services.appointment_book(
-        assistant=call.assistant, start=call.arguments["start"], caller_e164=call.caller_e164,
+        assistant=call.assistant, start=call.arguments["start"], caller_e164=_booking_number(call),
         caller_name=call.arguments["name"], type_name=call.arguments.get("type"), call_id=call.call_id))
 
 
@@ -56,6 +69,8 @@ def _cancel(call: BuiltinCall) -> dict[str, Any]:
 
 _TYPE = {"type": "string", "maxLength": 100, "description": "Die Terminart (nur nötig, wenn es mehrere gibt)."}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 200, "description": "Der Name des Anrufers."}
+_PHONE = {"type": "string", "maxLength": 40,
+          "description": "Nur in einem Gespräch ohne Anrufernummer (Web): die Nummer, die der Anrufer nennt."}
 _START = {"type": "string", "minLength": 10, "maxLength": 40,
           "description": "Der Beginn, wie find_slots ihn nannte (ISO 8601, z. B. 2026-12-01T10:00:00+01:00)."}
 _CURRENT = {"type": "string", "maxLength": 200,
@@ -80,7 +95,7 @@ BOOK_APPOINTMENT = BuiltinTool(
     description=(
         "Bucht einen Termin, den find_slots angeboten und der Anrufer bestätigt hat, auf seinen Namen und seine "
         "Nummer. Lesen Sie danach den gebuchten Termin vor (said)."),
-    parameters={"type": "object", "properties": {"start": _START, "name": _NAME, "type": _TYPE},
+    parameters={"type": "object", "properties": {"start": _START, "name": _NAME, "type": _TYPE, "phone": _PHONE},
                 "required": ["start", "name"], "additionalProperties": False},
     run=_book, offered=_has_types)
 

@@ -24,14 +24,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agent_app.policy.arguments import offered_call
+from agent_app.policy.arguments import offered_call, property_name
 from agent_app.policy.cues import APPOINTMENT, FILLERS, cue
 from agent_app.policy.state import Reply
-from agent_app.policy.texts import SAY
+from agent_app.policy.texts import SAY, read_back
 
 TOOLS = ("find_slots", "book_appointment", "move_appointment", "cancel_appointment")
 # What the policy asked last in the booking flow.
-QUESTIONS = ("book_when", "book_type", "book_slot", "book_name", "book_which")
+QUESTIONS = ("book_when", "book_type", "book_slot", "book_name", "book_which", "book_phone", "book_phone_confirm")
 MOVE = cue(r"\bverschieb", r"\bverleg", r"\bumbuch", r"\bumleg", r"\banderen termin\b", r"\breschedul",
            r"\bmove (?:my|the)\b")
 # "absagen" as Whisper base hears it on the phone band from eSpeak NG (measured 2026-11-28:
@@ -69,6 +69,8 @@ class Booking:
     chosen: dict | None = None
     name: str | None = None
     name_misses: int = 0
+    phone: str | None = None  # said by the caller in a conversation without a caller's number
+    phone_confirmed: bool = False
 
 
 def offers_booking(context):
@@ -89,6 +91,8 @@ def booking_start(state, context, heard):
     say = SAY[context.language]
     if needed not in context.tools:
         return Reply(f"{say['no_booking']} {say['else']}", pending="else")
+    if action != "book" and not context.caller:
+        return Reply(f"{say['call_to_change']} {say['else']}", pending="else")
     booking = state.booking = Booking(action=action, first_words=heard.text[:MAX_WISH_CHARS])
     if action != "book":
         return _ask_name(booking, context, find=True)
@@ -115,6 +119,22 @@ def booking_answer(state, context, heard):
         return _find(booking, context)
     if pending == "book_slot":
         return _choose(booking, context, heard)
+    if pending == "book_phone":
+        number = heard.loose_phone
+        if number is None:
+            return Reply(say["ask_phone_again"], pending="book_phone")
+        booking.phone, booking.phone_confirmed = number, not context.spoken
+        return _act(booking, context)
+    if pending == "book_phone_confirm":
+        number = heard.phone or (None if heard.yes else heard.loose_phone)
+        if number and number != booking.phone:
+            booking.phone = number
+        elif heard.no:
+            booking.phone = None
+            return Reply(say["ask_phone_corrected"], pending="book_phone")
+        elif heard.yes:
+            booking.phone_confirmed = True
+        return _act(booking, context)
     if pending == "book_which":
         booking.first_words = heard.text[:MAX_WISH_CHARS]
         return _act(booking, context)
@@ -243,15 +263,23 @@ def _ask_name(booking, context, *, find=False):
 
 
 def _act(booking, context):
-    """The booking, move or cancellation called."""
+    """The booking, move or cancellation called (in a conversation without the caller's
+    number, the number to book under is asked and read back first)."""
+    say = SAY[context.language]
     if booking.action == "cancel":
         name, arguments = "cancel_appointment", {"caller_name": booking.name, "current": booking.first_words}
     elif booking.action == "move":
         name, arguments = "move_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
                                                "current": booking.first_words}
     else:
+        if not context.caller and property_name(context.tools["book_appointment"], "phone"):
+            if booking.phone is None:  # a web session: the number the appointment is booked under
+                return Reply(say["ask_phone_booking"], pending="book_phone")
+            if not booking.phone_confirmed:
+                return Reply(say["read_back"].format(digits=read_back(booking.phone, context.language)),
+                             pending="book_phone_confirm")
         name, arguments = "book_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
-                                               "kind": booking.type}
+                                               "kind": booking.type, "phone": booking.phone}
     calls = offered_call(context, name, arguments)
     if not calls:
         return Reply(SAY[context.language]["no_booking"], pending="else")

@@ -91,6 +91,8 @@ SAY = {
         "offer_callback_booking": "Darf ich einen Rückruf notieren, damit wir den Termin mit Ihnen vereinbaren?",
         "no_booking": "Das kann ich leider gerade nicht erledigen; bitte rufen Sie uns später noch einmal an.",
         "note_booking": "Terminwunsch (Kalender nicht erreichbar): {words}",
+        "ask_phone_booking": "Unter welcher Nummer können wir Sie erreichen?",
+        "call_to_change": "Einen bestehenden Termin kann ich nur ändern, wenn Sie uns von Ihrer Nummer aus anrufen.",
     },
     "en": {
         "hello": "Hello! How can I help you?",
@@ -170,6 +172,8 @@ SAY = {
         "offer_callback_booking": "May I note a callback so that we arrange the appointment with you?",
         "no_booking": "I cannot do that right now; please call us again later.",
         "note_booking": "Appointment request (calendar unreachable): {words}",
+        "ask_phone_booking": "Which number can we reach you on?",
+        "call_to_change": "I can only change an existing appointment when you call us from your number.",
     },
 }
 _GERMAN_MONTH_NAMES = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September",

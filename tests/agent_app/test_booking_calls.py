@@ -181,3 +181,25 @@ def test_the_same_booking_through_a_streaming_tool_calling_lane(line, tenant_a, 
     assert "Neumann" in event["summary"] and CALLER in event["summary"]
     assert {tool["function"]["name"] for tool in lane.bodies[0]["tools"]} >= {
         "find_slots", "book_appointment", "move_appointment", "cancel_appointment"}
+
+
+def test_a_browser_session_books_with_the_number_the_caller_says(practice, tenant_a, mock_gateway):
+    from calls_app import services as calls
+
+    assistant, url, server = practice
+    call = calls.call_request_web(tenant=tenant_a, assistant=assistant)
+    calls.call_web_start(call_id=call.pk)
+    mind = Mind(tenant=tenant_a, call_id=call.pk, language="de", assistant=assistant, channel="Sprache")
+    mind.turn("Haben Sie nächste Woche Dienstag vormittag noch etwas frei?")
+    first = offered_starts(mind)[0]
+    mind.turn("Den ersten bitte.")
+    assert "Nummer" in mind.turn("Mein Name ist Neumann.").text
+    read_back = mind.turn("Meine Nummer ist null eins fünf eins, eins zwei drei vier, fünf sechs sieben acht.")
+    assert "Ich wiederhole: null eins fünf eins" in read_back.text
+    booked = mind.turn("Ja, das ist richtig.")
+    assert "Ihr Termin ist gebucht: Dienstag" in booked.text, booked.text
+    [event] = events(url, server)
+    assert event["start"] == datetime.fromisoformat(first) and "Neumann (+4915112345678" in event["summary"]
+    # Changing it needs the caller's own number: a browser session is told to call.
+    assert "von Ihrer Nummer aus anrufen" in mind.turn("Ich möchte den Termin doch absagen.").text
+    assert len(events(url, server)) == 1

@@ -195,3 +195,24 @@ def test_a_question_that_says_ab_is_no_cancellation():
     d = dialogue()
     _, calls = d.say("Können Sie mir sagen, ab wann Sie morgen geöffnet haben?")
     assert names(calls) == ["lookup_knowledge"]
+
+
+def test_a_conversation_without_the_callers_number_asks_for_it_reads_it_back_and_books_with_it():
+    d = Dialogue(system=VOICE, offered=tools(*BOOKING_SCHEMAS, schemas=BOOKING_SCHEMAS),
+                 results={"find_slots": slots, "book_appointment": booked})
+    d.say("Ich hätte gern einen Termin am Dienstag vormittag")
+    d.say("Den ersten bitte")
+    text, calls = d.say("Lehmann")
+    assert calls == [] and "Nummer" in text
+    text, calls = d.say("Meine Nummer ist null eins sieben sechs, eins zwei drei vier, fünf sechs sieben acht.")
+    assert calls == [] and "Ich wiederhole: null eins sieben sechs" in text
+    text, calls = d.say("Ja, das ist richtig.")
+    assert names(calls) == ["book_appointment"] and calls[0].arguments == {
+        "name": "Lehmann", "start": TUESDAY[0]["start"], "phone": "+4917612345678"}
+    assert "Ihr Termin ist gebucht" in text
+
+
+def test_a_conversation_without_the_callers_number_cannot_move_or_cancel():
+    d = Dialogue(system=VOICE, offered=tools(*BOOKING_SCHEMAS, schemas=BOOKING_SCHEMAS))
+    text, calls = d.say("Ich möchte meinen Termin absagen.")
+    assert calls == [] and "von Ihrer Nummer aus anrufen" in text
