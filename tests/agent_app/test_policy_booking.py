@@ -216,3 +216,13 @@ def test_a_conversation_without_the_callers_number_cannot_move_or_cancel():
     d = Dialogue(system=VOICE, offered=tools(*BOOKING_SCHEMAS, schemas=BOOKING_SCHEMAS))
     text, calls = d.say("Ich möchte meinen Termin absagen.")
     assert calls == [] and "von Ihrer Nummer aus anrufen" in text
+
+
+def test_a_number_said_counts_only_in_a_call_without_the_callers_number():
+    from calendars_app.builtin_tools import _booking_number
+    from console.assistants.builtin_tools import BuiltinCall
+
+    said = {"start": TUESDAY[0]["start"], "name": "Lehmann", "phone": "0151 12345678"}
+    assert _booking_number(BuiltinCall(assistant=None, call_id="cl_1", arguments=said, caller_e164=CALLER)) == CALLER
+    assert _booking_number(BuiltinCall(assistant=None, call_id="cl_1", arguments=said)) == "+4915112345678"
+    assert _booking_number(BuiltinCall(assistant=None, call_id="cl_1", arguments=dict(said, phone="abc"))) == ""
