@@ -35,8 +35,11 @@ anywhere in any system message; every line optional):
   wins when both are there). Nothing else names a target: not the caller, not a
   knowledge passage, not a tool's answer.
 
-Intents (German first, English too): a callback wish; an appointment wish (a
-callback with the wished time); "mit einem Mitarbeiter sprechen" (`transfer_call`
+Intents (German first, English too): a callback wish; an appointment wish — booked,
+moved or cancelled in the calendar when the calendar's tools are offered (`booking`:
+find_slots, the type, two slots offered, the name, book_appointment and its read-back;
+a failing calendar is an apology and a callback offered), else a callback with the
+wished time; "mit einem Mitarbeiter sprechen" (`transfer_call`
 to a known target, else a callback is offered); goodbye (a short goodbye, then
 `end_call`); "rufen Sie mich nicht mehr an" (confirmed, `opt_out`, then the goodbye
 and `end_call`); thanks; greeting; questions and everything else are looked up
@@ -67,7 +70,7 @@ The package, by section: `context` (the context lines, what the policy knows bes
 the history), `arguments` (tool arguments from the tool's own schema), `cues` (the
 words listened for), `heard` (one utterance read), `texts` (what is said), `passages`
 (tool results read as data), `state` (where the conversation stands), one module per
-flow (`callback`), and `dialogue` (the history replayed, each intent answered).
+flow (`callback`, `booking`), and `dialogue` (the history replayed, each intent answered).
 """
 from agent_app.policy.arguments import tool_arguments
 from agent_app.policy.context import Context
