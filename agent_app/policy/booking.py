@@ -18,7 +18,7 @@ Which slot is booked comes from the tool's own answer (its `start`), and only on
 caller chose it by its words; the name is only ever the caller's words.
 
 Where an SMS confirmation after a booking belongs: `booked_reply` is the one place a
-successful booking is answered (the hook for the messaging branch's send_sms).
+successful booking is answered (the hook for the messaging work's `send_sms`).
 """
 import re
 from dataclasses import dataclass, field
@@ -68,7 +68,6 @@ class Booking:
     slots: list = field(default_factory=list)  # [{"start", "said"}] offered, at most two
     chosen: dict | None = None
     name: str | None = None
-    name_misses: int = 0
     phone: str | None = None  # said by the caller in a conversation without a caller's number
     phone_confirmed: bool = False
 
@@ -95,7 +94,7 @@ def booking_start(state, context, heard):
         return Reply(f"{say['call_to_change']} {say['else']}", pending="else")
     booking = state.booking = Booking(action=action, first_words=heard.text[:MAX_WISH_CHARS])
     if action != "book":
-        return _ask_name(booking, context, find=True)
+        return _ask_name(context, find=True)
     if heard.when:
         booking.when = heard.text[:MAX_WISH_CHARS]
         return _find(booking, context)
@@ -141,7 +140,6 @@ def booking_answer(state, context, heard):
     # book_name
     name = name_of(heard.text)
     if name is None:
-        booking.name_misses += 1
         return Reply(say["ask_spelled"], pending="book_name")
     booking.name = name
     if booking.action == "move" and booking.chosen is None:
@@ -188,8 +186,10 @@ def booking_result(state, context, name, ok, data):
 
 
 def booked_reply(context, booking, said):
-    """The read-back of a booking made. (An SMS confirmation, when the assistant sends
-    one, is the calendar's and messaging's effect after book_appointment, not the policy's.)"""
+    """The read-back of a booking made: the one place the policy answers a successful
+    book_appointment. The hook for the SMS confirmation (issue 37 §4, built on another
+    branch): sent automatically after the booking it needs nothing here; should the
+    policy call `send_sms` itself, that call is added to this reply when the tool is offered."""
     say = SAY[context.language]
     return Reply(f"{say['booked'].format(name=booking.name, said=said)} {say['else']}", pending="else")
 
@@ -253,11 +253,11 @@ def _choose(booking, context, heard):
         return _offer(booking, context)
     booking.chosen = chosen
     if booking.name is None:
-        return _ask_name(booking, context)
+        return _ask_name(context)
     return _act(booking, context)
 
 
-def _ask_name(booking, context, *, find=False):
+def _ask_name(context, *, find=False):
     say = SAY[context.language]
     return Reply(say["ask_name_find" if find else "ask_name"], pending="book_name")
 
