@@ -22,11 +22,14 @@ successful booking is answered (the hook for the messaging work's `send_sms`).
 """
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time
+from typing import Any
 
 from agent_app.policy.arguments import offered_call, property_name
+from agent_app.policy.context import Context
 from agent_app.policy.cues import APPOINTMENT, FILLERS, cue
-from agent_app.policy.state import Reply
+from agent_app.policy.heard import Heard
+from agent_app.policy.state import Reply, State
 from agent_app.policy.texts import SAY, read_back
 
 TOOLS = ("find_slots", "book_appointment", "move_appointment", "cancel_appointment")
@@ -64,26 +67,26 @@ class Booking:
     first_words: str = ""  # the caller's words that began it (which appointment, for move and cancel)
     when: str = ""  # the wish as said, for find_slots
     type: str | None = None
-    types: list = field(default_factory=list)
-    slots: list = field(default_factory=list)  # [{"start", "said"}] offered, at most two
-    chosen: dict | None = None
+    types: list[str] = field(default_factory=list)
+    slots: list[dict[str, str]] = field(default_factory=list)  # [{"start", "said"}] offered, at most two
+    chosen: dict[str, str] | None = None
     name: str | None = None
     phone: str | None = None  # said by the caller in a conversation without a caller's number
     phone_confirmed: bool = False
 
 
-def offers_booking(context):
+def offers_booking(context: Context) -> bool:
     return "find_slots" in context.tools and "book_appointment" in context.tools
 
 
-def wants_booking(heard):
+def wants_booking(heard: Heard) -> bool:
     """An appointment to book, move or cancel: "Termin", a cancellation or a move, or a
     wish with a day or time ("Haben Sie Dienstag vormittag noch etwas frei?")."""
     return bool(APPOINTMENT.search(heard.low) or CANCEL.search(heard.low) or MOVE.search(heard.low)
                 or (heard.when and (heard.when.day or heard.when.clock) and WISH.search(heard.low)))
 
 
-def booking_start(state, context, heard):
+def booking_start(state: State, context: Context, heard: Heard) -> Reply:
     """The caller wishes an appointment (to book, move or cancel one)."""
     action = "cancel" if CANCEL.search(heard.low) else "move" if MOVE.search(heard.low) else "book"
     needed = {"book": "book_appointment", "move": "move_appointment", "cancel": "cancel_appointment"}[action]
@@ -101,9 +104,10 @@ def booking_start(state, context, heard):
     return Reply(say["ask_when_booking"], pending="book_when")
 
 
-def booking_answer(state, context, heard):
+def booking_answer(state: State, context: Context, heard: Heard) -> Reply:
     """The caller's answer to a question of the booking flow."""
     booking, pending, say = state.booking, state.pending, SAY[context.language]
+    assert booking is not None  # the dialogue asks only while a booking is under way
     if pending == "book_when":
         if not heard.content and not heard.when:
             return Reply(say["ask_when_move" if booking.action == "move" else "ask_when_booking"],
@@ -147,7 +151,7 @@ def booking_answer(state, context, heard):
     return _act(booking, context)
 
 
-def booking_result(state, context, name, ok, data):
+def booking_result(state: State, context: Context, name: str, ok: bool, data: Any) -> Reply:
     """The answer to one of the calendar tools' results."""
     booking, say = state.booking, SAY[context.language]
     if booking is None:
@@ -185,7 +189,7 @@ def booking_result(state, context, name, ok, data):
     return _unavailable(state, context, booking)
 
 
-def booked_reply(context, booking, said):
+def booked_reply(context: Context, booking: Booking, said: str) -> Reply:
     """The read-back of a booking made: the one place the policy answers a successful
     book_appointment. The hook for the SMS confirmation (issue 37 §4, built on another
     branch): sent automatically after the booking it needs nothing here; should the
@@ -194,7 +198,7 @@ def booked_reply(context, booking, said):
     return Reply(f"{say['booked'].format(name=booking.name, said=said)} {say['else']}", pending="else")
 
 
-def name_of(text):
+def name_of(text: str) -> str | None:
     """The caller's name in their words: after "Mein Name ist", "Ich heiße", or the
     words themselves; a spelled name ("L E H M A N N") joined. None when no name is there."""
     text = " ".join(text.split())[:MAX_NAME_CHARS * 2]
@@ -213,7 +217,7 @@ def name_of(text):
 
 # --- The steps --------------------------------------------------------------------------
 
-def _find(booking, context):
+def _find(booking: Booking, context: Context) -> Reply:
     arguments = {"time": booking.when, "kind": booking.type}
     calls = offered_call(context, "find_slots", arguments)
     if not calls:
@@ -221,7 +225,7 @@ def _find(booking, context):
     return Reply("", calls, pending="booking")
 
 
-def _offer(booking, context):
+def _offer(booking: Booking, context: Context) -> Reply:
     say = SAY[context.language]
     if len(booking.slots) == 1:
         return Reply(say["offer_one"].format(first=booking.slots[0]["said"]), pending="book_slot")
@@ -229,7 +233,7 @@ def _offer(booking, context):
                  pending="book_slot")
 
 
-def _choose(booking, context, heard):
+def _choose(booking: Booking, context: Context, heard: Heard) -> Reply:
     say, slots = SAY[context.language], booking.slots
     chosen = None
     if len(slots) > 1 and SECOND.search(heard.low):
@@ -257,19 +261,20 @@ def _choose(booking, context, heard):
     return _act(booking, context)
 
 
-def _ask_name(context, *, find=False):
+def _ask_name(context: Context, *, find: bool = False) -> Reply:
     say = SAY[context.language]
     return Reply(say["ask_name_find" if find else "ask_name"], pending="book_name")
 
 
-def _act(booking, context):
+def _act(booking: Booking, context: Context) -> Reply:
     """The booking, move or cancellation called (in a conversation without the caller's
     number, the number to book under is asked and read back first)."""
     say = SAY[context.language]
+    chosen = booking.chosen or {}
     if booking.action == "cancel":
         name, arguments = "cancel_appointment", {"caller_name": booking.name, "current": booking.first_words}
     elif booking.action == "move":
-        name, arguments = "move_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
+        name, arguments = "move_appointment", {"caller_name": booking.name, "start": chosen["start"],
                                                "current": booking.first_words}
     else:
         if not context.caller and property_name(context.tools["book_appointment"], "phone"):
@@ -278,7 +283,7 @@ def _act(booking, context):
             if not booking.phone_confirmed:
                 return Reply(say["read_back"].format(digits=read_back(booking.phone, context.language)),
                              pending="book_phone_confirm")
-        name, arguments = "book_appointment", {"caller_name": booking.name, "start": booking.chosen["start"],
+        name, arguments = "book_appointment", {"caller_name": booking.name, "start": chosen["start"],
                                                "kind": booking.type, "phone": booking.phone}
     calls = offered_call(context, name, arguments)
     if not calls:
@@ -286,7 +291,7 @@ def _act(booking, context):
     return Reply("", calls, pending="booking")
 
 
-def _unavailable(state, context, booking):
+def _unavailable(state: State, context: Context, booking: Booking) -> Reply:
     """The calendar failed: an apology, and a callback offered where one can be taken."""
     say = SAY[context.language]
     state.booking = None
@@ -298,11 +303,11 @@ def _unavailable(state, context, booking):
 
 # --- Reading the tools' answers ------------------------------------------------------------
 
-def _slot(slot):
+def _slot(slot: Any) -> bool:
     return isinstance(slot, dict) and isinstance(slot.get("said"), str) and _start(slot.get("start")) is not None
 
 
-def _start(value):
+def _start(value: Any) -> datetime | None:
     try:
         moment = datetime.fromisoformat(str(value))
     except ValueError:
@@ -310,7 +315,7 @@ def _start(value):
     return moment if moment.tzinfo else None
 
 
-def _clock(slot):
+def _clock(slot: dict[str, Any]) -> time | None:
     moment = _start(slot["start"])
     return moment.time().replace(tzinfo=None) if moment else None
 
@@ -318,23 +323,23 @@ def _clock(slot):
 _OFFERED = re.compile(r"([^;()]+?) \((\S+)\)")
 
 
-def _offered_after(message):
+def _offered_after(message: str) -> list[tuple[str, str]]:
     """What a refusal offers instead, after "Stattdessen:": [(said, start or id)]."""
     _, found, rest = message.partition("Stattdessen:")
     rest = rest.partition(" Terminarten:")[0]
     return [(said.strip(" ;"), value) for said, value in _OFFERED.findall(rest)] if found else []
 
 
-def _slots_after(message):
+def _slots_after(message: str) -> list[dict[str, str]]:
     return [{"said": said, "start": start} for said, start in _offered_after(message) if _start(start)]
 
 
-def _listed_after(message, marker):
+def _listed_after(message: str, marker: str) -> list[str]:
     _, found, rest = message.partition(marker)
     return [name.strip(" .") for name in rest.split(",") if name.strip(" .")] if found else []
 
 
-def _listed(items, say):
+def _listed(items: list[str], say: dict[str, str]) -> str:
     items = list(items)
     if len(items) < 2:
         return "".join(items)

@@ -1,7 +1,11 @@
 """Where the conversation stands, as the replay of its history finds it, and a reply."""
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agent_app.policy.heard import When
+
+if TYPE_CHECKING:
+    from agent_app.policy.booking import Booking
 
 # What the policy asked last: a question of a callback's, or one of its own.
 FLOW_QUESTIONS = ("confirm_caller", "phone", "confirm_phone", "time")
@@ -27,7 +31,7 @@ class Flow:
 class State:
     pending: str | None = None
     flow: Flow | None = None
-    booking: object = None  # a booking.Booking under way
+    booking: "Booking | None" = None  # an appointment being booked, moved or cancelled
     offer_note: str = ""  # the note of the callback offered
     question: str = ""  # what was looked up last
     calls: dict = field(default_factory=dict)  # tool call id → (name, arguments)
