@@ -12,7 +12,7 @@ caller's audio (in the session's input format) gets loud, and after
 transcription (`heard`, one text per turn) and, with `create_response`, a response.
 Responses follow `replies`, one per response: `{"say": text}` (the transcript as deltas,
 then `seconds` of a `tone_hz` tone in the output format as audio deltas, sent at
-`pace` times real time so that a barge-in finds it under way) or
+`pace` times real time so that a barge-in finds it under way; both per reply too) or
 `{"tool": name, "arguments": {...}}` (a function call; the next reply waits for the
 client's `response.create`). `response.cancel` ends the response under way
 (`response.done` with status `cancelled`); with none under way it is an error
@@ -76,7 +76,7 @@ class Connection:
     session: dict = field(default_factory=dict)
     closed: threading.Event = field(default_factory=threading.Event)
 
-    def kinds(self) -> list[str]:
+    def kinds(self) -> list[str | None]:
         return [event.get("type") for event in self.received]
 
 
@@ -284,7 +284,7 @@ class FakeRealtime:
                 break
             await self._send(socket, {"type": "response.output_audio.delta", **part,
                                       "delta": base64.b64encode(audio[offset:offset + chunk]).decode()})
-            await asyncio.sleep(0.1 / self.pace)
+            await asyncio.sleep(0.1 / reply.get("pace", self.pace))
         status = "cancelled" if state.cancelled else "completed"
         if status == "completed":
             await self._send(socket, {"type": "response.output_audio.done", **part})
@@ -305,7 +305,7 @@ class _State:
         self.input_format: dict = {"type": "audio/pcm", "rate": 24000}
         self.output_format: dict = {"type": "audio/pcm", "rate": 24000}
         self.silence_ms, self.create_response, self.interrupt = 500, True, True
-        self.instructions, self.voice, self.tools = "", "alloy", []
+        self.instructions, self.voice, self.tools = "", "alloy", list[dict]()
         self.speaking, self.item_id, self.heard_ms, self.quiet_ms = False, "", 0.0, 0.0
         self.responding: asyncio.Future | None = None
         self.cancelled = False

@@ -57,7 +57,7 @@ def test_the_fake_speaks_the_ga_protocol_as_the_openai_sdk_reads_it():
                 if event.type == "response.done":
                     break
             # The beta protocol's audio format is refused.
-            await connection.send({"type": "session.update", "session": {
+            await connection.send({"type": "session.update", "session": {  # type: ignore[arg-type]
                 "type": "realtime", "audio": {"input": {"format": "g711_ulaw"}}}})
             refused = await connection.recv()
         return events, [refused]
