@@ -110,6 +110,8 @@ class AssistantForm(forms.ModelForm):
             if current and current not in dict(lanes):
                 lanes.append((current, current))
             self.fields["model_lane"].widget = forms.Select(choices=lanes)
+        if "mode" in self.fields:  # not sent: the pipeline, as through the API
+            self.fields["mode"].required = False
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)

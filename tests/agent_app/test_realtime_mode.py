@@ -76,6 +76,30 @@ def test_mode_and_realtime_lane_are_checked_on_write_and_versioned(api_a):
     assert {change["field"] for change in versions["draftChanges"]} >= {"mode", "realtime.lane"}
 
 
+@pytest.mark.django_db
+def test_the_admin_edits_mode_and_lane_in_german_checked_as_through_the_api(owner, tenant_a):
+    from django.test import Client
+
+    from console.assistants.models import Assistant
+    from tests.assistants.test_assistant_admin import FORM
+
+    load()
+    client = Client()
+    client.force_login(owner)
+    page = client.get("/admin/assistants/assistant/add/").content.decode()
+    assert "Gesprächsmodus" in page and "Realtime-Lane" in page and "Realtime (Sprache zu Sprache)" in page
+    refused = client.post("/admin/assistants/assistant/add/", {
+        **FORM, "tenant": tenant_a.pk, "mode": "realtime", "realtime_lane": "rt-gibt-es-nicht"})
+    assert refused.status_code == 200 and "rt-gibt-es-nicht" in refused.content.decode()
+    assert not Assistant.objects.exists()
+    client.post("/admin/assistants/assistant/add/", {**FORM, "tenant": tenant_a.pk, "mode": "realtime",
+                                                     "realtime_lane": LANE})
+    assistant = Assistant.objects.get()
+    assert (assistant.mode, assistant.realtime) == ("realtime", {"lane": LANE})
+    edit = client.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
+    assert f'value="{LANE}"' in edit
+
+
 # --- A browser session ------------------------------------------------------------------------
 
 async def _browser(url):
