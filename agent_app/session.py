@@ -248,6 +248,7 @@ class Conversation:
         # An assistant in realtime mode: its voice-agent lane's session hears, thinks and
         # speaks (agent_app.realtime) until it fails; None: the pipeline.
         self.realtime: "RealtimeBridge | None" = None
+        self.realtime_task: asyncio.Task[None] | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.writes: set[asyncio.Future[Any]] = set()  # transcript lines and measurements being written (book() waits for them)
 
@@ -326,7 +327,7 @@ class Conversation:
         await self.book()
 
     def stop_tasks(self) -> None:
-        for task in [*self.tasks, self.speech_task]:
+        for task in [*self.tasks, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         self.hearing.close()
@@ -451,9 +452,8 @@ class Conversation:
             if await bridge.connect(opening=opening):
                 await bridge.run()
 
-        task = asyncio.create_task(converse())
-        self.tasks.append(task)  # stopped with the conversation
-        return task
+        self.realtime_task = asyncio.create_task(converse())  # stopped with the conversation
+        return self.realtime_task
 
     async def _assistants_limits(self, assistant: Assistant | None) -> None:
         """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
@@ -694,7 +694,7 @@ class Conversation:
     async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
         full (no barge-in) before the call is hung up."""
-        for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
+        for task in [self.tasks[0] if self.tasks else None, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         await self.transport.clear_audio()

@@ -13,8 +13,11 @@ their wire protocols.
   they arrive (`SynthesisStream`), cancellable at barge-in (the provider's cancel, not
   only dropping bytes).
 
+A voice-agent lane (speech to speech: `openai-realtime`) is the third kind of protocol
+module; what it is to the conversation core is speech_app.voice_agent.
+
 A lane's protocol is its registry entry's `params.protocol` (e.g. `deepgram-live`,
-`azure-tts`; the OpenAI audio API of speech_app.remote is `openai-audio`). A protocol
+`azure-tts`, `openai-realtime`; the OpenAI audio API of speech_app.remote is `openai-audio`). A protocol
 module is one file in speech_app/providers/ that calls `declare` when imported; every
 file there is imported by `protocol_module` (declare once: a new provider is one new
 file). Its endpoint is GATEWAY_ENDPOINT_<LANE> (the provider's base URL: scheme and host,

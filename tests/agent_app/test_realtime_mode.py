@@ -100,6 +100,37 @@ def test_the_admin_edits_mode_and_lane_in_german_checked_as_through_the_api(owne
     assert f'value="{LANE}"' in edit
 
 
+def test_the_model_is_neither_heard_nor_played_before_the_disclosure_was_heard():
+    from types import SimpleNamespace
+
+    from agent_app.realtime import RealtimeBridge
+    from speech_app.voice_agent import AgentAudio
+
+    class Session:
+        def __init__(self):
+            self.sent = []
+
+        async def send_audio(self, data):
+            self.sent.append(data)
+
+    async def check():
+        conversation = SimpleNamespace(wire=WireFormat("alaw", 8000), loop=asyncio.get_running_loop(),
+                                       barge_in_allowed=False)
+        bridge = RealtimeBridge(conversation, LANE)
+        bridge.session = session = Session()
+        await bridge.hear(b"\xd5" * 160)
+        await bridge._on(AgentAudio(b"\x55" * 160))
+        before = (list(session.sent), bridge.queue.qsize())
+        conversation.barge_in_allowed = True  # the disclosure's audio was handed over in full
+        await bridge.hear(b"\xd5" * 160)
+        await bridge._on(AgentAudio(b"\x55" * 160))
+        return before, (session.sent, bridge.queue.qsize())
+
+    before, after = asyncio.run(check())
+    assert before == ([], 0)
+    assert after == ([b"\xd5" * 160], 1)  # A-law as it came, both ways
+
+
 # --- A browser session ------------------------------------------------------------------------
 
 async def _browser(url):
