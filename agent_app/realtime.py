@@ -92,7 +92,8 @@ class RealtimeBridge:
         self.session: VoiceAgentSession | None = None
         self.failure: LaneFailure | None = None
         self.queue: asyncio.Queue[tuple[_Response, bytes] | _End] = asyncio.Queue()
-        self.response = _Response()
+        self.response = _Response()  # the response being received
+        self.playing: _Response | None = None  # the response whose audio goes out
         self.heard_from: datetime | None = None  # when the caller's current utterance began
         self.calls: list[AgentToolCall] = []
         self.opened_at = conversation.loop.time()
@@ -153,7 +154,8 @@ class RealtimeBridge:
     async def _on(self, event: object) -> None:
         conversation = self.conversation
         if isinstance(event, AgentAudio):
-            if conversation.barge_in_allowed:  # never before the disclosure was heard
+            # Never before the disclosure was heard; nothing more of a response the caller interrupted.
+            if conversation.barge_in_allowed and not self.response.interrupted:
                 self.queue.put_nowait((self.response, self._to_wire(event.data)))
         elif isinstance(event, AgentText):
             if event.final:
@@ -189,18 +191,25 @@ class RealtimeBridge:
         conversation.silence_checked = False
         self.heard_from = timezone.now()
         await conversation._barge_in()
-        session, response = self.session, self.response
-        speaking = response.began is not None and not response.interrupted
-        if session is not None and (session.responding or speaking):
-            await session.cancel()
-        if speaking or (session is not None and not self.queue.empty()):
+        session = self.session
+        cancelled = session is not None and session.responding
+        if session is not None:
+            await session.cancel()  # the response under way, if one is
+        # What stops: the response being played (its end may have come already) and the
+        # one being received (its late audio is dropped until its end comes).
+        stopped = [response for response in {id(r): r for r in (self.playing, self.response) if r}.values()
+                   if not response.interrupted and (response.began is not None or
+                                                    (response is self.response and cancelled))]
+        heard = [response for response in stopped if response.began is not None]
+        for response in stopped:
             response.interrupted = True
+        if heard or not self.queue.empty():
             await self._drop()
             await conversation.transport.clear_audio()
             await conversation.send_event({"type": "agent.interrupted"})
             conversation._write(conversation._note(SYSTEM, INTERRUPTED))
-            self._said(response)
-        self.response = _Response()
+            for response in heard:
+                self._said(response)
 
     async def _response_done(self) -> None:
         """A response ended: its tool calls run (then the model answers again), or it is
@@ -242,6 +251,8 @@ class RealtimeBridge:
             item = await self.queue.get()
             try:
                 if isinstance(item, _End):
+                    if self.playing is item.response:
+                        self.playing = None
                     if not item.response.interrupted and item.response.began is not None:
                         await conversation.transport.speech_sent()
                         await conversation.send_event({"type": "agent.done"})
@@ -252,6 +263,7 @@ class RealtimeBridge:
                 if response.interrupted:
                     continue
                 if response.began is None:
+                    self.playing = response
                     response.began, began, sent = timezone.now(), loop.time(), 0
                     conversation.idle_since = None
                     await conversation.send_event({"type": "agent.speaking", "text": response.said})

@@ -2,8 +2,8 @@
 call to `<base>/v1/realtime?model=<model>` with `Authorization: Bearer <key>`, in the GA
 protocol (the beta protocol was retired in May 2026; its names are refused, never sent).
 
-After the server's `session.created` the session is configured with one
-`session.update`: `session.type: "realtime"`, the model, the instructions, audio only,
+On connecting the session is configured with one `session.update` (the server's
+`session.created` may come before it is read): `session.type: "realtime"`, the model, the instructions, audio only,
 the tools (`{"type": "function", "name", "description", "parameters"}`), and
 `audio.input`/`audio.output` with the format as an object — `{"type": "audio/pcma"}`
 (A-law) or `{"type": "audio/pcmu"}` (μ-law) for phone calls, unconverted both ways, and
@@ -198,11 +198,9 @@ class RealtimeSession:
         return None
 
     async def configure(self, config: dict[str, Any]) -> None:
-        """`session.created`, then `session.update` answered by `session.updated`."""
+        """`session.update` at once (the server's `session.created` may come before or
+        after it), answered by `session.updated`."""
         async with asyncio.timeout(settings.GATEWAY_TIMEOUT_SEC):
-            created = await self._receive()
-            if created["type"] == "error":
-                raise LaneFailure("rejected", f"OpenAI Realtime: {(created.get('error') or {}).get('message')}")
             await self._send({"type": "session.update", "session": config})
             while (message := await self._receive())["type"] != "session.updated":
                 if message["type"] == "error":
