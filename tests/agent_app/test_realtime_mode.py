@@ -6,9 +6,11 @@ tool layer, barge-in cancelled at the provider; a failing lane leaves the call t
 pipeline with a note. The fields are checked on write and versioned."""
 import asyncio
 import base64
+import contextlib
 
 import numpy
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from agent_app.audio import WireFormat
 from calls_app.models import Call
@@ -210,6 +212,39 @@ def test_a_browser_session_runs_speech_to_speech_with_the_disclosure_first(
     assert (call.status, call.disclosed) == ("completed", True)
     usage = usage_of(LANE)  # counted as the session closes, after the call
     assert usage.audio_seconds > 0 and usage.failures == 0 and float(usage.eur) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_models_end_call_ends_the_call_after_what_it_said(agent_server, api_a, instant_speech, settings):
+    load()
+    replies = [{"say": BYE, "seconds": 0.5}, {"tool": "end_call", "arguments": {}}]
+    with FakeRealtime(heard=[STOP, STOP], replies=replies) as fake:
+        _use_fake(settings, fake)
+        # The model says goodbye; asked again, it calls end_call.
+        assistant = _realtime_assistant(api_a, tools=["end_call"])
+        session = grant(api_a, agent_server.port, assistant=assistant["id"])
+
+        async def talk():
+            async with dial(session["url"]) as ws:
+                caller = Caller(ws)
+                await caller.until("agent.done")  # the opening
+                await caller.stream(spoken(STOP) + silence(1.0))
+                await caller.until("agent.done")  # the goodbye
+                streaming = asyncio.ensure_future(caller.stream(spoken(STOP) + silence(1.0)))
+                note = await caller.until("agent.note")
+                await ws.wait_closed()
+                with contextlib.suppress(ConnectionClosed):  # the call ended while the caller's silence still went out
+                    await streaming
+                return note, ws.close_code
+
+        note, close_code = asyncio.run(talk())
+        connection = fake.connections[0]
+        assert connection.closed.wait(10)
+    assert note["text"].startswith("Tool end_call") and close_code == 1000
+    assert "response.create" not in connection.kinds()  # the call ended instead of another answer
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    assert call.status == "completed" and ("assistant", BYE) in [(e.role, e.text) for e in call.transcript_entries.all()]
 
 
 @pytest.mark.slow
