@@ -7,6 +7,7 @@ pipeline with a note. The fields are checked on write and versioned."""
 import asyncio
 import base64
 import contextlib
+import json
 
 import numpy
 import pytest
@@ -245,6 +246,42 @@ def test_the_models_end_call_ends_the_call_after_what_it_said(agent_server, api_
     assert "response.create" not in connection.kinds()  # the call ended instead of another answer
     call = Call.objects.with_transcript().get(pk=session["callId"])
     assert call.status == "completed" and ("assistant", BYE) in [(e.role, e.text) for e in call.transcript_entries.all()]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_model_transfers_only_to_the_assistants_targets_and_gets_tool_text_as_data(
+        agent_server, api_a, instant_speech, settings):
+    load()
+    replies = [{"tool": "transfer_call", "arguments": {"target": "+49 170 0000000"}}, {"say": REPLY, "seconds": 0.3}]
+    with FakeRealtime(heard=[SAID], replies=replies) as fake:
+        _use_fake(settings, fake)
+        assistant = _realtime_assistant(api_a, tools=["transfer_call"],
+                                        transferTargets=[{"name": "Zentrale", "e164": "030 901820"}])
+        session = grant(api_a, agent_server.port, assistant=assistant["id"])
+
+        async def talk():
+            async with dial(session["url"]) as ws:
+                caller = Caller(ws)
+                await caller.until("agent.done")  # the opening
+                await caller.stream(spoken(SAID) + silence(1.0))
+                note = await caller.until("agent.note")
+                await caller.until("agent.done")  # the call goes on: the model answers again
+                await ws.send('{"type": "end"}')
+                await ws.wait_closed()
+                return note
+
+        note = asyncio.run(talk())
+        connection = fake.connections[0]
+        assert connection.closed.wait(10)
+    assert note["text"].startswith("Tool transfer_call") and "error" in note["text"]
+    outputs = [event["item"] for event in connection.received if event.get("type") == "conversation.item.create"]
+    assert [item["type"] for item in outputs] == ["function_call_output"]
+    result = json.loads(outputs[0]["output"])  # the tool's result as data, as the pipeline gives it
+    assert result["ok"] is False
+    assert "Zentrale" in connection.session["instructions"]  # the targets the model may name
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    assert not any(e.text.startswith("Weitergeleitet") for e in call.transcript_entries.all())
 
 
 @pytest.mark.slow
