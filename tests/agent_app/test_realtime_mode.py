@@ -8,6 +8,8 @@ import asyncio
 import base64
 import contextlib
 import json
+import time
+import uuid
 
 import numpy
 import pytest
@@ -371,3 +373,54 @@ def test_a_twilio_call_in_realtime_mode_in_a_law_with_barge_in(
     assert ("user", ASKED) in lines and ("assistant", REPLY) in lines and ("assistant", HOURS) in lines
     assert lines.index(("assistant", HOURS)) < lines.index(("system", "Der Anrufer hat die Assistenz unterbrochen."))
     assert Call.objects.filter(carrier_call_id=call_sid).count() == 1 and call.ended_at is not None
+
+
+def _loud_seconds(pcm, rate):
+    samples = numpy.frombuffer(pcm, dtype="<i2").astype(float)
+    frame = rate // 50
+    frames = samples[: len(samples) // frame * frame].reshape(-1, frame)
+    return float((numpy.sqrt((frames ** 2).mean(axis=1)) > 400).sum()) / 50
+
+
+# --- Asterisk's AudioSocket: 8 kHz PCM, resampled to the protocol's 24 kHz and back ------------
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_audiosocket_call_in_realtime_mode_is_resampled_both_ways(audiosocket, client, tenant_a, api_a, settings):
+    from calls_app.services import carrier_create
+    from console.numbers.services import number_create
+    from tests.agent_app.phone import CALLED, AudioSocketPeer
+    from tests.agent_app.test_audiosocket import ASKED, PCM8K, register
+
+    load()
+    _, secret = carrier_create(carrier_id="ast1", kind="asterisk")
+    number_create(tenant=tenant_a, e164=CALLED)
+    asked = spoken(ASKED, PCM8K)
+
+    async def call(call_uuid):
+        async with AudioSocketPeer(audiosocket.port) as peer:
+            await peer.send(0x01, call_uuid.bytes)
+            await peer.audio_until(lambda: peer.audio_in() and time.monotonic() - peer.audio_in()[-1][0] > 1.0)
+            await peer.audio(asked)
+            asked_at = time.monotonic()
+            await peer.audio_until(lambda: sum(len(p) for _, p in peer.audio_in(asked_at)) >= 0.6 * 16000)
+            await peer.send(0x00)
+            await asyncio.wait_for(peer.closed.wait(), 30)
+            return b"".join(payload for _, payload in peer.audio_in(asked_at))
+
+    with FakeRealtime(heard=[ASKED], replies=[{"say": REPLY, "seconds": 0.6}]) as fake:
+        _use_fake(settings, fake)
+        _realtime_assistant(api_a)
+        call_uuid = uuid.UUID(register(client, secret).content.decode())
+        answer = asyncio.run(call(call_uuid))
+        connection = fake.connections[0]
+        assert connection.closed.wait(10)
+    assert connection.session["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
+    # The caller's speech reached the session at 24 kHz, as long as it was said at 8 kHz.
+    assert abs(_loud_seconds(bytes(connection.audio), 24000) - _loud_seconds(asked, 8000)) < 0.2
+    samples = numpy.frombuffer(answer, dtype="<i2").astype(float)
+    loud = samples[numpy.abs(samples) > 0]
+    spectrum = numpy.abs(numpy.fft.rfft(loud))
+    assert abs(numpy.argmax(spectrum) * 8000 / len(loud) - 770) < 15  # the model's tone, at 8 kHz
+    call_row = Call.objects.with_transcript().get()
+    assert ("user", ASKED) in [(e.role, e.text) for e in call_row.transcript_entries.all()]
