@@ -141,13 +141,16 @@ class RealtimeBridge:
             while True:
                 await self._on(await session.next_event())
         except LaneFailure as lost:
-            failure = self.failure or lost
-            self.failure = failure
-            await self._note(f"Realtime lane {self.lane_id} failed ({failure.outcome}): the pipeline answers.")
+            failure = self.failure = self.failure or lost
+            player.cancel()
             await self._drop()
+            if self.playing is not None and not self.playing.interrupted:  # cut off: what was said of it
+                self._said(self.playing)
+                await self.conversation.send_event({"type": "agent.done"})
+            await self._note(f"Realtime lane {self.lane_id} failed ({failure.outcome}): the pipeline answers.")
         finally:
             player.cancel()
-            asyncio.ensure_future(session.close())
+            self.conversation._write(session.close())
             self._count(self.conversation.loop.time() - self.opened_at, failure)
 
     # --- events -----------------------------------------------------------------------

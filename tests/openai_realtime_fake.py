@@ -14,7 +14,7 @@ Responses follow `replies`, one per response: `{"say": text}` (the transcript as
 then `seconds` of a `tone_hz` tone in the output format as audio deltas, sent at
 `pace` times real time so that a barge-in finds it under way; both per reply too) or
 `{"tool": name, "arguments": {...}}` (a function call; the next reply waits for the
-client's `response.create`). `response.cancel` ends the response under way
+client's `response.create`) or `{"close": true}` (the server drops the connection). `response.cancel` ends the response under way
 (`response.done` with status `cancelled`); with none under way it is an error
 (`response_cancel_not_active`), as the real server answers. Every connection is recorded
 (path, query, headers, the events received, the audio bytes, the errors sent).
@@ -248,6 +248,9 @@ class FakeRealtime:
         response = {"id": response_id, "object": "realtime.response", "status": "in_progress", "output": [],
                     "output_modalities": ["audio"]}
         await self._send(socket, {"type": "response.created", "response": response})
+        if reply.get("close"):  # the server goes away mid-call
+            await socket.close(1011, "server error")
+            return
         if "tool" in reply:
             call_id = f"call_{uuid.uuid4().hex[:16]}"
             arguments = json.dumps(reply.get("arguments", {}), ensure_ascii=False)

@@ -72,6 +72,8 @@ SILENCE_MS = 500
 BETA_EVENTS = frozenset({"response.audio.delta", "response.audio.done", "response.audio_transcript.delta",
                          "response.audio_transcript.done", "response.text.delta", "response.text.done"})
 BETA_FORMATS = frozenset({"pcm16", "g711_ulaw", "g711_alaw"})
+# Seconds the close handshake may take at the call's end.
+CLOSE_TIMEOUT_SEC = 2
 # The largest message the server may send (an audio delta is a few kB).
 MAX_MESSAGE_BYTES = 2 ** 22
 
@@ -238,7 +240,8 @@ class RealtimeAgent:
         try:
             socket = await connect(realtime_url(self.endpoint, model=self.model),
                                    additional_headers={"Authorization": f"Bearer {self._key}"},
-                                   open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=MAX_MESSAGE_BYTES)
+                                   open_timeout=settings.GATEWAY_TIMEOUT_SEC, close_timeout=CLOSE_TIMEOUT_SEC,
+                                   max_size=MAX_MESSAGE_BYTES)
         except InvalidStatus as exc:
             status = exc.response.status_code
             outcome = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"

@@ -313,6 +313,44 @@ def test_a_failing_realtime_lane_leaves_the_call_to_the_pipeline_with_a_note(
     assert usage_of(LANE).failures == 1
 
 
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_realtime_lane_lost_mid_call_hands_the_call_to_the_pipeline(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    from gateway_app.providers.mock import mock_answer
+    from tests.speech_app.speech_server import stt_lane
+
+    settings.GATEWAY_MAX_EUR = 0.01
+    hearing = speech_server(text=LATER)  # the pipeline's recogniser, once the lane is gone
+    load(stt_lane("stt-whisper-gpu", hearing.url))
+    with FakeRealtime(heard=[SAID], replies=[{"close": True}]) as fake:
+        _use_fake(settings, fake)
+        assistant = _realtime_assistant(api_a)
+        session = grant(api_a, agent_server.port, assistant=assistant["id"])
+
+        async def talk():
+            async with dial(session["url"]) as ws:
+                caller = Caller(ws)
+                await caller.until("agent.done")  # the opening
+                await caller.stream(spoken(SAID) + silence(1.0))
+                first = await caller.until("transcript.final")  # the session heard it, then went away
+                await caller.stream(spoken(LATER) + silence(1.0))
+                second = await caller.until("transcript.final")  # heard here
+                reply = await caller.until("agent.speaking")
+                await caller.until("agent.done")
+                await ws.send('{"type": "end"}')
+                await ws.wait_closed()
+                return first, second, reply
+
+        first, second, reply = asyncio.run(talk())
+    assert (first["text"], second["text"]) == (SAID, LATER) and len(hearing.requests) >= 1
+    assert reply["text"] == mock_answer(LATER, language="de")  # the pipeline's model answered
+    call = Call.objects.with_transcript().get(pk=session["callId"])
+    notes = [e.text for e in call.transcript_entries.all() if e.role == "system"]
+    assert notes == [f"Realtime lane {LANE} failed (connection_error): the pipeline answers."]
+    assert usage_of(LANE).failures == 1
+
+
 # --- A Twilio phone call: A-law both ways, unconverted; barge-in clears the carrier ----------
 
 async def _phone_call(port, twiml, call_sid, asked, stop):
