@@ -153,7 +153,7 @@ class AudioSocketCall(PhoneBridge):
             due += FRAME_BYTES / WIRE.bytes_per_second
             await asyncio.sleep(max(0.0, due - loop.time()))
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         """Nothing to ask the PBX: the call keeps the number (call_hand_over), the hangup
         frame ends AudioSocket(), and the dialplan reads the number back and dials it."""
         return None

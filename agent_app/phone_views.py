@@ -11,24 +11,25 @@ read and answered):
   (agent_app/audiosocket.py);
 - `status`: the carrier's status callbacks (an ending status ends the call once, an
   answering-machine verdict is answered as the campaign chose);
-- `transfer`: the number a call was handed over to, read back.
+- `transfer`: the number a call was handed over to, read back;
+- `warm`: the call to a person for a warm hand-over (calls_app.warm_transfers).
 
 These are plain Django views behind DRF classes (for the OpenAPI document and the error
 shape of other methods), like the carrier webhook: the carrier's exact form (or body)
 is what its signature covers."""
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
 
 from agent_app import services
 from agent_app.conversation import voicemail_text
-from calls_app import phone_calls
+from calls_app import phone_calls, warm_transfers
 from calls_app.carriers import CarrierError
 from calls_app.errors import MinuteCapReached, UnknownCarrier
 from calls_app.kinds import KINDS
-from calls_app.kinds.base import CarrierKind, InboundCall, Webhooks
+from calls_app.kinds.base import CarrierKind, InboundCall, WarmWebhooks, Webhooks
 from console.api import OpenAPIView, accepts_query
 from console.errors import ApiError, NotFound
 
@@ -120,6 +121,22 @@ class StatusView(_PlainPost):
         return HttpResponse(status=204)
 
 
+class WarmView(_PlainPost):
+    """The call to a person for a warm hand-over (calls_app.warm_transfers): answered,
+    the person hears the summary (once) and enters the room the caller joins; ended
+    without an answer, the ring is given up (the agent tells the caller)."""
+
+    def post(self, request: HttpRequest, carrier_id: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        webhooks = cast(WarmWebhooks, self.webhooks)
+        leg = webhooks.warm_leg(request)
+        if leg.ended:
+            warm_transfers.warm_leg_ended(carrier=carrier, transfer_id=leg.transfer_id)
+            return HttpResponse(status=204)
+        summary, room = warm_transfers.warm_leg_answered(carrier=carrier, transfer_id=leg.transfer_id)
+        return webhooks.warm_answer(summary=summary, room=room, gone=warm_transfers.GONE)
+
+
 class TransferView(_KindView):
     def get(self, request: HttpRequest, carrier_id: str, call_uuid: str) -> HttpResponse:
         carrier = self.carrier(request, carrier_id)
@@ -131,7 +148,8 @@ class TransferView(_KindView):
 
 
 HOOK_VIEWS: dict[str, tuple[type[_KindView], str]] = {
-    "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get")}
+    "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get"),
+    "warm": (WarmView, "post")}
 
 
 def hook_view(kind: CarrierKind, hook: str) -> Any:
