@@ -12,7 +12,9 @@ read and answered):
 - `status`: the carrier's status callbacks (an ending status ends the call once, an
   answering-machine verdict is answered as the campaign chose);
 - `transfer`: the number a call was handed over to, read back;
-- `warm`: the call to a person for a warm hand-over (calls_app.warm_transfers).
+- `warm`: the call to a person for a warm hand-over (calls_app.warm_transfers);
+- `whisper`, `warm_outcome`: an Asterisk dialplan's warm hand-over (the UUID the
+  person's AudioSocket() hears the summary on; Dial's outcome).
 
 These are plain Django views behind DRF classes (for the OpenAPI document and the error
 shape of other methods), like the carrier webhook: the carrier's exact form (or body)
@@ -31,7 +33,7 @@ from calls_app.errors import MinuteCapReached, UnknownCarrier
 from calls_app.kinds import KINDS
 from calls_app.kinds.base import CarrierKind, InboundCall, WarmWebhooks, Webhooks
 from console.api import OpenAPIView, accepts_query
-from console.errors import ApiError, NotFound
+from console.errors import ApiError, NotFound, ValidationFailed
 
 logger = logging.getLogger("agent_app.phone")
 
@@ -147,9 +149,37 @@ class TransferView(_KindView):
         return HttpResponse(target, content_type="text/plain; charset=utf-8")
 
 
+class WhisperView(_KindView):
+    def get(self, request: HttpRequest, carrier_id: str, call_uuid: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        call_id = _call_of(carrier, call_uuid, self.kind.transport)
+        return HttpResponse(warm_transfers.warm_dialplan_whisper(carrier=carrier, call_id=call_id),
+                            content_type="text/plain; charset=utf-8")
+
+
+class WarmOutcomeView(_PlainPost):
+    def post(self, request: HttpRequest, carrier_id: str, call_uuid: str = "") -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        call_id = _call_of(carrier, call_uuid, self.kind.transport)
+        status = request.POST.get("status", "")
+        if not isinstance(status, str) or not 1 <= len(status) <= 32:
+            raise ValidationFailed.field("status", "Dial's DIALSTATUS (ANSWER, NOANSWER, BUSY, …).")
+        outcome = warm_transfers.warm_dialplan_outcome(carrier=carrier, call_id=call_id, dial_status=status)
+        return HttpResponse(outcome, content_type="text/plain; charset=utf-8")
+
+
+def _call_of(carrier: Any, call_uuid: str, transport: str) -> str:
+    """The call of a dialplan's UUID of `carrier` (404 for anything else)."""
+    call_id = services.phone_call_of_token(carrier=carrier, token=call_uuid, transport=transport) \
+        if len(call_uuid) <= 64 else None
+    if call_id is None:
+        raise NotFound()
+    return call_id
+
+
 HOOK_VIEWS: dict[str, tuple[type[_KindView], str]] = {
     "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get"),
-    "warm": (WarmView, "post")}
+    "warm": (WarmView, "post"), "whisper": (WhisperView, "get"), "warm_outcome": (WarmOutcomeView, "post")}
 
 
 def hook_view(kind: CarrierKind, hook: str) -> Any:

@@ -226,6 +226,10 @@ class CarrierKind:
     setup: str = ""
     # Whether the carrier authenticates with the secret we derive (printed once).
     uses_secret: bool = True
+    # Whether its PBX's dialplan does a warm hand-over itself (it rings the person, lets
+    # them hear the summary over AudioSocket and reports the outcome: the `whisper` and
+    # `warm_outcome` hooks) where the kind has no adapter that rings (Capabilities.warm_transfer).
+    warm_by_dialplan: bool = False
 
 
 class WarmWebhooks(Webhooks, Protocol):

@@ -242,3 +242,118 @@ def test_a_target_is_kept_warm_through_the_api(api_a):
     refused = api_a.post("/v2/assistants", {**body, "transferTargets": [{"name": "Z", "e164": PERSON, "warm": "ja"}]},
                          format="json")
     assert refused.status_code == 400 and "transferTargets[0].warm" in refused.json()["error"]["details"]
+
+
+# --- An Asterisk dialplan's warm hand-over (AudioSocket) ----------------------------------------
+
+@pytest.fixture
+def pbx(client, tenant_a, settings):
+    """An Asterisk carrier and its dialplan's bearer; the called number's assistant has a warm target."""
+    from calls_app.services import carrier_create
+    from console.numbers.services import number_create
+
+    _, secret = carrier_create(carrier_id="ast1", kind="asterisk")
+    number_create(tenant=tenant_a, e164=CALLED)
+    Assistant.objects.create(tenant=tenant_a, name="Empfang", transfer_targets=TARGETS,
+                             tools=["create_callback", "transfer_call", "end_call"])
+    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+
+
+def _call_of(*, call_id):
+    return Call.objects.select_related("assistant").get(pk=call_id)
+
+
+def _pbx_call_handed_over(audiosocket, client, pbx):
+    """A PBX call whose assistant hands over warm: the tool, then the conversation's
+    hand-over (AudioSocket ends); (the call's UUID, the call)."""
+    import uuid as uuids
+
+    from tests.agent_app.phone import AudioSocketPeer
+    from tests.agent_app.test_audiosocket import register
+
+    call_uuid = uuids.UUID(register(client, pbx["HTTP_AUTHORIZATION"].split()[1]).content.decode())
+    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content == b""  # nothing yet
+
+    async def talk():
+        async with AudioSocketPeer(audiosocket.port) as peer:
+            await peer.send(0x01, call_uuid.bytes)
+            await peer.audio_until(lambda: len(peer.audio_in()) > 5)
+            call_id = next(iter(phone.live))
+            conversation = phone.live[call_id]
+            call = await asyncio.wrap_future(_in_thread(_call_of, call_id=call_id))
+            result = await asyncio.wrap_future(_transfer(call, reason="Befund besprechen"))
+            assert result["result"] == {"name": "Zentrale", "e164": PERSON, "mode": "warm"}, result
+            done = asyncio.run_coroutine_threadsafe(conversation.transfer(result["result"]), conversation.loop)
+            await asyncio.wrap_future(done)
+            await asyncio.wait_for(peer.closed.wait(), 30)
+            return call
+
+    return call_uuid, asyncio.run(talk())
+
+
+@pytest.mark.slow
+def test_a_pbx_rings_the_person_who_hears_the_summary_over_audiosocket(audiosocket, client, pbx, tenant_a):
+    from tests.agent_app.phone import AudioSocketPeer
+
+    call_uuid, call = _pbx_call_handed_over(audiosocket, client, pbx)
+    # The dialplan reads the number and the whisper's UUID back, and dials with U().
+    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/transfer", **pbx).content.decode() == PERSON
+    whisper = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content.decode()
+    assert len(whisper) == 36
+    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper").status_code == 401
+
+    async def person():
+        import uuid as uuids
+
+        async with AudioSocketPeer(audiosocket.port) as peer:
+            await peer.send(0x01, uuids.UUID(whisper).bytes)
+            await asyncio.wait_for(peer.closed.wait(), 60)
+            return peer
+
+    heard = asyncio.run(person())
+    assert len(heard.audio_in()) > 50 and heard.frames[-1][1] == 0x00  # the summary (seconds of it), then hangup
+    assert WarmTransfer.objects.get().status == "answered"
+    outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "ANSWER"}, **pbx)
+    assert (outcome.status_code, outcome.content) == (200, b"answered")
+    assert _actions(call)[-1] == {"tool": "transfer_call", "target": "Zentrale", "mode": "warm",
+                                  "outcome": "answered"}
+    ended = Call.objects.with_transcript().get(pk=call.pk)
+    assert (ended.status, ended.transferred_to) == ("completed", PERSON)
+    assert [e.text for e in ended.transcript_entries.all()][-1].endswith("nach Übergabe mit Zusammenfassung")
+
+
+@pytest.mark.slow
+def test_a_pbx_person_not_answering_leaves_a_callback_for_the_caller(audiosocket, client, pbx, tenant_a):
+    call_uuid, call = _pbx_call_handed_over(audiosocket, client, pbx)
+    whisper = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content.decode()
+    outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx)
+    assert (outcome.status_code, outcome.content) == (200, b"not_answered")
+    lead = Lead.objects.for_tenant(tenant_a).get()
+    assert (lead.kind, lead.phone) == ("callback", CALLER) and "niemand nahm ab" in lead.notes
+    assert [a for a in _actions(call) if a["tool"] == "transfer_call"] == [
+        {"tool": "transfer_call", "target": "Zentrale", "mode": "warm", "outcome": "not_answered"}]
+    notes = [e.text for e in Call.objects.with_transcript().get(pk=call.pk).transcript_entries.all()]
+    assert notes[-1] == "Bei Zentrale nahm bei der Übergabe niemand ab: Rückruf notiert."
+    # Reported again (a retried CURL): nothing twice; the whisper's UUID is spent.
+    assert client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx).content == b""
+    assert Lead.objects.count() == 1
+    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content == b""
+    assert whisper and WarmTransfer.objects.get().summary == ""
+
+
+def test_a_ring_nobody_reports_loses_its_summary(client, line, fake_twilio, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from calls_app.warm_transfers import warm_transfers_expire
+
+    call = _call(client)
+    stale = WarmTransfer.objects.create(call=call, target=PERSON, summary="Anliegen: Rechnung", leg_id="x")
+    fresh = WarmTransfer.objects.create(call=call, target=PERSON, summary="Anliegen: Termin", leg_id="y")
+    WarmTransfer.objects.filter(pk=stale.pk).update(
+        created_at=timezone.now() - timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC + 1))
+    assert warm_transfers_expire() == 1
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stale.status, stale.summary) == ("not_answered", "") and fresh.summary == "Anliegen: Termin"
