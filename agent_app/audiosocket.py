@@ -49,6 +49,7 @@ class AudioSocketCall(PhoneBridge):
         self.log_id = connection_id()
         self.outbox = bytearray()
         self.outbox_ready = asyncio.Event()
+        self.outbox_drained = asyncio.Event()  # set whenever all our audio was sent
         self.sender: asyncio.Task[None] | None = None
         self.codec = AudioSocketCodec()
 
@@ -129,12 +130,18 @@ class AudioSocketCall(PhoneBridge):
     async def _whisper(self, summary: str) -> None:
         """A warm hand-over's person (the dialplan's Dial U() on their channel): the
         summary spoken at real time, then the hangup frame, after which Asterisk joins
-        the caller."""
-        self.sender = asyncio.create_task(self._pace())
-        await self.send_wire(await _speak(summary, language="de", voice="", wire=WIRE))
-        while self.outbox:
-            self.outbox_ready.set()
-            await asyncio.sleep(FRAME_BYTES / WIRE.bytes_per_second)
+        the caller. Bounded: the PBX hanging up ends the sender, and the summary's own
+        length (plus a margin) is the most it waits."""
+        self.sender = sender = asyncio.create_task(self._pace())
+        audio = await _speak(summary, language="de", voice="", wire=WIRE)
+        self.outbox_drained.clear()
+        await self.send_wire(audio)
+        drained = asyncio.create_task(self.outbox_drained.wait())
+        try:
+            await asyncio.wait([drained, sender], timeout=len(audio) / WIRE.bytes_per_second + 5,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drained.cancel()
 
     # --- the transport ------------------------------------------------------------------
     async def send_event(self, event: dict[str, Any]) -> None:
@@ -156,6 +163,7 @@ class AudioSocketCall(PhoneBridge):
         while True:
             if not self.outbox:
                 due = None
+                self.outbox_drained.set()
                 self.outbox_ready.clear()
                 await self.outbox_ready.wait()
                 continue
