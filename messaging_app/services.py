@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from calls_app.kinds.twilio import NAME as TWILIO
 from calls_app.models import Call, Carrier
@@ -93,7 +94,7 @@ def _twilio_carrier(carrier_id: object) -> Carrier | None:
         return None
     carrier = Carrier.objects.filter(pk=carrier_id, kind=TWILIO).first() if isinstance(carrier_id, str) else None
     if carrier is None:
-        raise ValidationFailed.field("twilioCarrier", f"No Twilio carrier '{carrier_id}'.")
+        raise ValidationFailed.field("twilioCarrier", gettext("No Twilio carrier '%(carrier)s'.") % {"carrier": carrier_id})
     return carrier
 
 
@@ -102,17 +103,17 @@ def _check(tenant: Tenant, config: MessagingSettings) -> None:
     provider = config.provider
     if provider == MessagingSettings.Provider.SIPGATE:
         if not config.sipgate_token_id or not config.sipgate_token_sealed:
-            raise ValidationFailed.field("sipgateToken", "sipgate needs the token id and the token.")
+            raise ValidationFailed.field("sipgateToken", gettext("sipgate needs the token id and the token."))
         if not config.sipgate_sms_id:
-            raise ValidationFailed.field("sipgateSmsId", "sipgate needs the SMS extension (e.g. s0).")
+            raise ValidationFailed.field("sipgateSmsId", gettext("sipgate needs the SMS extension (e.g. s0)."))
     elif provider == MessagingSettings.Provider.TWILIO:
         if config.twilio_carrier is None:
-            raise ValidationFailed.field("twilioCarrier", "twilio needs a Twilio carrier.")
+            raise ValidationFailed.field("twilioCarrier", gettext("twilio needs a Twilio carrier."))
         if not PhoneNumber.objects.for_tenant(tenant).filter(e164=config.sender_e164).exists():
-            raise ValidationFailed.field("senderE164", "The sender must be one of the tenant's own numbers.")
+            raise ValidationFailed.field("senderE164", gettext("The sender must be one of the tenant's own numbers."))
     elif provider == MessagingSettings.Provider.WEBHOOK:
         if not config.webhook_url:
-            raise ValidationFailed.field("webhookUrl", "webhook needs an https URL.")
+            raise ValidationFailed.field("webhookUrl", gettext("webhook needs an https URL."))
         outbound.url_admit(config.webhook_url, refused=MessagingUrlRefused)
 
 

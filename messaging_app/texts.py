@@ -4,6 +4,8 @@ import re
 import string
 from collections.abc import Mapping
 
+from django.utils.translation import gettext
+
 from console.errors import ValidationFailed
 
 # A sender's text is at most three concatenated SMS of GSM characters (3 x 153).
@@ -31,13 +33,13 @@ def template_variables(text: str, *, field: str) -> list[str]:
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError:
-        raise ValidationFailed.field(field, "Braces only around variable names: {name}; a brace itself as {{ or }}.") from None
+        raise ValidationFailed.field(field, gettext("Braces only around variable names: {name}; a brace itself as {{ or }}.")) from None
     names = []
     for _literal, name, spec, conversion in parts:
         if name is None:
             continue
         if not VARIABLE.fullmatch(name) or spec or conversion:
-            raise ValidationFailed.field(field, f"'{{{name}}}' is no variable name (letters, digits, _).")
+            raise ValidationFailed.field(field, gettext("'{%(name)s}' is no variable name (letters, digits, _).") % {"name": name})
         names.append(name)
     return names
 
@@ -46,12 +48,12 @@ def templates_checked(templates: object) -> dict[str, str]:
     """The tenant's templates as sent: {name: text}, each text at most MAX_TEXT
     characters with plain `{variables}`."""
     if not isinstance(templates, dict) or len(templates) > 20:
-        raise ValidationFailed.field("templates", "An object {name: text} of at most 20 templates.")
+        raise ValidationFailed.field("templates", gettext("An object {name: text} of at most 20 templates."))
     for name, text in templates.items():
         if not isinstance(name, str) or not TEMPLATE_NAME.fullmatch(name):
-            raise ValidationFailed.field("templates", f"'{name}' is no template name (a–z, 0–9, _).")
+            raise ValidationFailed.field("templates", gettext("'%(name)s' is no template name (a–z, 0–9, _).") % {"name": name})
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
-            raise ValidationFailed.field(f"templates.{name}", f"A text of 1 to {MAX_TEXT} characters.")
+            raise ValidationFailed.field(f"templates.{name}", gettext("A text of 1 to %(max)d characters.") % {"max": MAX_TEXT})
         template_variables(text, field=f"templates.{name}")
     return dict(templates)
 
