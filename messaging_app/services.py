@@ -74,6 +74,8 @@ def messaging_settings_update(*, tenant: Tenant, data: Mapping[str, Any]) -> tup
     """Changes the tenant's provider (`data` as for messaging_settings_apply, plus
     `rotate_secret`); returns the settings and the webhook's signing secret where a new
     one was made (shown once), else None."""
+    # The tenant's row first: two first changes at once insert one row, not two.
+    Tenant.objects.select_for_update(no_key=True).filter(pk=tenant.pk).first()
     config = selectors.messaging_settings_for(tenant=tenant)
     was_webhook = config.provider == MessagingSettings.Provider.WEBHOOK and bool(config.secret_nonce)
     messaging_settings_apply(tenant=tenant, config=config, data=data)
