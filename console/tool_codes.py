@@ -13,6 +13,7 @@ INVALID_ARGUMENTS: Final = "invalid_arguments"
 # Built-in tools.
 TRANSFER_REFUSED: Final = "transfer_refused"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
+SMS_REFUSED: Final = "sms_refused"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
 CONNECTION_FAILED: Final = "connection_failed"

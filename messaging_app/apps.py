@@ -12,3 +12,9 @@ class MessagingAppConfig(AppConfig):
         from messaging_app.selectors import sms_today_count
 
         register_usage("smsPerDay", sms_today_count)
+
+        # The assistant's `send_sms`: its effect, the SMS, is ours.
+        from console.assistants.builtin_tools import register_builtin_tool
+        from messaging_app.builtin_tools import SEND_SMS
+
+        register_builtin_tool(SEND_SMS)

@@ -21,32 +21,11 @@ from messaging_app import services
 from messaging_app.errors import MessagingNotConfigured, SmsNoCaller, SmsNotMobile, SmsNumberBlocked
 from messaging_app.models import Sms
 from tests.conftest import error_of
-from tests.messaging_app.sipgate_fake import FakeSipgate
+from tests.messaging_app.conftest import MOBILE, TOKEN, TOKEN_ID, WHEN, call_from
 from tests.receiver import Receiver, closed_port_url
 
 pytestmark = pytest.mark.django_db
-MOBILE = "+4917612345678"
-TOKEN_ID, TOKEN = "token-ABC123", "0f1e2d3c-secret"
-WHEN = {"date": "Dienstag, 1. Dezember", "time": "10:30"}
 COMMITTED: Any = None
-
-
-def call_from(tenant: Any, number: str = MOBILE, **fields: Any) -> Call:
-    carrier, _ = Carrier.objects.get_or_create(id="sim-sms", defaults={"secret_nonce": "n"})
-    return Call.objects.create(tenant=tenant, carrier=carrier, direction="inbound", from_e164=number,
-                               to_e164="+493055501234", status="completed", **fields)
-
-
-@pytest.fixture
-def sipgate(settings: Any, api_a: Any) -> Any:
-    with FakeSipgate(token_id=TOKEN_ID, token=TOKEN) as fake:
-        settings.MESSAGING_SIPGATE_API_BASE = fake.url
-        answer = api_a.patch("/v2/messaging", {"provider": "sipgate", "sipgateTokenId": TOKEN_ID,
-                                               "sipgateToken": TOKEN, "sipgateSmsId": "s0"}, format="json")
-        assert answer.status_code == 200, answer.content
-        yield fake
-
-
 @pytest.fixture(autouse=True)
 def _jobs_run_on_commit(django_capture_on_commit_callbacks: Any) -> None:
     """The send job is queued on commit: run it when the service's transaction ends."""

@@ -9,8 +9,8 @@ from django.db import connection
 from console.errors import TenantLimitReached
 from messaging_app import services
 from messaging_app.models import Sms
+from tests.messaging_app.conftest import MOBILE, TOKEN, TOKEN_ID, WHEN, call_from
 from tests.messaging_app.sipgate_fake import FakeSipgate
-from tests.messaging_app.test_sms import MOBILE, TOKEN, TOKEN_ID, WHEN, call_from
 
 WORKERS = 6
 
