@@ -101,18 +101,24 @@ class AssistantForm(forms.ModelForm):
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(tool.name, tool.label) for tool in builtin_tools()] + http_tools
-        lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
-        if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
-            current = self.instance.model_lane if self.instance.pk else ""
-            if current and current not in dict(lanes):
-                lanes.append((current, current))
-            self.fields["model_lane"].widget = forms.Select(choices=lanes)
+        # The registry's callable lanes (and voices) as dropdowns, not free-text ids; a
+        # value saved before stays choosable (its check still runs on save).
+        instance = self.instance if self.instance.pk else None
+        for field, reference, current in (
+                ("model_lane", references.MODEL_LANE, instance.model_lane if instance else ""),
+                ("voice", references.VOICE_LANE, instance.voice if instance else ""),
+                ("transcriber_lane", references.TRANSCRIBER_LANE,
+                 (instance.transcriber or {}).get("lane", "") if instance else "")):
+            choices = references.reference_choices(reference, tenants=tenants)
+            if choices and field in self.fields:  # not when the user may only view
+                if current and current not in dict(choices):
+                    choices.append((current, current))
+                self.fields[field].widget = forms.Select(choices=choices)
         if "mode" in self.fields:  # not sent: the pipeline, as through the API
             self.fields["mode"].required = False
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
-        instance = self.instance if self.instance.pk else None
         if instance is not None:
             self.initial.update(
                 tools=list(instance.tools), knowledge_all=instance.knowledge is None,
@@ -209,7 +215,12 @@ class AssistantAdmin(TenantScopedAdmin):
         """The chat lane's state as the gateway's readiness check sees it (checked on every view)."""
         if obj is None or obj.pk is None:
             return _("Shown once the assistant is saved.")
-        return references.lane_connection(obj) or "-"
+        return format_html(
+            '{}<p><button type="submit" class="button" formaction="{}">{}</button></p><p class="help">{}</p>',
+            references.lane_connection(obj) or "-", reverse("admin:assistants_assistant_check", args=[obj.pk]),
+            gettext("Check the connection"),
+            gettext("Calls the saved assistant's chat lane, voice and speech recognition once each and shows "
+                    "what answered (a paid lane's call is counted)."))
 
     @admin.display(description=_("Try it"))
     def browser_test(self, obj):
@@ -295,6 +306,8 @@ class AssistantAdmin(TenantScopedAdmin):
                  name="assistants_assistant_publish"),
             path("<str:assistant_id>/versions/<int:number>/restore/", self.admin_site.admin_view(self.restore_view),
                  name="assistants_assistant_restore"),
+            path("<str:assistant_id>/check/", self.admin_site.admin_view(self.check_view),
+                 name="assistants_assistant_check"),
         ] + super().get_urls()
 
     def _changeable(self, request: HttpRequest, assistant_id: str) -> Assistant:
@@ -319,6 +332,19 @@ class AssistantAdmin(TenantScopedAdmin):
         self._audit(request, assistant, "publish", version.number)
         self.message_user(request, gettext("Published as v%(number)d: callers are now answered with it.")
                           % {"number": version.number}, messages.SUCCESS)
+        return self._back(assistant)
+
+    def check_view(self, request: HttpRequest, assistant_id: str) -> HttpResponse:
+        """"Verbindung prüfen": each lane the saved assistant names is called once
+        (references.connection_test); every outcome is a message on its page."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        outcomes = references.connection_test(assistant)
+        for ok, text in outcomes:
+            self.message_user(request, text, messages.SUCCESS if ok else messages.ERROR)
+        if not outcomes:
+            self.message_user(request, gettext("No connection to check."), messages.WARNING)
         return self._back(assistant)
 
     def restore_view(self, request: HttpRequest, assistant_id: str, number: int) -> HttpResponse:

@@ -80,6 +80,21 @@ def lane_connection(assistant):
     return _offline[1](assistant) if _offline and _offline[1] else ""
 
 
+# The admin's "Verbindung prüfen": each lane the assistant names, called once (tools_app,
+# which may call the gateway and speech).
+_connection_test: list[Callable[..., list[tuple[bool, str]]]] = []
+
+
+def register_connection_test(test: Callable[..., list[tuple[bool, str]]]) -> None:
+    """`test(assistant) -> [(ok, German text)]`, one per lane it called."""
+    _connection_test[:] = [test]
+
+
+def connection_test(assistant: Any) -> list[tuple[bool, str]]:
+    """The outcome of calling the assistant's lanes ([] where no app tells it)."""
+    return _connection_test[0](assistant) if _connection_test else []
+
+
 def reference_choices(name, *, tenants):
     """[(value, label)] the admin may offer, or None when no app offers any."""
     reference = _references.get(name)
