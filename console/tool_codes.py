@@ -12,6 +12,7 @@ UNKNOWN_TOOL: Final = "unknown_tool"
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 # Built-in tools.
 TRANSFER_REFUSED: Final = "transfer_refused"
+TRANSFER_NOT_ANSWERED: Final = "transfer_not_answered"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
 # The calendar tools (calendars_app.services: find_slots, book/move/cancel_appointment).
 CALENDAR_UNAVAILABLE: Final = "calendar_unavailable"
@@ -24,6 +25,7 @@ NO_APPOINTMENT_TYPES: Final = "no_appointment_types"
 CALENDAR_MISSING: Final = "calendar_missing"
 INVALID_START: Final = "invalid_start"
 CALLER_MISSING: Final = "caller_missing"
+SMS_REFUSED: Final = "sms_refused"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
 CONNECTION_FAILED: Final = "connection_failed"
