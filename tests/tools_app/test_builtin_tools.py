@@ -209,7 +209,7 @@ def test_every_list_of_built_in_tools_is_derived_from_the_declarations():
 
     names = builtin_tool_names()
     assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out", "send_sms",
-                     "find_slots", "book_appointment", "move_appointment", "cancel_appointment")
+                     "find_slots", "book_appointment", "move_appointment", "cancel_appointment")  # by position
     assert {tool.name: tool.owner for tool in builtin_tools()} == {
         "create_callback": "calls_app", "lookup_knowledge": "knowledge_app", "transfer_call": "calls_app",
         "end_call": "calls_app", "opt_out": "campaigns_app", "send_sms": "messaging_app", "find_slots": "calendars_app",
