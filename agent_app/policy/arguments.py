@@ -23,6 +23,8 @@ _ROLES = {
     "caller_name": ("name", "callername", "fullname", "customername", "patientname"),
     "kind": ("type", "appointmenttype", "kind", "terminart", "service"),
     "current": ("current", "appointment", "currentappointment", "which", "termin"),
+    "template": ("template", "vorlage"),
+    "variables": ("variables", "values", "variablen"),
 }
 
 

@@ -168,7 +168,7 @@ def booking_result(state: State, context: Context, name: str, ok: bool, data: An
         said = str(result.get("said") or "")
         state.booking = None
         if name == "book_appointment":
-            return booked_reply(context, booking, said)
+            return booked_reply(context, booking, said, str(result.get("start") or ""))
         key = "moved" if name == "move_appointment" else "cancelled"
         return Reply(f"{say[key].format(said=said)} {say['else']}", pending="else")
     if code == "appointment_type_unknown":
@@ -189,13 +189,22 @@ def booking_result(state: State, context: Context, name: str, ok: bool, data: An
     return _unavailable(state, context, booking)
 
 
-def booked_reply(context: Context, booking: Booking, said: str) -> Reply:
+def booked_reply(context: Context, booking: Booking, said: str, start: str) -> Reply:
     """The read-back of a booking made: the one place the policy answers a successful
-    book_appointment. The hook for the SMS confirmation (issue 37 §4, built on another
-    branch): sent automatically after the booking it needs nothing here; should the
-    policy call `send_sms` itself, that call is added to this reply when the tool is offered."""
+    book_appointment, and the SMS confirmation's hook: where the assistant has `send_sms`
+    (the tenant chose a messaging provider) with the template `confirmation`, it is sent
+    with the booked day and time (messaging_app: only to the caller's own mobile number)."""
     say = SAY[context.language]
-    return Reply(f"{say['booked'].format(name=booking.name, said=said)} {say['else']}", pending="else")
+    text = say["booked"].format(name=booking.name, said=said)
+    moment = _start(start)
+    schema = context.tools.get("send_sms") or {}
+    templates = ((schema.get("properties") or {}).get("template") or {}).get("enum") or ()
+    if moment is not None and "confirmation" in templates:
+        calls = offered_call(context, "send_sms", {"template": "confirmation", "variables": {
+            "date": f"{moment:%d.%m.%Y}", "time": f"{moment:%H:%M} Uhr"}})
+        if calls:
+            return Reply(f"{text} {say['sms_confirmation']}", calls, pending="sms")
+    return Reply(f"{text} {say['else']}", pending="else")
 
 
 def name_of(text: str) -> str | None:

@@ -93,6 +93,7 @@ SAY = {
         "no_booking": "Das kann ich leider gerade nicht erledigen; bitte rufen Sie uns später noch einmal an.",
         "note_booking": "Terminwunsch (Kalender nicht erreichbar): {words}",
         "ask_phone_booking": "Unter welcher Nummer können wir Sie erreichen?",
+        "sms_confirmation": "Die Bestätigung schicke ich Ihnen per SMS.",
         "call_to_change": "Einen bestehenden Termin kann ich nur ändern, wenn Sie uns von Ihrer Nummer aus anrufen.",
     },
     "en": {
@@ -175,6 +176,7 @@ SAY = {
         "no_booking": "I cannot do that right now; please call us again later.",
         "note_booking": "Appointment request (calendar unreachable): {words}",
         "ask_phone_booking": "Which number can we reach you on?",
+        "sms_confirmation": "I will send you the confirmation by text message.",
         "call_to_change": "I can only change an existing appointment when you call us from your number.",
     },
 }

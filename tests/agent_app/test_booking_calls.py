@@ -91,7 +91,13 @@ def offered_starts(mind):
 
 
 def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line, tenant_a, mock_gateway):
+    from messaging_app.models import Sms
+    from messaging_app.services import messaging_settings_update
+
     assistant, url, server = line
+    messaging_settings_update(tenant=tenant_a, data={"provider": "webhook", "webhook_url": "https://sms.acme.example/s"})
+    assistant.tools = [*TOOLS, "send_sms"]
+    assistant.save(update_fields=["tools"])
     # The first call books.
     mind = phone_call(tenant_a, assistant)
     offer = mind.turn("Ich hätte gern einen Termin nächste Woche Dienstag vormittag")
@@ -105,6 +111,8 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line,
     [event] = events(url, server)
     assert event["start"] == datetime.fromisoformat(first) and "Lehmann" in event["summary"]
     assert CALLER in event["summary"]
+    sms = Sms.objects.get(call_id=mind.call_id)  # the confirmation, to the caller's own number
+    assert (sms.to_e164, sms.template) == (CALLER, "confirmation") and f"{datetime.fromisoformat(first):%H:%M}" in sms.text
 
     # Another caller naming the same name finds nothing of theirs.
     stranger = phone_call(tenant_a, assistant, caller=OTHER)
