@@ -236,8 +236,10 @@ class CarrierAdminForm(forms.ModelForm):
                  if cleaned.get(field.name)}
         if given:
             try:
+                declared = KINDS.get(self.instance.kind)
                 values = credentials_clean(self.credential_fields, given, kind=self.instance.kind,
-                                           current=credentials_of(self.instance))
+                                           current=credentials_of(self.instance),
+                                           check=declared.check if declared is not None else None)
             except ValidationFailed as exc:
                 for name, messages in exc.details.items():
                     self.add_error(name if name in self.fields else None, " ".join(messages))
