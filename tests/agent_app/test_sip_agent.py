@@ -1,0 +1,180 @@
+"""Stimmwerk as a SIP user agent against real third-party SIP software on loopback: a
+carrier-like `kamailio` registrar that demands digest auth (tests/sip/kamailio.py) and
+a real SIP phone, `baresip` (tests/sip/baresip.py). The agent runs in a thread of the
+test process (the test's settings and database apply), as `manage.py sip_agent` runs it.
+
+The carriers are created after the agent started (it reads them anew); the right
+password registers, a wrong one shows `failing` with the trunk's 403 and is not retried
+in a hot loop; the phone's call to the tenant's number is answered with PCMA, hears the
+disclosure first, is heard, its RFC 4733 keys are noted, and the call is booked once;
+an unknown number is refused with 404 and books nothing; hostile datagrams leave the
+agent serving."""
+import asyncio
+import os
+import socket
+import threading
+import time
+import uuid
+
+import numpy
+import pytest
+
+from agent_app.audio import WireFormat
+from calls_app.models import Call, SipRegistration, UsageCounter
+from calls_app.services import carrier_create
+from console.numbers.services import number_create
+from tests.agent_app.conftest import spoken
+from tests.sip.baresip import Phone, active_windows
+from tests.sip.kamailio import Kamailio, free_port
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+CALLED, UNKNOWN = "+4930111000", "+4930111999"
+CALLER_ACCOUNT, CALLER_E164 = "017612345678", "+4917612345678"
+PCM8K = WireFormat("pcm_s16le", 8000)
+ASKED = "Ich möchte am Montag einen Termin für eine Beratung vereinbaren."
+
+
+class AgentThread:
+    """The SIP agent's event loop in a thread, on a free port."""
+
+    def __init__(self) -> None:
+        from agent_app.sip.agent import SipAgent
+
+        self.port = free_port()
+        rtp = free_port()
+        self.agent = SipAgent("127.0.0.1", self.port, rtp_ports=f"{rtp}-{rtp + 40}")
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.task: asyncio.Task | None = None
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            started = asyncio.Event()
+            self.task = self.loop.create_task(self.agent.run(started))
+            self.loop.create_task(self._signal(started))
+            try:
+                self.loop.run_until_complete(self.task)
+            except (asyncio.CancelledError, Exception):
+                pass
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(15), "the SIP agent did not start"
+
+    async def _signal(self, started: asyncio.Event) -> None:
+        await started.wait()
+        self.ready.set()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(lambda: self.task and self.task.cancel())
+        self.thread.join(timeout=30)
+
+
+def until(predicate, timeout: float, step: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+@pytest.fixture
+def trunk(tmp_path, transactional_db, settings):
+    settings.SIP_RELOAD_SEC = 0.5
+    settings.SIP_REGISTER_BACKOFF_SEC = 30
+    settings.SIP_RTP_TIMEOUT_SEC = 15
+    settings.AGENT_STT_DEADLINE_SEC = 120
+    password = "Sw" + uuid.uuid4().hex[:14]
+    registrar = Kamailio(tmp_path / "kam", {"stimmwerk": password, "stimmbad": "Bd" + uuid.uuid4().hex[:10],
+                                            CALLER_ACCOUNT: "Ca" + uuid.uuid4().hex[:10]},
+                         {CALLED: "stimmwerk", UNKNOWN: "stimmwerk"}).start()
+    agent = AgentThread()
+    phones: list[Phone] = []
+    yield registrar, agent, password, phones
+    for phone in phones:
+        phone.stop()
+    agent.stop()
+    registrar.stop()
+
+
+def registered(carrier_id: str) -> SipRegistration | None:
+    return SipRegistration.objects.filter(carrier_id=carrier_id).first()
+
+
+def test_registers_answers_a_real_phone_and_books_the_call_once(trunk, tmp_path, tenant_a, client, whisper_ready):
+    registrar, agent, password, phones = trunk
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    carrier_create(carrier_id="sipbad", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmbad", "password": "falsch"})
+
+    ok = until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    assert ok, registered("sip1")
+    bad = until(lambda: (r := registered("sipbad")) is not None and r.state == "failing" and r, 30)
+    assert bad and "403" in bad.reason, bad
+    registers = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REGISTER"]
+    assert any("Authorization: Digest" in m.text for m in registers if "stimmwerk" in m.header("To"))
+    answered = [m.status for m in registrar.messages() if m.direction == "snd" and m.cseq_method == "REGISTER"]
+    assert 401 in answered and 200 in answered
+    health = client.get("/health").json()
+    states = {entry["id"]: entry for entry in health["sipCarriers"]}
+    assert states["sip1"]["state"] == "registered" and "403" in states["sipbad"]["reason"]
+    assert password not in str(health)
+
+    caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port).start()
+    phones.append(caller)
+    since = caller.dial(CALLED)
+    assert caller.wait_event("CALL_ESTABLISHED", 25, since), caller.events[-6:]
+    call = until(lambda: Call.objects.filter(to_e164=CALLED).first(), 10)
+    assert call is not None
+    # The disclosure first: the transcript's first line is the assistant's, before the caller said anything.
+    assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
+    assert not call.transcript_entries.filter(role="user").exists()
+    question = spoken(ASKED, PCM8K)
+    caller.play(numpy.frombuffer(question, dtype="<i2"))
+    assert until(lambda: call.transcript_entries.filter(role="user").exists(), 60)
+    caller.send_dtmf("1#")
+    until(lambda: call.transcript_entries.filter(text__contains="DTMF #").exists(), 10)
+    caller.hang_up(since)
+
+    ended = until(lambda: (c := Call.objects.with_transcript().get(pk=call.pk)).ended_at and c, 30)
+    assert ended, "the call was not booked"
+    lines = [(entry.role, entry.text) for entry in ended.transcript_entries.all()]
+    assert lines[0][0] == "assistant" and lines[0][1].startswith(tenant_a.disclosure_text.strip())
+    assert ("system", "DTMF 1") in lines and ("system", "DTMF #") in lines
+    assert (ended.status, ended.disclosed, ended.from_e164, ended.to_e164, ended.carrier_id) == (
+        "completed", True, CALLER_E164, CALLED, "sip1")
+    assert ended.seconds > 0
+    counter = UsageCounter.objects.get(tenant=tenant_a)
+    assert (counter.calls, counter.seconds, counter.reserved_minutes) == (1, ended.seconds, 0)
+    heard, rate = caller.heard()
+    assert active_windows(heard, rate).sum() > 50  # over a second of the agent's voice heard
+    invite_ok = [m for m in registrar.messages() if m.direction == "rcv" and m.status == 200
+                 and m.cseq_method == "INVITE"]
+    assert invite_ok and "m=audio" in invite_ok[0].text and "RTP/AVP 8" in invite_ok[0].text  # PCMA
+
+    # Wrong password: one challenge and one refusal, then the backoff (no hot loop).
+    bad_registers = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REGISTER"
+                     and "stimmbad" in m.header("To")]
+    assert 1 <= len(bad_registers) <= 2
+
+    # A number nobody has: 404, nothing booked.
+    count = Call.objects.count()
+    since = caller.dial(UNKNOWN)
+    closed = caller.wait_event("CALL_CLOSED", 15, since)
+    assert closed and "404" in str(closed.get("param")), closed
+    assert Call.objects.count() == count
+
+    # Hostile datagrams, then the agent still answers OPTIONS.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for payload in (os.urandom(700), b"INVITE sip:x SIP/2.0\r\n\r\n", b"SIP/2.0 200 OK\r\n\r\n",
+                        b"OPTIONS sip:a@127.0.0.1 SIP/2.0\r\nVia: " + b"A" * 60000 + b"\r\n\r\n"):
+            sock.sendto(payload, ("127.0.0.1", agent.port))
+    with socket.create_connection(("127.0.0.1", agent.port), timeout=3) as tcp:
+        tcp.sendall(b"INVITE sip:x SIP/2.0\r\nContent-Length: 100000000\r\n\r\n" + b"v" * 1000)
+    from tests.sip.kamailio import options_ping
+
+    assert until(lambda: options_ping(agent.port) == 200, 5)
