@@ -26,6 +26,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from aiortp.codecs import get_codec
@@ -206,13 +207,19 @@ class SipAgent:
         self.tcp = GuardedTcp(local_addr=(self.host, self.port))
         self.uas_tcp = SipUAS(self.tcp, user_agent="Stimmwerk", advertised_addr=self.advertised)
         for uas in (self.uas, self.uas_tcp):
-            uas.on_invite = lambda call, uas=uas: self._spawn(self._invite(call, uas))
-            uas.on_bye = self._bye
-            uas.on_transfer_progress = self._transfer_progress
-            uas._handlers["INFO"] = lambda request, addr, uas=uas: self._info(uas, request, addr)
+            self._wire(uas)
             await uas.start()
             dispatch = uas._on_message
-            uas.transport.on_message = lambda msg, addr, dispatch=dispatch: self._message(msg, addr, dispatch)
+            uas.transport.on_message = partial(self._message, dispatch=dispatch)
+
+    def _wire(self, uas: SipUAS) -> None:
+        uas.on_invite = partial(self._on_invite, uas=uas)
+        uas.on_bye = self._bye
+        uas.on_transfer_progress = self._transfer_progress
+        uas._handlers["INFO"] = partial(self._info, uas)
+
+    def _on_invite(self, call: IncomingCall, *, uas: SipUAS) -> None:
+        self._spawn(self._invite(call, uas))
 
     async def run(self, ready: asyncio.Event | None = None) -> None:
         await self.start()
@@ -259,7 +266,7 @@ class SipAgent:
             if account.registers:
                 registrar = Registrar(self.uac, account, expires=settings.SIP_REGISTER_EXPIRES_SEC,
                                       backoff=settings.SIP_REGISTER_BACKOFF_SEC,
-                                      on_state=lambda state, reason, cid=carrier_id: self._note(cid, state, reason))
+                                      on_state=partial(self._note, carrier_id))
                 self.registrars[carrier_id] = (account, asyncio.create_task(registrar.run()))
             elif account.carrier_id not in self.accounts or self.accounts[carrier_id] != account:
                 self._note(carrier_id, "static", "")
@@ -294,10 +301,10 @@ class SipAgent:
                    if any(_in(source, address) for address in self.addresses.get(carrier_id, ()))]
         user = _user(request.uri)
         named = [account for account in allowed if account.username and account.username == user]
-        return (named or allowed or [None])[0]
+        return (named or allowed)[0] if named or allowed else None
 
     # --- messages -----------------------------------------------------------------------------
-    def _message(self, msg: SipMessage, addr: tuple[str, int], dispatch: Callable[..., None]) -> None:
+    def _message(self, msg: SipMessage, addr: tuple[str, int], *, dispatch: Callable[..., None]) -> None:
         """Answers to our REFERs are ours; everything else goes to aiosipua."""
         if isinstance(msg, SipResponse) and (msg.get_header("cseq") or "").upper().endswith("REFER"):
             waiting = self.refers.get(msg.call_id or "")

@@ -13,7 +13,7 @@ conversation's end (the grant's end after the goodbye, a transfer: we send BYE),
 SIP_RTP_TIMEOUT_SEC without a packet from the caller."""
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiosipua import CallSession, IncomingCall
@@ -33,7 +33,7 @@ class SipCall(PhoneBridge):
     closed = False
 
     def __init__(self, invite: IncomingCall, media: CallSession, *, log_id: str,
-                 refer: Callable[[str], "asyncio.Future[bool]"] | None = None,
+                 refer: Callable[[str], Awaitable[bool]] | None = None,
                  on_closed: Callable[["SipCall"], None] | None = None) -> None:
         self.invite, self.media = invite, media
         self.log_id = log_id

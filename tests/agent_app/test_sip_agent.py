@@ -10,6 +10,7 @@ disclosure first, is heard, its RFC 4733 keys are noted, and the call is booked 
 an unknown number is refused with 404 and books nothing; hostile datagrams leave the
 agent serving."""
 import asyncio
+import io
 import os
 import socket
 import threading
@@ -18,6 +19,7 @@ import uuid
 
 import numpy
 import pytest
+from django.core.management import CommandError, call_command
 
 from agent_app.audio import WireFormat
 from calls_app.models import Call, SipRegistration, UsageCounter
@@ -160,6 +162,12 @@ def test_registers_answers_a_real_phone_and_books_the_call_once(trunk, tmp_path,
     bad_registers = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REGISTER"
                      and "stimmbad" in m.header("To")]
     assert 1 <= len(bad_registers) <= 2
+
+    # sip_check asks the trunk itself and prints its answers.
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("sip_check", "sipbad", stdout=out)
+    assert "REGISTER: 403 Forbidden" in out.getvalue() and "OPTIONS: 200" in out.getvalue()
 
     # A number nobody has: 404, nothing booked.
     count = Call.objects.count()

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agent_app.sip.agent import GuardedUdp
 from agent_app.sip.registration import ANSWER_TIMEOUT_SEC, Registrar, resolve
 from calls_app.kinds.sip import NAME, sip_account
-from calls_app.models import Carrier
+from calls_app.phone_calls import phone_carrier
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=settings.SIP_HOST, help="address to send from (a free port is used)")
 
     def handle(self, *args: Any, carrier_id: str, host: str, **options: Any) -> None:
-        carrier = Carrier.objects.filter(pk=carrier_id, kind=NAME).first()
+        carrier = phone_carrier(carrier_id=carrier_id, kind=NAME)
         if carrier is None:
             raise CommandError(f"No sip carrier '{carrier_id}'.")
         account = sip_account(carrier)
