@@ -447,7 +447,9 @@ class SipAgent:
         """Blind transfer: REFER the caller to `target` at the carrier's registrar (else the
         host it came from); True once it accepted (202) and no NOTIFY reported a failure
         within NOTIFY_WAIT_SEC."""
-        host = account.domain or call.source_addr[0]
+        registrar = account.registrar
+        host = account.from_domain or (f"{registrar.host}:{registrar.port}" if registrar is not None
+                                       and registrar.port != 5060 else account.domain) or call.source_addr[0]
         refer_to = f"sip:{target}@{host}"
         loop = asyncio.get_running_loop()
         accepted: asyncio.Future[int] = loop.create_future()

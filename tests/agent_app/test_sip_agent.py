@@ -30,7 +30,7 @@ from tests.sip.baresip import Phone, active_windows
 from tests.sip.kamailio import Kamailio, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-CALLED, UNKNOWN = "+4930111000", "+4930111999"
+CALLED, UNKNOWN, PERSON = "+4930111000", "+4930111999", "+4930222000"
 CALLER_ACCOUNT, CALLER_E164 = "017612345678", "+4917612345678"
 PCM8K = WireFormat("pcm_s16le", 8000)
 ASKED = "Ich möchte am Montag einen Termin für eine Beratung vereinbaren."
@@ -90,8 +90,8 @@ def trunk(tmp_path, transactional_db, settings):
     settings.AGENT_STT_DEADLINE_SEC = 120
     password = "Sw" + uuid.uuid4().hex[:14]
     registrar = Kamailio(tmp_path / "kam", {"stimmwerk": password, "stimmbad": "Bd" + uuid.uuid4().hex[:10],
-                                            CALLER_ACCOUNT: "Ca" + uuid.uuid4().hex[:10]},
-                         {CALLED: "stimmwerk", UNKNOWN: "stimmwerk"}).start()
+                                            CALLER_ACCOUNT: "Ca" + uuid.uuid4().hex[:10], "human": "Hu" + uuid.uuid4().hex[:10]},
+                         {CALLED: "stimmwerk", UNKNOWN: "stimmwerk", PERSON: "human"}).start()
     agent = AgentThread()
     phones: list[Phone] = []
     yield registrar, agent, password, phones
@@ -186,3 +186,30 @@ def test_registers_answers_a_real_phone_and_books_the_call_once(trunk, tmp_path,
     from tests.sip.kamailio import options_ping
 
     assert until(lambda: options_ping(agent.port) == 200, 5)
+
+
+def test_a_transfer_is_a_refer_the_caller_follows_and_the_call_keeps_its_note(trunk, tmp_path, tenant_a):
+    from agent_app.phone import transfer_to
+
+    registrar, agent, password, phones = trunk
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    human = Phone(tmp_path / "human", "human", registrar.accounts["human"], registrar.port).start()
+    caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port).start()
+    phones += [human, caller]
+    since = caller.dial(CALLED)
+    assert caller.wait_event("CALL_ESTABLISHED", 25, since)
+    call = until(lambda: Call.objects.filter(to_e164=CALLED).first(), 10)
+    handed = asyncio.run_coroutine_threadsafe(transfer_to(call.id, PERSON), agent.loop)
+    ringing = human.wait_event("CALL_INCOMING", 20)
+    assert ringing, human.events[-5:]
+    human.command("accept")
+    assert handed.result(30) is True
+    refers = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REFER"]
+    assert refers and refers[0].header("Refer-To") == f"<sip:{PERSON}@127.0.0.1:{registrar.port}>"
+    ended = until(lambda: (c := Call.objects.with_transcript().get(pk=call.pk)).ended_at and c, 20)
+    assert ended and ended.transferred_to == PERSON
+    assert any("Weitergeleitet an" in entry.text for entry in ended.transcript_entries.all())
+    assert UsageCounter.objects.get(tenant=tenant_a).calls == 1
