@@ -40,6 +40,7 @@ from aiosipua import (
     SipUAS,
     TcpSipTransport,
     UdpSipTransport,
+    stringify_uri,
 )
 from aiosipua.sdp import SdpMessage
 from asgiref.sync import sync_to_async
@@ -48,6 +49,7 @@ from django.conf import settings
 from agent_app import services
 from agent_app.services import agent_session_claim
 from agent_app.sip.call import SipCall
+from agent_app.sip.outbound import Dialler
 from agent_app.sip.registration import Registrar, resolve
 from calls_app import phone_calls
 from calls_app.errors import MinuteCapReached
@@ -226,6 +228,7 @@ class SipAgent:
         logger.info("SIP agent listening on %s:%s (UDP and TCP)", self.host, self.port)
         if ready is not None:
             ready.set()
+        dialler = asyncio.create_task(Dialler(self).run())
         try:
             while True:
                 try:
@@ -234,6 +237,7 @@ class SipAgent:
                     logger.error("SIP agent: the carriers could not be read", exc_info=True)
                 await asyncio.sleep(settings.SIP_RELOAD_SEC)
         finally:
+            dialler.cancel()
             await self.stop()
 
     async def stop(self) -> None:
@@ -305,8 +309,18 @@ class SipAgent:
 
     # --- messages -----------------------------------------------------------------------------
     def _message(self, msg: SipMessage, addr: tuple[str, int], *, dispatch: Callable[..., None]) -> None:
-        """Answers to our REFERs are ours; everything else goes to aiosipua."""
-        if isinstance(msg, SipResponse) and (msg.get_header("cseq") or "").upper().endswith("REFER"):
+        """Answers to our REFERs are ours; everything else goes to aiosipua, a 2xx to our
+        INVITE after its dialog learnt the route set and the callee's Contact (aiosipua's
+        UAC keeps neither, so its ACK and BYE would not pass a record-routing proxy)."""
+        cseq = (msg.get_header("cseq") or "").upper() if isinstance(msg, SipResponse) else ""
+        if isinstance(msg, SipResponse) and cseq.endswith("INVITE") and 200 <= msg.status_code < 300:
+            outgoing = self.uac.get_call(msg.call_id or "")
+            if outgoing is not None and not outgoing.dialog.route_set:
+                routes = [route.strip() for value in msg.headers.get("record-route") for route in value.split(",")]
+                outgoing.dialog.route_set = list(reversed(routes))
+                if msg.contact:
+                    outgoing.dialog.remote_target = stringify_uri(msg.contact[0].uri)
+        if isinstance(msg, SipResponse) and cseq.endswith("REFER"):
             waiting = self.refers.get(msg.call_id or "")
             if waiting is not None and not waiting.done() and msg.status_code >= 200:
                 waiting.set_result(msg.status_code)
@@ -405,8 +419,8 @@ class SipAgent:
         if session is None:
             await self._release(media)
             return self._refuse(call, uas, 500, "Server Internal Error")
-        bridge = SipCall(call, media, log_id=log_id, refer=lambda target: self._refer(call, account, target),
-                         on_closed=lambda ended: self._closed(ended, uas))
+        bridge = SipCall(call.call_id, media, log_id=log_id, hang_up=call.hangup,
+                         refer=partial(self._refer, call, account), on_closed=partial(self._closed, uas=uas))
         self.calls[call.call_id] = bridge
         call.accept(media.sdp_answer)
         logger.info("SIP call %s (carrier %s): answered with %s", log_id, account.carrier_id,
@@ -437,11 +451,13 @@ class SipAgent:
         await media.close()
         self.rtp.give_back(getattr(media, "port_taken", 0))
 
-    def _closed(self, bridge: SipCall, uas: SipUAS) -> None:
-        call_id = bridge.invite.call_id
+    def _closed(self, bridge: SipCall, *, uas: SipUAS | None = None, port: int = 0) -> None:
+        call_id = bridge.sip_call_id
         self.calls.pop(call_id, None)
-        uas._calls.pop(call_id, None)
-        self.rtp.give_back(getattr(bridge.media, "port_taken", 0))
+        if uas is not None:
+            uas._calls.pop(call_id, None)
+        self.uac.remove_call(call_id)
+        self.rtp.give_back(port or getattr(bridge.media, "port_taken", 0))
 
     async def _refer(self, call: IncomingCall, account: SipAccount, target: str) -> bool:
         """Blind transfer: REFER the caller to `target` at the carrier's registrar (else the

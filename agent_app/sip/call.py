@@ -14,9 +14,8 @@ SIP_RTP_TIMEOUT_SEC without a packet from the caller."""
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
-from aiosipua import CallSession, IncomingCall
 from django.conf import settings
 
 from agent_app.audio import PhoneWire
@@ -29,13 +28,46 @@ logger = logging.getLogger("agent_app.sip")
 PTIME_SEC = 0.02
 
 
+class Media(Protocol):
+    """A call's RTP session: aiosipua's `CallSession` (inbound: it negotiated our answer)
+    or `RtpMedia` (outbound: our offer, the callee's answer)."""
+
+    @property
+    def codec_sample_rate(self) -> int: ...
+
+    @property
+    def rtp_session(self) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+class RtpMedia:
+    """An aiortp session as `Media`."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    @property
+    def codec_sample_rate(self) -> int:
+        return int(self.session.codec.sample_rate)
+
+    @property
+    def rtp_session(self) -> Any:
+        return self.session
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
 class SipCall(PhoneBridge):
     closed = False
+    far_end_gone = False  # the caller's BYE ended the dialog: no BYE of ours
 
-    def __init__(self, invite: IncomingCall, media: CallSession, *, log_id: str,
+    def __init__(self, sip_call_id: str, media: Media, *, log_id: str, hang_up: Callable[[], object],
                  refer: Callable[[str], Awaitable[bool]] | None = None,
                  on_closed: Callable[["SipCall"], None] | None = None) -> None:
-        self.invite, self.media = invite, media
+        self.sip_call_id, self.media = sip_call_id, media
+        self.hang_up = hang_up
         self.log_id = log_id
         self.refer = refer
         self.on_closed = on_closed
@@ -127,7 +159,7 @@ class SipCall(PhoneBridge):
 
     async def end_call(self, *, send_bye: bool) -> None:
         if not send_bye:
-            self.invite.dialog.terminate()
+            self.far_end_gone = True
         conversation = self.conversation
         if conversation is not None and not conversation.closing:
             await conversation.end(CLOSE_NORMAL)  # books, then close()
@@ -160,10 +192,11 @@ class SipCall(PhoneBridge):
             if task is not asyncio.current_task():
                 task.cancel()
         await self.keep_recording()
-        try:
-            self.invite.hangup()  # BYE, unless the caller's BYE terminated the dialog
-        except (OSError, RuntimeError, ValueError) as exc:
-            logger.info("SIP call %s: BYE not sent (%r)", self.log_id, exc)
+        if not self.far_end_gone:
+            try:
+                self.hang_up()  # our BYE
+            except (OSError, RuntimeError, ValueError) as exc:
+                logger.info("SIP call %s: BYE not sent (%r)", self.log_id, exc)
         await self.media.close()
         self.ended.set()
         if self.on_closed is not None:

@@ -15,15 +15,25 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from calls_app.kinds.base import AdapterBase, Capabilities, CarrierKind, CredentialField, Probe
+from calls_app.kinds.base import (
+    AdapterBase,
+    Capabilities,
+    CarrierError,
+    CarrierKind,
+    CredentialField,
+    DialOptions,
+    Probe,
+)
 from calls_app.kinds.credentials import credentials_of
 from console.errors import ValidationFailed
 from console.phone import InvalidPhoneNumber, to_e164
 
 if TYPE_CHECKING:
-    from calls_app.models import Carrier
+    from calls_app.models import Call, Carrier
 
 NAME = "sip"
+# The carrier call id of an outbound call the SIP agent is to dial (calls_app/sip_carriers.py).
+DIAL_PREFIX = "sip-out-"
 TRANSPORTS = ("udp", "tcp", "tls")
 DEFAULT_PORTS = {"udp": 5060, "tcp": 5060, "tls": 5061}
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
@@ -199,10 +209,20 @@ def sip_account(carrier: "Carrier") -> SipAccount:
 
 
 class SipCarrierAdapter(AdapterBase):
-    """The runtime's view of a SIP trunk: its probe reads the registration state the SIP
-    agent wrote (the agent holds the registration; `manage.py sip_check` asks the trunk)."""
+    """The runtime's view of a SIP trunk. A dial sends nothing itself: it gives the call
+    the id `sip-out-<call>`, and the SIP agent, which holds the registration and the RTP
+    ports, sends the INVITE once (calls_app/sip_carriers.py claims it). The same dial
+    sent again names the same id, so dials are idempotent. The probe reads the
+    registration state the agent wrote (`manage.py sip_check` asks the trunk itself)."""
 
-    capabilities: ClassVar[Capabilities] = Capabilities()
+    capabilities: ClassVar[Capabilities] = Capabilities(idempotent_dials=True)
+
+    def dial(self, *, call: "Call", options: DialOptions) -> str:
+        if self.carrier is None:
+            raise CarrierError("no sip carrier")
+        if not sip_account(self.carrier).registers and not sip_account(self.carrier).static:
+            raise CarrierError("the sip carrier has no account to dial with")
+        return f"{DIAL_PREFIX}{call.pk}"
 
     def probe(self) -> Probe:
         from calls_app.selectors import sip_registration_states

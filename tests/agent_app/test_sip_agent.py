@@ -213,3 +213,48 @@ def test_a_transfer_is_a_refer_the_caller_follows_and_the_call_keeps_its_note(tr
     assert ended and ended.transferred_to == PERSON
     assert any("Weitergeleitet an" in entry.text for entry in ended.transcript_entries.all())
     assert UsageCounter.objects.get(tenant=tenant_a).calls == 1
+
+
+def test_a_callback_dials_through_the_trunk_once_and_busy_ends_it_as_twilio_s(trunk, tmp_path, tenant_a, api_a,
+                                                                               settings):
+    registrar, agent, password, phones = trunk
+    settings.VOICE_OUTBOUND_CARRIER = "sip1"
+    settings.VOICE_CALL_DEDUP_WINDOW_SEC = 0  # the second callback below is a new one
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    human = Phone(tmp_path / "human", "human", registrar.accounts["human"], registrar.port).start()
+    phones.append(human)
+
+    response = api_a.post("/voice/v1/calls", {"to": PERSON}, format="json")
+    assert response.status_code == 201, response.content
+    call_id = response.json()["id"]
+    ringing = human.wait_event("CALL_INCOMING", 20)
+    assert ringing, human.events[-5:]
+    since = human.events.index(ringing)
+    human.command("accept")
+    assert human.wait_event("CALL_ESTABLISHED", 10, since)
+    assert human.wait_far_end_quiet(40), "the agent's opening was not heard"
+    human.hang_up(since)
+    ended = until(lambda: (c := Call.objects.with_transcript().get(pk=call_id)).ended_at and c, 20)
+    assert ended and (ended.status, ended.direction, ended.to_e164, ended.carrier_id) == (
+        "completed", "outbound", PERSON, "sip1")
+    assert ended.seconds > 0 and ended.disclosed
+    invites = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "INVITE"
+               and PERSON in m.first_line]
+    assert len({m.header("Call-ID") for m in invites}) == 1  # one dial, its challenge answered in the same call
+    assert "stimmwerk@" in invites[-1].header("From") and CALLED in invites[-1].header("P-Preferred-Identity")
+    assert "PCMA" in invites[-1].text.split("m=audio", 1)[1].split("\n", 2)[1]  # PCMA first in the offer
+
+    # Busy: the callee's side refuses; the call ends as Twilio's busy, booked with nothing.
+    response = api_a.post("/voice/v1/calls", {"to": PERSON}, format="json")
+    assert response.status_code == 201, response.content
+    second = response.json()["id"]
+    ringing = human.wait_event("CALL_INCOMING", 20, since + 1)
+    assert ringing
+    human.command("hangup")
+    busy = until(lambda: (c := Call.objects.get(pk=second)).ended_at and c, 20)
+    assert busy and (busy.status, busy.seconds) == ("busy", 0), busy and busy.status
+    counter = UsageCounter.objects.get(tenant=tenant_a)
+    assert (counter.seconds, counter.reserved_minutes) == (ended.seconds, 0)
