@@ -78,3 +78,21 @@ def test_the_registration_state_shows_in_health_and_the_connection_test(client):
     sip_registration_note(carrier_id="sip1", state="registered")
     assert adapter_for("sip1").probe().usable
     assert credentials_of(Carrier.objects.get(pk="sip1"))["password"] == PASSWORD
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_the_registration_state_and_never_the_password(client):
+    from django.contrib.auth import get_user_model
+
+    run("create_carrier", "sip1", "--kind", "sip", "--registrar", "sip:127.0.0.1", "--username", "u",
+        "--password", PASSWORD)
+    sip_registration_note(carrier_id="sip1", state="failing", reason="403 Forbidden")
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.get("/admin/calls_app/carrier/sip1/change/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "fehlgeschlagen (403 Forbidden)" in page and "SIP-Passwort" in page and "Registrar" in page
+    assert PASSWORD not in page
+    listing = client.get("/admin/calls_app/carrier/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "fehlgeschlagen (403 Forbidden)" in listing
+    answer = client.post("/admin/calls_app/carrier/", {"action": "probe_connection", "_selected_action": ["sip1"]},
+                         follow=True, HTTP_ACCEPT_LANGUAGE="de")
+    assert "403 Forbidden" in answer.content.decode()
