@@ -258,3 +258,73 @@ def test_a_callback_dials_through_the_trunk_once_and_busy_ends_it_as_twilio_s(tr
     assert busy and (busy.status, busy.seconds) == ("busy", 0), busy and busy.status
     counter = UsageCounter.objects.get(tenant=tenant_a)
     assert (counter.seconds, counter.reserved_minutes) == (ended.seconds, 0)
+
+
+@pytest.fixture
+def static_trunk(transactional_db, settings, tenant_a):
+    """The agent alone, with a static trunk allowed from loopback (no registrar)."""
+    from tests.sip.raw import Trunk
+
+    settings.SIP_RELOAD_SEC = 0.5
+    settings.SIP_RTP_TIMEOUT_SEC = 2
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="trunk1", kind="sip", credentials={"static": "1", "allow": "127.0.0.1"})
+    agent = AgentThread()
+    assert until(lambda: (r := registered("trunk1")) is not None and r.state == "static", 15)
+    trunk = Trunk(agent.port)
+    rtp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rtp.bind(("127.0.0.1", 0))
+    yield agent, trunk, rtp
+    rtp.close()
+    trunk.close()
+    agent.stop()
+
+
+def test_a_static_trunk_s_refusals_cancel_and_dead_rtp(static_trunk, tenant_a):
+    from tests.sip.raw import header
+
+    agent, trunk, rtp = static_trunk
+    port = rtp.getsockname()[1]
+    # No common codec: 488; a number nobody has: 404; neither books anything.
+    call_id, _ = trunk.invite(CALLED, port, formats="18")
+    assert trunk.final(call_id) == 488
+    call_id, _ = trunk.invite(UNKNOWN, port)
+    assert trunk.final(call_id) == 404
+    # An absurd SDP port: 488.
+    call_id, _ = trunk.invite(CALLED, 99999)
+    assert trunk.final(call_id) == 488
+    # A CANCEL right behind the INVITE: 487, nothing booked.
+    call_id, branch = trunk.invite(CALLED, port)
+    trunk.request("CANCEL", CALLED, call_id, branch=branch)
+    assert trunk.final(call_id) == 487
+    assert not Call.objects.exists()
+
+    # Answered, then no RTP from the trunk: the agent's RTP arrives, then its BYE after
+    # SIP_RTP_TIMEOUT_SEC, and the call is booked once.
+    call_id, _ = trunk.invite(CALLED, port)
+    ok = trunk.receive(10, lambda t: call_id in t and t.startswith("SIP/2.0 200"))
+    assert ok and "a=rtpmap:8 PCMA/8000" in ok and "m=audio" in ok
+    to_tag = header(ok, "To").split("tag=")[1]
+    trunk.request("ACK", CALLED, call_id, to_tag=to_tag)
+    rtp.settimeout(5)
+    packet = rtp.recv(2048)
+    assert packet[1] & 0x7F == 8 and len(packet) == 12 + 160  # PCMA, 20 ms
+    bye = trunk.receive(15, lambda t: call_id in t and t.startswith("BYE "))
+    assert bye is not None
+    call = until(lambda: (c := Call.objects.get()).ended_at and c, 15)
+    assert call and call.status == "completed" and call.carrier_id == "trunk1" and call.from_e164 == CALLER_E164
+    assert UsageCounter.objects.get(tenant=tenant_a).calls == 1
+
+    # A flood of INVITEs from one address: past SIP_INVITES_PER_SEC they get 503.
+    flood = {trunk.invite(UNKNOWN, port)[0] for _ in range(30)}
+    answers: dict[str, int] = {}
+
+    def final_answer(text: str) -> bool:
+        flood_id = header(text, "Call-ID")
+        if flood_id in flood and text.startswith("SIP/2.0") and not text.startswith("SIP/2.0 100"):
+            answers[flood_id] = int(text.split(" ")[1])
+        return len(answers) == len(flood)
+
+    trunk.receive(10, final_answer)
+    assert set(answers) == flood and {404, 503} == set(answers.values()), answers
+    assert Call.objects.count() == 1
