@@ -28,14 +28,15 @@ RUN_SIP_PORT ?= 5070
 # eSpeak NG library that pyttsx3 loads to speak (libespeak-ng1).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # The benchmarks (`make bench`): wrk is the load generator; PostgreSQL is the second
-# database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers.
-BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng
+# database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers;
+# kamailio (a carrier's registrar) and baresip-core (a SIP phone) for the SIP call.
+BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng kamailio baresip-core
 # The test suite (`make test` and `make test-fast`, whose installed-programs test checks
 # them too): Chromium for the browser tests (Playwright drives it), the espeak-ng command
 # line (Whisper's determinism test hears its speech), Redis for the two-server tests
-# (.ci/redis), kamailio (a carrier's SIP registrar) and baresip-core (a SIP phone) for the SIP
-# agent's tests, and the benchmarks' packages, since a smoke test runs every benchmark.
-TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server kamailio baresip-core $(BENCH_SYSTEM_PACKAGES)
+# (.ci/redis), and the benchmarks' packages (among them kamailio and baresip-core, which the SIP
+# agent's tests use too), since a smoke test runs every benchmark.
+TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server $(BENCH_SYSTEM_PACKAGES)
 
 # pytest-xdist workers of `make test` / `make test-fast`: both cores of the 2-core
 # machines (`TEST_WORKERS=auto` for all cores; 0 runs in this process).

@@ -176,23 +176,60 @@ class Phone:
             if self.wait_event("CALL_CLOSED", 3, since):
                 return
 
-    def wait_far_end_quiet(self, timeout: float, quiet_sec: float = 1.0) -> bool:
-        """Waits until the far end spoke and has then been quiet `quiet_sec` (read from
-        the decode dump as it is written)."""
+    def heard_so_far(self) -> numpy.ndarray:
+        """Per 20 ms window of the running call so far: whether the far end was heard
+        (read from the decode dump as it is written)."""
+        dumps = sorted((self.dir / "rec").glob("dump-*-dec.wav"), key=lambda path: path.stat().st_mtime)
+        if not dumps:
+            return numpy.zeros(0, dtype=bool)
+        raw = dumps[-1].read_bytes()[44:]
+        return active_windows(numpy.frombuffer(raw[:len(raw) // 2 * 2], dtype="<i2"), 8000)
+
+    def wait_far_end_quiet(self, timeout: float, quiet_sec: float = 1.0, since: int = 0) -> bool:
+        """Waits until the far end spoke (after window `since`) and has then been quiet `quiet_sec`."""
         deadline = time.monotonic() + timeout
         windows = int(quiet_sec * 50)
         while time.monotonic() < deadline:
-            dumps = sorted((self.dir / "rec").glob("dump-*-dec.wav"), key=lambda path: path.stat().st_mtime)
-            if dumps:
-                raw = dumps[-1].read_bytes()[44:]
-                active = active_windows(numpy.frombuffer(raw[:len(raw) // 2 * 2], dtype="<i2"), 8000)
-                if active.sum() > 25 and len(active) > windows and not active[-windows:].any():
-                    return True
+            active = self.heard_so_far()
+            if active[since:].sum() > 25 and len(active) > since + windows and not active[-windows:].any():
+                return True
             time.sleep(0.2)
         return False
+
+    def recordings(self) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """What the phone sent and heard in its last call (sndfile's encode and decode dumps, 8 kHz)."""
+        def last(kind: str) -> numpy.ndarray:
+            dumps = sorted((self.dir / "rec").glob(f"dump-*-{kind}.wav"), key=lambda path: path.stat().st_mtime)
+            assert dumps, "no recording"
+            return read_wav(dumps[-1])[0]
+        return last("enc"), last("dec")
 
     def heard(self) -> tuple[numpy.ndarray, int]:
         """What the phone heard in its last call (sndfile's decode dump)."""
         dumps = sorted((self.dir / "rec").glob("dump-*-dec.wav"), key=lambda path: path.stat().st_mtime)
         assert dumps, "no recording"
         return read_wav(dumps[-1])
+
+
+def reply_latencies(sent: numpy.ndarray, heard: numpy.ndarray, rate: int = 8000) -> list[float | None]:
+    """Seconds from the end of each utterance the phone sent to the first onset of the far
+    end's voice in what it heard (its own recording: the way SignalWire measured real
+    calls), None where no reply came. The two dumps end together (both close when the
+    call is torn down), which aligns their timelines. An utterance ends with 0.5 s of
+    silence; an onset needs 0.2 s of silence before it and 60 ms of voice."""
+    said, got = active_windows(sent, rate), active_windows(heard, rate)
+    shift = len(got) - len(said)
+    ends, inside = [], False
+    for index, active in enumerate(said):
+        if active:
+            inside, last = True, index
+        elif inside and index - last >= 25:
+            ends.append(last + 1)
+            inside = False
+    found: list[float | None] = []
+    for end in ends:
+        at = end + shift
+        onset = next((i for i in range(max(at, 10), len(got) - 3)
+                      if got[i:i + 3].all() and not got[i - 10:i].any()), None)
+        found.append(None if onset is None else round((onset - at) * 0.02, 3))
+    return found
