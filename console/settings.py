@@ -493,6 +493,9 @@ SIP_RTP_PORTS = env.str("SIP_RTP_PORTS", default="40000-40999")
 SIP_RTP_TIMEOUT_SEC = env.float("SIP_RTP_TIMEOUT_SEC", default=15.0)
 SIP_RELOAD_SEC = env.float("SIP_RELOAD_SEC", default=10.0)
 SIP_INVITES_PER_SEC = env.float("SIP_INVITES_PER_SEC", default=5.0)
+# SIP messages of any kind one source address may send per second (bursts of twice that;
+# a trunk relays every call's signalling from one address: raise it for a busy trunk).
+SIP_MESSAGES_PER_SEC = env.float("SIP_MESSAGES_PER_SEC", default=50.0)
 # Seconds a registration is asked for; after a refused or unanswered REGISTER the next
 # try waits SIP_REGISTER_BACKOFF_SEC, doubling up to 10 minutes (never a hot loop).
 SIP_REGISTER_EXPIRES_SEC = env.int("SIP_REGISTER_EXPIRES_SEC", default=600)

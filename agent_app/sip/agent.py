@@ -17,7 +17,7 @@ minutes are used up), 503 (a source over SIP_INVITES_PER_SEC). A CANCEL before t
 answer leaves nothing booked.
 
 Bad input never stops it: a datagram over MAX_DATAGRAM_BYTES, a message that does not
-parse or a source over MAX_MESSAGES_PER_SEC is dropped with a log line; aiosipua's TCP
+parse or a source over SIP_MESSAGES_PER_SEC is dropped with a log line; aiosipua's TCP
 reader drops a connection whose headers or declared body are too large."""
 import asyncio
 import contextlib
@@ -61,7 +61,6 @@ from console.phone import InvalidPhoneNumber, to_e164
 logger = logging.getLogger("agent_app.sip")
 
 MAX_DATAGRAM_BYTES = 8192
-MAX_MESSAGES_PER_SEC = 50.0
 # Our codecs in our order of preference: PCMA (German trunks), PCMU, G.722.
 PREFERRED_CODECS = (8, 0, 9)
 TELEPHONE_EVENT = re.compile(r"telephone-event", re.I)
@@ -91,7 +90,8 @@ class RateLimit:
 class _Guard:
     """What both transports check before aiosipua parses a message."""
 
-    limit = RateLimit(MAX_MESSAGES_PER_SEC)
+    def __init__(self) -> None:
+        self.limit = RateLimit(settings.SIP_MESSAGES_PER_SEC)
 
     def admit(self, data: bytes, addr: tuple[str, int], proto: str) -> bool:
         if len(data) > MAX_DATAGRAM_BYTES:
@@ -99,13 +99,15 @@ class _Guard:
                            MAX_DATAGRAM_BYTES)
             return False
         if not self.limit.allow(addr[0]):
-            logger.warning("SIP: %s sends over %.0f messages a second; dropped", addr[0], MAX_MESSAGES_PER_SEC)
+            logger.warning("SIP: %s sends over %.0f messages a second; dropped", addr[0], self.limit.rate)
             return False
         return True
 
 
 class GuardedUdp(UdpSipTransport):
-    guard = _Guard()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard = _Guard()
 
     def _dispatch(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.guard.admit(data, addr, "UDP"):
@@ -113,7 +115,9 @@ class GuardedUdp(UdpSipTransport):
 
 
 class GuardedTcp(TcpSipTransport):
-    guard = _Guard()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard = _Guard()
 
     def _dispatch(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.guard.admit(data, addr, "TCP"):
