@@ -304,12 +304,12 @@ def call_web_end(*, call_id: str, status: str = Call.Status.COMPLETED, now: date
 
 
 # --- What the assistant does through its built-in tools -----------------------------------
-# The conversation core runs the model's tool calls (tools_app.services.tool_run); the
-# calls' side of them is here, the only writer of calls: a callback lead linked to the
-# call, the one check of a transfer, and the record of what the assistant did
+# The conversation core runs the model's tool calls (tools_app.services.tool_run) as the
+# tools' owners declared them (calls_app.builtin_tools, console.assistants.builtin_tools);
+# the calls' side of them is here, the only writer of calls: a callback lead linked to
+# the call, the one check of a transfer, and the record of what the assistant did
 # (`Call.assistant_actions`: names and times, which the analysis reads).
 
-ACTION_TOOLS = ("create_callback", "transfer_call", "end_call", "opt_out")
 MAX_ACTIONS = 50
 
 

@@ -14,8 +14,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.assistants import references, services
+from console.assistants.builtin_tools import builtin_tools
 from console.assistants.history import version_history
-from console.assistants.models import BUILTIN_TOOLS, Assistant
+from console.assistants.models import Assistant
 from console.assistants.validation import assistant_values
 from console.audit.services import actor_of, audit_record, request_id_of
 from console.errors import ValidationFailed
@@ -30,13 +31,6 @@ OFFLINE_BANNER = _(
     "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
     "a registry with a language model).")
 
-BUILTIN_LABELS = {
-    "create_callback": _("Create a callback (create_callback)"),
-    "lookup_knowledge": _("Look up the knowledge (lookup_knowledge)"),
-    "transfer_call": _("Transfer the call (transfer_call)"),
-    "end_call": _("End the conversation (end_call)"),
-    "opt_out": _("Record an objection (opt_out)"),
-}
 # The API's field of each form field: a problem with `transferTargets[1].e164` shows at
 # the transfer targets.
 FORM_FIELD_OF = {
@@ -99,7 +93,7 @@ class AssistantForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
-        self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        self.fields["tools"].choices = [(tool.name, tool.label) for tool in builtin_tools()] + http_tools
         lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
         if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
             current = self.instance.model_lane if self.instance.pk else ""
