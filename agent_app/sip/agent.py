@@ -43,6 +43,7 @@ from aiosipua import (
     stringify_uri,
 )
 from aiosipua.sdp import SdpMessage
+from aiosipua.transport import _UdpProtocol
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
@@ -104,10 +105,24 @@ class _Guard:
         return True
 
 
+class _UdpEndpoint(_UdpProtocol):
+    """aiosipua's protocol without its `connection_made` assertion, which Python 3.11's
+    selector transport fails (it is no `asyncio.DatagramTransport` subclass there): the
+    failed callback logged an error at every start."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._owner._udp_transport = transport  # type: ignore[assignment]
+
+
 class GuardedUdp(UdpSipTransport):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = _Guard()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(lambda: _UdpEndpoint(self), local_addr=self.local_addr)
+        self._udp_transport = transport
 
     def _dispatch(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.guard.admit(data, addr, "UDP"):
