@@ -328,3 +328,23 @@ def test_a_static_trunk_s_refusals_cancel_and_dead_rtp(static_trunk, tenant_a):
     trunk.receive(10, final_answer)
     assert set(answers) == flood and {404, 503} == set(answers.values()), answers
     assert Call.objects.count() == 1
+
+
+@pytest.mark.parametrize("codecs, payload_type", [(("PCMU",), 0), (("G722",), 9)], ids=["PCMU only", "G.722 only"])
+def test_pcmu_alone_and_g722_where_offered_are_answered_and_heard(trunk, tmp_path, tenant_a, codecs, payload_type):
+    registrar, agent, password, phones = trunk
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port,
+                   codecs=codecs).start()
+    phones.append(caller)
+    since = caller.dial(CALLED)
+    assert caller.wait_event("CALL_ESTABLISHED", 25, since)
+    assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
+    caller.hang_up(since)
+    answer = [m for m in registrar.messages() if m.direction == "rcv" and m.status == 200 and m.cseq_method == "INVITE"]
+    assert answer and f"RTP/AVP {payload_type} " in answer[0].text
+    ended = until(lambda: (c := Call.objects.get()).ended_at and c, 20)
+    assert ended and ended.status == "completed" and ended.seconds > 0 and ended.disclosed

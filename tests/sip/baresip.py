@@ -87,7 +87,7 @@ class Phone:
                 time.sleep(0.1)
         self.sock.settimeout(None)
         threading.Thread(target=self._read, daemon=True).start()
-        codecs = ",".join(self.codecs)
+        codecs = ",".join(f"{name}/16000/1" if name == "G722" else name for name in self.codecs)
         self.command("uanew", f"<sip:{self.account}@127.0.0.1:{self.registrar_port}>;auth_pass={self.password};"
                               f"answermode=manual;audio_codecs={codecs};regint=600;ptime=20")
         assert self.wait_event("REGISTER_OK", 15), self.events[-5:]
