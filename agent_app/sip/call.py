@@ -26,6 +26,8 @@ from agent_app.phone import PhoneBridge
 logger = logging.getLogger("agent_app.sip")
 
 PTIME_SEC = 0.02
+# The most RTP a held-up loop sends at once to catch up with the call's clock.
+CATCH_UP_SEC = 1.0
 
 
 class Media(Protocol):
@@ -119,26 +121,31 @@ class SipCall(PhoneBridge):
             await conversation.fail(exc, "the SIP call")
 
     async def _pace(self) -> None:
-        """One 20 ms packet per tick: the agent's audio, else silence."""
+        """One 20 ms packet per tick of the call's clock: the agent's audio, else
+        silence. A loop held up (a busy machine) sends the packets it owes at once, up
+        to CATCH_UP_SEC of them: the phone's jitter buffer absorbs a burst, whereas a
+        gap would be a dropout the caller hears and would shift its timeline."""
         loop = asyncio.get_running_loop()
         rtp = self.media.rtp_session
         silence = bytes(self.frame_bytes)
-        due = loop.time()
+        started, sent = loop.time(), 0
         while not self.closed:
-            if self.outbox:
-                chunk = bytes(self.outbox[:self.frame_bytes]).ljust(self.frame_bytes, b"\0")
-                del self.outbox[:self.frame_bytes]
-            else:
-                chunk = silence
-            try:
-                rtp.send_audio_pcm_auto(chunk)
-            except (OSError, RuntimeError, ValueError) as exc:
-                logger.info("SIP call %s: RTP not sent (%r)", self.log_id, exc)
-            due += PTIME_SEC
-            now = loop.time()
-            if due < now - 0.1:  # the loop was held up: do not burst to catch up
-                due = now
-            await asyncio.sleep(max(0.0, due - now))
+            owed = int((loop.time() - started) / PTIME_SEC) + 1 - sent
+            if owed > CATCH_UP_SEC / PTIME_SEC:  # a longer stall: what is that old is worth nothing
+                sent += owed - int(CATCH_UP_SEC / PTIME_SEC)
+                owed = int(CATCH_UP_SEC / PTIME_SEC)
+            for _ in range(max(0, owed)):
+                if self.outbox:
+                    chunk = bytes(self.outbox[:self.frame_bytes]).ljust(self.frame_bytes, b"\0")
+                    del self.outbox[:self.frame_bytes]
+                else:
+                    chunk = silence
+                try:
+                    rtp.send_audio_pcm_auto(chunk)
+                except (OSError, RuntimeError, ValueError) as exc:
+                    logger.info("SIP call %s: RTP not sent (%r)", self.log_id, exc)
+                sent += 1
+            await asyncio.sleep(max(0.0, started + sent * PTIME_SEC - loop.time()))
 
     async def _watch(self) -> None:
         """Ends the call when the caller's RTP stops for SIP_RTP_TIMEOUT_SEC."""
