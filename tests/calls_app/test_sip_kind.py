@@ -96,3 +96,23 @@ def test_the_admin_shows_the_registration_state_and_never_the_password(client):
     answer = client.post("/admin/calls_app/carrier/", {"action": "probe_connection", "_selected_action": ["sip1"]},
                          follow=True, HTTP_ACCEPT_LANGUAGE="de")
     assert "403 Forbidden" in answer.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_outbound_dial_is_named_by_the_adapter_and_claimed_by_the_agent_once(api_a, settings, tenant_a):
+    from calls_app.models import Call
+    from calls_app.sip_carriers import sip_dial_claim, sip_dials_due
+
+    settings.VOICE_OUTBOUND_CARRIER = "sip1"
+    run("create_carrier", "sip1", "--kind", "sip", "--registrar", "sip:127.0.0.1", "--username", "u",
+        "--password", PASSWORD)
+    response = api_a.post("/voice/v1/calls", {"to": "+4930222000"}, format="json")
+    assert response.status_code == 201, response.content
+    call = Call.objects.get(pk=response.json()["id"])
+    assert (call.status, call.carrier_call_id) == ("queued", f"sip-out-{call.pk}")
+    assert adapter_for("sip1").capabilities.idempotent_dials  # the same dial again names the same call
+    (due,) = sip_dials_due(within_sec=60)
+    assert (due.call_id, due.to_e164, due.carrier_id) == (call.pk, "+4930222000", "sip1")
+    assert sip_dial_claim(dial=due) is True
+    assert sip_dial_claim(dial=due) is False  # a second agent, or this one after a restart: no second INVITE
+    assert sip_dials_due(within_sec=60) == []
