@@ -439,7 +439,8 @@ class SipAgent:
             await self._release(media)
             return self._refuse(call, uas, 500, "Server Internal Error")
         bridge = SipCall(call.call_id, media, log_id=log_id, hang_up=call.hangup,
-                         refer=partial(self._refer, call, account), on_closed=partial(self._closed, uas=uas))
+                         refer=partial(self._refer, call, account), on_closed=partial(self._closed, uas=uas),
+                         negotiated=call.sdp_offer.rtp_address if call.sdp_offer is not None else None)
         self.calls[call.call_id] = bridge
         call.accept(media.sdp_answer)
         logger.info("SIP call %s (carrier %s): answered with %s", log_id, account.carrier_id,

@@ -14,6 +14,7 @@ SIP_RTP_TIMEOUT_SEC without a packet from the caller."""
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -67,8 +68,13 @@ class SipCall(PhoneBridge):
 
     def __init__(self, sip_call_id: str, media: Media, *, log_id: str, hang_up: Callable[[], object],
                  refer: Callable[[str], Awaitable[bool]] | None = None,
-                 on_closed: Callable[["SipCall"], None] | None = None) -> None:
+                 on_closed: Callable[["SipCall"], None] | None = None,
+                 negotiated: tuple[str, int] | None = None) -> None:
         self.sip_call_id, self.media = sip_call_id, media
+        # The SDP's RTP address, and the source the stream latched on (its first packet's).
+        self.negotiated = negotiated
+        self.peer: tuple[str, int] | None = None
+        self.strangers = 0
         self.hang_up = hang_up
         self.log_id = log_id
         self.refer = refer
@@ -88,8 +94,24 @@ class SipCall(PhoneBridge):
         rtp = self.media.rtp_session
         rtp.on_audio = self._audio
         rtp.on_dtmf = self._dtmf
+        # aiortp follows any source (symmetric RTP): we follow the first one only (or the
+        # SDP's address), so a third party's packets neither reach the conversation nor
+        # redirect our audio. (aiortp 0.8's transport callback, pinned.)
+        transport = rtp._rtp_transport
+        transport._on_rtp = partial(self._from, transport._on_rtp)
         self.tasks = [asyncio.create_task(self._pace()), asyncio.create_task(self._watch()),
                       asyncio.create_task(self._hear())]
+
+    def _from(self, deliver: Callable[[bytes, tuple[str, int]], None], data: bytes, addr: tuple[str, int]) -> None:
+        if self.peer is None or addr == self.negotiated:
+            self.peer = addr
+        elif addr != self.peer:
+            self.strangers += 1
+            if self.strangers in (1, 100, 10_000):
+                logger.warning("SIP call %s: RTP from %s:%s, not the call's peer, ignored (%d packets)", self.log_id,
+                               addr[0], addr[1], self.strangers)
+            return
+        deliver(data, addr)
 
     def _audio(self, pcm: bytes, timestamp: int) -> None:
         self.last_packet = asyncio.get_running_loop().time()

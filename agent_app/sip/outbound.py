@@ -157,7 +157,7 @@ class Dialler:
             agent.rtp.give_back(port)
             return
         bridge = SipCall(outgoing.call_id, media, log_id=dial.call_id, hang_up=hang_up,
-                         refer=None, on_closed=partial(agent._closed, port=port))
+                         refer=None, on_closed=partial(agent._closed, port=port), negotiated=remote)
         agent.calls[outgoing.call_id] = bridge
         logger.info("SIP call %s: answered (%s)", dial.call_id, chosen[0].encoding_name)
         bridge.start(session)

@@ -307,8 +307,18 @@ def test_a_static_trunk_s_refusals_cancel_and_dead_rtp(static_trunk, tenant_a):
     to_tag = header(ok, "To").split("tag=")[1]
     trunk.request("ACK", CALLED, call_id, to_tag=to_tag)
     rtp.settimeout(5)
-    packet = rtp.recv(2048)
+    packet, agent_rtp = rtp.recvfrom(2048)
     assert packet[1] & 0x7F == 8 and len(packet) == 12 + 160  # PCMA, 20 ms
+    # One packet of the negotiated peer, then a stranger's stream: ignored (it neither
+    # draws our audio nor keeps the call alive).
+    rtp.sendto(bytes([0x80, 8, 0, 1, 0, 0, 0, 160, 0, 0, 0, 7]) + b"\xd5" * 160, agent_rtp)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.settimeout(0.5)
+        for seq in range(2, 60):
+            stranger.sendto(bytes([0x80, 8, 0, seq, 0, 0, seq, 0, 0, 0, 0, 9]) + b"\x55" * 160, agent_rtp)
+        with pytest.raises(TimeoutError):
+            stranger.recv(2048)
     bye = trunk.receive(15, lambda t: call_id in t and t.startswith("BYE "))
     assert bye is not None
     call = until(lambda: (c := Call.objects.get()).ended_at and c, 15)
