@@ -43,7 +43,7 @@ from aiosipua import (
     stringify_uri,
 )
 from aiosipua.sdp import SdpMessage
-from aiosipua.transport import _UdpProtocol
+from aiosipua.transport import _read_sip_message, _UdpProtocol
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
@@ -62,6 +62,8 @@ from console.phone import InvalidPhoneNumber, to_e164
 logger = logging.getLogger("agent_app.sip")
 
 MAX_DATAGRAM_BYTES = 8192
+MAX_TCP_CONNECTIONS = 1000
+TCP_IDLE_SEC = 180.0
 # Our codecs in our order of preference: PCMA (German trunks), PCMU, G.722.
 PREFERRED_CODECS = (8, 0, 9)
 TELEPHONE_EVENT = re.compile(r"telephone-event", re.I)
@@ -130,9 +132,37 @@ class GuardedUdp(UdpSipTransport):
 
 
 class GuardedTcp(TcpSipTransport):
+    """aiosipua's TCP transport with bounds on connections: at most MAX_TCP_CONNECTIONS
+    at once (more are closed at once), and a connection that sends no whole message for
+    TCP_IDLE_SEC is closed (a trunk sends keep-alives or reconnects; a peer that opens
+    connections and says nothing, or a message a byte at a time, holds nothing for long)."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = _Guard()
+
+    async def _handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        addr = (str(peer[0]), int(peer[1])) if peer else ("0.0.0.0", 0)
+        if len(self._connections) >= MAX_TCP_CONNECTIONS:
+            logger.warning("SIP: a TCP connection from %s refused (%d open)", addr[0], len(self._connections))
+            writer.close()
+            return
+        self._connections[addr] = (reader, writer)
+        try:
+            while True:
+                data = await asyncio.wait_for(_read_sip_message(reader), TCP_IDLE_SEC)
+                if data is None:
+                    break
+                self._dispatch(data, addr)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, TimeoutError):
+            pass
+        finally:
+            self._connections.pop(addr, None)
+            writer.close()
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                async with asyncio.timeout(5):
+                    await writer.wait_closed()
 
     def _dispatch(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.guard.admit(data, addr, "TCP"):

@@ -10,6 +10,7 @@ disclosure first, is heard, its RFC 4733 keys are noted, and the call is booked 
 an unknown number is refused with 404 and books nothing; hostile datagrams leave the
 agent serving."""
 import asyncio
+import contextlib
 import io
 import os
 import socket
@@ -358,3 +359,28 @@ def test_pcmu_alone_and_g722_where_offered_are_answered_and_heard(trunk, tmp_pat
     assert answer and f"RTP/AVP {payload_type} " in answer[0].text
     ended = until(lambda: (c := Call.objects.get()).ended_at and c, 20)
     assert ended and ended.status == "completed" and ended.seconds > 0 and ended.disclosed
+
+
+def test_tcp_answers_a_whole_message_and_closes_a_silent_or_garbage_connection(transactional_db, monkeypatch):
+    import agent_app.sip.agent as sip_agent
+
+    monkeypatch.setattr(sip_agent, "TCP_IDLE_SEC", 1.0)
+    agent = AgentThread()
+    try:
+        with socket.create_connection(("127.0.0.1", agent.port), timeout=5) as tcp:
+            local = tcp.getsockname()[1]
+            tcp.sendall((f"OPTIONS sip:a@127.0.0.1:{agent.port} SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1:{local};"
+                         "branch=z9hG4bKtcp1\r\nFrom: <sip:x@127.0.0.1>;tag=1\r\nTo: <sip:a@127.0.0.1>\r\n"
+                         "Call-ID: tcp1\r\nCSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n").encode())
+            assert tcp.recv(4096).startswith(b"SIP/2.0 200")
+        for payload in (b"INVITE sip:x SIP/2.0\r\nVia: SIP/2.0/TCP 1.2.3.4", os.urandom(70000),
+                        b"INVITE sip:x SIP/2.0\r\nContent-Length: 100000000\r\n\r\n" + b"v" * 1000):
+            with socket.create_connection(("127.0.0.1", agent.port), timeout=10) as tcp:
+                began = time.monotonic()
+                with contextlib.suppress(ConnectionError):
+                    tcp.sendall(payload)
+                    while tcp.recv(4096):  # until the agent closes it
+                        pass
+                assert time.monotonic() - began < 8
+    finally:
+        agent.stop()
