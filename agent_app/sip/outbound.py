@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("agent_app.sip")
 
 POLL_SEC = 0.5
+ERROR_PAUSE_SEC = 10.0
 TELEPHONE_EVENT = 101
 # A final answer of the callee's side and the call status it ends the call with.
 BUSY, DECLINED = (486, 600), (603,)
@@ -76,8 +77,9 @@ class Dialler:
                     if account is None or not await sync_to_async(sip_dial_claim)(dial=dial):
                         continue
                     self.agent._spawn(self.dial(dial, account))
-            except Exception:
+            except Exception:  # the database away: try again later, not twice a second
                 logger.error("SIP agent: the due dials could not be read", exc_info=True)
+                await asyncio.sleep(ERROR_PAUSE_SEC)
             await asyncio.sleep(POLL_SEC)
 
     async def _end(self, dial: SipDial, status: str) -> None:
