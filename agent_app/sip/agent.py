@@ -44,7 +44,6 @@ from aiosipua import (
 )
 from aiosipua.sdp import SdpMessage
 from aiosipua.transport import _read_sip_message, _UdpProtocol
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agent_app import services
@@ -52,6 +51,7 @@ from agent_app.services import agent_session_claim
 from agent_app.sip.call import SipCall
 from agent_app.sip.outbound import Dialler
 from agent_app.sip.registration import Registrar, resolve
+from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app.errors import MinuteCapReached
 from calls_app.kinds.base import caller_e164
@@ -307,7 +307,7 @@ class SipAgent:
     # --- the carriers -----------------------------------------------------------------------
     async def reload(self) -> None:
         """Registers the carriers that are new or changed, stops those that went."""
-        accounts = {account.carrier_id: account for account in await sync_to_async(sip_accounts)()}
+        accounts = {account.carrier_id: account for account in await off_loop(sip_accounts)()}
         for carrier_id, (account, task) in list(self.registrars.items()):
             if accounts.get(carrier_id) != account:
                 task.cancel()
@@ -342,7 +342,7 @@ class SipAgent:
     def _note(self, carrier_id: str, state: str, reason: str) -> None:
         async def note() -> None:
             try:
-                await sync_to_async(sip_registration_note)(carrier_id=carrier_id, state=state, reason=reason)
+                await off_loop(sip_registration_note)(carrier_id=carrier_id, state=state, reason=reason)
             except Exception:
                 logger.error("SIP carrier %s: its state could not be stored", carrier_id, exc_info=True)
         self._spawn(note())
@@ -430,12 +430,12 @@ class SipAgent:
         for header in (request.uri, request.get_header("to") or "",
                        request.get_header("p-called-party-id") or ""):
             called = _e164(_user(header))
-            number = await sync_to_async(phone_calls.number_route)(e164=called) if called else None
+            number = await off_loop(phone_calls.number_route)(e164=called) if called else None
             if number is not None:
                 break
         if number is None and account.default_number:
             called = account.default_number
-            number = await sync_to_async(phone_calls.number_route)(e164=called)
+            number = await off_loop(phone_calls.number_route)(e164=called)
         if number is None:
             logger.warning("SIP INVITE %s (carrier %s): no tenant has the number called", log_id, account.carrier_id)
             return self._refuse(call, uas, 404, "Not Found")
@@ -445,18 +445,18 @@ class SipAgent:
             return self._refuse(call, uas, 488, "Not Acceptable Here")
         identity = request.get_header("p-asserted-identity") or request.get_header("from") or ""
         from_e164 = caller_e164(_e164(_user(identity)))
-        carrier = await sync_to_async(phone_calls.phone_carrier)(carrier_id=account.carrier_id, kind=KIND.name)
+        carrier = await off_loop(phone_calls.phone_carrier)(carrier_id=account.carrier_id, kind=KIND.name)
         if carrier is None:
             return self._refuse(call, uas, 404, "Not Found")
         if uas._calls.get(call.call_id) is not call:  # cancelled meanwhile: nothing booked
             return
         media = await self._media(call, chosen)
         try:
-            _call, token = await sync_to_async(services.phone_call_register)(
+            _call, token = await off_loop(services.phone_call_register)(
                 carrier=carrier, number=number, carrier_call_id=call.call_id[:64], from_e164=from_e164,
                 to_e164=called, transport=KIND.transport)
         except MinuteCapReached:
-            await sync_to_async(services.phone_call_reject)(
+            await off_loop(services.phone_call_reject)(
                 carrier=carrier, number=number, carrier_call_id=call.call_id[:64], from_e164=from_e164,
                 to_e164=called)
             await self._release(media)
@@ -464,7 +464,7 @@ class SipAgent:
         except Exception:
             await self._release(media)
             raise
-        session = await sync_to_async(agent_session_claim)(token=token, transport=KIND.transport)
+        session = await off_loop(agent_session_claim)(token=token, transport=KIND.transport)
         if session is None:
             await self._release(media)
             return self._refuse(call, uas, 500, "Server Internal Error")

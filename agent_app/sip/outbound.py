@@ -22,13 +22,13 @@ import aiortp
 from aiosipua import SipDigestAuth
 from aiosipua.sdp import Codec
 from aiosipua.sdp_negotiate import build_sdp
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agent_app import services
 from agent_app.services import agent_session_claim
 from agent_app.sip.call import RtpMedia, SipCall
 from agent_app.sip.registration import resolve
+from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app.kinds.sip import KIND, SipAccount
 from calls_app.sip_carriers import SipDial, sip_dial_claim, sip_dials_due
@@ -72,9 +72,9 @@ class Dialler:
         window = settings.VOICE_RING_TIMEOUT_SEC + 30
         while True:
             try:
-                for dial in await sync_to_async(sip_dials_due)(within_sec=window):
+                for dial in await off_loop(sip_dials_due)(within_sec=window):
                     account = self.agent.accounts.get(dial.carrier_id)
-                    if account is None or not await sync_to_async(sip_dial_claim)(dial=dial):
+                    if account is None or not await off_loop(sip_dial_claim)(dial=dial):
                         continue
                     self.agent._spawn(self.dial(dial, account))
             except Exception:  # the database away: try again later, not twice a second
@@ -83,9 +83,9 @@ class Dialler:
             await asyncio.sleep(POLL_SEC)
 
     async def _end(self, dial: SipDial, status: str) -> None:
-        carrier = await sync_to_async(phone_calls.phone_carrier)(carrier_id=dial.carrier_id, kind=KIND.name)
+        carrier = await off_loop(phone_calls.phone_carrier)(carrier_id=dial.carrier_id, kind=KIND.name)
         if carrier is not None:
-            await sync_to_async(phone_calls.call_phone_status)(carrier=carrier, carrier_call_id=dial.carrier_call_id,
+            await off_loop(phone_calls.call_phone_status)(carrier=carrier, carrier_call_id=dial.carrier_call_id,
                                                                status=status, seconds=0)
 
     async def dial(self, dial: SipDial, account: SipAccount) -> None:
@@ -147,12 +147,12 @@ class Dialler:
                                              dtmf_payload_type=events[0] if events else TELEPHONE_EVENT,
                                              symmetric_rtp=True)
         media = RtpMedia(rtp)
-        carrier = await sync_to_async(phone_calls.phone_carrier)(carrier_id=dial.carrier_id, kind=KIND.name)
-        call = await sync_to_async(phone_calls.outbound_call_of)(carrier=carrier, call_id=dial.call_id) \
+        carrier = await off_loop(phone_calls.phone_carrier)(carrier_id=dial.carrier_id, kind=KIND.name)
+        call = await off_loop(phone_calls.outbound_call_of)(carrier=carrier, call_id=dial.call_id) \
             if carrier is not None else None
-        token = await sync_to_async(services.phone_call_answer)(call=call, transport=KIND.transport) \
+        token = await off_loop(services.phone_call_answer)(call=call, transport=KIND.transport) \
             if call is not None else None
-        session = await sync_to_async(agent_session_claim)(token=token, transport=KIND.transport) if token else None
+        session = await off_loop(agent_session_claim)(token=token, transport=KIND.transport) if token else None
         if session is None:  # the call ended meanwhile (its grant, the sweep): nothing to say
             hang_up()
             await media.close()
