@@ -249,6 +249,8 @@ class SipAgent:
         self.notifies: dict[str, asyncio.Future[int]] = {}
         self.addresses: dict[str, set[str]] = {}  # the addresses each carrier's INVITEs may come from
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.notes: dict[str, tuple[str, str]] = {}  # registration states not stored yet
+        self.noted = asyncio.Event()
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -278,6 +280,7 @@ class SipAgent:
         if ready is not None:
             ready.set()
         dialler = asyncio.create_task(Dialler(self).run())
+        writer = asyncio.create_task(self._notes())
         try:
             while True:
                 try:
@@ -287,6 +290,7 @@ class SipAgent:
                 await asyncio.sleep(settings.SIP_RELOAD_SEC)
         finally:
             dialler.cancel()
+            writer.cancel()
             await self.stop()
 
     async def stop(self) -> None:
@@ -340,12 +344,21 @@ class SipAgent:
         return found
 
     def _note(self, carrier_id: str, state: str, reason: str) -> None:
-        async def note() -> None:
-            try:
-                await off_loop(sip_registration_note)(carrier_id=carrier_id, state=state, reason=reason)
-            except Exception:
-                logger.error("SIP carrier %s: its state could not be stored", carrier_id, exc_info=True)
-        self._spawn(note())
+        """The carrier's registration state, stored by `_notes` (one writer, in order: two
+        writes at once could store an older state last)."""
+        self.notes[carrier_id] = (state, reason)
+        self.noted.set()
+
+    async def _notes(self) -> None:
+        while True:
+            await self.noted.wait()
+            self.noted.clear()
+            notes, self.notes = self.notes, {}
+            for carrier_id, (state, reason) in notes.items():
+                try:
+                    await off_loop(sip_registration_note)(carrier_id=carrier_id, state=state, reason=reason)
+                except Exception:
+                    logger.error("SIP carrier %s: its state could not be stored", carrier_id, exc_info=True)
 
     def _account_for(self, request: SipRequest, source: str) -> SipAccount | None:
         """The carrier an INVITE is for: the account named in the Request-URI among the
