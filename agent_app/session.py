@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -47,11 +47,14 @@ from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, syn
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
-from console.assistants.models import Assistant
+from console.assistants.models import REALTIME, Assistant
 from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
 from console.tenants.models import Tenant
 from registry_app.lanes.failover import LaneFailure
+
+if TYPE_CHECKING:  # agent_app.realtime builds on this module
+    from agent_app.realtime import RealtimeBridge
 
 logger = logging.getLogger("agent_app")
 
@@ -69,6 +72,8 @@ GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vi
            "und auf Wiederhören.")
 # What a phone caller hears when the carrier refused the hand-over the assistant announced
 # (the conversation goes on).
+# How a warm hand-over's note ends ("Weitergeleitet an Zentrale (+49…) nach Übergabe …").
+WARM_NOTE = " nach Übergabe mit Zusammenfassung"
 TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
                    "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
 # The assistant's `silenceTimeoutSec` passed once: a polite check; twice: the end.
@@ -161,11 +166,12 @@ class Transport(ABC):
     # browser cannot: an assistant's transfer ends its conversation with the note.
     can_transfer = False
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         """Hands the call over to a person at `target` (E.164) on the carrier's side,
         before the conversation books it and closes: a twilio call is redirected to a
-        `<Dial>`, an Asterisk dialplan dials the number the call keeps. Raises when the
-        carrier refuses (the conversation then goes on)."""
+        `<Dial>`, an Asterisk dialplan dials the number the call keeps. `warm`: the
+        person was rung and heard the summary (calls_app.warm_transfers); the caller
+        joins them. Raises when the carrier refuses (the conversation then goes on)."""
         raise NotImplementedError("This transport cannot hand a call over.")
 
     @abstractmethod
@@ -242,6 +248,10 @@ class Conversation:
         self.utterances: asyncio.Queue[Turn] = asyncio.Queue()  # hearing's Turns, answered one after the other
         self.speech_task: asyncio.Task[None] | None = None
         self.mind: Mind | None = None  # made when the conversation starts (it reads the assistant)
+        # An assistant in realtime mode: its voice-agent lane's session hears, thinks and
+        # speaks (agent_app.realtime) until it fails; None: the pipeline.
+        self.realtime: "RealtimeBridge | None" = None
+        self.realtime_task: asyncio.Task[None] | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.writes: set[asyncio.Future[Any]] = set()  # transcript lines and measurements being written (book() waits for them)
 
@@ -272,6 +282,8 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.")
+        if self.realtime is not None and self.realtime.failure is None:
+            return await self.realtime.hear(data)
         for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
             self.last_speech = self.loop.time()
             await self._barge_in()
@@ -318,7 +330,7 @@ class Conversation:
         await self.book()
 
     def stop_tasks(self) -> None:
-        for task in [*self.tasks, self.speech_task]:
+        for task in [*self.tasks, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         self.hearing.close()
@@ -341,16 +353,20 @@ class Conversation:
             await _end_call(call_id=self.call_id)
         self.booked = True
 
-    async def transfer_to(self, target: str, *, label: str = "") -> bool:
+    async def transfer_to(self, target: str, *, label: str = "", warm: bool = False) -> bool:
         """Hands the call over to a person at `target` (E.164): the carrier is told first
         (a refusal, or a transport without a phone line, leaves the conversation going
         on: returns False), then the call is booked with the note "Weitergeleitet an
-        `label` or `target`" and its seconds up to now, and the connection closes."""
+        `label` or `target`" and its seconds up to now, and the connection closes.
+        `warm`: the person answered a warm hand-over's ring; the caller joins them."""
         if self.closing or self.transfer_target or not self.transport.can_transfer:
             return False
         self.transfer_target, self.transfer_label = target, label
         try:
-            await self.transport.transfer(target)
+            if warm:
+                await self.transport.transfer(target, warm=True)
+            else:
+                await self.transport.transfer(target)
         except Exception:
             logger.warning("Call %s could not be handed over", self.call_id, exc_info=True)
             self.transfer_target = None
@@ -408,11 +424,17 @@ class Conversation:
         await self._assistants_limits(self.mind.assistant)
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
                                  assistant=self.mind.assistant, recorded=self.context.recorded)
-        await self._listen()
+        realtime = self._realtime(opening.text)  # connects while the opening is spoken
+        if realtime is None:
+            await self._listen()
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
             self._callers_turn()  # while the recogniser may still be loading
+            if realtime is not None:
+                await realtime  # the realtime conversation, until its lane fails: then the pipeline's
+                self.realtime = None
+                await self._listen()
             await ready
         finally:
             ready.cancel()  # a no-op once it finished
@@ -421,6 +443,24 @@ class Conversation:
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    def _realtime(self, opening: str) -> "asyncio.Task[None] | None":
+        """An assistant in realtime mode: the task of its session (agent_app.realtime),
+        which connects now and runs until the lane fails; None in pipeline mode."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        lane = (assistant.realtime or {}).get("lane") if assistant is not None and assistant.mode == REALTIME else None
+        if not lane:
+            return None
+        from agent_app.realtime import RealtimeBridge  # it builds on this module
+
+        bridge = self.realtime = RealtimeBridge(self, lane)
+
+        async def converse() -> None:
+            if await bridge.connect(opening=opening):
+                await bridge.run()
+
+        self.realtime_task = asyncio.create_task(converse())  # stopped with the conversation
+        return self.realtime_task
 
     async def _assistants_limits(self, assistant: Assistant | None) -> None:
         """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
@@ -489,10 +529,12 @@ class Conversation:
         its transfer targets, checked by calls_app): a phone transport hands the call over
         (transfer_to: the carrier first, then the call booked with the note "Weitergeleitet
         an …"; if the carrier refuses, the caller is told and the conversation goes on);
-        the browser has no phone line, so its conversation ends there with the note."""
-        label = f"{target['name']} ({target['e164']})"
+        the browser has no phone line, so its conversation ends there with the note. A
+        warm hand-over's person answered and heard the summary: the note says so."""
+        warm = target.get("mode") == "warm"
+        label = f"{target['name']} ({target['e164']})" + (WARM_NOTE if warm else "")
         if self.transport.can_transfer:
-            if not await self.transfer_to(target["e164"], label=label):
+            if not await self.transfer_to(target["e164"], label=label, warm=warm):
                 await self._say(TRANSFER_FAILED.get(self.language, TRANSFER_FAILED["de"]))
             return
         await self._note(SYSTEM, f"Weitergeleitet an {label}")
@@ -661,7 +703,7 @@ class Conversation:
     async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
         full (no barge-in) before the call is hung up."""
-        for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
+        for task in [self.tasks[0] if self.tasks else None, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         await self.transport.clear_audio()
@@ -702,9 +744,9 @@ class Conversation:
             await self.fail(exc, "a task")
 
     # --- helpers --------------------------------------------------------------------
-    def _note(self, role: str, text: str) -> Awaitable[None]:
-        """A transcript line, timed now (written whenever its thread gets to it)."""
-        return _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+    def _note(self, role: str, text: str, *, ts: datetime | None = None) -> Awaitable[None]:
+        """A transcript line, timed now or at `ts` (written whenever its thread gets to it)."""
+        return _line(call_id=self.call_id, role=role, text=text, ts=ts or timezone.now())
 
     def _write(self, coroutine: Awaitable[Any]) -> None:
         """A write the conversation does not wait for; book() does."""

@@ -12,6 +12,7 @@ UNKNOWN_TOOL: Final = "unknown_tool"
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 # Built-in tools.
 TRANSFER_REFUSED: Final = "transfer_refused"
+TRANSFER_NOT_ANSWERED: Final = "transfer_not_answered"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
