@@ -207,9 +207,10 @@ class SipCall(PhoneBridge):
     async def clear_audio(self) -> None:
         self.outbox.clear()
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         """REFER the caller to `target` (`Refer-To: sip:<target>@<registrar>`); raises when
-        the trunk refuses it (the conversation goes on)."""
+        the trunk refuses it (the conversation goes on). A sip carrier rings nobody for a
+        warm hand-over (its capabilities say so), so `warm` changes nothing here."""
         if self.refer is None or not await self.refer(target):
             raise RuntimeError("the trunk refused the REFER")
 
