@@ -41,6 +41,7 @@ from bench import (
     bench_privacy,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_sip,  # noqa: E402
     bench_speed,  # noqa: E402
     bench_tools,  # noqa: E402
     bench_webhooks,  # noqa: E402
@@ -76,7 +77,7 @@ BENCHMARKS = [
     bench_chat.first_sentence, bench_tools.tool_round_trip,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
-    bench_phone.phone_reply_latency,
+    bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
 ]
 
 

@@ -486,6 +486,25 @@ VOICE_CALL_DEDUP_WINDOW_SEC = env.int("VOICE_CALL_DEDUP_WINDOW_SEC", default=120
 # The AudioSocket listener (manage.py audiosocket; make run: RUN_AUDIOSOCKET_PORT).
 AUDIOSOCKET_HOST = env.str("AUDIOSOCKET_HOST", default="127.0.0.1")
 AUDIOSOCKET_PORT = env.int("AUDIOSOCKET_PORT", default=8002)
+# The SIP agent (manage.py sip_agent; make run: RUN_SIP_PORT; docs/telephony.md): where it
+# listens (UDP and TCP), the address it puts in Contact/Via/SDP (behind NAT: the public
+# one; empty: SIP_HOST), its RTP ports ("FIRST-LAST"), the seconds without an RTP packet
+# that end a call, how often it reads the sip carriers anew (a carrier created while it
+# runs registers within that), and the INVITEs one source address may send per second.
+SIP_HOST = env.str("SIP_HOST", default="127.0.0.1")
+SIP_PORT = env.int("SIP_PORT", default=5070)
+SIP_ADVERTISED_HOST = env.str("SIP_ADVERTISED_HOST", default="")
+SIP_RTP_PORTS = env.str("SIP_RTP_PORTS", default="40000-40999")
+SIP_RTP_TIMEOUT_SEC = env.float("SIP_RTP_TIMEOUT_SEC", default=15.0)
+SIP_RELOAD_SEC = env.float("SIP_RELOAD_SEC", default=10.0)
+SIP_INVITES_PER_SEC = env.float("SIP_INVITES_PER_SEC", default=5.0)
+# SIP messages of any kind one source address may send per second (bursts of twice that;
+# a trunk relays every call's signalling from one address: raise it for a busy trunk).
+SIP_MESSAGES_PER_SEC = env.float("SIP_MESSAGES_PER_SEC", default=50.0)
+# Seconds a registration is asked for; after a refused or unanswered REGISTER the next
+# try waits SIP_REGISTER_BACKOFF_SEC, doubling up to 10 minutes (never a hot loop).
+SIP_REGISTER_EXPIRES_SEC = env.int("SIP_REGISTER_EXPIRES_SEC", default=600)
+SIP_REGISTER_BACKOFF_SEC = env.float("SIP_REGISTER_BACKOFF_SEC", default=30.0)
 # Seconds a phone connection may take for its first frame (the stream's `start`, the
 # AudioSocket UUID), and for the rest of a frame once it began (slow senders are closed).
 PHONE_HANDSHAKE_TIMEOUT_SEC = env.float("PHONE_HANDSHAKE_TIMEOUT_SEC", default=5.0)
