@@ -4,9 +4,11 @@ transfer; the transport is the conversation's) and `end_call` (recorded; the
 conversation ends the call). Registered in CallsAppConfig.ready()."""
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from calls_app.services import call_action_record, call_callback_create, call_transfer
+from calls_app.warm_transfers import NOT_ANSWERED, UNSUPPORTED, call_warm_transfer
 from console import tool_codes as codes
 from console.assistants.builtin_tools import BuiltinCall, BuiltinTool, ToolRefused
 from console.assistants.models import Assistant
@@ -23,11 +25,26 @@ def _create_callback(call: BuiltinCall) -> dict[str, Any]:
 
 
 def _transfer_call(call: BuiltinCall) -> dict[str, Any]:
+    """A hand-over to one of the assistant's targets: `mode` "warm" (or, without a
+    mode, a target kept `warm`) rings the person first and tells them a summary
+    (calls_app.warm_transfers); where the line cannot, it is a plain hand-over."""
+    arguments = call.arguments
     try:
-        target = call_transfer(call_id=call.call_id, target=call.arguments["target"])
+        target = call_transfer(call_id=call.call_id, target=arguments["target"],
+                               mode=arguments.get("mode") or "")
     except TransferRefused as exc:
         raise ToolRefused(codes.TRANSFER_REFUSED, exc.message) from None
-    return {"action": "transfer", "result": target}
+    if not target.pop("warm", False):
+        return {"action": "transfer", "result": target}
+    outcome = call_warm_transfer(call_id=call.call_id, target=target, reason=arguments.get("reason", ""))
+    if outcome == NOT_ANSWERED:
+        seconds = settings.VOICE_WARM_TRANSFER_RING_SEC
+        raise ToolRefused(codes.TRANSFER_NOT_ANSWERED, (
+            f"{target['name']} hat nicht innerhalb von {seconds} Sekunden abgenommen. Sagen Sie das dem Anrufer und "
+            "bieten Sie einen Rückruf an (create_callback)."))
+    if outcome == UNSUPPORTED:
+        return {"action": "transfer", "result": target}
+    return {"action": "transfer", "result": {**target, "mode": "warm"}}
 
 
 def _end_call(call: BuiltinCall) -> dict[str, Any]:
@@ -64,17 +81,23 @@ CREATE_CALLBACK = BuiltinTool(
         },
         "additionalProperties": False,
     },
-    run=_create_callback)
+    run=_create_callback, done="eine Rückrufbitte aufgenommen")
 
 TRANSFER_CALL = BuiltinTool(
     name="transfer_call", label=_("Transfer the call (transfer_call)"), owner="calls_app", position=30,
     description=(
         "Leitet den Anruf an eine Mitarbeiterin oder einen Mitarbeiter weiter. Nur die hinterlegten Ziele "
-        "sind möglich; kündigen Sie die Weiterleitung vorher an."),
+        "sind möglich; kündigen Sie die Weiterleitung vorher an. Mit mode \"warm\" wird die Person erst "
+        "angerufen und hört eine kurze Zusammenfassung, bevor der Anrufer verbunden wird; nimmt niemand ab, "
+        "sagen Sie das dem Anrufer und bieten Sie einen Rückruf an."),
     parameters={
         "type": "object",
         "properties": {"target": {"type": "string", "description": "Name des Weiterleitungsziels."},
-                       "reason": {"type": "string", "maxLength": 200}},
+                       "reason": {"type": "string", "maxLength": 200,
+                                  "description": "Das Anliegen in wenigen Worten (die Zusammenfassung nennt es)."},
+                       "mode": {"type": "string", "enum": ["cold", "warm"],
+                                "description": "cold: sofort durchstellen; warm: erst mit Zusammenfassung "
+                                               "übergeben. Ohne Angabe: wie beim Ziel hinterlegt."}},
         "required": ["target"],
         "additionalProperties": False,
     },

@@ -374,18 +374,23 @@ def call_callback_create(*, call_id: str, phone: str | None = None, preferred_ti
 
 
 @transaction.atomic
-def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
+def call_transfer(*, call_id: str, target: str, mode: str = "") -> dict[str, Any]:
     """The built-in tool transfer_call: the transfer target of the call's assistant
     that `target` names (its name, or its number in any format) as `{"name", "e164"}`,
     recorded on the call; TransferRefused (400 `transfer_refused`) for anything else —
     a number the caller, a knowledge passage or a tool's answer put into the model's
     request is never reached. The transport (ending the browser call with a system
-    note, a carrier's transfer) is the conversation's."""
+    note, a carrier's transfer) is the conversation's. `mode` "warm" (or no mode and a
+    target kept `warm`) gives the target with `"warm": True`, recorded with its outcome
+    by calls_app.warm_transfers instead."""
     call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
     if call.assistant is None:
         raise TransferRefused("This call has no assistant, so it has no transfer targets.")
     ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version)
     chosen = assistant_transfer_target_named(assistant=ran_with, name=target)
+    kept_warm = bool(chosen.pop("warm", False))
+    if mode == "warm" or (mode != "cold" and kept_warm):
+        return {**chosen, "warm": True}
     _record_action(call, "transfer_call", target=chosen["name"])
     return chosen
 

@@ -29,4 +29,4 @@ OPT_OUT = BuiltinTool(
         "properties": {"reason": {"type": "string", "maxLength": 200}},
         "additionalProperties": False,
     },
-    run=_opt_out, on_campaign_calls=True)
+    run=_opt_out, on_campaign_calls=True, done="den Wunsch nach keinen weiteren Anrufen vermerkt")

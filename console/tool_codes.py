@@ -12,6 +12,7 @@ UNKNOWN_TOOL: Final = "unknown_tool"
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 # Built-in tools.
 TRANSFER_REFUSED: Final = "transfer_refused"
+TRANSFER_NOT_ANSWERED: Final = "transfer_not_answered"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
 # The calendar tools (calendars_app.services: find_slots, book/move/cancel_appointment).
 CALENDAR_UNAVAILABLE: Final = "calendar_unavailable"

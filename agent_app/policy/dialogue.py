@@ -23,6 +23,7 @@ from agent_app.policy.heard import Heard
 from agent_app.policy.passages import answer_from, passages_of, tool_result
 from agent_app.policy.state import FLOW_QUESTIONS, Reply, State
 from agent_app.policy.texts import SAY
+from console import tool_codes
 from console.parsers import json_text
 from gateway_app.providers.mock import RuleSetPolicy
 from gateway_app.turns import TextDelta, ToolCall
@@ -219,12 +220,16 @@ class DialoguePolicy:
             calls = offered_call(context, "end_call", {"reason": say["reason_opt_out"]})
             return Reply(say["opted_out" if by_name["opt_out"][0] else "opt_out_failed"], calls, pending="ended")
         if "transfer_call" in by_name:
-            if by_name["transfer_call"][0]:
+            ok, data = by_name["transfer_call"]
+            if ok:
                 return Reply(say["transferred"], pending="transferred")
+            # A warm hand-over's person did not answer: the caller hears so.
+            unanswered = isinstance(data, dict) and data.get("error") == tool_codes.TRANSFER_NOT_ANSWERED
+            failed = say["transfer_not_answered" if unanswered else "transfer_failed"]
             if "create_callback" in context.tools:
                 state.offer_note = say["reason_transfer"]
-                return Reply(f"{say['transfer_failed']} {say['offer_callback_plain']}", pending="offer")
-            return Reply(f"{say['transfer_failed']} {say['else']}", pending="else")
+                return Reply(f"{failed} {say['offer_callback_plain']}", pending="offer")
+            return Reply(f"{failed} {say['else']}", pending="else")
         if "lookup_knowledge" in by_name:
             ok, data = by_name["lookup_knowledge"]
             text = answer_from(passages_of(data), state.question) if ok else ""

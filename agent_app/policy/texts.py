@@ -50,6 +50,7 @@ SAY = {
         "transferring": "Einen Moment bitte, ich verbinde Sie weiter.",
         "transferred": "Sie werden jetzt verbunden.",
         "transfer_failed": "Das Weiterverbinden hat leider nicht geklappt.",
+        "transfer_not_answered": "Leider hat gerade niemand abgenommen.",
         "no_transfer": "Direkt verbinden kann ich Sie gerade leider nicht. Bitte versuchen Sie es später noch "
                        "einmal.",
         "opt_out": "Selbstverständlich. Ich vermerke, dass Sie keine Anrufe mehr von uns wünschen.",
@@ -109,6 +110,7 @@ SAY = {
         "transferring": "One moment please, I will put you through.",
         "transferred": "You are being put through now.",
         "transfer_failed": "I could not put you through, sorry.",
+        "transfer_not_answered": "I am sorry, nobody answered just now.",
         "no_transfer": "I cannot put you through right now, sorry. Please try again later.",
         "opt_out": "Of course. I am noting that you do not wish to receive any more calls from us.",
         "opted_out": "Your wish is noted. Sorry for the disturbance. Goodbye!",

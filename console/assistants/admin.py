@@ -31,6 +31,8 @@ OFFLINE_BANNER = _(
     "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
     "a registry with a language model).")
 
+# A transfer target's line in the admin ends so for a warm hand-over.
+WARM = " (warm)"
 # The API's field of each form field: a problem with `transferTargets[1].e164` shows at
 # the transfer targets.
 FORM_FIELD_OF = {
@@ -74,7 +76,8 @@ class AssistantForm(forms.ModelForm):
     transfer_targets_text = forms.CharField(
         label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
-                    "transfers to these numbers only."))
+                    "transfers to these numbers only. “(warm)” after the number: the person is rung first and "
+                    "hears a short summary before the caller is joined."))
     end_call_phrases_text = forms.CharField(
         label=capfirst(_("closing phrases")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One phrase per line after which the assistant ends the conversation."))
@@ -115,17 +118,25 @@ class AssistantForm(forms.ModelForm):
                 transcriber_lane=(instance.transcriber or {}).get("lane", ""),
                 transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
                 knowledge_ids="\n".join(instance.knowledge or []),
+<<<<<<< HEAD
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}" for t in instance.transfer_targets),
                 end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema,
                 appointment_types_json=instance.appointment_types)
+=======
+                transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
+                                                 for t in instance.transfer_targets),
+                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
+>>>>>>> main
 
     def _api_data(self):
         data = self.cleaned_data
         targets = []
         for line in _lines(data.get("transfer_targets_text")):
+            warm = line.casefold().endswith(WARM.strip())
+            line = line[:-len(WARM.strip())].rstrip() if warm else line
             name, separator, number = line.rpartition(":")
-            targets.append({"name": name.strip(), "e164": number.strip()} if separator
-                           else {"name": "", "e164": line})
+            target = {"name": name.strip(), "e164": number.strip()} if separator else {"name": "", "e164": line}
+            targets.append({**target, "warm": True} if warm else target)
         return {
             "name": data.get("name") or "", "description": data.get("description") or "",
             "language": data.get("language") or "", "voice": data.get("voice") or "",

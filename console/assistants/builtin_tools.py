@@ -75,6 +75,9 @@ class BuiltinTool:
     # Offered on every call of a campaign, whatever the assistant's tools (§ 7 UWG: an
     # objection is always taken, and the call can end).
     on_campaign_calls: bool = False
+    # What a warm hand-over's summary says the assistant did when it ran in the call
+    # (German, after "Bereits erledigt:"), e.g. "eine Rückrufbitte aufgenommen"; "": nothing.
+    done: str = ""
 
 
 _tools: dict[str, BuiltinTool] = {}

@@ -48,6 +48,9 @@ class TranscriberSerializer(serializers.Serializer):
 class TransferTargetSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     e164 = serializers.CharField(max_length=40, help_text="Any format is accepted; stored and shown as E.164.")
+    warm = serializers.BooleanField(required=False, help_text=(
+        "true: a warm hand-over by default — the person is rung first and hears a short summary, the caller "
+        "joins after it (transfer_call's mode); shown only when true."))
 
 
 class AssistantAnalysisSerializer(serializers.Serializer):

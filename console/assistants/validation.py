@@ -211,7 +211,10 @@ def _transfer_targets(problems, value):
         if not isinstance(target, dict):
             problems.add(path, "Send an object {\"name\": \"Zentrale\", \"e164\": \"+4930901820\"}.")
             continue
-        _unknown_keys(problems, path, target, ("name", "e164"))
+        _unknown_keys(problems, path, target, ("name", "e164", "warm"))
+        warm = target.get("warm", False)
+        if not isinstance(warm, bool):
+            problems.add(f"{path}.warm", "Send true (a warm hand-over: the person hears a summary first) or false.")
         name = _text(problems, f"{path}.name", target.get("name"), maximum=MAX_TARGET_NAME, required=True)
         raw = target.get("e164")
         e164 = None
@@ -226,7 +229,7 @@ def _transfer_targets(problems, value):
             problems.add(f"{path}.e164", "This number is listed twice.")
         elif name is not None and e164 is not None:
             seen.add(e164)
-            targets.append({"name": name.strip(), "e164": e164})
+            targets.append({"name": name.strip(), "e164": e164, **({"warm": True} if warm is True else {})})
     return targets
 
 
