@@ -118,15 +118,10 @@ class AssistantForm(forms.ModelForm):
                 transcriber_lane=(instance.transcriber or {}).get("lane", ""),
                 transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
                 knowledge_ids="\n".join(instance.knowledge or []),
-<<<<<<< HEAD
-                transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}" for t in instance.transfer_targets),
-                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema,
-                appointment_types_json=instance.appointment_types)
-=======
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
                                                  for t in instance.transfer_targets),
-                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
->>>>>>> main
+                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema,
+                appointment_types_json=instance.appointment_types)
 
     def _api_data(self):
         data = self.cleaned_data
