@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import (
     bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
+    bench_calendars,  # noqa: E402
     bench_calls,  # noqa: E402
     bench_campaigns,  # noqa: E402
     bench_chat,  # noqa: E402
@@ -78,6 +79,7 @@ BENCHMARKS = [
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
     bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
+    bench_calendars.find_slots_latency,
 ]
 
 

@@ -1,6 +1,6 @@
 """When a campaign may call: its weekly window in the tenant's time zone, never on a
-Sunday and never on a public holiday of the tenant's federal state (the `holidays`
-package), and within the campaign's startAt/endAt.
+Sunday and never on a public holiday of the tenant's federal state (console.holidays),
+and within the campaign's startAt/endAt.
 
 All of it is pure: `next_slot(now, …)` takes the moment it is asked at (the
 scheduler's clock), so tests move time freely, DST weekends included. Local times
@@ -10,10 +10,9 @@ clocks go forward (02:30) is read as the instant after the gap.
 """
 import re
 from datetime import UTC, datetime, time, timedelta
-from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-import holidays
+from console.holidays import holiday_name
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Accepted spellings of a weekday key (written back as the three-letter form).
@@ -79,17 +78,6 @@ def _hours(day, hours):
     if start >= end:
         raise WindowInvalid(f"'{day}': the end ({end}) must be after the start ({start}).")
     return start, end
-
-
-@lru_cache(maxsize=256)
-def holidays_of(state, year):
-    """{date: German name} of the public holidays of `state` (e.g. "BY"; "" for the
-    nationwide ones only) in `year`."""
-    return dict(holidays.country_holidays("DE", subdiv=state or None, years=year, language="de"))
-
-
-def holiday_name(day, state):
-    return holidays_of(state or "", day.year).get(day)
 
 
 def closed_reason(day, state):

@@ -7,7 +7,7 @@ owns the rows checks its cap with `quota_check` inside the transaction of the wr
 (after `quota_lock`, so that two writes at once cannot both take the last place) and
 registers how it counts them (`register_usage`, from its AppConfig.ready()), which
 the tenant's admin page shows beside the maximum. Caps of resources that do not exist
-yet (scenarios, calendar copies) are declared with their settings already: their
+yet (scenarios) are declared with their settings already: their
 apps check them when they come. Erasures are never refused (Art. 17 DSGVO: each
 deletes far more than its small receipt keeps), nor a caller's objection.
 """
@@ -42,7 +42,7 @@ QUOTAS: dict[str, Quota] = {quota.name: quota for quota in (
     # Not what the tenant keeps but what it sends: its SMS of today (messaging_app).
     Quota("smsPerDay", "TENANT_MAX_SMS_PER_DAY", _("SMS today")),
     Quota("scenarios", "TENANT_MAX_SCENARIOS", _("Scenarios")),
-    Quota("calendars", "TENANT_MAX_CALENDARS", _("Calendar copies")),
+    Quota("calendars", "TENANT_MAX_CALENDARS", _("Connected calendars")),
 )}
 
 _usage: dict[str, Callable[[Tenant], int]] = {}

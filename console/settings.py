@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "webhooks_app",
     "tools_app",
     "knowledge_app",
+    "calendars_app",
     "dashboard_app",
     "agent_app",
     "campaigns_app",
@@ -459,6 +460,9 @@ STT_DEADLINE_MAX_SEC = min(env.float("STT_DEADLINE_MAX_SEC", default=20.0), 25.0
 # Key from which carrier signing secrets are derived (see calls_app/signing.py). Empty:
 # derived from SECRET_KEY; set it so that SECRET_KEY can rotate without new carrier secrets.
 CARRIER_SIGNING_KEY = env.str("CARRIER_SIGNING_KEY", default="")
+# Seals the secrets of tenants' third-party accounts (console/sealing.py: calendars'
+# app passwords, client secrets, API keys); empty: derived from SECRET_KEY.
+SEALING_KEY = env.str("SEALING_KEY", default="")
 # The carrier outbound calls go through; `sim` is the built-in simulated carrier.
 VOICE_OUTBOUND_CARRIER = env.str("VOICE_OUTBOUND_CARRIER", default="sim")
 VOICE_CARRIER_ADAPTERS = {"sim": "calls_app.carriers.SimCarrierAdapter"}
@@ -620,6 +624,14 @@ WEBHOOK_SIGNING_KEY = env.str("WEBHOOK_SIGNING_KEY", default="")
 # --- The assistant's HTTP tools (tools_app; docs/api.md, "HTTP tools") ---
 # HTTP tools one tenant may have; more → 409.
 TOOLS_MAX_PER_TENANT = env.int("TOOLS_MAX_PER_TENANT", default=50)
+# --- Calendars (calendars_app; docs/api.md, "Calendars") ---
+# Seconds one request to a calendar may take (connect, send, answer), whole; a booking
+# makes at most a few, so a tool call's answer comes within its turn.
+CALENDAR_TIMEOUT_SEC = env.float("CALENDAR_TIMEOUT_SEC", default=4.0)
+# Where Microsoft 365 (Graph and its sign-in) and Cal.com are reached; tests point them at fakes.
+CALENDAR_GRAPH_API_BASE = env.str("CALENDAR_GRAPH_API_BASE", default="https://graph.microsoft.com/v1.0")
+CALENDAR_GRAPH_LOGIN_BASE = env.str("CALENDAR_GRAPH_LOGIN_BASE", default="https://login.microsoftonline.com")
+CALENDAR_CALCOM_API_BASE = env.str("CALENDAR_CALCOM_API_BASE", default="https://api.cal.com")
 
 # --- After the call (calls_app.analysis; docs/api.md, "Call analysis") ---
 # auto: a chat lane of the registry writes the analysis where one other than the

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
+from calendars_app import selectors as calendars
 from calls_app.call_data import registered_call_data
 from calls_app.models import Call, CarrierEvent, TranscriptEntry
 from calls_app.serializers import CallSerializer
@@ -172,6 +173,8 @@ def export_document(*, subject: Subject, created_at: datetime, expires_at: datet
                     else {"campaignContacts": [], "blocklist": []})
     # The SMS to the number or of its calls (messaging_app), reminders not yet sent among them.
     document["sms"] = sms_privacy_export(tenant=tenant, e164=subject.e164, call_ids=call_ids)
+    # The appointments booked for the number (or in the call), calendars_app's records of them.
+    document.update(calendars.privacy_export(tenant=tenant, e164=subject.e164 or None, call_ids=call_ids))
     return document
 
 

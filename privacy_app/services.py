@@ -12,6 +12,7 @@ from django.db import connection, models, transaction
 from django.db.models import Field, QuerySet
 from django.utils import timezone
 
+from calendars_app.services import appointments_erase
 from calls_app import redaction
 from calls_app.analysis import analyses_erase, analyses_redact
 from calls_app.call_data import registered_call_data
@@ -48,7 +49,7 @@ RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carri
                     "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
                   "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses", "campaignContacts",
-                  "blocklistEntries", "sms")
+                  "blocklistEntries", "sms", "appointments")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
@@ -276,6 +277,7 @@ def erasure_create(*, tenant: Tenant, e164: str | None = None, call_id: str | No
         counts["adminLogEntries"] = _erase_admin_log([
             (Call, call_ids), (Lead, lead_ids), (CampaignContact, campaigns.contact_ids if campaigns else []),
             (BlockedNumber, campaigns.blocklist_ids if campaigns else [])])
+        counts["appointments"] = appointments_erase(tenant=tenant, e164=subject.e164 or None, call_ids=call_ids)
         counts["webhookDeliveries"] = webhooks.deliveries_erase(deliveries=deliveries, rewrite=_erased_payload,
                                                                 now=now)
         for data in registered_call_data():

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from calls_app.selectors import caller_number
 from console import outbound
 from console import tool_codes as codes
 from console.assistants.builtin_tools import BuiltinCall, BuiltinTool, ToolRefused, builtin_tool
@@ -323,7 +324,8 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
         if error is not None:
             return error
         assert arguments is not None  # _arguments_checked gives the arguments or the error
-        return _builtin_run(builtin, BuiltinCall(assistant=assistant, call_id=call_id, arguments=arguments))
+        return _builtin_run(builtin, BuiltinCall(assistant=assistant, call_id=call_id, arguments=arguments,
+                                                 caller_e164=caller_number(call_id=call_id)))
     # Among the assistant's tools as its version has them (a tool renamed since keeps
     # the name the model was shown).
     tool = next((tool for tool in http_tools_of(assistant) if tool.name == str(name)[:64] and tool.pk in enabled),

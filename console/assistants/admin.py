@@ -47,7 +47,7 @@ FORM_FIELD_OF = {
     "transferTargets": "transfer_targets_text", "analysis": "analysis_schema", "analysis.schema": "analysis_schema",
     "analysis.summary": "analysis_summary", "analysis.successCriteria": "analysis_success_criteria",
     "maxDurationSec": "max_duration_sec", "silenceTimeoutSec": "silence_timeout_sec",
-    "endCallPhrases": "end_call_phrases_text",
+    "endCallPhrases": "end_call_phrases_text", "appointmentTypes": "appointment_types_json",
 }
 
 
@@ -85,6 +85,11 @@ class AssistantForm(forms.ModelForm):
     end_call_phrases_text = forms.CharField(
         label=capfirst(_("closing phrases")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One phrase per line after which the assistant ends the conversation."))
+    appointment_types_json = forms.JSONField(
+        label=capfirst(_("appointment types")), required=False, initial=list,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text=_('What callers may book, as a JSON list: [{"name": "Erstgespräch", "durationMinutes": 30, '
+                    '"calendar": "cal_…", "hours": {"mon": [{"start": "09:00", "end": "12:00"}]}}].'))
     analysis_schema = forms.JSONField(
         label=capfirst(_("analysis schema")), required=False, widget=forms.Textarea(attrs={"rows": 6}),
         help_text=_('JSON Schema (Draft 2020-12) with "type": "object"; empty: no structured analysis.'))
@@ -128,7 +133,8 @@ class AssistantForm(forms.ModelForm):
                 knowledge_ids="\n".join(instance.knowledge or []),
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
                                                  for t in instance.transfer_targets),
-                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
+                end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema,
+                appointment_types_json=instance.appointment_types)
 
     def _api_data(self):
         data = self.cleaned_data
@@ -158,6 +164,7 @@ class AssistantForm(forms.ModelForm):
                          "successCriteria": data.get("analysis_success_criteria") or ""},
             "maxDurationSec": data.get("max_duration_sec"), "silenceTimeoutSec": data.get("silence_timeout_sec"),
             "endCallPhrases": _lines(data.get("end_call_phrases_text")),
+            "appointmentTypes": data.get("appointment_types_json") or [],
         }
 
     def clean(self):
@@ -196,7 +203,8 @@ class AssistantAdmin(TenantScopedAdmin):
                            "transcriber_keyterms_text", "mode", "realtime_lane", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
-        (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
+        (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids",
+                                               "appointment_types_json"]}),
         (_("Model"), {"fields": ["model_lane", "connection", "model_temperature", "model_max_tokens"]}),
         (_("Analysis after the call"), {"fields": ["analysis_summary", "analysis_schema",
                                                     "analysis_success_criteria"]}),
@@ -241,7 +249,8 @@ class AssistantAdmin(TenantScopedAdmin):
     # only a form has).
     VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
                         "knowledge_all": ["knowledge"], "knowledge_ids": [], "transcriber_lane": ["transcriber"],
-                        "transcriber_keyterms_text": [], "realtime_lane": ["realtime"]}
+                        "transcriber_keyterms_text": [], "realtime_lane": ["realtime"],
+                        "appointment_types_json": ["appointment_types"]}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)

@@ -36,6 +36,9 @@ class BuiltinCall:
     assistant: "Assistant"
     call_id: str
     arguments: Mapping[str, Any]
+    # The caller's number of the call (E.164; "" for a web call or an erased number), told
+    # by tools_app.tool_run so that an owner that may not read calls knows whose call it is.
+    caller_e164: str = ""
 
 
 class ToolRefused(Exception):

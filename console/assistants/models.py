@@ -71,6 +71,11 @@ class Assistant(models.Model):
     transfer_targets = models.JSONField(
         _("transfer targets"), default=list, blank=True,
         help_text=_("The only numbers the assistant may transfer calls to."))
+    # What callers may book (calendars_app.appointment_types: name, duration, buffers,
+    # calendar, bookable hours, notice, horizon, a cap per day), as the API has them.
+    appointment_types = models.JSONField(
+        _("appointment types"), default=list, blank=True,
+        help_text=_("What callers may book: name, duration, calendar, bookable hours per weekday."))
     analysis_summary = models.BooleanField(_("write a summary"), default=True)
     analysis_schema = models.JSONField(
         _("analysis schema"), null=True, blank=True, default=None,

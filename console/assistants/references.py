@@ -25,6 +25,7 @@ REALTIME_LANE = "realtime.lane"  # the value: a lane id (a voice-agent lane of t
 VOICE_LANE = "voice"  # the value: a voice named `<lane>:<voice>` (a bare voice is not checked)
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")
+APPOINTMENT_TYPES = "appointmentTypes"  # a field cleaned by calendars_app (register_field_cleaner)
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,21 @@ def register_snapshot_part(name: str, *, take: Callable[..., Any]) -> None:
 
 def snapshot_parts(*, assistant: Any) -> dict[str, Any]:
     return {name: take(assistant=assistant) for name, take in sorted(_snapshot_parts.items())}
+
+
+# A field of the assistant that the core stores but another app gives its meaning
+# (calendars_app: `appointmentTypes`): `clean(*, tenant, value) -> (value, problems)`,
+# problems `{path: [messages]}` under the API's paths (`appointmentTypes[0].calendar`).
+_cleaners: dict[str, Callable[..., tuple[Any, dict[str, list[str]]]]] = {}
+
+
+def register_field_cleaner(name: str, *, clean: Callable[..., tuple[Any, dict[str, list[str]]]]) -> None:
+    _cleaners[name] = clean
+
+
+def field_clean(name: str, *, tenant: Any, value: Any) -> tuple[Any, dict[str, list[str]]]:
+    """The stored value of the field `name` and its problems; without a cleaner, refused."""
+    clean = _cleaners.get(name)
+    if clean is None:
+        return None, {name: ["This installation does not offer this field."]}
+    return clean(tenant=tenant, value=value)

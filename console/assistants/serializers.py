@@ -100,6 +100,8 @@ class AssistantSerializer(serializers.ModelSerializer):
     maxDurationSec = serializers.IntegerField(source="max_duration_sec", allow_null=True)
     silenceTimeoutSec = serializers.IntegerField(source="silence_timeout_sec", allow_null=True)
     endCallPhrases = serializers.ListField(source="end_call_phrases", child=serializers.CharField())
+    appointmentTypes = serializers.ListField(source="appointment_types", child=serializers.DictField(),
+                                             help_text="What callers may book (docs/api.md, \"Appointment types\").")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -108,7 +110,7 @@ class AssistantSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "description", "language", "voice", "transcriber", "mode", "realtime",
                   "instructions", "openingTouchpoint", "greeting",
                   "tools", "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
-                  "endCallPhrases", "createdAt", "updatedAt"]
+                  "endCallPhrases", "appointmentTypes", "createdAt", "updatedAt"]
         read_only_fields = fields
 
 
@@ -148,6 +150,9 @@ class AssistantCreateSerializer(ClosedSerializer):
     silenceTimeoutSec = documented(serializers.IntegerField(allow_null=True, min_value=2, max_value=600))
     endCallPhrases = documented(serializers.ListField(child=serializers.CharField(max_length=200),
                                                       max_length=MAX_END_CALL_PHRASES))
+    appointmentTypes = documented(serializers.ListField(
+        child=serializers.DictField(), max_length=20,
+        help_text="What callers may book: [{name, durationMinutes, calendar, hours, …}] (docs/api.md)."))
 
     def to_internal_value(self, data):
         super().to_internal_value(data)  # unknown fields

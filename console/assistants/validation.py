@@ -40,7 +40,7 @@ DOCUMENT_ID = re.compile(r"^[a-z]{1,5}_[0-9A-Za-z]{1,40}$")
 # The API's names of the fields, in the order of the representation.
 API_FIELDS = ("name", "description", "language", "voice", "transcriber", "mode", "realtime", "instructions",
               "openingTouchpoint", "greeting", "tools", "knowledge", "model", "transferTargets", "analysis",
-              "maxDurationSec", "silenceTimeoutSec", "endCallPhrases")
+              "maxDurationSec", "silenceTimeoutSec", "endCallPhrases", "appointmentTypes")
 # Deepgram's Nova-3 takes up to 100 key terms (speech_app/providers/deepgram_live.py).
 MAX_KEYTERMS = 100
 MODEL_KEYS = ("capability", "lane", "temperature", "maxTokens")
@@ -418,6 +418,14 @@ def assistant_values(*, tenant, data, instance=None):
         phrases = _phrases(problems, data["endCallPhrases"])
         if phrases is not None:
             values["end_call_phrases"] = phrases
+    if "appointmentTypes" in data:
+        types, found = references.field_clean(references.APPOINTMENT_TYPES, tenant=tenant,
+                                              value=data["appointmentTypes"])
+        for path, messages in found.items():
+            for message in messages:
+                problems.add(path, message)
+        if not found:
+            values["appointment_types"] = types
     if problems:
         raise ValidationFailed(details=dict(problems))
     return values

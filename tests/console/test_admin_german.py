@@ -251,6 +251,12 @@ def demo(django_user_model):
     Sms.objects.create(tenant=tenant, key="demo-sms", to_e164="+4917612345678", template="confirmation",
                        text="Praxis: Ihr Termin ist bestätigt.", send_at=now)
     privacy.export_create(tenant=tenant, e164="+4917612345678", actor="user:operator")
+    from calendars_app.models import Appointment, Calendar
+
+    calendar = Calendar.objects.create(tenant=tenant, name="Praxiskalender", kind="caldav",
+                                       url="https://cloud.praxis.example/dav/termine/", settings={"username": "praxis"})
+    Appointment.objects.create(tenant=tenant, calendar=calendar, assistant_id="as_demo", type_name="Erstgespräch",
+                               starts_at=now, ends_at=now, caller_e164="+4917612345678", caller_name="Lehmann")
     privacy.erasure_create(tenant=tenant, e164="+4915112345670", actor="user:operator")
     LaneUsage.objects.create(day=now.date(), lane_id="demo-lane", capability="tts", mode="mock", requests=3)
     LaneHealth.objects.create(lane_id="demo-lane", target="http://127.0.0.1/health", ok=False, detail="refused",

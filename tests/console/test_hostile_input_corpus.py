@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from twilio.request_validator import RequestValidator
 
+from calendars_app.models import Calendar
 from calls_app.models import Call
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header
@@ -84,6 +85,9 @@ ASSISTANT = {
                  "successCriteria": "Rückruf vereinbart."},
     "maxDurationSec": 300, "silenceTimeoutSec": 20, "endCallPhrases": ["Auf Wiederhören"],
 }
+# A CalDAV calendar on a loopback port where nothing listens: its check fails at once (400).
+CALENDAR = {"name": "Praxis", "kind": "caldav", "url": "http://127.0.0.1:9/dav/praxis/", "username": "praxis",
+            "password": "app-passwort"}
 TOOL = {"name": "termin", "description": "Prüft Termine.", "url": "https://tools.acme.example/termin",
         "parameters": {"type": "object", "properties": {"datum": {"type": "string"}}}, "timeoutMs": 2000}
 
@@ -132,6 +136,8 @@ def templates(objects):
         ("v2/^tools$", "post"): TOOL,
         ("v2/^tools/(?P<pk>[^/]+)$", "patch"): {**TOOL, "name": "termin_neu"},
         ("v2/^tools/(?P<pk>[^/]+)/rotate-secret$", "post"): {"keepPrevious": False},
+        ("v2/^calendars$", "post"): CALENDAR,
+        ("v2/^calendars/(?P<pk>[^/]+)$", "patch"): {"name": "Praxis Nord", "password": "neu"},
         # The body is the audio itself, not JSON.
         ("api/voice/transcribe", "post"): _wav(),
         # A Twilio-compatible carrier posts forms (signed by the Runner); Asterisk's CURL() too,
@@ -182,6 +188,7 @@ def path_values(objects):
            for suffix in ("", "/start", "/pause", "/resume", "/cancel", "/contacts", "/results.csv")},
         "v2/^blocklist/(?P<pk>[^/]+)$": {"pk": objects["blocked"]},
         "v2/^tools/(?P<pk>[^/]+)$": {"pk": objects["tool"]},
+        "v2/^calendars/(?P<pk>[^/]+)$": {"pk": objects["calendar"]},
         "v2/^tools/(?P<pk>[^/]+)/rotate-secret$": {"pk": objects["tool"]},
         "voice/twilio/<str:carrier_id>/incoming": {"carrier_id": TWILIO_CARRIER},
         "voice/twilio/<str:carrier_id>/status": {"carrier_id": TWILIO_CARRIER},
@@ -334,6 +341,9 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
                                                         "url": "https://tools.acme.example/v"})[0].pk,
         "knowledge": knowledge_document_create(tenant=tenant_a, title="FAQ", content_type="text/markdown",
                                                text="## Preise\n\nEin Aufmaß kostet 60 Euro.").pk,
+        # saved without its connection check (no CalDAV server here); a change is checked and refused
+        "calendar": Calendar.objects.create(tenant=tenant_a, name="Praxis", kind="caldav", url=CALENDAR["url"],
+                                            settings={"username": "praxis"}).pk,
     }
     return {"key": key_a, "secret": secret, "asterisk_secret": asterisk_secret, "objects": objects}
 

@@ -29,6 +29,7 @@ from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.test import APIClient
 
 from agent_app import demo_views
+from calendars_app.models import Appointment, Calendar
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
 from campaigns_app import services as campaigns
@@ -233,6 +234,12 @@ SCENARIOS = {
     # searches for A's words.
     "knowledge-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
         {"title": "Globex-Lager", "text": "## Lieferzeiten\n\nGlobex liefert in zwei Tagen."}]}),
+    # B's own calendar is checked on save: a server that does not answer is a 400 (never A's).
+    "calendar-list": Scenario({"get": 200, "post": 400}, bodies={"post": [
+        lambda a: {"name": a.calendar.name, "kind": "caldav", "url": "http://127.0.0.1:9/globex/",
+                   "username": "globex", "password": "pw"}]}),
+    "calendar-detail": Scenario({"get": 404, "patch": 404, "delete": 404}, lambda a: {"pk": a.calendar.pk},
+                                bodies={"patch": [{"name": "übernommen"}]}),
     "knowledge-detail": Scenario({"get": 404, "delete": 404}, lambda a: {"pk": a.document.pk}),
     "knowledge-search": Scenario({"get": 400}),
     "knowledge-synonyms": Scenario({"get": 200, "put": 200}, bodies={"put": [
@@ -289,15 +296,22 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     sms = Sms.objects.create(tenant=tenant_a, key="acme-sms-1", call_id=call.pk, to_e164="+4915112345670",
                              template="confirmation", text="Acme-SMS: Ihr Termin ist bestätigt.",
                              send_at=tuesday)
+    calendar = Calendar.objects.create(tenant=tenant_a, name="Acme-Praxiskalender", kind="caldav",
+                                       url="https://acme-dav.example/termine/", settings={"username": "acme-dav"})
+    appointment = Appointment.objects.create(
+        tenant=tenant_a, calendar=calendar, assistant_id=assistant.pk, type_name="Acme-Erstgespräch",
+        starts_at=tuesday, ends_at=tuesday, caller_e164="+4917612399999", caller_name="Acme-Anruferin")
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
                blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
-               "Quarkversand", "Acme-Fassung", "acme-sms", sms.pk, "Acme-SMS"]
+               "Quarkversand", "Acme-Fassung", "acme-sms", sms.pk, "Acme-SMS", calendar.pk, "Acme-Praxiskalender",
+               "acme-dav", appointment.pk, "Acme-Anruferin", "Acme-Erstgespräch"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
-                           campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers)
+                           campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers,
+                           calendar=calendar)
 
 
 def state_of(tenant):
@@ -307,7 +321,7 @@ def state_of(tenant):
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
                       CampaignAttempt, BlockedNumber, HttpTool, KnowledgeDocument, KnowledgePassage, KnowledgeSynonym,
-                      KnowledgeTerm, MessagingSettings, Sms)
+                      KnowledgeTerm, MessagingSettings, Sms, Calendar, Appointment)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

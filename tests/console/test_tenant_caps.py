@@ -56,6 +56,9 @@ CAPS = {
     ("POST", "campaigns/{id}/cancel"): ("none", "a state change"),
     ("POST", "webhooks/{id}/rotate-secret"): ("none", "replaces the secret"),
     ("POST", "tools/{id}/rotate-secret"): ("none", "replaces the secret"),
+    # capped by quota "calendars" too, after the connection check a live server must answer:
+    # tests/calendars_app/test_calendars_api.py refuses the next one against Radicale
+    ("POST", "calendars"): ("none", "TENANT_MAX_CALENDARS, tested with a real CalDAV server"),
 }
 PHONE = "+4917612345678"
 # A body each capped route accepts (a "{campaign}" in the route is the tenant's campaign).
