@@ -186,8 +186,7 @@ class Mind:
     def _run(self, call: ToolCall, reply: Reply) -> None:
         # Tools are offered only with an assistant (a lane that calls one unoffered fails the turn, as before).
         assert self.assistant is not None
-        result = tool_run(assistant=self.assistant, call_id=self.call_id, name=call.name, arguments=call.arguments,
-                          knowledge_search=_knowledge_search(), also=self.also)
+        result = self._tool(call)
         if call.name == "opt_out" and result.get("ok"):
             self._opt_out()
         reply.notes.append(tool_call_note(name=call.name, arguments=call.arguments, result=result))
@@ -197,6 +196,12 @@ class Mind:
             reply.action, reply.target = "transfer", result["result"]
         elif result.get("action") == "end_call" and not reply.action:
             reply.action = "end_call"
+
+    def _tool(self, call: ToolCall) -> dict[str, Any]:
+        """The tool's result (tools_app runs it; a test call's mind answers in a sandbox)."""
+        assert self.assistant is not None
+        return tool_run(assistant=self.assistant, call_id=self.call_id, name=call.name, arguments=call.arguments,
+                        knowledge_search=_knowledge_search(), also=self.also)
 
     def _opt_out(self) -> None:
         """The caller wants no more calls: their number on the tenant's blocklist, so no

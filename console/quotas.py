@@ -40,6 +40,7 @@ QUOTAS: dict[str, Quota] = {quota.name: quota for quota in (
     Quota("exports", "TENANT_MAX_EXPORTS", _("Data exports")),
     Quota("recordingBytes", "TENANT_MAX_RECORDING_BYTES", _("Recordings (bytes)"), unit="bytes"),
     Quota("scenarios", "TENANT_MAX_SCENARIOS", _("Scenarios")),
+    Quota("scenarioRuns", "TENANT_MAX_SCENARIO_RUNS_PER_DAY", _("Test runs in the last 24 hours")),
     Quota("calendars", "TENANT_MAX_CALENDARS", _("Calendar copies")),
 )}
 
