@@ -38,7 +38,7 @@ VARIABLES = ("callerNumber",)
 
 
 def _fail(where: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{where}: {message}", details={where.split("[")[0]: [f"{where}: {message}"]})
+    return ValidationFailed(f"{where}: {message}", details={where.split("[")[0].split(".")[0]: [f"{where}: {message}"]})
 
 
 def _text(value: object, where: str, *, limit: int = MAX_TEXT, required: bool = True) -> str:
