@@ -35,6 +35,7 @@ from console.errors import ApiError
 from gateway_app.services import gateway_chat
 from gateway_app.turns import TextDelta, ToolCall
 from speech_app.services import synthesizer_for
+from tools_app import result_codes as codes
 from tools_app.definitions import BUILTIN_TOOLS
 
 logger = logging.getLogger("agent_app")
@@ -46,7 +47,8 @@ JUDGE_PROMPT = ("Sie prüfen das Protokoll eines Testanrufs bei einer Telefonass
 
 
 def _error(name: str, code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "tool": name, "error": {"code": code, "message": message}}
+    """A tool error as tools_app gives the model one (docs/api.md, "Tool errors")."""
+    return {"ok": False, "tool": name, "error": code, "message": message}
 
 
 class SandboxMind(Mind):
@@ -68,7 +70,7 @@ class SandboxMind(Mind):
         offered = {definition.get("function", {}).get("name") for definition in self.tools}
         sandbox = ""
         if name not in offered:
-            result = _error(name, "unknown_tool", f"This assistant has no tool '{name[:64]}'.")
+            result = _error(name, codes.UNKNOWN_TOOL, f"This assistant has no tool '{name[:64]}'.")
         elif name in SANDBOXED:
             result, sandbox = self._sandboxed(name, arguments if isinstance(arguments, dict) else {})
         elif name in BUILTIN_TOOLS or self.scenario.real_tools:
@@ -76,7 +78,7 @@ class SandboxMind(Mind):
         elif name in self.scenario.tool_stubs:
             result, sandbox = {"ok": True, "tool": name, "result": self.scenario.tool_stubs[name]}, "stub"
         else:
-            result, sandbox = _error(name, "no_stub", f"The scenario gives no answer of {name} (toolStubs)."), "stub"
+            result, sandbox = _error(name, codes.NO_STUB, f"The scenario gives no answer of {name} (toolStubs)."), "stub"
         self.calls.append({"tool": name, "arguments": arguments, "result": result, "sandbox": sandbox})
         return result
 
@@ -86,7 +88,7 @@ class SandboxMind(Mind):
             try:
                 target = assistant_transfer_target_named(assistant=self.assistant, name=arguments.get("target", ""))
             except TransferRefused as exc:
-                return _error(name, "transfer_refused", exc.message), "no transfer made"
+                return _error(name, codes.TRANSFER_REFUSED, exc.message), "no transfer made"
             return ({"ok": True, "tool": name, "action": "transfer", "result": target},
                     f"not transferred (would go to {target['name']})")
         if name == "create_callback":

@@ -156,8 +156,8 @@ def test_http_tools_answer_with_the_scenarios_stub(api_a, assistant, run_jobs):
     mind = SandboxMind(scenario=row, tenant=assistant.tenant, call_id="run:x", language="de", assistant=assistant)
     assert mind._tool(ToolCall("c1", "bestellung", {}))["result"] == {"status": "versandt"}
     row.tool_stubs = {}
-    assert mind._tool(ToolCall("c2", "bestellung", {}))["error"]["code"] == "no_stub"
-    assert mind._tool(ToolCall("c3", "opt_out", {}))["error"]["code"] == "unknown_tool"
+    assert mind._tool(ToolCall("c2", "bestellung", {}))["error"] == "no_stub"
+    assert mind._tool(ToolCall("c3", "opt_out", {}))["error"] == "unknown_tool"
     assert [call["sandbox"] for call in mind.calls] == ["stub", "stub", ""]
     assert mock  # the mock lane is the mind's in the fixture
 

@@ -151,7 +151,8 @@ def test_every_tool_error_is_documented_and_nothing_else() -> None:
 
 
 def test_every_tool_error_is_used() -> None:
-    used = _names_used(_sources("tools_app", "result_codes.py"))
+    # tools_app's tools, and a test call's sandbox (agent_app.scenario_runs: `no_stub`).
+    used = _names_used(_sources("tools_app", "result_codes.py")) | _names_used(_sources("agent_app", "codes.py"))
     assert not [name for name in _constants(result_codes) if name not in used]
 
 
