@@ -15,6 +15,7 @@ from console.api import TenantViewSet, validated
 from console.assistants.models import Assistant
 from console.errors import NotFound
 from console.openapi import errors
+from console.tenants.models import Tenant
 
 EXAMPLE = {
     "name": "Rückruf wird angeboten",
@@ -23,6 +24,19 @@ EXAMPLE = {
     "variables": {"callerNumber": "+4917612345678"},
     "expectations": [{"type": "not_said", "pattern": "(?i)quittengelee"}, {"type": "callback_created"}],
 }
+
+
+class ScenarioBodySerializer(serializers.Serializer):
+    """The body's shape for the OpenAPI document (checked by agent_app.scenario_checks)."""
+
+    name = serializers.CharField(max_length=200)
+    turns = serializers.ListField(child=serializers.DictField(), min_length=1,
+                                  help_text='The caller\'s turns: {"text", "dtmf"?, "expectations"?}.')
+    variables = serializers.DictField(required=False, help_text="callerNumber")
+    expectations = serializers.ListField(child=serializers.DictField(), required=False,
+                                         help_text='Checked at the end: {"type", …} (docs/api.md, "Test calls").')
+    toolStubs = serializers.DictField(required=False, help_text="Each HTTP tool's JSON answer in a run, by name.")
+    realTools = serializers.BooleanField(required=False, help_text="Call the real HTTP tools.")
 
 
 class RunRequestSerializer(serializers.Serializer):
@@ -54,21 +68,22 @@ def run_shown(run: ScenarioRun, *, results: bool = True) -> dict[str, Any]:
 
 class ScenarioViewSet(TenantViewSet):
     model = Scenario
+    serializer_class = ScenarioBodySerializer
     not_found_message = "No scenario with this id."
     lookup_value_regex = "[^/]+"
 
     def _assistant(self) -> Assistant:
-        assistant = Assistant.objects.for_tenant(self.request.tenant).filter(pk=self.kwargs["assistant_id"]).first()
+        assistant = Assistant.objects.for_tenant(_tenant(self.request)).filter(pk=self.kwargs["assistant_id"]).first()
         if assistant is None:
             raise NotFound("No assistant with this id.")
-        assistant.tenant = self.request.tenant  # selected by it: naming it costs no query
+        assistant.tenant = _tenant(self.request)  # selected by it: naming it costs no query
         return assistant
 
-    def filter_queryset(self, queryset: QuerySet[Scenario]) -> QuerySet[Scenario]:
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(assistant_id=self._assistant().pk)
 
     def _run(self, run_id: str) -> ScenarioRun:
-        run = (ScenarioRun.objects.for_tenant(self.request.tenant)
+        run = (ScenarioRun.objects.for_tenant(_tenant(self.request))
                .filter(assistant_id=self._assistant().pk, pk=run_id).first())
         if run is None:
             raise NotFound("No test run with this id.")
@@ -79,7 +94,7 @@ class ScenarioViewSet(TenantViewSet):
         rows = self.filter_queryset(self.get_queryset()).order_by("name", "id")
         return Response({"data": [scenario_shown(row) for row in rows]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, extensions=errors(404, 409),
+    @extend_schema(request=ScenarioBodySerializer, responses={201: OpenApiTypes.OBJECT}, extensions=errors(404, 409),
                    examples=[OpenApiExample("A callback", request_only=True, value=EXAMPLE)],
                    summary="Create a test case")
     def create(self, request: Request, assistant_id: str) -> Response:
@@ -90,8 +105,8 @@ class ScenarioViewSet(TenantViewSet):
     def retrieve(self, request: Request, assistant_id: str, pk: str) -> Response:
         return Response(scenario_shown(self.get_object()))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT, extensions=errors(404),
-                   summary="Change a test case")
+    @extend_schema(request=ScenarioBodySerializer(partial=True), responses=OpenApiTypes.OBJECT,
+                   extensions=errors(404), summary="Change a test case")
     def partial_update(self, request: Request, assistant_id: str, pk: str) -> Response:
         scenario = self.get_object()
         return Response(scenario_shown(services.scenario_update(scenario=scenario, data=_body(request))))
@@ -113,7 +128,7 @@ class ScenarioViewSet(TenantViewSet):
                    extensions=errors(404), summary="List an assistant's test runs")
     @action(detail=False, methods=["get"])
     def runs(self, request: Request, assistant_id: str) -> Response:
-        rows = ScenarioRun.objects.for_tenant(request.tenant).filter(assistant_id=self._assistant().pk)
+        rows = ScenarioRun.objects.for_tenant(_tenant(request)).filter(assistant_id=self._assistant().pk)
         return Response({"data": [run_shown(row, results=False) for row in rows.order_by("-created_at", "-id")]})
 
     @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="assistants_scenarios_run_retrieve",
@@ -128,6 +143,11 @@ class ScenarioViewSet(TenantViewSet):
     def run_delete(self, request: Request, assistant_id: str, run_id: str) -> Response:
         services.scenario_run_delete(run=self._run(run_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _tenant(request: Any) -> Tenant:
+    """The request's tenant (TenantBoundMixin selected it)."""
+    return request.tenant
 
 
 def _body(request: Request) -> dict[str, Any]:

@@ -336,7 +336,7 @@ def analysis_of_transcript(*, assistant: Assistant, lines: Sequence[tuple[str, s
     config = analysis_config(assistant)
     if not config["schema"]:
         return {}
-    facts = {"callback": None, "callback_requested": "create_callback" in tools, "transfers": [],
+    facts: dict[str, Any] = {"callback": None, "callback_requested": "create_callback" in tools, "transfers": [],
              "opted_out": "opt_out" in tools, "ended_by_assistant": "end_call" in tools}
     found = None
     if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available(config["model"]):
