@@ -272,3 +272,38 @@ def test_a_run_is_erasable_and_the_assistants_deletion_takes_its_scenarios(api_a
     assert api_a.get(_url(assistant, f"/runs/{run['id']}")).status_code == 404
     assert api_a.delete(f"/v2/assistants/{assistant.pk}").status_code == 204
     assert not Scenario.objects.exists()
+
+
+@pytest.fixture
+def pinned_caller(monkeypatch):
+    """The caller's turns spoken by the tests' pinned synthesis (tests/speech_app/synthesis.py:
+    the same samples in every run), so that what the recogniser hears is the same too."""
+    from agent_app import scenario_runs
+    from tests.speech_app.synthesis import synthesised
+
+    def speech(text, *, language):
+        spoken = synthesised(text, voice=language)
+        return spoken.pcm, spoken.sample_rate
+    monkeypatch.setattr(scenario_runs, "caller_speech", speech)
+
+
+@pytest.mark.slow
+def test_voice_mode_fails_a_caller_the_agent_mishears_which_text_mode_passes(api_a, assistant, run_jobs,
+                                                                                pinned_caller):
+    # Heard through the 8 kHz phone band, "einen Rückruf wegen" is not what was said: the
+    # policy does not hear a callback wish and does not ask for the number.
+    misheard = _scenario(api_a, assistant, name="Rückruf am Telefon", variables={"callerNumber": CALLER},
+                         turns=[{"text": CALLBACK_TURN, "expectations": [{"type": "said", "text": "Unter der Nummer"}]}])
+    heard = _scenario(api_a, assistant, name="Zustimmung", turns=[
+        {"text": "Ja, bitte.", "expectations": [{"type": "said", "text": "Was kann ich für Sie tun"}]}])
+    text = _run(api_a, assistant, run_jobs)
+    assert _result(text, misheard)["passed"] is True and _result(text, heard)["passed"] is True
+    voice = _run(api_a, assistant, run_jobs, mode="voice")
+    assert voice["mode"] == "voice" and voice["status"] == "failed"
+    failed = _result(voice, misheard)
+    assert failed["passed"] is False and "Unter der Nummer" in failed["reason"]
+    user = next(line for line in failed["transcript"] if line["role"] == "user")
+    assert user["said"] == CALLBACK_TURN and user["text"] != CALLBACK_TURN  # what was heard is shown
+    passed = _result(voice, heard)
+    assert passed["passed"] is True, passed["transcript"]
+    assert all(ms > 0 for ms in passed["latencyMs"])  # until the reply's first audio
