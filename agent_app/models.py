@@ -7,6 +7,7 @@ the token stops working unused, and the conversation's settings."""
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
@@ -97,14 +98,14 @@ class ScenarioRun(models.Model):
     call: nothing in /v2/calls, no minutes, no usage."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", _("queued")
-        RUNNING = "running", _("running")
-        PASSED = "passed", _("passed")
-        FAILED = "failed", _("failed")
+        QUEUED = "queued", pgettext_lazy("choice", "Queued")
+        RUNNING = "running", pgettext_lazy("choice", "Running")
+        PASSED = "passed", pgettext_lazy("choice", "Passed")
+        FAILED = "failed", pgettext_lazy("choice", "Failed")
 
     class Mode(models.TextChoices):
-        TEXT = "text", _("text")
-        VOICE = "voice", _("voice")
+        TEXT = "text", pgettext_lazy("choice", "Text")
+        VOICE = "voice", pgettext_lazy("choice", "Voice (phone)")
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("sr"), editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="scenario_runs",

@@ -28,6 +28,8 @@ MEMBER_PERMISSIONS = {
     "tools_app.httptool": ("view",),
     "knowledge_app.knowledgedocument": ("view", "add"),
     "knowledge_app.knowledgesynonym": ("view",),
+    "agent_app.scenario": ("view",),
+    "agent_app.scenariorun": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -47,6 +49,8 @@ OWNER_PERMISSIONS = {
     "campaigns_app.blockednumber": _ALL,
     "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
     "knowledge_app.knowledgesynonym": _ALL,
+    "agent_app.scenario": _ALL,  # test cases: written and run by the owner
+    "agent_app.scenariorun": ("view", "delete"),
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}
