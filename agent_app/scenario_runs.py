@@ -28,6 +28,8 @@ from agent_app.mind import Mind, Reply
 from agent_app.models import Scenario, ScenarioRun
 from agent_app.scenario_checks import Played, Turn, expectation_met
 from calls_app.analysis import analysis_of_transcript
+from console import tool_codes as codes
+from console.assistants.builtin_tools import builtin_tool
 from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_as_of, assistant_version_of
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
@@ -35,12 +37,9 @@ from console.errors import ApiError
 from gateway_app.services import gateway_chat
 from gateway_app.turns import TextDelta, ToolCall
 from speech_app.services import synthesizer_for
-from tools_app import result_codes as codes
-from tools_app.definitions import BUILTIN_TOOLS
 
 logger = logging.getLogger("agent_app")
 PHONE_WIRE = WireFormat("mulaw", 8000)
-SANDBOXED = {"create_callback", "transfer_call", "end_call", "opt_out"}
 JUDGE_PROMPT = ("Sie prüfen das Protokoll eines Testanrufs bei einer Telefonassistenz. Antworten Sie mit JA, wenn "
                 "die Assistenz folgende Anforderung erfüllt, sonst mit NEIN, dann ein kurzer Grund.\n"
                 "Anforderung: {rubric}")
@@ -71,10 +70,10 @@ class SandboxMind(Mind):
         sandbox = ""
         if name not in offered:
             result = _error(name, codes.UNKNOWN_TOOL, f"This assistant has no tool '{name[:64]}'.")
-        elif name in SANDBOXED:
+        elif (builtin := builtin_tool(name)) is not None and not builtin.effect_free:
             result, sandbox = self._sandboxed(name, arguments if isinstance(arguments, dict) else {})
-        elif name in BUILTIN_TOOLS or self.scenario.real_tools:
-            result = super()._tool(call)  # the knowledge, or the real HTTP tool the scenario allows
+        elif builtin is not None or self.scenario.real_tools:
+            result = super()._tool(call)  # a search, or the real HTTP tool the scenario allows
         elif name in self.scenario.tool_stubs:
             result, sandbox = {"ok": True, "tool": name, "result": self.scenario.tool_stubs[name]}, "stub"
         else:
@@ -96,10 +95,9 @@ class SandboxMind(Mind):
                                                           "preferredAt": None}}, "no lead created")
         if name == "end_call":
             return {"ok": True, "tool": name, "action": "end_call", "result": {"ending": True}}, "run ended"
-        return {"ok": True, "tool": name, "result": {"recorded": True}}, "no number blocked"
-
-    def _opt_out(self) -> None:
-        """Nothing is blocked in a run."""
+        if name == "opt_out":
+            return {"ok": True, "tool": name, "result": {"recorded": True}}, "no number blocked"
+        return {"ok": True, "tool": name, "result": {"done": True}}, "not carried out (a test call)"
 
 
 # --- The caller's voice --------------------------------------------------------------------
@@ -199,8 +197,10 @@ def _analysis(assistant: Assistant, transcript: list[dict[str, Any]], calls: lis
               caller: str) -> Callable[[], dict[str, Any]]:
     def made() -> dict[str, Any]:
         lines = [(line["role"], line["text"]) for line in transcript]
-        return analysis_of_transcript(assistant=assistant, lines=lines, tools=[call["tool"] for call in calls],
-                                      caller=caller)
+        actions = [{"tool": call["tool"], **({"target": call["result"]["result"].get("name", "")}
+                                             if call["tool"] == "transfer_call" and call["result"].get("ok") else {})}
+                   for call in calls]
+        return analysis_of_transcript(assistant=assistant, lines=lines, actions=actions, caller=caller)
     return made
 
 

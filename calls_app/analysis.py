@@ -148,20 +148,24 @@ def analysis_config(assistant: Assistant | None) -> dict[str, Any]:
 def call_facts(call: Call) -> dict[str, Any]:
     """What happened, from the call's record (not from the transcript, which a tenant
     may not keep): {callback: lead or None, callback_requested, transfers: [names],
-    opted_out, ended_by_assistant}."""
+    transfers_not_answered: [names of warm hand-overs nobody answered], opted_out,
+    ended_by_assistant}."""
     actions = call.assistant_actions or []
     tools = [action.get("tool") for action in actions]
     lead = None
     if call.lead_id:
         lead = (Lead.objects.for_tenant(call.tenant_id)
                 .filter(pk=call.lead_id, kind=Lead.Kind.CALLBACK, created_at__gte=call.created_at).first())
-    transfers = [action.get("target", "") for action in actions if action.get("tool") == "transfer_call"]
+    handed = [action for action in actions if action.get("tool") == "transfer_call"]
+    transfers = [action.get("target", "") for action in handed if action.get("outcome") != "not_answered"]
+    not_answered = [action.get("target", "") for action in handed if action.get("outcome") == "not_answered"]
     if call.transferred_to and not transfers:  # a phone call handed over by other means than the tool
         transfers = [mask(call.transferred_to)]
     return {
         "callback": lead,
         "callback_requested": lead is not None or "create_callback" in tools,
         "transfers": transfers,
+        "transfers_not_answered": not_answered,
         "opted_out": "opt_out" in tools,
         "ended_by_assistant": "end_call" in tools,
     }
@@ -173,6 +177,8 @@ def outcome_tags(facts: dict[str, Any]) -> list[str]:
         tags.append("callback_requested")
     if facts["transfers"]:
         tags.append("transferred")
+    if facts["transfers_not_answered"]:
+        tags.append("transfer_not_answered")
     if facts["opted_out"]:
         tags.append("opted_out")
     if facts["ended_by_assistant"]:
@@ -241,6 +247,9 @@ def policy_summary(*, call: Call, lines: Sequence[tuple[str, str]], facts: dict[
     if facts["transfers"]:
         parts.append(f"Der Anruf wurde an {', '.join(t or 'ein Weiterleitungsziel' for t in facts['transfers'])} "
                      "weitergeleitet.")
+    if facts["transfers_not_answered"]:
+        parts.append(f"Bei {', '.join(t or 'einem Weiterleitungsziel' for t in facts['transfers_not_answered'])} "
+                     "nahm bei der Übergabe niemand ab.")
     if facts["opted_out"]:
         parts.append("Der Anrufer widersprach weiteren Kontakten.")
     if facts["ended_by_assistant"]:
@@ -328,16 +337,18 @@ def analysis_by_policy(*, call: Call, lines: Sequence[tuple[str, str]], config: 
             "success": policy_success(criteria=config["successCriteria"], facts=facts, lines=lines)}
 
 
-def analysis_of_transcript(*, assistant: Assistant, lines: Sequence[tuple[str, str]], tools: Collection[str],
-                           caller: str = "") -> dict[str, Any]:
-    """The structured data the analysis would write for a call with this transcript
-    (a test call's, agent_app.scenario_runs: no call is stored, nothing is announced):
-    by the assistant's lane as for a call, else by the offline policy; {} without a schema."""
+def analysis_of_transcript(*, assistant: Assistant, lines: Sequence[tuple[str, str]],
+                           actions: list[dict[str, Any]], caller: str = "") -> dict[str, Any]:
+    """The structured data the analysis would write for a call with this transcript and
+    these actions of the assistant (`Call.assistant_actions`' shape): a test call's
+    (agent_app.scenario_runs), of which no call is stored and nothing is announced. By
+    the assistant's lane as for a call, else by the offline policy; {} without a schema."""
     config = analysis_config(assistant)
     if not config["schema"]:
         return {}
-    facts: dict[str, Any] = {"callback": None, "callback_requested": "create_callback" in tools, "transfers": [],
-             "opted_out": "opt_out" in tools, "ended_by_assistant": "end_call" in tools}
+    unsaved = Call(tenant=assistant.tenant, assistant=assistant, direction=Call.Direction.INBOUND, from_e164=caller,
+                   started_at=timezone.now(), created_at=timezone.now(), assistant_actions=actions)
+    facts = call_facts(unsaved)
     found = None
     if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available(config["model"]):
         try:
@@ -345,10 +356,8 @@ def analysis_of_transcript(*, assistant: Assistant, lines: Sequence[tuple[str, s
         except Exception:  # noqa: BLE001 - as for a call: the policy writes it
             logger.exception("The analysis of a test call by a lane failed; the offline policy writes it")
     if found is None:
-        unsaved = Call(tenant=assistant.tenant, assistant=assistant, direction=Call.Direction.INBOUND,
-                       from_e164=caller, started_at=timezone.now(), created_at=timezone.now())
         found = analysis_by_policy(call=unsaved, lines=lines, config=config, facts=facts)
-    structured, valid, _ = _checked(config["schema"], found.get("structured"))
+    structured, _, _ = _checked(config["schema"], found.get("structured"))
     return structured if isinstance(structured, dict) else {}
 
 

@@ -16,7 +16,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from registry_app.routing import lane_state
-from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from registry_app.services import lane_cooldown_clear, lane_cooldown_start, lane_error_record
 
 _usage_recorders = []
 
@@ -35,8 +35,9 @@ def _count(step, **counts):
 
 
 def record_failure(step, failure):
-    """A failed call of `step` (a LaneFailure): its cooldown when the failure says the
-    lane is unwell, and one failure in its usage."""
+    """A failed call of `step` (a LaneFailure): its last error (the lane's status shows
+    it), its cooldown when the failure says the lane is unwell, and one failure in its usage."""
+    lane_error_record(lane_id=step.lane.id, outcome=failure.outcome, detail=failure.detail)
     if failure.cools_down:
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
