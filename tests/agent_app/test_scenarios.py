@@ -307,3 +307,16 @@ def test_voice_mode_fails_a_caller_the_agent_mishears_which_text_mode_passes(api
     passed = _result(voice, heard)
     assert passed["passed"] is True, passed["transcript"]
     assert all(ms > 0 for ms in passed["latencyMs"])  # until the reply's first audio
+
+
+def test_a_judge_is_marked_not_deterministic(api_a, assistant, run_jobs):
+    played = Played(opening="", turns=[Turn(said="Hallo", heard="Hallo", reply="Guten Tag.")],
+                    judge=lambda rubric: (rubric == "höflich", "NEIN, unhöflich"))
+    assert expectation_met({"type": "judge", "rubric": "höflich"}, played, played.turns, whole=True) == (True, "")
+    met, why = expectation_met({"type": "judge", "rubric": "knapp"}, played, played.turns, whole=True)
+    assert not met and why == "Der Prüfer (nicht deterministisch): NEIN, unhöflich"
+    scenario = _scenario(api_a, assistant, expectations=[{"type": "judge", "rubric": "Die Assistenz ist höflich."},
+                                                         {"type": "said", "text": "zurück"}])
+    result = _result(_run(api_a, assistant, run_jobs), scenario)
+    assert result["nonDeterministic"] is True
+    assert [item["nonDeterministic"] for item in result["expectations"]] == [True, False]
