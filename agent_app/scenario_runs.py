@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_app.audio import Endpointer, WireFormat
-from agent_app.conversation import hear, opening, speak
+from agent_app.conversation import get_ready, hear, opening, speak
 from agent_app.mind import Mind, Reply
 from agent_app.models import Scenario, ScenarioRun
 from agent_app.scenario_checks import Played, Turn, expectation_met
@@ -34,6 +34,7 @@ from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_as_of, assistant_version_of
 from console.assistants.services import TransferRefused, assistant_transfer_target_named
 from console.errors import ApiError
+from console.jobs.services import job_enqueue
 from gateway_app.services import gateway_chat
 from gateway_app.turns import TextDelta, ToolCall
 from speech_app.services import synthesizer_for
@@ -154,6 +155,8 @@ def scenario_play(*, scenario: Scenario, assistant: Assistant, mode: str, run_id
         turns.append(turn)
         if text:
             transcript.append({"role": "user", "text": heard, **({"said": text} if voice else {})})
+            if not heard:
+                transcript.append({"role": "system", "text": "Nichts verstanden: die Erkennung hörte keine Worte."})
         if heard:
             done = len(mind.calls)
             reply, turn.latency_ms = _reply(mind, heard, voice=voice, assistant=assistant)
@@ -240,10 +243,27 @@ def _change(before: bool | None, now: bool) -> str:
     return "now_passing" if now else "now_failing"
 
 
-def scenario_run_execute(*, run_id: str) -> bool | None:
+def _budget_sec() -> float:
+    """How long one job may play before it hands the rest of its run to the next job:
+    well within the queue's timeout (JOB_TIMEOUT_SEC), which would kill it."""
+    return max(5.0, float(settings.Q_CLUSTER.get("timeout") or 60) - 20.0)
+
+
+def _failed_to_play(scenario: Scenario, mode: str, exc: Exception) -> dict[str, Any]:
+    return {"scenario": scenario.pk, "name": scenario.name, "mode": mode, "passed": False, "status": "failed",
+            "reason": f"Der Testfall konnte nicht abgespielt werden: {exc!r:.200}", "expectations": [],
+            "transcript": [], "toolCalls": [], "sandbox": [], "latencyMs": [], "nonDeterministic": False}
+
+
+def scenario_run_execute(*, run_id: str, budget_sec: float | None = None) -> bool | None:
     """The job of a run: plays each scenario of the assistant (at most SCENARIO_MAX_PER_RUN)
-    and keeps the results; True when every one passed. A run finished already is left
-    as it is (the queue may hand a job on twice)."""
+    and keeps each result as it comes; True when every one passed. Past `budget_sec`
+    (a job: within the queue's timeout) it queues the next job for the scenarios still
+    to play and returns None (each job plays one at least); publishing and the command
+    play without one. A run
+    finished already is left as it is (the queue may hand a job on twice)."""
+    from agent_app.scenario_services import RUN_JOB
+
     with transaction.atomic():
         run = (ScenarioRun.objects.select_for_update().select_related("assistant__tenant")
                .filter(pk=run_id).first())
@@ -251,24 +271,40 @@ def scenario_run_execute(*, run_id: str) -> bool | None:
             return None
         run.status = ScenarioRun.Status.RUNNING
         run.save(update_fields=["status"])
+    started = time.monotonic()
     draft = run.assistant
     version = assistant_version_of(assistant=draft, number=run.version) if run.version else None
     assistant = assistant_as_of(assistant=draft, version=version) if version is not None else draft
     before = _previous(run)
-    results = []
-    for scenario in Scenario.objects.filter(assistant_id=draft.pk).order_by("name", "id")[:settings.SCENARIO_MAX_PER_RUN]:
+    results = list(run.results)
+    played = {result["scenario"] for result in results}
+    scenarios = Scenario.objects.filter(assistant_id=draft.pk).order_by("name", "id")[:settings.SCENARIO_MAX_PER_RUN]
+    if run.mode == ScenarioRun.Mode.VOICE:
+        get_ready(language=assistant.language)  # the recogniser loaded before the first turn is timed
+    done_here = 0
+    for scenario in scenarios:
+        if scenario.pk in played:
+            continue
+        if done_here and budget_sec is not None and time.monotonic() - started > budget_sec:
+            job_enqueue(RUN_JOB, kwargs={"run_id": run.pk})
+            return None
         try:
             result = scenario_play(scenario=scenario, assistant=assistant, mode=run.mode, run_id=run.pk)
         except Exception as exc:  # noqa: BLE001 - the scenario fails with the reason; the others play
             logger.exception("Scenario %s of run %s could not be played", scenario.pk, run.pk)
-            result = {"scenario": scenario.pk, "name": scenario.name, "mode": run.mode, "passed": False,
-                      "status": "failed", "reason": f"Der Testfall konnte nicht abgespielt werden: {exc!r:.200}",
-                      "expectations": [], "transcript": [], "toolCalls": [], "sandbox": [], "latencyMs": [],
-                      "nonDeterministic": False}
+            result = _failed_to_play(scenario, run.mode, exc)
         result["change"] = _change(before.get(scenario.pk), result["passed"])
         results.append(result)
+        done_here += 1
+        ScenarioRun.objects.filter(pk=run.pk).update(results=results)
     passed = all(result["passed"] for result in results)
     ScenarioRun.objects.filter(pk=run.pk).update(
         results=results, finished_at=timezone.now(),
         status=ScenarioRun.Status.PASSED if passed else ScenarioRun.Status.FAILED)
     return passed
+
+
+def scenario_run_job(*, run_id: str) -> bool | None:
+    """The queued job of a run (agent_app.scenario_services.RUN_JOB): plays within the
+    queue's timeout, the rest in the next job."""
+    return scenario_run_execute(run_id=run_id, budget_sec=_budget_sec())

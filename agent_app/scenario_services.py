@@ -13,7 +13,7 @@ from console.assistants.services import UnknownVersion
 from console.jobs.services import job_enqueue_on_commit
 from console.quotas import quota_take
 
-RUN_JOB = "agent_app.scenario_runs.scenario_run_execute"
+RUN_JOB = "agent_app.scenario_runs.scenario_run_job"
 
 
 @transaction.atomic

@@ -320,3 +320,23 @@ def test_a_judge_is_marked_not_deterministic(api_a, assistant, run_jobs):
     result = _result(_run(api_a, assistant, run_jobs), scenario)
     assert result["nonDeterministic"] is True
     assert [item["nonDeterministic"] for item in result["expectations"]] == [True, False]
+
+
+def test_a_run_past_its_job_s_time_goes_on_in_the_next_job(assistant, monkeypatch):
+    from agent_app import scenario_runs
+    from agent_app.scenario_services import RUN_JOB, scenario_run_create
+
+    for name in ("Eins", "Zwei"):
+        Scenario.objects.create(tenant=assistant.tenant, assistant=assistant, name=name,
+                                turns=[{"text": CALLBACK_TURN, "expectations": []}])
+    queued = []
+    monkeypatch.setattr(scenario_runs, "job_enqueue", lambda func, kwargs: queued.append((func, kwargs)))
+    run = scenario_run_create(assistant=assistant, queued=False)
+    assert scenario_runs.scenario_run_execute(run_id=run.pk, budget_sec=0) is None  # one played, then its time is up
+    run.refresh_from_db()
+    assert run.status == "running" and [r["name"] for r in run.results] == ["Eins"]
+    assert queued == [(RUN_JOB, {"run_id": run.pk})]
+    assert scenario_runs.scenario_run_execute(run_id=run.pk) is True  # the next job plays the rest
+    run.refresh_from_db()
+    assert run.status == "passed" and [r["name"] for r in run.results] == ["Eins", "Zwei"]
+    assert scenario_runs.scenario_run_execute(run_id=run.pk) is None  # finished: left as it is
