@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agent_app.audio import Endpointer, WireFormat
+from agent_app.audio import Endpointer, PhoneWire
 from agent_app.conversation import get_ready, hear, opening, speak
 from agent_app.mind import Mind, Reply
 from agent_app.models import Scenario, ScenarioRun
@@ -40,7 +40,7 @@ from gateway_app.turns import TextDelta, ToolCall
 from speech_app.services import synthesizer_for
 
 logger = logging.getLogger("agent_app")
-PHONE_WIRE = WireFormat("mulaw", 8000)
+PHONE_WIRE = PhoneWire("mulaw", 8000)  # as the phone bridges widen it for the recogniser
 JUDGE_PROMPT = ("Sie prüfen das Protokoll eines Testanrufs bei einer Telefonassistenz. Antworten Sie mit JA, wenn "
                 "die Assistenz folgende Anforderung erfüllt, sonst mit NEIN, dann ein kurzer Grund.\n"
                 "Anforderung: {rubric}")
