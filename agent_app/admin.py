@@ -23,13 +23,14 @@ from console.tenants.admin_scoping import ReadOnlyAdminMixin, TenantScopedAdmin
 ROLES = {"user": pgettext_lazy("choice", "User"), "assistant": pgettext_lazy("choice", "Assistant"),
          "system": pgettext_lazy("choice", "System")}
 # The API's names of the model's JSON fields.
-API_NAME = {"turns": "turns", "variables": "variables", "expectations": "expectations", "tool_stubs": "toolStubs"}
+API_NAME = {"turns": "turns", "variables": "variables", "expectations": "expectations", "tool_stubs": "toolStubs",
+            "persona": "persona"}
 
 
 class ScenarioForm(forms.ModelForm):
     """The fields of POST /v2/assistants/{id}/scenarios, checked by the same code."""
 
-    turns = forms.JSONField(label=_("Caller's turns"), widget=forms.Textarea(attrs={"rows": 8}),
+    turns = forms.JSONField(label=_("Caller's turns"), widget=forms.Textarea(attrs={"rows": 8}), required=False,
                             initial=[{"text": "Guten Tag, ich hätte gern einen Rückruf.",
                                       "expectations": [{"type": "said", "text": "zurück"}]}],
                             help_text=_('A list of {"text": …, "dtmf"?: …, "expectations"?: […]} (docs/api.md, '
@@ -40,13 +41,17 @@ class ScenarioForm(forms.ModelForm):
                                                '"callback_created"}]; "judge" is not deterministic.'))
     variables = forms.JSONField(label=_("Caller variables"), required=False, initial=dict,
                                 widget=forms.Textarea(attrs={"rows": 2}), help_text=_('The number the call seems to come from, e.g. {"callerNumber": "+4917612345678"}.'))
+    persona = forms.JSONField(label=_("Simulated caller"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                              help_text=_('Instead of turns, a chat lane plays the caller (not deterministic): '
+                                          '{"description": "Frau Schmidt möchte ihren Termin absagen", "maxTurns": 6}.'))
     tool_stubs = forms.JSONField(label=_("Tool answers"), required=False, initial=dict,
                                  widget=forms.Textarea(attrs={"rows": 4}),
                                  help_text=_("The JSON answer of each HTTP tool (by name) in a test run."))
 
     class Meta:
         model = Scenario
-        fields = ["tenant", "assistant", "name", "turns", "variables", "expectations", "tool_stubs", "real_tools"]
+        fields = ["tenant", "assistant", "name", "turns", "persona", "variables", "expectations", "tool_stubs",
+                  "real_tools"]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -56,8 +61,11 @@ class ScenarioForm(forms.ModelForm):
             self.add_error("assistant", _("The assistant is another tenant's."))
         if self.errors:
             return cleaned
-        data: dict[str, Any] = {API_NAME[name]: cleaned.get(name) if cleaned.get(name) is not None else ([] if name in (
-            "turns", "expectations") else {}) for name in API_NAME}
+        data: dict[str, Any] = {"expectations": cleaned.get("expectations") or [],
+                                "variables": cleaned.get("variables") or {},
+                                "toolStubs": cleaned.get("tool_stubs") or {}, "persona": cleaned.get("persona")}
+        if cleaned.get("turns") or not cleaned.get("persona"):
+            data["turns"] = cleaned.get("turns") or []
         try:
             fields = scenario_fields({"name": cleaned.get("name", ""), **data})
         except ApiError as exc:
@@ -65,8 +73,7 @@ class ScenarioForm(forms.ModelForm):
                 model_field = next((name for name, api in API_NAME.items() if api == field), None)
                 self.add_error(model_field, ValidationError(list(problems)))
             return cleaned
-        cleaned.update({name: fields[name] for name in ("turns", "variables", "expectations", "tool_stubs")
-                        if name in fields})
+        cleaned.update({name: fields.get(name, [] if name == "turns" else None) for name in API_NAME})
         if self.instance._state.adding and tenant is not None:
             limit = quota_max("scenarios")
             if Scenario.objects.for_tenant(tenant).count() >= limit:

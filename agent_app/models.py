@@ -74,6 +74,9 @@ class Scenario(models.Model):
     # [{"text": str, "dtmf": str, "expectations": [...]}]: agent_app.scenario_checks.
     turns = models.JSONField(_("caller's turns"), default=list)
     variables = models.JSONField(_("caller variables"), default=dict, blank=True)
+    # {"description": who calls and what they want, "maxTurns": n}: a chat lane plays the
+    # caller instead of `turns` (not deterministic); None: the turns as written.
+    persona = models.JSONField(_("simulated caller"), null=True, blank=True, default=None)
     expectations = models.JSONField(_("expectations at the end"), default=list, blank=True)
     # {tool name: the JSON answer it gives in a run}
     tool_stubs = models.JSONField(_("tool answers"), default=dict, blank=True)

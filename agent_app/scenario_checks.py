@@ -130,14 +130,15 @@ def scenario_fields(data: Mapping[str, Any], *, partial: bool = False) -> dict[s
     names the field. `partial`: a PATCH (only the fields it names)."""
     if not isinstance(data, Mapping):
         raise ValidationFailed("The body must be a JSON object.")
-    fields = {"name", "turns", "variables", "expectations", "toolStubs", "realTools"}
+    fields = {"name", "turns", "variables", "expectations", "toolStubs", "realTools", "persona"}
     unknown = sorted(set(data) - fields)
     if unknown:
         raise ValidationFailed(f"Unknown field(s): {', '.join(map(str, unknown))[:300]}. Accepted: "
                                f"{', '.join(sorted(fields))}.", details={str(n)[:64]: ["Unknown field."] for n in unknown[:20]})
-    for name in ("name", "turns"):
-        if not partial and name not in data:
-            raise ValidationFailed.field(name, "This field is required.")
+    if not partial and "name" not in data:
+        raise ValidationFailed.field("name", "This field is required.")
+    if not partial and "turns" not in data and not data.get("persona"):
+        raise ValidationFailed.field("turns", "This field is required (or a persona that plays the caller).")
     out: dict[str, Any] = {}
     if "name" in data:
         out["name"] = _text(data["name"], "name", limit=MAX_NAME)
@@ -154,11 +155,25 @@ def scenario_fields(data: Mapping[str, Any], *, partial: bool = False) -> dict[s
         out["variables"] = _variables(data["variables"])
     if "toolStubs" in data:
         out["tool_stubs"] = _stubs(data["toolStubs"])
+    if "persona" in data:
+        out["persona"] = _persona(data["persona"])
     if "realTools" in data:
         if not isinstance(data["realTools"], bool):
             raise _fail("realTools", "true or false.")
         out["real_tools"] = data["realTools"]
     return out
+
+
+def _persona(value: object) -> dict[str, Any] | None:
+    """A simulated caller: {"description", "maxTurns"?} (default 6, at most SCENARIO_MAX_TURNS); null: none."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"description", "maxTurns"}:
+        raise _fail("persona", 'an object {"description": …, "maxTurns"?: n} or null.')
+    turns = value.get("maxTurns", 6)
+    if not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= settings.SCENARIO_MAX_TURNS:
+        raise _fail("persona", f"maxTurns is a whole number from 1 to {settings.SCENARIO_MAX_TURNS} (SCENARIO_MAX_TURNS).")
+    return {"description": _text(value.get("description"), "persona.description"), "maxTurns": turns}
 
 
 def _variables(value: object) -> dict[str, str]:

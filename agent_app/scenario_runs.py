@@ -15,7 +15,7 @@ speaks the answer — a caller the agent mishears fails the scenario there.
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +26,7 @@ from agent_app.audio import Endpointer, PhoneWire
 from agent_app.conversation import get_ready, hear, opening, speak
 from agent_app.mind import Mind, Reply
 from agent_app.models import Scenario, ScenarioRun
-from agent_app.scenario_checks import Played, Turn, expectation_met
+from agent_app.scenario_checks import MAX_TEXT, Played, Turn, expectation_met
 from calls_app.analysis import analysis_of_transcript
 from console import tool_codes as codes
 from console.assistants.builtin_tools import builtin_tool
@@ -146,7 +146,7 @@ def scenario_play(*, scenario: Scenario, assistant: Assistant, mode: str, run_id
     transcript: list[dict[str, Any]] = [{"role": "assistant", "text": opened}] if opened else []
     turns: list[Turn] = []
     voice = mode == ScenarioRun.Mode.VOICE
-    for given in scenario.turns:
+    for given in _caller_turns(scenario, assistant, transcript):
         text = given.get("text", "")
         if given.get("dtmf"):
             transcript.append({"role": "system", "text": f"DTMF {given['dtmf']}"})
@@ -170,6 +170,35 @@ def scenario_play(*, scenario: Scenario, assistant: Assistant, mode: str, run_id
     return _result(scenario, played, transcript, mind.calls, mode)
 
 
+PERSONA_PROMPT = ("Sie spielen in einem Testanruf den Anrufer bei einer Telefonassistenz, auf Deutsch: {description}\n"
+                  "Antworten Sie nur mit dem, was der Anrufer als Nächstes sagt, in einem oder zwei Sätzen. Ist "
+                  "Ihr Anliegen erledigt, sagen Sie nur ENDE.")
+
+
+def _caller_turns(scenario: Scenario, assistant: Assistant,
+                  transcript: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The caller's turns: the scenario's own, or those a chat lane plays for its persona
+    (at most its maxTurns; not deterministic), each written after the agent's reply."""
+    if not scenario.persona:
+        yield from scenario.turns
+        return
+    for _ in range(scenario.persona["maxTurns"]):
+        messages = [{"role": "system", "content": PERSONA_PROMPT.format(description=scenario.persona["description"])}]
+        messages += [{"role": "user" if line["role"] == "assistant" else "assistant", "content": line["text"]}
+                     for line in transcript if line["role"] in ("assistant", "user") and line["text"]]
+        try:
+            stream = gateway_chat(messages=messages, language=assistant.language or "de",
+                                  deadline=settings.AGENT_THINK_DEADLINE_SEC)
+            with stream:
+                text = "".join(event.text for event in stream if isinstance(event, TextDelta)).strip()
+        except ApiError as exc:
+            transcript.append({"role": "system", "text": f"Der simulierte Anrufer antwortete nicht ({exc.code})."})
+            return
+        if not text or text.upper().startswith("ENDE"):
+            return
+        yield {"text": text[:MAX_TEXT]}
+
+
 def _result(scenario: Scenario, played: Played, transcript: list[dict[str, Any]], calls: list[dict[str, Any]],
             mode: str) -> dict[str, Any]:
     checked = []
@@ -188,7 +217,7 @@ def _result(scenario: Scenario, played: Played, transcript: list[dict[str, Any]]
     return {
         "scenario": scenario.pk, "name": scenario.name, "mode": mode, "passed": not failures,
         "status": "failed" if failures else "passed", "reason": failures[0]["reason"] if failures else "",
-        "nonDeterministic": any(item["nonDeterministic"] for item in checked),
+        "nonDeterministic": bool(scenario.persona) or any(item["nonDeterministic"] for item in checked),
         "expectations": checked, "transcript": transcript,
         "toolCalls": [{key: call[key] for key in ("tool", "arguments", "result")} for call in calls],
         "sandbox": [{"tool": call["tool"], "what": call["sandbox"]} for call in calls if call["sandbox"]],

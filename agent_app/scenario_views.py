@@ -30,13 +30,16 @@ class ScenarioBodySerializer(serializers.Serializer):
     """The body's shape for the OpenAPI document (checked by agent_app.scenario_checks)."""
 
     name = serializers.CharField(max_length=200)
-    turns = serializers.ListField(child=serializers.DictField(), min_length=1,
+    turns = serializers.ListField(child=serializers.DictField(), required=False,
                                   help_text='The caller\'s turns: {"text", "dtmf"?, "expectations"?}.')
     variables = serializers.DictField(required=False, help_text="callerNumber")
     expectations = serializers.ListField(child=serializers.DictField(), required=False,
                                          help_text='Checked at the end: {"type", …} (docs/api.md, "Test calls").')
     toolStubs = serializers.DictField(required=False, help_text="Each HTTP tool's JSON answer in a run, by name.")
     realTools = serializers.BooleanField(required=False, help_text="Call the real HTTP tools.")
+    persona = serializers.DictField(required=False, allow_null=True,
+                                    help_text='A simulated caller instead of turns: {"description", "maxTurns"?}; '
+                                              "not deterministic.")
 
 
 class RunRequestSerializer(serializers.Serializer):
@@ -48,7 +51,7 @@ class RunRequestSerializer(serializers.Serializer):
 def scenario_shown(scenario: Scenario) -> dict[str, Any]:
     return {"id": scenario.pk, "assistant": scenario.assistant_id, "name": scenario.name, "turns": scenario.turns,
             "variables": scenario.variables, "expectations": scenario.expectations,
-            "toolStubs": scenario.tool_stubs, "realTools": scenario.real_tools,
+            "toolStubs": scenario.tool_stubs, "realTools": scenario.real_tools, "persona": scenario.persona,
             "createdAt": scenario.created_at.isoformat(), "updatedAt": scenario.updated_at.isoformat()}
 
 

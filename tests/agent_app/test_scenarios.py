@@ -40,7 +40,8 @@ def _url(assistant, rest=""):
 
 
 def _scenario(api, assistant, **body):
-    body = {"name": "Rückruf", "turns": [{"text": CALLBACK_TURN}], **body}
+    body = {key: value for key, value in {"name": "Rückruf", "turns": [{"text": CALLBACK_TURN}], **body}.items()
+            if value is not None}
     response = api.post(_url(assistant), body, format="json")
     assert response.status_code == 201, response.content
     return response.json()
@@ -340,3 +341,41 @@ def test_a_run_past_its_job_s_time_goes_on_in_the_next_job(assistant, monkeypatc
     run.refresh_from_db()
     assert run.status == "passed" and [r["name"] for r in run.results] == ["Eins", "Zwei"]
     assert scenario_runs.scenario_run_execute(run_id=run.pk) is None  # finished: left as it is
+
+
+def test_a_simulated_caller_plays_the_persona_and_is_marked_not_deterministic(api_a, assistant, run_jobs,
+                                                                               monkeypatch):
+    from agent_app import scenario_runs
+
+    heard = []
+
+    class Lane:
+        """A chat lane playing Frau Schmidt: two wishes, then the end."""
+        said = iter(["Guten Tag, hier Schmidt, ich hätte gern einen Rückruf.", "Ja, bitte.", "ENDE"])
+
+        def __init__(self, messages, **kwargs):
+            heard.append(messages)
+
+        def __enter__(self):
+            return self
+
+        def __iter__(self):
+            return iter([scenario_runs.TextDelta(next(self.said))])
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(scenario_runs, "gateway_chat", Lane)
+    scenario = _scenario(api_a, assistant, name="Frau Schmidt", turns=None, variables={"callerNumber": CALLER},
+                         persona={"description": "Frau Schmidt möchte einen Rückruf.", "maxTurns": 4},
+                         expectations=[{"type": "said", "text": "Wann passt Ihnen der Rückruf"}])
+    result = _result(_run(api_a, assistant, run_jobs), scenario)
+    assert result["passed"] is True and result["nonDeterministic"] is True, result["transcript"]
+    assert [line["text"] for line in result["transcript"] if line["role"] == "user"] == [
+        "Guten Tag, hier Schmidt, ich hätte gern einen Rückruf.", "Ja, bitte."]
+    assert len(heard) == 3 and "Frau Schmidt möchte einen Rückruf." in heard[0][0]["content"]
+    assert heard[1][-1] == {"role": "user", "content": result["transcript"][2]["text"]}  # the agent's reply
+    for persona in ({"description": ""}, {"description": "x", "maxTurns": 99}, "Frau Schmidt"):
+        response = api_a.post(_url(assistant), {"name": "x", "persona": persona}, format="json")
+        assert response.status_code == 400 and "persona" in error_of(response)["details"]
+    assert api_a.post(_url(assistant), {"name": "x"}, format="json").status_code == 400
