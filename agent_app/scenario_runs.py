@@ -36,7 +36,7 @@ from console.assistants.services import TransferRefused, assistant_transfer_targ
 from console.errors import ApiError
 from console.jobs.services import job_enqueue
 from gateway_app.services import gateway_chat
-from gateway_app.turns import TextDelta, ToolCall
+from gateway_app.turns import TextDelta
 from speech_app.services import synthesizer_for
 
 logger = logging.getLogger("agent_app")
@@ -59,9 +59,8 @@ class SandboxMind(Mind):
         self.scenario = scenario
         self.calls: list[dict[str, Any]] = []
 
-    def _tool(self, call: ToolCall) -> dict[str, Any]:
+    def _tool_result(self, name: str, arguments: object) -> dict[str, Any]:
         assert self.assistant is not None
-        name, arguments = call.name, call.arguments
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
@@ -74,7 +73,7 @@ class SandboxMind(Mind):
         elif (builtin := builtin_tool(name)) is not None and not builtin.effect_free:
             result, sandbox = self._sandboxed(name, arguments if isinstance(arguments, dict) else {})
         elif builtin is not None or self.scenario.real_tools:
-            result = super()._tool(call)  # a search, or the real HTTP tool the scenario allows
+            result = super()._tool_result(name, arguments)  # a search, or the real HTTP tool the scenario allows
         elif name in self.scenario.tool_stubs:
             result, sandbox = {"ok": True, "tool": name, "result": self.scenario.tool_stubs[name]}, "stub"
         else:

@@ -21,6 +21,7 @@ class ToolsAppConfig(AppConfig):
         references.register_offline_check(checks.assistant_thinks_offline, connection=checks.assistant_connection)
         references.register_reference(references.VOICE_LANE, check=checks.voice_lane_problems)
         references.register_reference(references.TRANSCRIBER_LANE, check=checks.transcriber_lane_problems)
+        references.register_reference(references.REALTIME_LANE, check=checks.realtime_lane_problems)
         references.register_reference(references.HTTP_TOOLS, check=checks.http_tool_problems,
                                       choices=checks.http_tool_choices)
         # A published version keeps its HTTP tools' definitions as they were.

@@ -4,6 +4,7 @@ from gateway_app.selectors import callable_chat_lanes, chat_lane_connection, thi
 from registry_app import snapshot
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
+from speech_app.streaming import protocols
 from tools_app.models import HttpTool
 
 
@@ -64,6 +65,19 @@ def transcriber_lane_problems(*, tenant, value):
     if lane is None or lane.capability != "stt" or not (lane.entry.get("params") or {}).get("protocol"):
         return [f"'{value}' is no streaming stt lane of the registry. Streaming stt lanes: "
                 f"{', '.join(streaming) or 'none'}; or null for this service's recognition."]
+    return []
+
+
+def realtime_lane_problems(*, tenant, value):
+    """The lane of an assistant's realtime mode: a voice-agent lane of the registry whose
+    protocol a module speaks (speech_app/providers: openai-realtime)."""
+    current = snapshot.current()
+    speaking = {name for name, module in protocols().items() if module.capability == "voice-agent"}
+    lanes = [lane for lane in (current.by_capability.get("voice-agent", ()) if current is not None else ())
+             if (lane.entry.get("params") or {}).get("protocol") in speaking]
+    if value not in {lane.id for lane in lanes}:
+        return [f"'{value}' is no voice-agent lane of the registry with a realtime protocol. Such lanes: "
+                f"{', '.join(sorted(lane.id for lane in lanes)) or 'none'}."]
     return []
 
 

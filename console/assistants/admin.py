@@ -38,7 +38,8 @@ WARM = " (warm)"
 FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
     "transcriber": "transcriber_lane", "transcriber.lane": "transcriber_lane",
-    "transcriber.keyterms": "transcriber_keyterms_text",
+    "transcriber.keyterms": "transcriber_keyterms_text", "mode": "mode", "realtime": "realtime_lane",
+    "realtime.lane": "realtime_lane",
     "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
     "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
@@ -73,6 +74,9 @@ class AssistantForm(forms.ModelForm):
     transcriber_keyterms_text = forms.CharField(
         label=_("Key terms"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One name or term per line that the speech recognition should expect."))
+    realtime_lane = forms.CharField(
+        label=_("Realtime lane"), required=False, max_length=100,
+        help_text=_("The voice-agent lane of the realtime mode (e.g. voice-agent-realtime); empty: none."))
     transfer_targets_text = forms.CharField(
         label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
@@ -87,7 +91,7 @@ class AssistantForm(forms.ModelForm):
 
     class Meta:
         model = Assistant
-        fields = ["tenant", "name", "description", "language", "voice", "instructions", "greeting",
+        fields = ["tenant", "name", "description", "language", "voice", "mode", "instructions", "greeting",
                   "opening_touchpoint", "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
                   "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
         widgets = {"instructions": forms.Textarea(attrs={"rows": 12}), "greeting": forms.Textarea(attrs={"rows": 3})}
@@ -103,6 +107,8 @@ class AssistantForm(forms.ModelForm):
             if current and current not in dict(lanes):
                 lanes.append((current, current))
             self.fields["model_lane"].widget = forms.Select(choices=lanes)
+        if "mode" in self.fields:  # not sent: the pipeline, as through the API
+            self.fields["mode"].required = False
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
@@ -112,6 +118,7 @@ class AssistantForm(forms.ModelForm):
                 tools=list(instance.tools), knowledge_all=instance.knowledge is None,
                 transcriber_lane=(instance.transcriber or {}).get("lane", ""),
                 transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
+                realtime_lane=(instance.realtime or {}).get("lane", ""),
                 knowledge_ids="\n".join(instance.knowledge or []),
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
                                                  for t in instance.transfer_targets),
@@ -131,6 +138,8 @@ class AssistantForm(forms.ModelForm):
             "language": data.get("language") or "", "voice": data.get("voice") or "",
             "transcriber": ({"lane": data["transcriber_lane"], "keyterms": _lines(data.get("transcriber_keyterms_text"))}
                             if data.get("transcriber_lane") else None),
+            "mode": data.get("mode") or None,
+            "realtime": {"lane": data["realtime_lane"]} if data.get("realtime_lane") else None,
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
             "greeting": data.get("greeting") or "",
@@ -178,7 +187,7 @@ class AssistantAdmin(TenantScopedAdmin):
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "transcriber_lane",
-                           "transcriber_keyterms_text", "browser_test"]}),
+                           "transcriber_keyterms_text", "mode", "realtime_lane", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
@@ -221,7 +230,7 @@ class AssistantAdmin(TenantScopedAdmin):
     # only a form has).
     VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
                         "knowledge_all": ["knowledge"], "knowledge_ids": [], "transcriber_lane": ["transcriber"],
-                        "transcriber_keyterms_text": []}
+                        "transcriber_keyterms_text": [], "realtime_lane": ["realtime"]}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)

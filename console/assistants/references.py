@@ -21,6 +21,7 @@ OPENING_TOUCHPOINT = "openingTouchpoint"
 GREETING = "greeting"  # the value: the greeting's text (linted by scripts_app's linter)
 MODEL_LANE = "model.lane"
 TRANSCRIBER_LANE = "transcriber.lane"  # the value: a lane id (a streaming stt lane of the registry)
+REALTIME_LANE = "realtime.lane"  # the value: a lane id (a voice-agent lane of the registry)
 VOICE_LANE = "voice"  # the value: a voice named `<lane>:<voice>` (a bare voice is not checked)
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")

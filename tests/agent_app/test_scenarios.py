@@ -152,13 +152,12 @@ def test_http_tools_answer_with_the_scenarios_stub(api_a, assistant, run_jobs):
     assistant.save()
     from agent_app.models import Scenario as Row
     from agent_app.scenario_runs import SandboxMind
-    from gateway_app.turns import ToolCall
     row = Row(tenant=assistant.tenant, assistant=assistant, name="x", tool_stubs={"bestellung": {"status": "versandt"}})
     mind = SandboxMind(scenario=row, tenant=assistant.tenant, call_id="run:x", language="de", assistant=assistant)
-    assert mind._tool(ToolCall("c1", "bestellung", {}))["result"] == {"status": "versandt"}
+    assert mind._tool_result("bestellung", {})["result"] == {"status": "versandt"}
     row.tool_stubs = {}
-    assert mind._tool(ToolCall("c2", "bestellung", {}))["error"] == "no_stub"
-    assert mind._tool(ToolCall("c3", "opt_out", {}))["error"] == "unknown_tool"
+    assert mind._tool_result("bestellung", {})["error"] == "no_stub"
+    assert mind._tool_result("opt_out", {})["error"] == "unknown_tool"
     assert [call["sandbox"] for call in mind.calls] == ["stub", "stub", ""]
     assert mock  # the mock lane is the mind's in the fixture
 
