@@ -609,8 +609,10 @@ MESSAGING_TIMEOUT_SEC = env.float("MESSAGING_TIMEOUT_SEC", default=10.0)
 MESSAGING_MAX_ATTEMPTS = env.int("MESSAGING_MAX_ATTEMPTS", default=3)
 MESSAGING_RETRY_SEC = env.int("MESSAGING_RETRY_SEC", default=60)
 MESSAGING_SWEEP_BATCH = env.int("MESSAGING_SWEEP_BATCH", default=200)
-# Of resources still to come: their apps check these when they exist.
 TENANT_MAX_SCENARIOS = env.int("TENANT_MAX_SCENARIOS", default=200)
+# Test runs of a tenant's scenarios in the last 24 hours (a publish's run counts too).
+TENANT_MAX_SCENARIO_RUNS_PER_DAY = env.int("TENANT_MAX_SCENARIO_RUNS_PER_DAY", default=200)
+# Connected calendars (calendars_app).
 TENANT_MAX_CALENDARS = env.int("TENANT_MAX_CALENDARS", default=20)
 WEBHOOK_MAX_ENDPOINTS = env.int("WEBHOOK_MAX_ENDPOINTS", default=20)
 # Failed deliveries are retried with backoff until they are this old, then dead.
@@ -696,6 +698,12 @@ AGENT_DEMO_RATE_WINDOW_SEC = env.int("AGENT_DEMO_RATE_WINDOW_SEC", default=600)
 AGENT_DEMO_MAX_MINUTES = env.int("AGENT_DEMO_MAX_MINUTES", default=3)
 # The longest conversation of the admin's "Im Browser testen" (a test call: no cap).
 AGENT_TEST_CALL_MAX_MINUTES = env.int("AGENT_TEST_CALL_MAX_MINUTES", default=5)
+# Test calls (scenarios, docs/api.md): a scenario's caller turns and expectations, the
+# scenarios one run plays, and the runs of an assistant kept (older ones are deleted).
+SCENARIO_MAX_TURNS = env.int("SCENARIO_MAX_TURNS", default=20)
+SCENARIO_MAX_EXPECTATIONS = env.int("SCENARIO_MAX_EXPECTATIONS", default=30)
+SCENARIO_MAX_PER_RUN = env.int("SCENARIO_MAX_PER_RUN", default=50)
+SCENARIO_RUNS_KEPT = env.int("SCENARIO_RUNS_KEPT", default=20)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

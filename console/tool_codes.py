@@ -34,5 +34,7 @@ HTTP_ERROR: Final = "http_error"
 TOO_LARGE: Final = "too_large"
 INVALID_JSON: Final = "invalid_json"
 INVALID_ANSWER: Final = "invalid_answer"
+# A test call's HTTP tool the scenario gives no answer for (agent_app.scenario_runs).
+NO_STUB: Final = "no_stub"
 # Anything unexpected (logged with its traceback).
 INTERNAL_ERROR: Final = "internal_error"

@@ -43,6 +43,7 @@ urlpatterns = [
     path("v2/", include("knowledge_app.urls")),
     path("v2/", include("messaging_app.urls")),
     path("v2/", include("calendars_app.urls")),
+    path("v2/", include("agent_app.scenario_urls")),
     path("voice/", include("calls_app.voice_urls")),
     path("voice/", include("agent_app.phone_urls")),
     path("api/voice/agent/", include("agent_app.urls")),
