@@ -100,6 +100,8 @@ class Hearing:
         self.interim_pending = False  # it showed words it has not made final yet
         self.final_arrived = asyncio.Event()
         self.incomplete_pause = 0  # the pause for which Smart Turn said "incomplete"
+        # The assistant's vocabulary (its transcriber's keyterms): the provider's and Whisper's hint.
+        self.keyterms: list[str] = []
 
     # --- a streaming recogniser ------------------------------------------------------------
     def listen_with(self, ears: Ears) -> None:
@@ -136,8 +138,7 @@ class Hearing:
         """The streaming recogniser failed (on the loop): the local engines hear from now on."""
         lane = self.ears.lane_id if self.ears is not None else "?"
         if self.on_note is not None:
-            self.on_note(f"Speech recognition lane {lane} failed ({failure.outcome}): this service's recognition "
-                         "hears.")
+            self.on_note(conversation.lane_note("stt", lane, failure))
         self.final_arrived.set()
 
     def _provider_ended(self) -> None:
@@ -238,7 +239,7 @@ class Hearing:
                           decided_at=self.loop.time(), speculative=speculative))
 
     async def _recognise(self, pcm: bytes) -> str:
-        return await _hear(pcm, language=self.language)
+        return await _hear(pcm, language=self.language, phrases=self.keyterms or None)
 
     # --- partial transcripts -----------------------------------------------------------
     def _maybe_partial(self) -> None:

@@ -10,6 +10,7 @@ import binascii
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from typing import cast
 
 from django.conf import settings
@@ -299,7 +300,15 @@ def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) 
 
 def streaming_speech_failed(step: Step, failure: LaneFailure) -> None:
     """A streaming synthesis failed: a failure in the lane's usage, and its cooldown when unwell."""
-    record_failure(step, failure)
+    _speech_failed(step, failure)
+
+
+def _speech_failed(step: Step, failure: LaneFailure) -> None:
+    """A named speech lane's failure: counted, and a cooldown when the lane is unwell — or
+    when the provider refused its key (401/403): that will not mend within a call, and the
+    cooldown's reason is where the lane's status shows the error (the router's
+    `excluded`, /v1/ready, the admin's lanes) while the local engines speak and hear."""
+    record_failure(step, failure, key_cools_down=True)
 
 
 def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: LaneFailure | None = None) -> None:
@@ -313,4 +322,14 @@ def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: L
     if audio_seconds > 0:
         record_success(step, lane_cost(lane, Measures(audio_seconds=audio_seconds)), audio_seconds=audio_seconds)
     if failure is not None:
-        record_failure(step, failure)
+        _speech_failed(step, failure)
+
+
+def recognition_cost(lane_id: str) -> Callable[[float], float]:
+    """The euros of so many seconds of audio sent to a streaming stt lane, at its price
+    (registry_app.lanes.cost; 0 for a lane the registry does not have)."""
+    snapshot = registry_snapshot.current()
+    lane = snapshot.by_id.get(lane_id) if snapshot is not None else None
+    if lane is None:
+        return lambda seconds: 0.0
+    return lambda seconds: lane_cost(lane, Measures(audio_seconds=seconds))

@@ -25,7 +25,8 @@ key GATEWAY_KEY_<LANE>, as for chat lanes.
 Failures are `LaneFailure`s (registry_app.lanes.failover), so that the lane loop's
 cooldowns and the conversation core's fallback to the local engines treat them as they
 treat a batch lane's: a connect error, a 4xx/5xx answer, or `STALL_SECONDS` without a
-result while audio flows.
+result while audio flows; for a synthesiser, `SYNTHESIS_STALL_SECONDS` without its first
+audio or mid-answer.
 """
 import importlib
 import pkgutil
@@ -44,6 +45,11 @@ Encoding = Literal["linear16", "mulaw", "alaw"]
 ENCODINGS: tuple[Encoding, ...] = ("linear16", "mulaw", "alaw")
 # Seconds without any result from a recogniser while audio flows to it: it has failed.
 STALL_SECONDS = 2.0
+# Seconds a synthesiser on a live call may take to connect, to send its first audio, or
+# pause mid-answer: past them it has failed and the next lane (at last the local voice,
+# eSpeak NG in a tenth of a second) speaks the sentence, so that the caller hears at
+# most about 1.5 s of dead air (agent_app.conversation.speak).
+SYNTHESIS_STALL_SECONDS = 1.0
 # The protocol of the OpenAI audio API (speech_app.remote): batch, not streaming.
 BATCH_PROTOCOL = "openai-audio"
 

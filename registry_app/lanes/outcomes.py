@@ -34,10 +34,12 @@ def _count(step, **counts):
         recorder(lane=step.lane, mode=step.mode, **counts)
 
 
-def record_failure(step, failure):
+def record_failure(step, failure, *, key_cools_down=False):
     """A failed call of `step` (a LaneFailure): its cooldown when the failure says the
-    lane is unwell, and one failure in its usage."""
-    if failure.cools_down:
+    lane is unwell — or, with `key_cools_down` (a speech lane the operator named), when
+    the provider refused its key: that will not mend by itself, and the cooldown's
+    reason is where the lane's status shows it — and one failure in its usage."""
+    if failure.cools_down or (key_cools_down and failure.key_refused):
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
     _count(step, failures=1)

@@ -191,7 +191,9 @@ class DeepgramRecognizer:
         except InvalidStatus as exc:
             status = exc.response.status_code
             outcome = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
-            raise LaneFailure(outcome, f"Deepgram refused the connection with HTTP {status}") from None
+            refused = ": the key was refused" if status in (401, 403) else ""
+            raise LaneFailure(outcome, f"Deepgram refused the connection with HTTP {status}{refused}",
+                              status=status) from None
         except TimeoutError:
             raise LaneFailure("timeout", "Deepgram did not accept the connection in time") from None
         except (WebSocketException, OSError) as exc:
