@@ -6,9 +6,13 @@ xml:lang="…">` and one `<voice name="…">` it knows — and answers 401 (a wr
 or 400 (anything else wrong) as Azure does. A good request is answered with
 `Transfer-Encoding: chunked` audio in the asked format: `chunks` pieces of
 `chunk_bytes` bytes each; `hold` (an Event) keeps all but the first piece back until
-set, so a test sees the first audio before the rest is made. It records every request
+set, so a test sees the first audio before the rest is made. `fail_from` (a request's
+index, settable while it runs) makes that request and every later one fail after its
+first piece: `failure="kill"` drops the connection mid-answer (a server that died),
+`"stall"` sends nothing more (a server that hangs). It records every request
 (headers, SSML, text, voice, format) and whether the client hung up mid-answer.
 """
+import socket
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -35,9 +39,11 @@ class AzureRequest:
 class FakeAzureTts:
     def __init__(self, *, key: str = "az-test-key", voices: tuple[str, ...] = ("de-DE-KatjaNeural",),
                  chunks: int = 4, chunk_bytes: int = 1600, hold: threading.Event | None = None,
-                 status: int | None = None) -> None:
+                 status: int | None = None, fail_from: int | None = None, failure: str = "kill") -> None:
         self.key, self.voices, self.chunks, self.chunk_bytes = key, voices, chunks, chunk_bytes
         self.hold, self.status = hold, status
+        self.fail_from, self.failure = fail_from, failure
+        self._stopping = threading.Event()
         self.requests: list[AzureRequest] = []
         fake = self
 
@@ -58,6 +64,7 @@ class FakeAzureTts:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         if self.hold is not None:
             self.hold.set()
         self._server.shutdown()
@@ -78,6 +85,7 @@ class FakeAzureTts:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0)).decode()
         request = AzureRequest(headers={k.lower(): v for k, v in handler.headers.items()}, ssml=body)
         self.requests.append(request)
+        failing = self.fail_from is not None and len(self.requests) > self.fail_from
         try:
             if self.status is not None:
                 return self._refuse(handler, self.status, "refused")
@@ -109,6 +117,12 @@ class FakeAzureTts:
             piece = unit * (self.chunk_bytes // len(unit))
             try:
                 for n in range(self.chunks):
+                    if n == 1 and failing and self.failure == "kill":
+                        handler.connection.shutdown(socket.SHUT_RDWR)  # no last chunk: the server is gone
+                        return
+                    if n == 1 and failing:
+                        self._stopping.wait(30)  # hangs until the client gives up (or the fake ends)
+                        return
                     if n == 1 and self.hold is not None:
                         self.hold.wait(10)
                     handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")

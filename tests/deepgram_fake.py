@@ -9,9 +9,12 @@ and `sample_rate`), an interim result after each word, a final `speech_final` re
 once `endpointing` ms of audio passed after the last word, then `UtteranceEnd` after
 `utterance_end_ms`. It records every connection (path, query, headers, the bytes of
 audio and the control messages), so a test sees the encoding it received. `status`
-refuses the handshake with that HTTP status; `stall` answers nothing.
+refuses the handshake with that HTTP status; `stall` answers nothing; `kill_after`
+(seconds of audio) drops the connection without a word once that much arrived, as a
+server that died mid-turn.
 """
 import json
+import socket as socket_module
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -38,9 +41,11 @@ class Connection:
 
 class FakeDeepgram:
     def __init__(self, *, utterances: list[str] | None = None, seconds_per_word: float = 0.3,
-                 pause_seconds: float = 1.5, key: str = "dg-test-key", status: int | None = None, stall: bool = False) -> None:
+                 pause_seconds: float = 1.5, key: str = "dg-test-key", status: int | None = None, stall: bool = False,
+                 kill_after: float | None = None) -> None:
         self.utterances, self.seconds_per_word = list(utterances or []), seconds_per_word
-        self.pause_seconds = pause_seconds
+        self.pause_seconds, self.kill_after = pause_seconds, kill_after
+        self.killed = threading.Event()
         self.key, self.status, self.stall = key, status, stall
         self.connections: list[Connection] = []
         self._server: Server | None = None
@@ -121,6 +126,10 @@ class FakeDeepgram:
             for message in socket:
                 if isinstance(message, bytes):
                     record.audio += message
+                    if self.kill_after is not None and len(record.audio) >= self.kill_after * per_second:
+                        self.killed.set()
+                        socket.socket.shutdown(socket_module.SHUT_RDWR)  # no close frame: the server is gone
+                        break
                     if not self.stall:
                         advance(len(message) / per_second)
                     continue
