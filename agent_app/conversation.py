@@ -194,7 +194,9 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
         if spend is not None and not spend.take(step.estimate_eur):
             raise LaneFailure("over_budget", f"{spend.spent:.4f} von {spend.max_eur:g} EUR")
     except LaneFailure as failure:
-        if failure.outcome == "cooldown":
+        quiet = failure.outcome == "cooldown" or (  # noted when it failed, or when the budget first refused it
+            failure.outcome == "over_budget" and spend is not None and not spend.first_refusal(engine.lane_id))
+        if quiet:
             logger.info("Speech lane %s not asked: %s", engine.lane_id, failure.detail)
         else:
             _noted(on_note, lane_note("tts", engine.lane_id, failure))

@@ -19,6 +19,7 @@ class CallSpend:
     def __init__(self, max_eur: float) -> None:
         self.max_eur = max_eur
         self._spent = 0.0
+        self._refused: set[str] = set()  # the lanes refused for the budget (noted once)
         self._lock = threading.Lock()
 
     @property
@@ -33,3 +34,10 @@ class CallSpend:
                 return False
             self._spent += eur
             return True
+
+    def first_refusal(self, lane_id: str) -> bool:
+        """Whether this is the first use of `lane_id` the budget refused (the one the transcript notes)."""
+        with self._lock:
+            first = lane_id not in self._refused
+            self._refused.add(lane_id)
+            return first

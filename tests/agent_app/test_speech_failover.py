@@ -140,3 +140,34 @@ def test_deepgram_killed_mid_utterance_the_turn_is_heard_by_the_next_lane_withou
     usage = usage_of("stt-deepgram")
     assert usage.failures == 1 and usage.audio_seconds >= 1.0  # what was sent before it died is paid for
     assert LaneCooldown.objects.filter(lane_id="stt-deepgram").exists()
+
+
+# --- The call's budget of its named speech lanes ---------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_calls_speech_budget_once_spent_leaves_the_rest_to_the_local_engines(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    # stt-deepgram costs 0.004 EUR an audio minute: this budget is 1.5 s of the caller's
+    # audio; Azure's sentences (14.50 EUR per 1M characters) do not fit what is left.
+    settings.AGENT_SPEECH_MAX_EUR = 0.0001
+    with FakeAzureTts() as azure, FakeDeepgram(utterances=[SAID], seconds_per_word=0.25) as deepgram:
+        local = _configure(settings, speech_server, azure=azure, deepgram=deepgram)
+        assistant = api_a.post("/v2/assistants", {"name": "Empfang", "voice": VOICE, "transcriber": TRANSCRIBER},
+                               format="json").json()
+        session = grant(api_a, agent_server.port, assistant=assistant["id"])
+        caller, reply, done, _ = asyncio.run(_talk(session["url"], spoken(SAID)))
+        connection = deepgram.connections[0]
+        assert connection.closed.wait(5)
+    assert azure.requests == []  # no sentence fitted: the local voice spoke them all
+    assert len(caller.audio_between(reply, done)) > 0
+    sent = len(connection.audio) / PCM.bytes_per_second
+    assert 1.0 <= sent <= 1.5  # Deepgram heard what the budget paid for, not a frame more
+    final = next(frame for _, frame in caller.frames if isinstance(frame, dict) and frame["type"] == "transcript.final")
+    assert final["text"] == LOCAL_TEXT and len(local.requests) == 1  # the turn was heard by the next lane
+    notes = _notes(session)
+    assert len(notes) == 2 and all("das Budget des Gesprächs ist aufgebraucht" in note for note in notes), notes
+    assert notes[0].startswith("Sprachausgabe tts-azure-de") and notes[1].startswith("Spracherkennung stt-deepgram")
+    usage = usage_of("stt-deepgram")
+    assert usage.audio_seconds == pytest.approx(sent) and usage.failures == 0  # paid for; no failure of the lane
+    assert not LaneCooldown.objects.filter(lane_id__in=["stt-deepgram", "tts-azure-de"]).exists()
