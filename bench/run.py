@@ -39,6 +39,7 @@ from bench import (
     bench_pages,  # noqa: E402
     bench_phone,  # noqa: E402
     bench_privacy,  # noqa: E402
+    bench_providers,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
     bench_speed,  # noqa: E402
@@ -77,6 +78,7 @@ BENCHMARKS = [
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
     bench_phone.phone_reply_latency,
+    bench_providers.provider_latency,
 ]
 
 

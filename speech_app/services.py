@@ -20,7 +20,8 @@ from registry_app import snapshot as registry_snapshot
 from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import LaneFailure, Step
 from registry_app.lanes.outcomes import record_failure, record_success
-from registry_app.routing import UNREAD, USABLE_STATUSES, Route, lane_state, route
+from registry_app.models import LaneCooldown
+from registry_app.routing import UNREAD, USABLE_STATUSES, Route, active_cooldowns, route
 from registry_app.snapshot import Snapshot, SnapshotLane
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
@@ -253,6 +254,11 @@ def _streaming_lane(lane_id: str, capability: str, current: object = UNREAD) -> 
     return lane
 
 
+def _cooling(lane_id: str) -> LaneCooldown | None:
+    """The lane's cooldown while it lasts (the lanes' state keeps ended ones too, until an answer clears them)."""
+    return active_cooldowns().get(lane_id)
+
+
 def streaming_synthesizer_for(voice: str | None, *, current: object = UNREAD) -> StreamingSynthesizer | None:
     """The streaming synthesiser of a voice named `<lane>:<voice>` whose lane streams,
     None for any other voice (a batch lane's voice is spoken by its bare name through
@@ -274,7 +280,7 @@ def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> Strea
     """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now
     (no key, not usable, cooling down after a failure)."""
     lane = _streaming_lane(lane_id, "stt", current)
-    cooldown = lane_state().cooldowns.get(lane.id)
+    cooldown = _cooling(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
     return cast(StreamingRecognizer, streaming_engine(lane))
@@ -287,7 +293,7 @@ def streaming_speech_step(lane_id: str, *, characters: int, current: object = UN
     naming it): GATEWAY_MAX_EUR, the budget of the router's own choice of paid lanes,
     does not gate it; its use is counted at its price."""
     lane = _streaming_lane(lane_id, "tts", current)
-    cooldown = lane_state().cooldowns.get(lane.id)
+    cooldown = _cooling(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
     return Step(lane, "api", estimate_eur=lane_cost(lane, Measures(characters=characters)))

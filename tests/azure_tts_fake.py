@@ -9,7 +9,8 @@ or 400 (anything else wrong) as Azure does. A good request is answered with
 set, so a test sees the first audio before the rest is made. `fail_from` (a request's
 index, settable while it runs) makes that request and every later one fail after its
 first piece: `failure="kill"` drops the connection mid-answer (a server that died),
-`"stall"` sends nothing more (a server that hangs). It records every request
+`"stall"` sends nothing more (a server that hangs). `first_byte_delay` (seconds) is
+Azure's own time before its answer starts (the benchmark's vendor delay). It records every request
 (headers, SSML, text, voice, format) and whether the client hung up mid-answer.
 """
 import socket
@@ -39,10 +40,11 @@ class AzureRequest:
 class FakeAzureTts:
     def __init__(self, *, key: str = "az-test-key", voices: tuple[str, ...] = ("de-DE-KatjaNeural",),
                  chunks: int = 4, chunk_bytes: int = 1600, hold: threading.Event | None = None,
-                 status: int | None = None, fail_from: int | None = None, failure: str = "kill") -> None:
+                 status: int | None = None, fail_from: int | None = None, failure: str = "kill",
+                 first_byte_delay: float = 0.0) -> None:
         self.key, self.voices, self.chunks, self.chunk_bytes = key, voices, chunks, chunk_bytes
         self.hold, self.status = hold, status
-        self.fail_from, self.failure = fail_from, failure
+        self.fail_from, self.failure, self.first_byte_delay = fail_from, failure, first_byte_delay
         self._stopping = threading.Event()
         self.requests: list[AzureRequest] = []
         fake = self
@@ -109,6 +111,8 @@ class FakeAzureTts:
             request.voice, request.text = voices[0].get("name", ""), "".join(voices[0].itertext())
             if not request.language or request.voice not in self.voices or not request.text.strip():
                 return self._refuse(handler, 400, "unknown voice, missing xml:lang or no text")
+            if self.first_byte_delay:
+                self._stopping.wait(self.first_byte_delay)  # the vendor's synthesis before its first byte
             handler.send_response(200)
             handler.send_header("Content-Type", "audio/basic" if "8bit" in request.output_format else "audio/x-wav")
             handler.send_header("Transfer-Encoding", "chunked")

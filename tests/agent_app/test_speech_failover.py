@@ -4,16 +4,22 @@ caller's side measures the dead air from the audio it receives; the transcript g
 German system note; the lane cools down; its use and failure are counted."""
 import asyncio
 import contextlib
+import datetime
 import time
 
 import pytest
+from django.utils import timezone
 from websockets.exceptions import ConnectionClosed
 
 from bench.harness import dead_air
 from calls_app.models import Call
 from gateway_app.models import LaneUsage
 from registry_app.lanes.config import lane_variable
+from registry_app.lanes.failover import LaneFailure
 from registry_app.models import LaneCooldown
+from registry_app.routing import invalidate_lane_state
+from registry_app.services import lane_cooldown_start
+from speech_app.services import streaming_recognizer_for, streaming_speech_step
 from tests.agent_app.conftest import PCM, Caller, dial, grant, silence, spoken
 from tests.agent_app.test_streaming_voice import SAID, TRANSCRIBER, VOICE, usage_of
 from tests.azure_tts_fake import FakeAzureTts
@@ -171,3 +177,21 @@ def test_a_calls_speech_budget_once_spent_leaves_the_rest_to_the_local_engines(
     usage = usage_of("stt-deepgram")
     assert usage.audio_seconds == pytest.approx(sent) and usage.failures == 0  # paid for; no failure of the lane
     assert not LaneCooldown.objects.filter(lane_id__in=["stt-deepgram", "tts-azure-de"]).exists()
+
+
+@pytest.mark.django_db
+def test_a_named_lane_is_asked_again_once_its_cooldown_ended(settings):
+    """The lanes' state keeps a cooldown that has ended until an answer clears it: a named
+    lane must be asked again then (it was not: a lane that failed once spoke no more)."""
+    load()
+    settings.GATEWAY_LANE_SETTINGS = {lane_variable("stt-deepgram", "KEY"): "dg", lane_variable("tts-azure-de", "KEY"): "az"}
+    for lane in ("stt-deepgram", "tts-azure-de"):
+        lane_cooldown_start(lane_id=lane, seconds=30, reason="timeout: no answer")
+    for ask in (lambda: streaming_speech_step("tts-azure-de", characters=10), lambda: streaming_recognizer_for("stt-deepgram")):
+        with pytest.raises(LaneFailure) as refused:
+            ask()
+        assert refused.value.outcome == "cooldown"
+    LaneCooldown.objects.update(until=timezone.now() - datetime.timedelta(seconds=1))
+    invalidate_lane_state()
+    assert streaming_speech_step("tts-azure-de", characters=10).lane.id == "tts-azure-de"
+    assert streaming_recognizer_for("stt-deepgram").lane_id == "stt-deepgram"
