@@ -184,7 +184,8 @@ def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
 def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
               on_note: Callable[[str], None] | None, spend: CallSpend | None) -> Generator[bytes, None, bool]:
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
-    whether it spoke the whole text (False: the caller has the next lane speak it). Its
+    whether it spoke the whole text (False: the caller has the next lane speak it, also
+    after a part that broke off). Its
     use is counted in the lane's usage and the call's spend, a failure too (with a
     cooldown when the lane is unwell, or its key was refused); a lane cooling down is not
     asked (its failure was noted when it happened)."""
@@ -211,7 +212,7 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
                 given, sent = True, sent + len(data)
                 yield data
         streaming_speech_done(step, characters=len(text), audio_seconds=sent / wire.bytes_per_second)
-        return True
+        return given  # an answer without audio is spoken by the next lane
     except LaneFailure as failure:
         streaming_speech_failed(step, failure)
         _noted(on_note, lane_note("tts", engine.lane_id, failure, cut=given))

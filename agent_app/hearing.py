@@ -50,8 +50,10 @@ T = TypeVar("T")
 # Frames of silence (30 ms each) after which a turn ends when the end-of-turn model did
 # not say it was complete: ~1 s, twice the fixed pause, for a caller who stops mid-sentence.
 LONG_HANGOVER = 34
-# Seconds a turn's end waits for the streaming recogniser's final result after Finalize.
-FINAL_WAIT_SEC = 1.0
+# Seconds a turn's end waits for the streaming recogniser's final result after Finalize
+# (Deepgram answers within a few hundred ms); past it the turn's audio is heard by the
+# next lane, so that a provider gone silent keeps the caller's dead air within ~1.5 s.
+FINAL_WAIT_SEC = 0.5
 # Seconds of speech between two partial transcripts.
 PARTIAL_EVERY_SEC = 1.0
 # The end-of-turn model's own threads (one inference each): never queued behind recognition.

@@ -127,21 +127,23 @@ def test_azure_failing_mid_sentence_is_replaced_within_the_turn(
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_deepgram_killed_mid_utterance_the_turn_is_heard_by_the_next_lane_without_dead_air(
-        agent_server, api_a, instant_speech, speech_server, settings):
-    with FakeDeepgram(utterances=[SAID], seconds_per_word=0.25, kill_after=1.0) as deepgram:
+@pytest.mark.parametrize("failure, outcome", [("kill", "connection_error"), ("stall", "timeout")])
+def test_deepgram_failing_mid_utterance_the_turn_is_heard_by_the_next_lane_without_dead_air(
+        agent_server, api_a, instant_speech, speech_server, settings, failure, outcome):
+    failing = {"kill_after": 1.0} if failure == "kill" else {"stall": True}
+    with FakeDeepgram(utterances=[SAID], seconds_per_word=0.25, **failing) as deepgram:
         local = _configure(settings, speech_server, deepgram=deepgram)
         assistant = api_a.post("/v2/assistants", {"name": "Empfang", "transcriber": TRANSCRIBER},
                                format="json").json()
         session = grant(api_a, agent_server.port, assistant=assistant["id"])
         caller, reply, done, speech_end = asyncio.run(_talk(session["url"], spoken(SAID)))
-        assert deepgram.killed.is_set()
+        assert deepgram.killed.is_set() == (failure == "kill")
     final = next(frame for _, frame in caller.frames if isinstance(frame, dict) and frame["type"] == "transcript.final")
     assert final["text"] == LOCAL_TEXT and len(local.requests) == 1  # the whole turn's audio, heard by the next lane
     assert local.requests[0][2]["prompt"] == ["Montag, Termin"]  # the vocabulary went along
     first_audio = caller.audio_between(reply, done)[0][0]
     assert first_audio - speech_end <= MAX_DEAD_AIR_SEC, f"{first_audio - speech_end:.2f} s of dead air"
-    assert _notes(session) == ["Spracherkennung stt-deepgram ausgefallen (connection_error): "
+    assert _notes(session) == [f"Spracherkennung stt-deepgram ausgefallen ({outcome}): "
                                "die lokale Spracherkennung hört."]
     usage = usage_of("stt-deepgram")
     assert usage.failures == 1 and usage.audio_seconds >= 1.0  # what was sent before it died is paid for
@@ -195,3 +197,31 @@ def test_a_named_lane_is_asked_again_once_its_cooldown_ended(settings):
     invalidate_lane_state()
     assert streaming_speech_step("tts-azure-de", characters=10).lane.id == "tts-azure-de"
     assert streaming_recognizer_for("stt-deepgram").lane_id == "stt-deepgram"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_wrong_keys_are_the_lanes_clear_error_and_the_local_floor_speaks_and_hears(
+        agent_server, api_a, instant_speech, speech_server, settings):
+    with FakeAzureTts(key="az-right") as azure, FakeDeepgram(utterances=[SAID], key="dg-right") as deepgram:
+        local = _configure(settings, speech_server, azure=azure, deepgram=deepgram)
+        settings.GATEWAY_LANE_SETTINGS |= {lane_variable("tts-azure-de", "KEY"): "az-wrong",
+                                           lane_variable("stt-deepgram", "KEY"): "dg-wrong"}
+        assistant = api_a.post("/v2/assistants", {"name": "Empfang", "voice": VOICE, "transcriber": TRANSCRIBER},
+                               format="json").json()
+        session = grant(api_a, agent_server.port, assistant=assistant["id"])
+        caller, reply, done, _ = asyncio.run(_talk(session["url"], spoken(SAID)))
+        asked = len(azure.requests)
+    assert asked == 1 and deepgram.connections == []  # each refused once (Deepgram at the handshake), then cooling
+    assert len(caller.audio_between(reply, done)) > 0 and len(local.requests) == 1  # the floor spoke and heard
+    notes = _notes(session)
+    assert "Sprachausgabe tts-azure-de ausgefallen (rejected): die lokale Stimme spricht." in notes
+    assert "Spracherkennung stt-deepgram ausgefallen (rejected): die lokale Spracherkennung hört." in notes
+    reasons = dict(LaneCooldown.objects.values_list("lane_id", "reason"))
+    assert reasons["tts-azure-de"] == "rejected: HTTP 401: the key was refused"
+    assert reasons["stt-deepgram"] == "rejected: Deepgram refused the connection with HTTP 401: the key was refused"
+    for capability, lane in (("tts", "tts-azure-de"), ("stt", "stt-deepgram")):
+        routed = api_a.get(f"/v2/registry/route?capability={capability}&language=de").json()
+        shown = [item for item in routed["excluded"] if item.get("id", item.get("lane")) == lane]
+        assert shown and "401: the key was refused" in str(shown), routed["excluded"]
+    assert usage_of("stt-deepgram").failures == 1 and LaneUsage.objects.get(lane_id="tts-azure-de").failures == 1
