@@ -54,6 +54,10 @@ LONG_HANGOVER = 34
 # (Deepgram answers within a few hundred ms); past it the turn's audio is heard by the
 # next lane, so that a provider gone silent keeps the caller's dead air within ~1.5 s.
 FINAL_WAIT_SEC = 0.5
+# Seconds before our own pause within which the provider's end of speech still ends the
+# turn at that pause (its endpointing may hear the silence a few frames before our
+# voice activity detector does).
+PROVIDER_LEAD_SEC = 0.5
 # Seconds of speech between two partial transcripts.
 PARTIAL_EVERY_SEC = 1.0
 # The end-of-turn model's own threads (one inference each): never queued behind recognition.
@@ -102,6 +106,7 @@ class Hearing:
         self.interim_pending = False  # it showed words it has not made final yet
         self.final_arrived = asyncio.Event()
         self.incomplete_pause = 0  # the pause for which Smart Turn said "incomplete"
+        self.provider_ended_at: float | None = None  # loop time of its end of speech heard while we heard speech
         # The assistant's vocabulary (its transcriber's keyterms): the provider's and Whisper's hint.
         self.keyterms: list[str] = []
 
@@ -145,8 +150,12 @@ class Hearing:
 
     def _provider_ended(self) -> None:
         """The provider's end of speech: it ends the turn during a pause that Smart Turn did
-        not call incomplete (while the caller speaks again, it is stale)."""
-        if not self.endpointer.paused or self.incomplete_pause == self.pause_no:
+        not call incomplete; one that comes while our detector still hears speech ends the
+        turn at the pause that follows within PROVIDER_LEAD_SEC (later, it is stale)."""
+        if not self.endpointer.paused:
+            self.provider_ended_at = self.loop.time() if self.endpointer.speaking else None
+            return
+        if self.incomplete_pause == self.pause_no:
             return
         utterance = self.endpointer.end_now()
         if utterance is not None:
@@ -208,8 +217,13 @@ class Hearing:
     # --- the end of a turn -------------------------------------------------------------
     def _paused(self, pause: Pause) -> None:
         model = smart_turn()
+        ended_before, self.provider_ended_at = self.provider_ended_at, None
         if pause.first:
             self.pause_no += 1
+            if self.streaming and ended_before is not None and self.loop.time() - ended_before <= PROVIDER_LEAD_SEC:
+                utterance = self.endpointer.end_now()  # the provider heard the end a moment before we did
+                if utterance is not None:
+                    return self._ended(utterance)
             if not self.streaming:  # a streaming recogniser's results are there when the turn ends
                 self.speculation = (self.pause_no, self._spawn(self._recognise(pause.pcm)))
             # The model decides when it is there (loaded by get_ready); else the fixed pause.
