@@ -17,7 +17,8 @@ With `by_energy` it hears the caller's actual speech instead of a script's timin
 benchmark's turns follow the agent's replies): audio louder than a quiet line is speech,
 an interim result comes every half second of it, and `final_delay` seconds of audio after
 the speech ends the final result (`speech_final`) with the next of `utterances`, cycled —
-the vendor's delay after the end of speech. Its `kill_after` counts seconds of speech.
+the vendor's delay after the end of speech; in silence an empty result about once a
+second, as Deepgram sends them. Its `kill_after` counts seconds of speech.
 """
 import json
 import socket as socket_module
@@ -200,6 +201,11 @@ class FakeDeepgram:
                     if state["quiet"] >= self.final_delay:
                         results(_words(text, state["heard"]), is_final=True, speech_final=True)
                         state.update(speech=0.0, quiet=0.0, interim_at=0.0, said=state["said"] + 1)
+                else:  # silence: Deepgram still answers, with empty results, about once a second
+                    state["quiet"] += seconds
+                    if state["quiet"] >= 1.0:
+                        results([], is_final=True, speech_final=False)
+                        state["quiet"] = 0.0
         finally:
             record.closed.set()
 
