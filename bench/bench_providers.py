@@ -30,6 +30,7 @@ VOICE, TRANSCRIBER = "tts-azure-de:de-DE-KatjaNeural", "stt-deepgram"
 
 _ASSISTANT = """
 from console.assistants.services import assistant_create
+from console.numbers.models import PhoneNumber
 from console.numbers.services import number_create
 from console.tenants.models import Tenant
 from registry_app.demo import SHIPPED_DOCUMENT
@@ -40,6 +41,10 @@ tenant = Tenant.objects.get(slug="bench")
 assistant = assistant_create(tenant=tenant, data={{"name": "Anbieter", "voice": {voice!r},
                                                    "transcriber": {{"lane": {lane!r}, "keyterms": ["Termin"]}}}})
 number_create(tenant=tenant, e164={called!r}, assistant_id=str(assistant.pk))
+# The local number gets an assistant of its own without speech lanes: a number without one
+# would answer with the tenant's assistant, the one above.
+local = assistant_create(tenant=tenant, data={{"name": "Lokal"}})
+PhoneNumber.objects.filter(tenant=tenant, e164={local_called!r}).update(assistant=local)
 """
 
 
@@ -96,7 +101,7 @@ def provider_latency(load):
             create_tenant_with_key(project, "bench")
             project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
             project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
-            project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS))
+            project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS, local_called=CALLED))
             speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
             tails = _quiet_tails(speeches)
             print(f"quiet at the clips' ends: {tails} s", flush=True)
