@@ -23,17 +23,21 @@ from django.conf import settings
 from agent_app import codes
 from agent_app.audio import PhoneWire
 from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL
+from agent_app.conversation import speak_whole
 from agent_app.phone import PhoneBridge, connection_id
 from agent_app.services import agent_session_claim
 from agent_app.session import off_loop
 from calls_app.kinds.asterisk import AUDIO, FRAME_BYTES, HANGUP, KIND, AudioSocketCodec, frame, frame_limit
 from calls_app.kinds.base import CodecError
+from calls_app.warm_transfers import warm_whisper_claim
 
 logger = logging.getLogger("agent_app.phone")
 
 WIRE = PhoneWire(*KIND.wire)
 
 _claim = off_loop(agent_session_claim)
+_whisper = off_loop(warm_whisper_claim)
+_speak = off_loop(speak_whole)
 
 
 class AudioSocketCall(PhoneBridge):
@@ -45,6 +49,7 @@ class AudioSocketCall(PhoneBridge):
         self.log_id = connection_id()
         self.outbox = bytearray()
         self.outbox_ready = asyncio.Event()
+        self.outbox_drained = asyncio.Event()  # set whenever all our audio was sent
         self.sender: asyncio.Task[None] | None = None
         self.codec = AudioSocketCodec()
 
@@ -99,7 +104,10 @@ class AudioSocketCall(PhoneBridge):
         start = self.codec.parse(None, first)
         session = await _claim(token=start.token, transport=KIND.transport)
         if session is None:
-            raise CodecError("an unknown, used or expired UUID")
+            summary = await _whisper(token=start.token)
+            if summary is None:
+                raise CodecError("an unknown, used or expired UUID")
+            return await self._whisper(summary)
         self.begin(session, WIRE)
         self.sender = asyncio.create_task(self._pace())
         conversation = self.conversation
@@ -118,6 +126,22 @@ class AudioSocketCall(PhoneBridge):
                 logger.error("AudioSocket %s (call %s): the PBX reported an error (%s)", self.log_id,
                              conversation.call_id, event.audio.hex()[:32])
                 return await conversation.end(CLOSE_FAILED)
+
+    async def _whisper(self, summary: str) -> None:
+        """A warm hand-over's person (the dialplan's Dial U() on their channel): the
+        summary spoken at real time, then the hangup frame, after which Asterisk joins
+        the caller. Bounded: the PBX hanging up ends the sender, and the summary's own
+        length (plus a margin) is the most it waits."""
+        self.sender = sender = asyncio.create_task(self._pace())
+        audio = await _speak(summary, language="de", voice="", wire=WIRE)
+        self.outbox_drained.clear()
+        await self.send_wire(audio)
+        drained = asyncio.create_task(self.outbox_drained.wait())
+        try:
+            await asyncio.wait([drained, sender], timeout=len(audio) / WIRE.bytes_per_second + 5,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drained.cancel()
 
     # --- the transport ------------------------------------------------------------------
     async def send_event(self, event: dict[str, Any]) -> None:
@@ -139,6 +163,7 @@ class AudioSocketCall(PhoneBridge):
         while True:
             if not self.outbox:
                 due = None
+                self.outbox_drained.set()
                 self.outbox_ready.clear()
                 await self.outbox_ready.wait()
                 continue
@@ -153,7 +178,7 @@ class AudioSocketCall(PhoneBridge):
             due += FRAME_BYTES / WIRE.bytes_per_second
             await asyncio.sleep(max(0.0, due - loop.time()))
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         """Nothing to ask the PBX: the call keeps the number (call_hand_over), the hangup
         frame ends AudioSocket(), and the dialplan reads the number back and dials it."""
         return None

@@ -129,14 +129,21 @@ def get_ready(*, language: str) -> None:
     smart_turn().available  # noqa: B018 - loads (and verifies) it, or logs why not
 
 
+# on_stream(cancel) -> forget: a streaming provider's cancel, called at barge-in from
+# another thread (agent_app.speaking.Lines.on_stop); `forget()` once its answer is whole.
+OnStream = Callable[[Callable[[], None]], Callable[[], None]]
+
+
 def speak(text: str, *, language: str, voice: str, wire: WireFormat,
-          on_note: Callable[[str], None] | None = None, spend: CallSpend | None = None) -> Iterator[bytes]:
+          on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
+          spend: CallSpend | None = None) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
     audio, so that the first sentence can be sent while the next is being made.
 
     A voice named `<lane>:<voice>` whose lane streams (speech_app.streaming: Azure, …) is
     asked for the wire's own encoding and its audio handed on as it arrives; closing the
-    iterator (barge-in) cancels it at the provider. When that lane cannot be called, is
+    iterator (barge-in) cancels it at the provider, and so does `on_stream`'s cancel at once,
+    while the provider is still making the audio. When that lane cannot be called, is
     past the call's budget (`spend`), or fails (connect error, 4xx/5xx, no audio for
     SYNTHESIS_STALL_SECONDS) the next lane of the plan speaks the sentence — the
     router's lanes for the language (paid ones within GATEWAY_MAX_EUR), the local voice
@@ -151,7 +158,8 @@ def speak(text: str, *, language: str, voice: str, wire: WireFormat,
         _noted(on_note, lane_note("tts", named[0] if named else voice, failure))
         bare = language
     if streaming is not None:
-        if (yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note, spend=spend)):
+        if (yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note,
+                                 on_stream=on_stream, spend=spend)):
             return
         bare = language
     engine = synthesizer_for(language, voice=bare)
@@ -182,14 +190,14 @@ def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
 
 
 def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
-              on_note: Callable[[str], None] | None, spend: CallSpend | None) -> Generator[bytes, None, bool]:
+              on_note: Callable[[str], None] | None, on_stream: OnStream | None,
+              spend: CallSpend | None) -> Generator[bytes, None, bool]:
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
     whether it spoke the whole text (False: the caller has the next lane speak it, also
-    after a part that broke off). Its
-    use is counted in the lane's usage and the call's spend, a failure too (with a
-    cooldown when the lane is unwell, or its key was refused); a lane cooling down is not
-    asked (its failure was noted when it happened)."""
-    given, stream, carry, sent = False, None, b"", 0
+    after a part that broke off). Its use is counted in the lane's usage and the call's
+    spend, a failure too (with a cooldown when the lane is unwell, or its key was
+    refused); a lane cooling down is not asked (its failure was noted when it happened)."""
+    given, stream, carry, sent, forget = False, None, b"", 0, None
     try:
         step = streaming_speech_step(engine.lane_id, characters=len(text))
         if spend is not None and not spend.take(step.estimate_eur):
@@ -204,6 +212,7 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
         return False
     try:
         stream = engine.speak(text, audio=call_audio(wire), language=language)
+        forget = on_stream(stream.cancel) if on_stream is not None else None
         for chunk in stream.chunks():
             data = carry + chunk
             cut = len(data) - len(data) % wire.sample_bytes
@@ -218,6 +227,8 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
         _noted(on_note, lane_note("tts", engine.lane_id, failure, cut=given))
         return False
     finally:
+        if forget is not None:
+            forget()
         if stream is not None:
             stream.cancel()  # a no-op after the whole answer; at barge-in the provider stops
 
@@ -247,13 +258,15 @@ _openings_lock = threading.Lock()
 
 
 def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat,
-                  on_note: Callable[[str], None] | None = None, spend: CallSpend | None = None) -> Iterator[bytes]:
+                  on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
+                  spend: CallSpend | None = None) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
     first time, each sentence is handed on as soon as it is made. A voice of a named lane
     (`<lane>:<voice>`) is not kept: the lane or, when it fails, the local engines speak it."""
     if lane_voice(voice) is not None:
-        yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note, spend=spend)
+        yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note, on_stream=on_stream,
+                         spend=spend)
         return
     engine = synthesizer_for(language, voice=voice)
     key = (text, voice or language, type(engine).__name__, engine.version, wire)

@@ -157,9 +157,9 @@ class MediaStreamConsumer(PhoneBridge, AsyncWebsocketConsumer):
         self.marks += 1
         await self._send(self.codec.mark(f"part-{self.marks}"))
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         assert self.conversation is not None
-        await _transfer(call_id=self.conversation.call_id, target=target)
+        await _transfer(call_id=self.conversation.call_id, target=target, warm=warm)
 
     async def _send(self, frame: str | bytes | None) -> None:
         if self.close_sent or frame is None:

@@ -11,26 +11,29 @@ read and answered):
   (agent_app/audiosocket.py);
 - `status`: the carrier's status callbacks (an ending status ends the call once, an
   answering-machine verdict is answered as the campaign chose);
-- `transfer`: the number a call was handed over to, read back.
+- `transfer`: the number a call was handed over to, read back;
+- `warm`: the call to a person for a warm hand-over (calls_app.warm_transfers);
+- `whisper`, `warm_outcome`: an Asterisk dialplan's warm hand-over (the UUID the
+  person's AudioSocket() hears the summary on; Dial's outcome).
 
 These are plain Django views behind DRF classes (for the OpenAPI document and the error
 shape of other methods), like the carrier webhook: the carrier's exact form (or body)
 is what its signature covers."""
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
 
 from agent_app import services
 from agent_app.conversation import voicemail_text
-from calls_app import phone_calls
+from calls_app import phone_calls, warm_transfers
 from calls_app.carriers import CarrierError
 from calls_app.errors import MinuteCapReached, UnknownCarrier
 from calls_app.kinds import KINDS
-from calls_app.kinds.base import CarrierKind, InboundCall, Webhooks
+from calls_app.kinds.base import CarrierKind, InboundCall, WarmWebhooks, Webhooks
 from console.api import OpenAPIView, accepts_query
-from console.errors import ApiError, NotFound
+from console.errors import ApiError, NotFound, ValidationFailed
 
 logger = logging.getLogger("agent_app.phone")
 
@@ -120,6 +123,22 @@ class StatusView(_PlainPost):
         return HttpResponse(status=204)
 
 
+class WarmView(_PlainPost):
+    """The call to a person for a warm hand-over (calls_app.warm_transfers): answered,
+    the person hears the summary (once) and enters the room the caller joins; ended
+    without an answer, the ring is given up (the agent tells the caller)."""
+
+    def post(self, request: HttpRequest, carrier_id: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        webhooks = cast(WarmWebhooks, self.webhooks)
+        leg = webhooks.warm_leg(request)
+        if leg.ended:
+            warm_transfers.warm_leg_ended(carrier=carrier, transfer_id=leg.transfer_id)
+            return HttpResponse(status=204)
+        summary, room = warm_transfers.warm_leg_answered(carrier=carrier, transfer_id=leg.transfer_id)
+        return webhooks.warm_answer(summary=summary, room=room, gone=warm_transfers.GONE)
+
+
 class TransferView(_KindView):
     def get(self, request: HttpRequest, carrier_id: str, call_uuid: str) -> HttpResponse:
         carrier = self.carrier(request, carrier_id)
@@ -130,8 +149,37 @@ class TransferView(_KindView):
         return HttpResponse(target, content_type="text/plain; charset=utf-8")
 
 
+class WhisperView(_KindView):
+    def get(self, request: HttpRequest, carrier_id: str, call_uuid: str) -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        call_id = _call_of(carrier, call_uuid, self.kind.transport)
+        return HttpResponse(warm_transfers.warm_dialplan_whisper(carrier=carrier, call_id=call_id),
+                            content_type="text/plain; charset=utf-8")
+
+
+class WarmOutcomeView(_PlainPost):
+    def post(self, request: HttpRequest, carrier_id: str, call_uuid: str = "") -> HttpResponse:
+        carrier = self.carrier(request, carrier_id)
+        call_id = _call_of(carrier, call_uuid, self.kind.transport)
+        status = request.POST.get("status", "")
+        if not isinstance(status, str) or not 1 <= len(status) <= 32:
+            raise ValidationFailed.field("status", "Dial's DIALSTATUS (ANSWER, NOANSWER, BUSY, …).")
+        outcome = warm_transfers.warm_dialplan_outcome(carrier=carrier, call_id=call_id, dial_status=status)
+        return HttpResponse(outcome, content_type="text/plain; charset=utf-8")
+
+
+def _call_of(carrier: Any, call_uuid: str, transport: str) -> str:
+    """The call of a dialplan's UUID of `carrier` (404 for anything else)."""
+    call_id = services.phone_call_of_token(carrier=carrier, token=call_uuid, transport=transport) \
+        if len(call_uuid) <= 64 else None
+    if call_id is None:
+        raise NotFound()
+    return call_id
+
+
 HOOK_VIEWS: dict[str, tuple[type[_KindView], str]] = {
-    "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get")}
+    "incoming": (IncomingView, "post"), "status": (StatusView, "post"), "transfer": (TransferView, "get"),
+    "warm": (WarmView, "post"), "whisper": (WhisperView, "get"), "warm_outcome": (WarmOutcomeView, "post")}
 
 
 def hook_view(kind: CarrierKind, hook: str) -> Any:

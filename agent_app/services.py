@@ -182,6 +182,13 @@ def _phone_session(call: Call, assistant: Assistant | None, transport: str, toke
     return token
 
 
+def phone_call_of_token(*, carrier: Carrier, token: str, transport: str) -> str | None:
+    """The call id of `token` (an AudioSocket call's UUID) of `transport` and `carrier`,
+    or None: another carrier's secret reads nothing of its calls."""
+    return (AgentSession.objects.filter(token_digest=token_digest(token), call__carrier=carrier, transport=transport)
+            .values_list("call_id", flat=True).first())
+
+
 def phone_transfer_target(*, carrier: Carrier, token: str, transport: str) -> str | None:
     """The number the call of `token` (an AudioSocket call's UUID) of `transport` was
     handed over to, or "" (an Asterisk dialplan reads it back after AudioSocket()

@@ -70,6 +70,8 @@ GOODBYE = ("Die für dieses Gespräch vorgesehene Zeit ist leider abgelaufen. Vi
            "und auf Wiederhören.")
 # What a phone caller hears when the carrier refused the hand-over the assistant announced
 # (the conversation goes on).
+# How a warm hand-over's note ends ("Weitergeleitet an Zentrale (+49…) nach Übergabe …").
+WARM_NOTE = " nach Übergabe mit Zusammenfassung"
 TRANSFER_FAILED = {"de": "Die Weiterleitung ist leider gerade nicht möglich. Wie kann ich Ihnen sonst helfen?",
                    "en": "I am sorry, I cannot put you through right now. How else can I help you?"}
 # The assistant's `silenceTimeoutSec` passed once: a polite check; twice: the end.
@@ -162,11 +164,12 @@ class Transport(ABC):
     # browser cannot: an assistant's transfer ends its conversation with the note.
     can_transfer = False
 
-    async def transfer(self, target: str) -> None:
+    async def transfer(self, target: str, *, warm: bool = False) -> None:
         """Hands the call over to a person at `target` (E.164) on the carrier's side,
         before the conversation books it and closes: a twilio call is redirected to a
-        `<Dial>`, an Asterisk dialplan dials the number the call keeps. Raises when the
-        carrier refuses (the conversation then goes on)."""
+        `<Dial>`, an Asterisk dialplan dials the number the call keeps. `warm`: the
+        person was rung and heard the summary (calls_app.warm_transfers); the caller
+        joins them. Raises when the carrier refuses (the conversation then goes on)."""
         raise NotImplementedError("This transport cannot hand a call over.")
 
     @abstractmethod
@@ -344,16 +347,20 @@ class Conversation:
             await _end_call(call_id=self.call_id)
         self.booked = True
 
-    async def transfer_to(self, target: str, *, label: str = "") -> bool:
+    async def transfer_to(self, target: str, *, label: str = "", warm: bool = False) -> bool:
         """Hands the call over to a person at `target` (E.164): the carrier is told first
         (a refusal, or a transport without a phone line, leaves the conversation going
         on: returns False), then the call is booked with the note "Weitergeleitet an
-        `label` or `target`" and its seconds up to now, and the connection closes."""
+        `label` or `target`" and its seconds up to now, and the connection closes.
+        `warm`: the person answered a warm hand-over's ring; the caller joins them."""
         if self.closing or self.transfer_target or not self.transport.can_transfer:
             return False
         self.transfer_target, self.transfer_label = target, label
         try:
-            await self.transport.transfer(target)
+            if warm:
+                await self.transport.transfer(target, warm=True)
+            else:
+                await self.transport.transfer(target)
         except Exception:
             logger.warning("Call %s could not be handed over", self.call_id, exc_info=True)
             self.transfer_target = None
@@ -493,10 +500,12 @@ class Conversation:
         its transfer targets, checked by calls_app): a phone transport hands the call over
         (transfer_to: the carrier first, then the call booked with the note "Weitergeleitet
         an …"; if the carrier refuses, the caller is told and the conversation goes on);
-        the browser has no phone line, so its conversation ends there with the note."""
-        label = f"{target['name']} ({target['e164']})"
+        the browser has no phone line, so its conversation ends there with the note. A
+        warm hand-over's person answered and heard the summary: the note says so."""
+        warm = target.get("mode") == "warm"
+        label = f"{target['name']} ({target['e164']})" + (WARM_NOTE if warm else "")
         if self.transport.can_transfer:
-            if not await self.transfer_to(target["e164"], label=label):
+            if not await self.transfer_to(target["e164"], label=label, warm=warm):
                 await self._say(TRANSFER_FAILED.get(self.language, TRANSFER_FAILED["de"]))
             return
         await self._note(SYSTEM, f"Weitergeleitet an {label}")

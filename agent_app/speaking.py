@@ -39,6 +39,7 @@ class Lines:
         self._parts = [part for part in (part.strip() for part in parts) if part]
         self._closed = self._stopped = False
         self._changed = threading.Condition()
+        self._on_stop: list[Callable[[], None]] = []
         self._arrived = asyncio.Event()
         self.first_at: float | None = loop.time() if self._parts else None
 
@@ -69,10 +70,29 @@ class Lines:
         self._wake()
 
     def stop(self) -> None:
-        """The speech was stopped (a barge-in, the end): the synthesis waits no longer."""
+        """The speech was stopped (a barge-in, the end): the synthesis waits no longer,
+        and a provider speaking it now is cancelled at once (`on_stop`)."""
         with self._changed:
             self._stopped = True
             self._changed.notify_all()
+            cancels, self._on_stop = self._on_stop, []
+        for cancel in cancels:  # a provider's goodbye may take a round trip: never on the loop
+            _SYNTHESIS.submit(cancel)
+
+    def on_stop(self, cancel: Callable[[], None]) -> Callable[[], None]:
+        """`cancel()` is called when the speech stops (at once if it has); returns the
+        function that forgets it (the provider's answer was whole)."""
+        with self._changed:
+            if not self._stopped:
+                self._on_stop.append(cancel)
+                return lambda: self._forget(cancel)
+        cancel()
+        return lambda: None
+
+    def _forget(self, cancel: Callable[[], None]) -> None:
+        with self._changed:
+            if cancel in self._on_stop:
+                self._on_stop.remove(cancel)
 
     @property
     def stopped(self) -> bool:
@@ -125,9 +145,10 @@ def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, 
         index = 0
         while (part := lines.next(index)) is not None:
             pieces: Iterator[bytes] = (
-                conversation.opening_audio(part, language=language, voice=voice, wire=wire, on_note=put, spend=spend)
-                if opening else conversation.speak(part, language=language, voice=voice, wire=wire, on_note=put,
-                                                   spend=spend))
+                conversation.opening_audio(part, language=language, voice=voice, wire=wire, on_note=put,
+                                           on_stream=lines.on_stop, spend=spend) if opening
+                else conversation.speak(part, language=language, voice=voice, wire=wire, on_note=put,
+                                        on_stream=lines.on_stop, spend=spend))
             try:
                 for pcm in pieces:
                     if lines.stopped:

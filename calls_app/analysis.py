@@ -147,20 +147,24 @@ def analysis_config(assistant: Assistant | None) -> dict[str, Any]:
 def call_facts(call: Call) -> dict[str, Any]:
     """What happened, from the call's record (not from the transcript, which a tenant
     may not keep): {callback: lead or None, callback_requested, transfers: [names],
-    opted_out, ended_by_assistant}."""
+    transfers_not_answered: [names of warm hand-overs nobody answered], opted_out,
+    ended_by_assistant}."""
     actions = call.assistant_actions or []
     tools = [action.get("tool") for action in actions]
     lead = None
     if call.lead_id:
         lead = (Lead.objects.for_tenant(call.tenant_id)
                 .filter(pk=call.lead_id, kind=Lead.Kind.CALLBACK, created_at__gte=call.created_at).first())
-    transfers = [action.get("target", "") for action in actions if action.get("tool") == "transfer_call"]
+    handed = [action for action in actions if action.get("tool") == "transfer_call"]
+    transfers = [action.get("target", "") for action in handed if action.get("outcome") != "not_answered"]
+    not_answered = [action.get("target", "") for action in handed if action.get("outcome") == "not_answered"]
     if call.transferred_to and not transfers:  # a phone call handed over by other means than the tool
         transfers = [mask(call.transferred_to)]
     return {
         "callback": lead,
         "callback_requested": lead is not None or "create_callback" in tools,
         "transfers": transfers,
+        "transfers_not_answered": not_answered,
         "opted_out": "opt_out" in tools,
         "ended_by_assistant": "end_call" in tools,
     }
@@ -172,6 +176,8 @@ def outcome_tags(facts: dict[str, Any]) -> list[str]:
         tags.append("callback_requested")
     if facts["transfers"]:
         tags.append("transferred")
+    if facts["transfers_not_answered"]:
+        tags.append("transfer_not_answered")
     if facts["opted_out"]:
         tags.append("opted_out")
     if facts["ended_by_assistant"]:
@@ -240,6 +246,9 @@ def policy_summary(*, call: Call, lines: Sequence[tuple[str, str]], facts: dict[
     if facts["transfers"]:
         parts.append(f"Der Anruf wurde an {', '.join(t or 'ein Weiterleitungsziel' for t in facts['transfers'])} "
                      "weitergeleitet.")
+    if facts["transfers_not_answered"]:
+        parts.append(f"Bei {', '.join(t or 'einem Weiterleitungsziel' for t in facts['transfers_not_answered'])} "
+                     "nahm bei der Übergabe niemand ab.")
     if facts["opted_out"]:
         parts.append("Der Anrufer widersprach weiteren Kontakten.")
     if facts["ended_by_assistant"]:

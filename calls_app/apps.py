@@ -22,3 +22,10 @@ class CallsAppConfig(AppConfig):
         from console.quotas import register_usage
 
         register_usage("recordingBytes", recordings_bytes)
+
+        # The built-in tools whose effect is on the call (console.assistants.builtin_tools).
+        from calls_app.builtin_tools import TOOLS
+        from console.assistants.builtin_tools import register_builtin_tool
+
+        for tool in TOOLS:
+            register_builtin_tool(tool)

@@ -50,10 +50,15 @@ class Capabilities:
     dial whose answer never came may be sent again. `transfer`: a live call can be
     handed over to a person by the carrier. `machine_detection`: the carrier tells a
     machine from a person and takes `machine_answer`. `hang_up`: the carrier ends a call
-    when asked."""
+    when asked. `warm_transfer`: the carrier rings a person for a live call (`ring`,
+    the person hears the summary first) and joins the caller to them after it (`join`):
+    a warm hand-over (docs/telephony.md, "Warm transfer"); without it transfer_call's
+    warm mode is a plain hand-over (an Asterisk dialplan does its own, a SIP trunk may
+    declare it once its adapter can)."""
 
     idempotent_dials: bool = False
     transfer: bool = False
+    warm_transfer: bool = False
     machine_detection: bool = False
     hang_up: bool = False
 
@@ -83,6 +88,21 @@ class CarrierAdapter(Protocol):
 
     def hang_up(self, *, carrier_call_id: str) -> None:
         """Ends the live call; CarrierError when refused."""
+        ...
+
+    def ring(self, *, call: "Call", target: str, transfer_id: int, seconds: int) -> str:
+        """Rings `target` (E.164) for the live `call`'s warm hand-over `transfer_id` for
+        at most `seconds`: the carrier's id of that second call. When the person answers,
+        the carrier asks the kind's `warm` hook what to say; CarrierError when refused."""
+        ...
+
+    def join(self, *, carrier_call_id: str, room: str) -> None:
+        """Moves the live call into `room`, where the person rung by `ring` is (or will
+        be after the summary); CarrierError when refused."""
+        ...
+
+    def ring_cancel(self, *, leg_id: str) -> None:
+        """Stops ringing the second call `leg_id` (nobody answered in time)."""
         ...
 
     def machine_answer(self, *, carrier_call_id: str, message: str = "") -> None:

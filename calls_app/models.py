@@ -325,6 +325,32 @@ class SimDial(models.Model):
         verbose_name_plural = _("simulated dials")
 
 
+class WarmTransfer(models.Model):
+    """A warm hand-over of a call (transfer_call's mode "warm"): the person at `target`
+    is rung (`leg_id`: the carrier's id of that second call) while the caller waits with
+    the agent; when the person answers, the carrier asks for what to say
+    (`summary`, emptied once said) and the caller is joined after it; nobody answering
+    within VOICE_WARM_TRANSFER_RING_SEC, it is `not_answered`."""
+
+    class Status(models.TextChoices):
+        RINGING = "ringing", pgettext_lazy("warm transfer", "Ringing")
+        ANSWERED = "answered", pgettext_lazy("warm transfer", "Answered")
+        NOT_ANSWERED = "not_answered", pgettext_lazy("warm transfer", "Not answered")
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="warm_transfers", verbose_name=_("call"))
+    target = models.CharField(_("target"), max_length=16)
+    leg_id = models.CharField(_("carrier's id of the call to the target"), max_length=128, blank=True)
+    summary = models.TextField(_("summary"), blank=True)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.RINGING)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    decided_at = models.DateTimeField(_("decided"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = _("warm transfer")
+        verbose_name_plural = _("warm transfers")
+
+
 class CallAnalysis(models.Model):
     """What was written about a call after it ended (calls_app.analysis): a German
     summary, the structured data the assistant's schema asks for (checked against it:

@@ -28,6 +28,7 @@ from calls_app.ledger import (
     call_seconds_correct,
 )
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
+from calls_app.warm_transfers import warm_room
 from console.assistants.models import Assistant
 from console.db.conflicts import retry_conflicts
 from console.numbers.models import PhoneNumber
@@ -197,14 +198,19 @@ def call_transfer_target(*, call_id: str) -> str:
     return Call.objects.filter(pk=call_id).values_list("transferred_to", flat=True).first() or ""
 
 
-def carrier_transfer(*, call_id: str, target: str) -> None:
+def carrier_transfer(*, call_id: str, target: str, warm: bool = False) -> None:
     """Asks the carrier of a call to hand it over to `target` (a twilio carrier: its
-    REST API); CarrierError when it refuses. The call is booked afterwards
-    (call_hand_over)."""
+    REST API); CarrierError when it refuses. `warm`: the person was rung and answered
+    (calls_app.warm_transfers): the caller joins them in the hand-over's conference. The
+    call is booked afterwards (call_hand_over)."""
     call = Call.objects.get(pk=call_id)
     if not call.carrier_call_id:
         raise CarrierError(f"call {call_id} has no carrier call id to hand over")
-    adapter_for(call.carrier_id).transfer(carrier_call_id=call.carrier_call_id, target=target)
+    adapter = adapter_for(call.carrier_id)
+    if warm:
+        adapter.join(carrier_call_id=call.carrier_call_id, room=warm_room(call.pk))
+    else:
+        adapter.transfer(carrier_call_id=call.carrier_call_id, target=target)
 
 
 def call_machine_verdict(*, carrier: Carrier, carrier_call_id: str, answered_by: str) -> MachineAnswer | None:

@@ -303,12 +303,12 @@ def call_web_end(*, call_id: str, status: str = Call.Status.COMPLETED, now: date
 
 
 # --- What the assistant does through its built-in tools -----------------------------------
-# The conversation core runs the model's tool calls (tools_app.services.tool_run); the
-# calls' side of them is here, the only writer of calls: a callback lead linked to the
-# call, the one check of a transfer, and the record of what the assistant did
+# The conversation core runs the model's tool calls (tools_app.services.tool_run) as the
+# tools' owners declared them (calls_app.builtin_tools, console.assistants.builtin_tools);
+# the calls' side of them is here, the only writer of calls: a callback lead linked to
+# the call, the one check of a transfer, and the record of what the assistant did
 # (`Call.assistant_actions`: names and times, which the analysis reads).
 
-ACTION_TOOLS = ("create_callback", "transfer_call", "end_call", "opt_out")
 MAX_ACTIONS = 50
 
 
@@ -374,18 +374,23 @@ def call_callback_create(*, call_id: str, phone: str | None = None, preferred_ti
 
 
 @transaction.atomic
-def call_transfer(*, call_id: str, target: str) -> dict[str, Any]:
+def call_transfer(*, call_id: str, target: str, mode: str = "") -> dict[str, Any]:
     """The built-in tool transfer_call: the transfer target of the call's assistant
     that `target` names (its name, or its number in any format) as `{"name", "e164"}`,
     recorded on the call; TransferRefused (400 `transfer_refused`) for anything else —
     a number the caller, a knowledge passage or a tool's answer put into the model's
     request is never reached. The transport (ending the browser call with a system
-    note, a carrier's transfer) is the conversation's."""
+    note, a carrier's transfer) is the conversation's. `mode` "warm" (or no mode and a
+    target kept `warm`) gives the target with `"warm": True`, recorded with its outcome
+    by calls_app.warm_transfers instead."""
     call = _locked(Call.objects.select_related("tenant", "assistant")).get(pk=call_id)
     if call.assistant is None:
         raise TransferRefused("This call has no assistant, so it has no transfer targets.")
     ran_with = assistant_of_call(assistant=call.assistant, version=call.assistant_version)
     chosen = assistant_transfer_target_named(assistant=ran_with, name=target)
+    kept_warm = bool(chosen.pop("warm", False))
+    if mode == "warm" or (mode != "cold" and kept_warm):
+        return {**chosen, "warm": True}
     _record_action(call, "transfer_call", target=chosen["name"])
     return chosen
 

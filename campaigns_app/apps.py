@@ -14,6 +14,12 @@ class CampaignsAppConfig(AppConfig):
 
         register_machine_listener(machine_answered)
 
+        # The objection (`opt_out`): its effect, the blocklist, is ours.
+        from campaigns_app.builtin_tools import OPT_OUT
+        from console.assistants.builtin_tools import register_builtin_tool
+
+        register_builtin_tool(OPT_OUT)
+
         # What the tenant keeps, against its caps (console.quotas).
         from campaigns_app.models import BlockedNumber, Campaign, CampaignContact
         from console.quotas import register_usage

@@ -84,8 +84,9 @@ def local_engine_id(lane, engine_ids):
 def lane_status(lane, local_engines):
     """A tts/stt lane of the registry as an engine entry; `usableNow` only when this
     process serves the lane with a usable engine that speaks one of its languages.
-    Lanes reached through other services (gateways, hosted APIs) are never usable
-    from here: this process cannot vouch for them."""
+    Lanes reached through other services (gateways, hosted APIs) are not usable here
+    (this process cannot vouch for them) unless speech_app, which speaks their
+    streaming protocols, says so (speech_app.selectors.speech_lane_states)."""
     entry = lane.entry
     engines = {engine.id: engine for engine in local_engines if engine.kind == lane.capability}
     served_by = engines.get(local_engine_id(lane, engines))

@@ -4,6 +4,15 @@ generated client can parse them (console/openapi.py)."""
 from rest_framework import serializers
 
 
+class LaneErrorSerializer(serializers.Serializer):
+    outcome = serializers.CharField(help_text="`rejected` (4xx: a wrong key), `server_error`, `timeout`, …")
+    detail = serializers.CharField(help_text="What the provider answered, e.g. `… HTTP 401`.")
+    at = serializers.DateTimeField()
+
+    class Meta:
+        ref_name = "LaneError"
+
+
 class EngineStatusSerializer(serializers.Serializer):
     id = serializers.CharField()
     kind = serializers.CharField(help_text="`tts` or `stt`.")
@@ -19,6 +28,9 @@ class EngineStatusSerializer(serializers.Serializer):
     status = serializers.CharField(required=False, help_text="Registry lanes: the lane's status.")
     servedBy = serializers.CharField(required=False, allow_null=True,
                                      help_text="Registry lanes: the engine of this process serving it, or null.")
+    lastError = LaneErrorSerializer(required=False, allow_null=True,
+                                    help_text="Registry lanes: the last failed call (a wrong key: the provider's "
+                                              "401), or null.")
 
     class Meta:
         ref_name = "EngineStatus"

@@ -474,6 +474,10 @@ VOICE_PUBLIC_BASE_URL = env.str("VOICE_PUBLIC_BASE_URL", default="")
 # Seconds a twilio carrier's REST request may take; seconds an outbound call rings.
 VOICE_CARRIER_TIMEOUT_SEC = env.float("VOICE_CARRIER_TIMEOUT_SEC", default=10.0)
 VOICE_RING_TIMEOUT_SEC = env.int("VOICE_RING_TIMEOUT_SEC", default=30)
+# A warm hand-over (transfer_call's mode "warm"): seconds the person is rung while the
+# caller waits with the agent; nobody answering by then, the agent says so and offers a
+# callback (docs/telephony.md, "Warm transfer").
+VOICE_WARM_TRANSFER_RING_SEC = env.int("VOICE_WARM_TRANSFER_RING_SEC", default=20)
 # POST /voice/v1/calls without an Idempotency-Key: the same request (tenant, number,
 # body) within this many seconds answers the first call instead of dialling again (a
 # retry after a lost answer); 0 turns the implicit key off.

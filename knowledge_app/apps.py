@@ -20,3 +20,9 @@ class KnowledgeConfig(AppConfig):
         from knowledge_app.selectors import document_reference_problems
 
         references.register_reference(references.KNOWLEDGE, check=document_reference_problems)
+
+        # The assistant's look-up (console.assistants.builtin_tools).
+        from console.assistants.builtin_tools import register_builtin_tool
+        from knowledge_app.builtin_tools import LOOKUP_KNOWLEDGE
+
+        register_builtin_tool(LOOKUP_KNOWLEDGE)

@@ -3,13 +3,22 @@ truth (change it and run `manage.py load_registry`)."""
 import json
 
 from django.contrib import admin
+from django.db.models import OuterRef, Subquery
 from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.tenants.admin_scoping import ReadOnlyAdminMixin
 from registry_app import selectors
-from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneHealth, RegistryVersion
+from registry_app.models import (
+    FAILURE_OUTCOMES,
+    IntegrationLayer,
+    Lane,
+    LaneCooldown,
+    LaneError,
+    LaneHealth,
+    RegistryVersion,
+)
 from registry_app.routing import price_group
 
 
@@ -23,19 +32,33 @@ def _pretty_json(value):
 
 @admin.register(Lane)
 class LaneAdmin(ReadOnlyAdmin):
-    list_display = ["lane_id", "name", "capability", "provider", "hosting", "status", "price", "priority",
-                    "quality_tier", "latency_class"]
+    list_display = ["lane_id", "name", "capability", "provider", "hosting", "status", "last_error", "price",
+                    "priority", "quality_tier", "latency_class"]
     list_filter = ["capability", "status", "hosting", "provider", "quality_tier", "latency_class"]
     search_fields = ["lane_id", "name", "provider"]
     list_per_page = 100
     fieldsets = [
-        (None, {"fields": ["lane_id", "name", "capability", "provider", "status", "priority", "quality_tier",
-                           "latency_class", "version"]}),
+        (None, {"fields": ["lane_id", "name", "capability", "provider", "status", "last_error", "priority",
+                           "quality_tier", "latency_class", "version"]}),
         (_("Access"), {"fields": ["hosting", "access", "endpoint", "health", "probe"]}),
         (_("Cost"), {"fields": ["cost_model", "cost_unit", "price"]}),
         (_("Parameters"), {"fields": ["params_pretty"]}),
         (_("Test and source"), {"fields": ["test", "source", "notes"]}),
     ]
+
+    def get_queryset(self, request):
+        errors = LaneError.objects.filter(lane_id=OuterRef("lane_id"))
+        return super().get_queryset(request).annotate(
+            error_outcome=Subquery(errors.values("outcome")), error_detail=Subquery(errors.values("detail")),
+            error_at=Subquery(errors.values("failed_at")))
+
+    @admin.display(description=_("last error"))
+    def last_error(self, lane):
+        """The lane's last failed call (a wrong key: the provider's 401), or none."""
+        if not getattr(lane, "error_outcome", None):
+            return gettext("none")
+        return gettext("%(outcome)s at %(time)s UTC: %(detail)s") % {
+            "outcome": dict(FAILURE_OUTCOMES).get(lane.error_outcome, lane.error_outcome), "time": f"{lane.error_at:%Y-%m-%d %H:%M:%S}", "detail": lane.error_detail}
 
     @admin.display(description=_("price"), ordering="cost_eur")
     def price(self, lane):
@@ -114,3 +137,10 @@ class LaneHealthAdmin(ReadOnlyAdmin):
 class LaneCooldownAdmin(ReadOnlyAdmin):
     list_display = ["lane_id", "until", "failures", "reason", "updated_at"]
     search_fields = ["lane_id", "reason"]
+
+
+@admin.register(LaneError)
+class LaneErrorAdmin(ReadOnlyAdmin):
+    list_display = ["lane_id", "outcome", "detail", "failed_at", "failures"]
+    list_filter = ["outcome"]
+    search_fields = ["lane_id", "detail"]

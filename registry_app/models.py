@@ -158,3 +158,36 @@ class LaneCooldown(models.Model):
 
     def __str__(self):
         return gettext("%(lane)s until %(time)s") % {"lane": self.lane_id, "time": f"{self.until:%H:%M:%S}"}
+
+
+# The outcomes of a failed call (registry_app.lanes.failover, docs/api.md), as the admin names them.
+FAILURE_OUTCOMES = [
+    ("connection_error", _("connection failed")), ("timeout", _("timed out")),
+    ("server_error", _("provider error (5xx)")), ("rate_limited", _("rate limited (429)")),
+    ("rejected", _("rejected (4xx, e.g. a wrong key)")), ("bad_response", _("answer not usable")),
+    ("unavailable", _("not available")), ("no_key", _("no key set")),
+]
+
+
+class LaneError(models.Model):
+    """The last failed call of a lane (by lane id, so it survives loads): what the
+    provider said (a wrong key: `rejected`, "… HTTP 401"), shown with the lane's status
+    in the admin and /v2/meta/engines, whether or not it put the lane in a cooldown."""
+
+    lane_id = models.CharField(_("lane id"), max_length=100, unique=True)
+    outcome = models.CharField(_("outcome"), max_length=32, choices=FAILURE_OUTCOMES)
+    detail = models.CharField(_("detail"), max_length=300, blank=True)
+    failed_at = models.DateTimeField(_("failed"), db_index=True)
+    failures = models.PositiveIntegerField(_("failures"), default=1, help_text=_("failed calls since it was first "
+                                                                                    "recorded"))
+
+    class Meta:
+        ordering = ["lane_id"]
+        verbose_name = _("lane error")
+        verbose_name_plural = _("lane errors")
+
+    def __str__(self):
+        return f"{self.lane_id}: {self.outcome}"
+
+    def as_json(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "detail": self.detail, "at": self.failed_at.isoformat()}

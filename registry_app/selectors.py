@@ -2,7 +2,7 @@
 from registry_app import snapshot
 from registry_app.diff import RegistryDiff, registry_diff
 from registry_app.errors import RegistryNotLoaded, UnknownLane, UnknownVersion
-from registry_app.models import RegistryVersion
+from registry_app.models import LaneError, RegistryVersion
 
 
 def current_snapshot() -> snapshot.Snapshot:
@@ -56,3 +56,8 @@ def changes_since_previous(version: RegistryVersion) -> RegistryDiff | None:
     """The RegistryDiff from the version loaded before `version`, or None for the first."""
     previous = previous_version(version)
     return registry_diff(previous.document, version.document) if previous is not None else None
+
+
+def lane_errors() -> dict[str, LaneError]:
+    """The last failed call of every lane that ever failed, by lane id."""
+    return {error.lane_id: error for error in LaneError.objects.all()}

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from registry_app import routing, snapshot
 from registry_app.errors import InvalidRegistryDocument
-from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneHealth, RegistryVersion
+from registry_app.models import IntegrationLayer, Lane, LaneCooldown, LaneError, LaneHealth, RegistryVersion
 from registry_app.validation import document_problems
 
 
@@ -140,6 +140,17 @@ def lane_cooldown_start(*, lane_id: str, seconds: float, reason: str,
         cooldown.save()
     _cooldown_changed(lane_id, cooldown)
     return cooldown
+
+
+def lane_error_record(*, lane_id: str, outcome: str, detail: str) -> None:
+    """A lane's call failed: its last error (one row per lane; the count goes on)."""
+    with transaction.atomic():
+        error = LaneError.objects.select_for_update().filter(lane_id=lane_id).first()
+        if error is None:
+            error = LaneError(lane_id=lane_id, failures=0)
+        error.failures += 1
+        error.outcome, error.detail, error.failed_at = outcome[:32], detail[:300], timezone.now()
+        error.save()
 
 
 def lane_cooldown_clear(*, lane_id: str) -> None:

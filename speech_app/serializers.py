@@ -83,3 +83,28 @@ class TranscriptSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "Transcript"
+
+
+# GET /v2/meta/voices (speech_app.selectors.OfferedVoice.as_json), for the OpenAPI document only.
+class OfferedVoiceSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The value of an assistant's `voice`: `<lane>:<voice>` (a bare name for a "
+                                         "Piper voice of this process that no lane lists).")
+    lane = serializers.CharField()
+    voice = serializers.CharField(help_text="The voice's own name at its provider or engine.")
+    provider = serializers.CharField()
+    languages = serializers.ListField(child=serializers.CharField())
+    local = serializers.BooleanField(help_text="Spoken by this service's engines: no audio or text leaves it.")
+    protocol = serializers.CharField(help_text="The lane's wire protocol (`local`, `azure-tts`, "
+                                               "`elevenlabs-stream`, `cartesia-ws`, `openai-audio`).")
+    usableNow = serializers.BooleanField()
+    reason = serializers.CharField(required=False, help_text="Why it is not usable now (no key, a cooldown, …).")
+
+    class Meta:
+        ref_name = "OfferedVoice"
+
+
+class VoicesSerializer(serializers.Serializer):
+    voices = OfferedVoiceSerializer(many=True)
+
+    class Meta:
+        ref_name = "Voices"

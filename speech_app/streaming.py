@@ -28,12 +28,18 @@ treat a batch lane's: a connect error, a 4xx/5xx answer, or `STALL_SECONDS` with
 result while audio flows; for a synthesiser, `SYNTHESIS_STALL_SECONDS` without its first
 audio or mid-answer.
 """
+import contextlib
 import importlib
 import pkgutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import urlsplit
+
+from django.conf import settings
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.sync.client import ClientConnection, connect
 
 from registry_app.lanes.config import lane_setting, lane_variable
 from registry_app.lanes.failover import LaneFailure
@@ -175,6 +181,11 @@ def protocols() -> dict[str, ProtocolModule]:
     return _PROTOCOLS
 
 
+def lane_voices(lane: SnapshotLane) -> list[str]:
+    """The voices a tts lane lists (`params.voices`), in its order."""
+    return [name for name in (lane.entry.get("params") or {}).get("voices") or () if isinstance(name, str)]
+
+
 def lane_protocol(lane: SnapshotLane) -> str:
     """A lane's wire protocol: its `params.protocol`, else the OpenAI audio API."""
     protocol = (lane.entry.get("params") or {}).get("protocol")
@@ -216,3 +227,110 @@ def streaming_engine(lane: SnapshotLane, *, voice: str = "") -> StreamingRecogni
                                          f"is {lane.capability}")
     endpoint, key = streaming_target(lane, module)
     return module.make(lane, endpoint, key, voice)
+
+
+# --- WebSocket providers (Deepgram, ElevenLabs, Cartesia) -------------------------------
+
+def ws_connect(url: str, *, headers: dict[str, str], vendor: str) -> ClientConnection:
+    """A WebSocket to a provider (opened within GATEWAY_TIMEOUT_SEC); its refusal as a
+    LaneFailure that names the vendor and the HTTP status (a wrong key: `rejected`,
+    "… refused the connection with HTTP 401")."""
+    try:
+        with contextlib.ExitStack() as stack:  # entered as websockets wants, closed by the caller
+            socket = stack.enter_context(connect(url, additional_headers=headers,
+                                                 open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 22))
+            stack.pop_all()
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        refused = ": the key was refused" if status in (401, 403) else ""
+        raise LaneFailure(http_outcome(status), f"{vendor} refused the connection with HTTP {status}{refused}",
+                          status=status) from None
+    except TimeoutError:
+        raise LaneFailure("timeout", f"{vendor} did not accept the connection in time") from None
+    except (WebSocketException, OSError) as exc:
+        raise LaneFailure("connection_error", f"{vendor} cannot be reached: {exc}") from None
+    return socket
+
+
+def http_outcome(status: int) -> str:
+    """The LaneFailure outcome of a provider's HTTP(-like) error status."""
+    return "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
+
+
+# A provider's message as a speech stream reads it: (audio, whether the answer is whole).
+Parsed = tuple[bytes, bool]
+
+
+class SocketSpeech(SynthesisStream):
+    """The audio of one synthesis over a provider's WebSocket: `parse` turns each message
+    into (audio, done) or raises a LaneFailure (the provider's error message); a normal
+    close after audio also ends the answer (ElevenLabs closes after its last audio). The first
+    audio must come within SYNTHESIS_STALL_SECONDS of the stream's start, the next within
+    as long of the last (so that the next lane speaks while the caller's dead air is
+    short), all of it within GATEWAY_DEADLINE_SEC. `cancel` (barge-in) sends the
+    provider's cancel message where it has one (`cancel_message`), then closes the
+    connection, which stops a provider without one."""
+
+    def __init__(self, socket: ClientConnection, *, vendor: str, parse: Callable[[str | bytes], Parsed],
+                 cancel_message: str | None = None) -> None:
+        self._socket, self._vendor, self._parse = socket, vendor, parse
+        self._cancel_message = cancel_message
+        self._finished = self._cancelled = False
+        started = time.monotonic()
+        self._first_by = started + SYNTHESIS_STALL_SECONDS
+        self._ends_by = started + settings.GATEWAY_DEADLINE_SEC
+
+    def chunks(self) -> Iterator[bytes]:
+        given = False
+        try:
+            while not self._finished:
+                now = time.monotonic()
+                wait = min(now + SYNTHESIS_STALL_SECONDS if given else self._first_by, self._ends_by) - now
+                if wait <= 0:
+                    raise LaneFailure("timeout", f"{self._vendor} sent no audio in time")
+                try:
+                    raw = self._socket.recv(timeout=wait)
+                except TimeoutError:
+                    raise LaneFailure("timeout", f"{self._vendor} sent no audio for {wait:.1f} s") from None
+                except ConnectionClosed as exc:
+                    if self._cancelled:
+                        return
+                    if given and exc.rcvd is not None and exc.rcvd.code == 1000:
+                        self._finished = True  # a normal close after the audio: the answer is whole
+                        return
+                    raise LaneFailure(*self._closed(exc)) from None
+                except (WebSocketException, OSError) as exc:
+                    if self._cancelled:
+                        return
+                    raise LaneFailure("connection_error", f"{self._vendor} connection lost: {exc}") from None
+                audio, self._finished = self._parse(raw)
+                if audio:
+                    given = True
+                    yield audio
+        except LaneFailure:
+            self._finished = True  # nothing to cancel any more: closed below
+            raise
+        finally:
+            if self._finished:
+                self._socket.close()
+
+    def _closed(self, exc: ConnectionClosed) -> tuple[str, str]:
+        """(outcome, detail) of a connection the provider closed before the answer was whole."""
+        close = exc.rcvd
+        if close is None:
+            return "connection_error", f"{self._vendor} connection lost"
+        if close.code == 1000:
+            return "bad_response", f"{self._vendor} closed the connection without audio"
+        # 1008 (policy violation) is how providers close on a bad key or request; 1011 a server error.
+        outcome = "server_error" if close.code in (1011, 1013, 1014) else (
+            "rejected" if close.code in (1003, 1007, 1008, 1009) or 4000 <= close.code < 5000 else "connection_error")
+        return outcome, f"{self._vendor} closed the connection ({close.code}{': ' + close.reason if close.reason else ''})"
+
+    def cancel(self) -> None:
+        if self._finished or self._cancelled:
+            return
+        self._cancelled = True
+        if self._cancel_message is not None:
+            with contextlib.suppress(WebSocketException, OSError):
+                self._socket.send(self._cancel_message)
+        self._socket.close()

@@ -1,4 +1,4 @@
-"""Speech endpoints: /v2/audio/transcribe, /v2/meta/engines and the hub's speech module (/api/voice/…).
+"""Speech endpoints: /v2/audio/transcribe, /v2/meta/engines, /v2/meta/voices and the hub's speech module (/api/voice/…).
 
 Both reuse the same engines and services; the speech module needs a credential but
 no tenant (CONTRACT §1).
@@ -12,15 +12,20 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from console.api import ApiView, OpenAPIView, TenantAPIView, accepts_query, validated
-from console.engines import carrier_probes, engine_probes, lane_status
+from console.engines import carrier_probes, engine_probes
 from console.errors import ValidationFailed
 from console.openapi import errors
 from console.schema_types import EnginesSerializer, ModuleHealthSerializer
 from registry_app import snapshot
 from registry_app.probe_auth import ProbeAuthentication
-from speech_app import services
+from speech_app import selectors, services
 from speech_app.http import MP3_RESPONSE, AnyAcceptNegotiation, BoundedJSONParser, mp3_response, raw_audio_body
-from speech_app.serializers import SpeakRequestSerializer, TranscribeRequestSerializer, TranscriptSerializer
+from speech_app.serializers import (
+    SpeakRequestSerializer,
+    TranscribeRequestSerializer,
+    TranscriptSerializer,
+    VoicesSerializer,
+)
 
 
 def tenant_now(tenant):
@@ -100,12 +105,19 @@ class EnginesView(OpenAPIView):
     @extend_schema(summary="Speech engines and telephony carriers with their state now", responses=EnginesSerializer)
     def get(self, request):
         """This process's engines (they serve with or without a registry), then the
-        registry's tts and stt lanes with `usableNow` from those engines."""
+        registry's tts and stt lanes (speech_app.selectors.speech_lane_states)."""
         local = engine_probes.statuses()
-        current = snapshot.current()
-        lanes = [lane for kind in ("tts", "stt") for lane in (current.by_capability.get(kind, ()) if current else ())]
         return Response({
             "engines": [{**s.as_json(), "source": "process"} for s in local]
-            + [lane_status(lane, local) for lane in lanes],
+            + selectors.speech_lane_states(snapshot.current(), local),
             "carriers": carrier_probes.statuses(),
         })
+
+
+class VoicesView(OpenAPIView):
+    @extend_schema(summary="The voices an assistant may speak with", responses=VoicesSerializer)
+    def get(self, request):
+        """The voices of the registry's callable tts lanes (speech_app.selectors.offered_voices):
+        each `id` is a value of an assistant's `voice`."""
+        voices = selectors.offered_voices(snapshot.current(), engine_probes.statuses(max_age=60))
+        return Response({"voices": [voice.as_json() for voice in voices]})

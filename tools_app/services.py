@@ -10,7 +10,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,18 +19,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from calls_app.services import call_action_record, call_callback_create, call_transfer
 from console import outbound
-from console.assistants.models import BUILTIN_TOOLS, Assistant
-from console.assistants.services import TransferRefused
+from console import tool_codes as codes
+from console.assistants.builtin_tools import BuiltinCall, BuiltinTool, ToolRefused, builtin_tool
+from console.assistants.models import Assistant
 from console.errors import ValidationFailed
 from console.ids import PrefixedId
 from console.json_schemas import instance_errors, schema_problems
 from console.parsers import JsonRefused, json_text
 from console.phone import InvalidPhoneNumber, to_e164
 from console.tenants.models import Tenant
-from tools_app import result_codes as codes
-from tools_app.definitions import BUILTIN_DEFINITIONS, enabled_tools, http_tools_of
+from tools_app.definitions import enabled_tools, http_tools_of
 from tools_app.errors import ToolInUse, ToolLimitReached, ToolNameTaken, ToolUrlRefused
 from tools_app.models import HttpTool
 from webhooks_app import signing, transport
@@ -68,7 +67,7 @@ def http_tool_values(*, tenant: Tenant, data: Mapping[str, Any], instance: HttpT
         if not isinstance(name, str) or not NAME.match(name):
             problems["name"] = [gettext("Send a name of a lowercase letter, then up to 63 lowercase letters, digits "
                                         "or _ (e.g. check_appointment).")]
-        elif name in BUILTIN_TOOLS:
+        elif builtin_tool(name) is not None:
             problems["name"] = [gettext("'%(name)s' is a built-in tool; choose another name.") % {"name": name}]
         else:
             values["name"] = name
@@ -219,7 +218,7 @@ def tool_http_call(*, tool: HttpTool, call_id: str, arguments: object) -> dict[s
     through the SSRF guard, within the tool's timeout (at most 5 s for all of it).
     Returns `{"ok": true, "tool", "status", "result"}` with the answer's JSON (at most
     16 KB; an empty answer is null), or a tool error `{"ok": false, "tool", "error",
-    "message"}` (its code one of tools_app.result_codes).
+    "message"}` (its code one of console.tool_codes).
     Never raises for the remote side's failures."""
     arguments, error = _arguments_checked(tool.name, tool.parameters, arguments)
     if error is not None:
@@ -293,38 +292,38 @@ def _validation_message(exc: ValidationFailed) -> str:
 
 
 def tool_run(*, assistant: Assistant, call_id: str, name: str, arguments: object,
-             knowledge_search: Callable[..., Iterable[Any]] | None = None,
              also: Collection[str] = ()) -> dict[str, Any]:
     """One tool call of the assistant's model during the call `call_id`: the one
     entry point of the conversation core. `name` must be one of the assistant's tools
     (`tool_definitions`); `arguments` (a dict or its JSON text) must fit its
-    parameters. Built-in tools act through the apps that own their data; HTTP tools
-    are called (`tool_http_call`); `lookup_knowledge` asks `knowledge_search(tenant=,
-    query=, document_ids=)` (knowledge_app.selectors.knowledge_search, given by the
-    caller, which may import it; document_ids None: all). Returns a result or a tool error (see the module), never raises for the
-    model's or the tool's mistakes. A result may carry `action`: `transfer` (with the
-    target in `result`: end the call toward it) or `end_call`. `also`: built-in tools
-    the call offers beyond the assistant's (tool_definitions)."""
+    parameters. Built-in tools run as their owning app declared them
+    (console.assistants.builtin_tools); HTTP tools are called (`tool_http_call`).
+    Returns a result or a tool error (see the module), never raises for the model's or
+    the tool's mistakes. A result may carry `action`: `transfer` (with the target in
+    `result`: end the call toward it) or `end_call`. `also`: built-in tools the call
+    offers beyond the assistant's (tool_definitions)."""
     try:
-        return _tool_run(assistant, call_id, name, arguments, knowledge_search, also)
+        return _tool_run(assistant, call_id, name, arguments, also)
     except Exception:  # noqa: BLE001 - the conversation goes on with a tool error, logged
         logger.exception("Tool %s of assistant %s failed unexpectedly in call %s", name, assistant.pk, call_id)
         return _error(str(name), codes.INTERNAL_ERROR, "The tool failed.")
 
 
 def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
-              knowledge_search: Callable[..., Iterable[Any]] | None, also: Collection[str]) -> dict[str, Any]:
+              also: Collection[str]) -> dict[str, Any]:
     enabled = enabled_tools(assistant=assistant, also=also)
-    if name in BUILTIN_TOOLS:
+    builtin = builtin_tool(name)
+    if builtin is not None:
         if name not in enabled:
             return _error(name, codes.UNKNOWN_TOOL, f"This assistant has no tool '{name}'.")
-        # The parameters without the targets' enum: a target named by its number is
-        # allowed too; call_transfer is the check of what may be reached.
-        arguments, error = _arguments_checked(name, BUILTIN_DEFINITIONS[name]["parameters"], arguments)
+        # The declared parameters, not those the model was shown (transfer_call's enum):
+        # a target named by its number is allowed too; call_transfer is the check of
+        # what may be reached.
+        arguments, error = _arguments_checked(name, builtin.parameters, arguments)
         if error is not None:
             return error
         assert arguments is not None  # _arguments_checked gives the arguments or the error
-        return _builtin(assistant, call_id, name, arguments, knowledge_search)
+        return _builtin_run(builtin, BuiltinCall(assistant=assistant, call_id=call_id, arguments=arguments))
     # Among the assistant's tools as its version has them (a tool renamed since keeps
     # the name the model was shown).
     tool = next((tool for tool in http_tools_of(assistant) if tool.name == str(name)[:64] and tool.pk in enabled),
@@ -334,34 +333,13 @@ def _tool_run(assistant: Assistant, call_id: str, name: str, arguments: object,
     return tool_http_call(tool=tool, call_id=call_id, arguments=arguments)
 
 
-def _builtin(assistant: Assistant, call_id: str, name: str, arguments: dict[str, Any],
-             knowledge_search: Callable[..., Iterable[Any]] | None) -> dict[str, Any]:
-    if name == "create_callback":
-        try:
-            lead = call_callback_create(call_id=call_id, phone=arguments.get("phone"),
-                                        preferred_time=arguments.get("preferred_time"),
-                                        reason=arguments.get("reason", ""))
-        except ValidationFailed as exc:
-            return _error(name, codes.INVALID_ARGUMENTS, _validation_message(exc))
-        resolved = lead.preferred_at_resolved
-        return {"ok": True, "tool": name, "result": {
-            "leadId": lead.pk, "phone": lead.phone, "preferredAt": resolved.isoformat() if resolved else None}}
-    if name == "transfer_call":
-        try:
-            target = call_transfer(call_id=call_id, target=arguments["target"])
-        except TransferRefused as exc:
-            return _error(name, codes.TRANSFER_REFUSED, exc.message)
-        return {"ok": True, "tool": name, "action": "transfer", "result": target}
-    if name in ("end_call", "opt_out"):
-        call_action_record(call_id=call_id, tool=name)
-        if name == "end_call":
-            return {"ok": True, "tool": name, "action": "end_call", "result": {"ending": True}}
-        return {"ok": True, "tool": name, "result": {"recorded": True}}
-    if name == "lookup_knowledge":
-        if knowledge_search is None:
-            return _error(name, codes.KNOWLEDGE_UNAVAILABLE, "No knowledge can be searched now.")
-        passages = knowledge_search(tenant=assistant.tenant, query=arguments["query"],
-                                    document_ids=assistant.knowledge)
-        return {"ok": True, "tool": name, "result": {
-            "passages": [p.as_json() if hasattr(p, "as_json") else p for p in passages]}}
-    raise AssertionError(f"no built-in tool {name}")  # BUILTIN_DEFINITIONS and BUILTIN_TOOLS are the same names
+def _builtin_run(tool: BuiltinTool, call: BuiltinCall) -> dict[str, Any]:
+    """A built-in tool's run as a result, or its refusal as a tool error: a
+    ValidationFailed (a callback's phone or time) is `invalid_arguments`."""
+    try:
+        outcome = tool.run(call)
+    except ValidationFailed as exc:
+        return _error(tool.name, codes.INVALID_ARGUMENTS, _validation_message(exc))
+    except ToolRefused as exc:
+        return _error(tool.name, exc.code, exc.message)
+    return {"ok": True, "tool": tool.name, **outcome}

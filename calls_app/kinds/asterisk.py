@@ -58,7 +58,9 @@ class AsteriskWebhooks:
     """The dialplan's registration of a call (`incoming`, at `calls`) and its read-back
     of a hand-over (`transfer`)."""
 
-    paths: ClassVar[dict[str, str]] = {"incoming": "calls", "transfer": "calls/<str:call_uuid>/transfer"}
+    paths: ClassVar[dict[str, str]] = {"incoming": "calls", "transfer": "calls/<str:call_uuid>/transfer",
+                                       "whisper": "calls/<str:call_uuid>/whisper",
+                                       "warm_outcome": "calls/<str:call_uuid>/warm"}
     reconnects: ClassVar[bool] = False
     schema: ClassVar[dict[str, dict[str, Any]]] = {
         "incoming": {
@@ -73,6 +75,20 @@ class AsteriskWebhooks:
             "responses": {(200, "text/plain"): OpenApiTypes.STR},
             "extensions": errors(401, 404),
             "summary": "The number an Asterisk call was handed over to (empty: none), read back by the dialplan",
+        },
+        "whisper": {
+            "responses": {(200, "text/plain"): OpenApiTypes.STR},
+            "extensions": errors(401, 404),
+            "summary": "A warm hand-over of an Asterisk call: the UUID the person's AudioSocket() connects with to "
+                       "hear the summary (empty: a plain hand-over)",
+        },
+        "warm_outcome": {
+            "request": {"application/x-www-form-urlencoded": inline_serializer("AsteriskWarmOutcome", {
+                "status": serializers.CharField(help_text="The dialplan's ${DIALSTATUS}.")})},
+            "responses": {(200, "text/plain"): OpenApiTypes.STR},
+            "extensions": errors(400, 401, 404),
+            "summary": "The outcome of an Asterisk call's warm hand-over (Dial's DIALSTATUS): not answered, the "
+                       "caller's callback is noted",
         },
     }
 
@@ -171,4 +187,5 @@ KIND = CarrierKind(
     wire=("pcm_s16le", 8000), codec=AudioSocketCodec, websocket=False,
     setup="the dialplan registers each call at POST /voice/asterisk/{id}/calls with 'Authorization: Bearer <this "
           "secret>' (docs/telephony.md)",
+    warm_by_dialplan=True,
 )

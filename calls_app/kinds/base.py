@@ -50,6 +50,15 @@ class AdapterBase:
     def hang_up(self, *, carrier_call_id: str) -> None:
         raise CarrierError("this carrier does not end calls when asked")
 
+    def ring(self, *, call: "Call", target: str, transfer_id: int, seconds: int) -> str:
+        raise CarrierError("this carrier does not ring a person for a warm hand-over")
+
+    def join(self, *, carrier_call_id: str, room: str) -> None:
+        raise CarrierError("this carrier does not join calls")
+
+    def ring_cancel(self, *, leg_id: str) -> None:
+        raise CarrierError("this carrier does not ring a person for a warm hand-over")
+
     def machine_answer(self, *, carrier_call_id: str, message: str = "") -> None:
         raise CarrierError("this carrier does not detect answering machines")
 
@@ -117,13 +126,24 @@ class StatusReport:
     outbound_call_id: str = ""
 
 
+@dataclass(frozen=True)
+class WarmLeg:
+    """The carrier's word on the call to a person for a warm hand-over (`transfer_id`:
+    ours): the person answered (`ended` False: say the summary), or the call ended
+    without an answer."""
+
+    transfer_id: str
+    ended: bool = False
+
+
 class Webhooks(Protocol):
     """How a kind's carrier talks to us over HTTP: each request is verified (an ApiError
     when it is not the carrier's), read into one of the dataclasses above, and answered
     in the carrier's own language (TwiML, plain text…)."""
 
     # The paths of its hooks under /voice/<kind>/<carrier>/ by hook: "incoming" (a call
-    # for the agent), "status" (status callbacks), "transfer" (a hand-over read back).
+    # for the agent), "status" (status callbacks), "transfer" (a hand-over read back),
+    # "warm" (the person rung for a warm hand-over: WarmWebhooks).
     paths: ClassVar[dict[str, str]]
     # The OpenAPI description of each hook (extend_schema's arguments; `query`: the
     # query parameters it accepts).
@@ -206,3 +226,17 @@ class CarrierKind:
     setup: str = ""
     # Whether the carrier authenticates with the secret we derive (printed once).
     uses_secret: bool = True
+    # Whether its PBX's dialplan does a warm hand-over itself (it rings the person, lets
+    # them hear the summary over AudioSocket and reports the outcome: the `whisper` and
+    # `warm_outcome` hooks) where the kind has no adapter that rings (Capabilities.warm_transfer).
+    warm_by_dialplan: bool = False
+
+
+class WarmWebhooks(Webhooks, Protocol):
+    """A kind whose carrier rings a person for a warm hand-over (Capabilities.warm_transfer)
+    asks its `warm` hook: `warm_leg` reads the request, `warm_answer` answers the person
+    (the summary and the hand-over's room, or `gone` said and the call ended)."""
+
+    def warm_leg(self, request: HttpRequest) -> WarmLeg: ...
+
+    def warm_answer(self, *, summary: str | None, room: str, gone: str) -> HttpResponse: ...

@@ -41,6 +41,7 @@ from calls_app.kinds.base import (
     MediaEvent,
     Probe,
     StatusReport,
+    WarmLeg,
     caller_e164,
 )
 from calls_app.kinds.credentials import credentials_of
@@ -60,6 +61,8 @@ CAP_NOTICE = ("Leider können wir Ihren Anruf im Moment nicht entgegennehmen, we
 # Twilio's call SIDs are "CA" and 32 hex digits; other carriers use letters, digits, ".", "-", "_".
 CALL_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _DURATION = re.compile(r"[0-9]{1,6}")
+# The ends of a call to a person that nobody answered.
+_NOT_ANSWERED = frozenset(("busy", "no-answer", "failed", "canceled"))
 
 
 class PublicUrlMissing(CarrierError):
@@ -145,8 +148,13 @@ def twiml_reject() -> VoiceResponse:
 
 
 def twiml_cap_notice() -> VoiceResponse:
+    return twiml_notice(CAP_NOTICE)
+
+
+def twiml_notice(text: str) -> VoiceResponse:
+    """`text` said in German, then the hang-up."""
     response = VoiceResponse()
-    response.say(CAP_NOTICE, language="de-DE")
+    response.say(text, language="de-DE")
     response.hangup()
     return response
 
@@ -154,6 +162,20 @@ def twiml_cap_notice() -> VoiceResponse:
 def twiml_dial(target: str) -> str:
     response = VoiceResponse()
     response.append(Dial(target))
+    return str(response)
+
+
+def twiml_conference(room: str, *, starts: bool, say: str = "") -> str:
+    """`say` (the summary, to the person), then the warm hand-over's conference `room`:
+    the person's entry starts it (`starts`), the caller waits in it silently until then;
+    either leaving ends it."""
+    response = VoiceResponse()
+    if say:
+        response.say(say, language="de-DE")
+    dial = Dial()
+    dial.conference(room, start_conference_on_enter=starts, end_conference_on_exit=True, beep=False,
+                    wait_url="")
+    response.append(dial)
     return str(response)
 
 
@@ -183,7 +205,7 @@ class TwilioWebhooks:
     """The voice webhook (`incoming`: TwiML that connects the call to the agent's
     stream) and the status callbacks (`status`), both signed with the auth token."""
 
-    paths: ClassVar[dict[str, str]] = {"incoming": "incoming", "status": "status"}
+    paths: ClassVar[dict[str, str]] = {"incoming": "incoming", "status": "status", "warm": "warm"}
     # The carrier asking again for a call it announced (a retry) gets a new token.
     reconnects: ClassVar[bool] = True
     schema: ClassVar[dict[str, dict[str, Any]]] = {
@@ -213,6 +235,21 @@ class TwilioWebhooks:
             "extensions": errors(400, 403, 404),
             "summary": "A Twilio-compatible carrier's status callbacks: an ending status ends the call, once; an "
                        "answering-machine verdict (AnsweredBy) is answered as the campaign chose",
+        },
+        "warm": {
+            "query": [OpenApiParameter("transfer", str, OpenApiParameter.QUERY, required=True,
+                                       description="Our warm hand-over the call to the person belongs to."),
+                      OpenApiParameter("event", str, OpenApiParameter.QUERY, required=False,
+                                       description="`status`: the call's status callback (its end), else its "
+                                                   "answer.")],
+            "request": {"application/x-www-form-urlencoded": inline_serializer("TwilioWarmLeg", {
+                "CallSid": serializers.CharField(), "CallStatus": serializers.CharField()})},
+            "responses": {(200, "text/xml"): OpenApiTypes.STR, 204: None},
+            "parameters": _SIGNED,
+            "extensions": errors(400, 403, 404),
+            "summary": "A Twilio-compatible carrier's call to a person for a warm hand-over: answered, the person "
+                       "hears the German summary and enters the conference the caller joins; its end without an "
+                       "answer gives the caller back to the agent",
         },
     }
 
@@ -245,6 +282,17 @@ class TwilioWebhooks:
             raise ValidationFailed.field("CallDuration", "Whole seconds.")
         return StatusReport(carrier_call_id=call_sid, status=form.get("CallStatus", ""), seconds=int(duration),
                             outbound_call_id=outbound_call_id)
+
+    def warm_leg(self, request: HttpRequest) -> WarmLeg:
+        _call_sid(request.POST)
+        transfer_id = request.GET.get("transfer", "")[:32]
+        ended = request.GET.get("event") == "status" and request.POST.get("CallStatus") in _NOT_ANSWERED
+        return WarmLeg(transfer_id=transfer_id, ended=ended)
+
+    def warm_answer(self, *, summary: str | None, room: str, gone: str) -> HttpResponse:
+        if summary is None:
+            return _twiml(twiml_notice(gone))
+        return HttpResponse(twiml_conference(room, starts=True, say=summary), content_type="text/xml; charset=utf-8")
 
     def connect(self, carrier: Any, token: str, request: HttpRequest) -> HttpResponse:
         return _twiml(twiml_stream(carrier.pk, token, request))
@@ -375,7 +423,8 @@ class TwilioCarrierAdapter(AdapterBase):
     callbacks, and its attempt ends `failed` after the call's grant (docs/operations.md,
     "Outbound campaigns")."""
 
-    capabilities = Capabilities(idempotent_dials=False, transfer=True, machine_detection=True, hang_up=True)
+    capabilities = Capabilities(idempotent_dials=False, transfer=True, machine_detection=True, hang_up=True,
+                                warm_transfer=True)
 
     def _request(self, path: str, form: dict[str, Any] | None = None,
                  headers: dict[str, str] | None = None) -> Any:
@@ -441,6 +490,35 @@ class TwilioCarrierAdapter(AdapterBase):
 
     def hang_up(self, *, carrier_call_id: str) -> None:
         self._request(f"/Calls/{carrier_call_id}.json", {"Status": "completed"})
+
+    def ring(self, *, call: Any, target: str, transfer_id: int, seconds: int) -> str:
+        """Places the call to the person with the Calls resource: when they answer,
+        Twilio fetches our `warm` hook (`Url`), which answers the summary and the
+        conference; its end without an answer (busy, no-answer, failed, canceled) is
+        posted to the same hook (`StatusCallback`). From: our number of the call."""
+        assert self.carrier is not None
+        base = public_base()
+        hook = f"{base}/voice/{NAME}/{self.carrier.pk}/warm?transfer={transfer_id}"
+        ours = call.to_e164 if call.direction == "inbound" else call.from_e164
+        answer = self._request("/Calls.json", {
+            "To": target, "From": ours or self.carrier.caller_id, "Url": hook, "Method": "POST",
+            "StatusCallback": f"{hook}&event=status", "StatusCallbackMethod": "POST",
+            "Timeout": str(seconds), "TimeLimit": str(max(60, call.max_seconds or 0)),
+        })
+        sid = answer.get("sid") if isinstance(answer, dict) else None
+        if not isinstance(sid, str) or not CALL_ID.fullmatch(sid):
+            raise CarrierError("the carrier's answer names no call sid")
+        logger.info("Twilio carrier %s rings %s for the warm hand-over of call %s: %s", self.carrier.pk,
+                    mask(target), call.pk, sid)
+        return sid
+
+    def join(self, *, carrier_call_id: str, room: str) -> None:
+        """The caller's TwiML is replaced by the conference (which ends our stream); it
+        starts only when the person enters it, after the summary."""
+        self._request(f"/Calls/{carrier_call_id}.json", {"Twiml": twiml_conference(room, starts=False)})
+
+    def ring_cancel(self, *, leg_id: str) -> None:
+        self._request(f"/Calls/{leg_id}.json", {"Status": "canceled"})
 
     def machine_answer(self, *, carrier_call_id: str, message: str = "") -> None:
         """An answering machine took the call: its TwiML is replaced by `message` (if

@@ -14,8 +14,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.assistants import references, services
+from console.assistants.builtin_tools import builtin_tools
 from console.assistants.history import version_history
-from console.assistants.models import BUILTIN_TOOLS, Assistant
+from console.assistants.models import Assistant
 from console.assistants.validation import assistant_values
 from console.audit.services import actor_of, audit_record, request_id_of
 from console.errors import ValidationFailed
@@ -30,13 +31,8 @@ OFFLINE_BANNER = _(
     "goodbye; it does not follow your instructions or answer freely. Choose a chat lane under “Model” (or load "
     "a registry with a language model).")
 
-BUILTIN_LABELS = {
-    "create_callback": _("Create a callback (create_callback)"),
-    "lookup_knowledge": _("Look up the knowledge (lookup_knowledge)"),
-    "transfer_call": _("Transfer the call (transfer_call)"),
-    "end_call": _("End the conversation (end_call)"),
-    "opt_out": _("Record an objection (opt_out)"),
-}
+# A transfer target's line in the admin ends so for a warm hand-over.
+WARM = " (warm)"
 # The API's field of each form field: a problem with `transferTargets[1].e164` shows at
 # the transfer targets.
 FORM_FIELD_OF = {
@@ -80,7 +76,8 @@ class AssistantForm(forms.ModelForm):
     transfer_targets_text = forms.CharField(
         label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
-                    "transfers to these numbers only."))
+                    "transfers to these numbers only. “(warm)” after the number: the person is rung first and "
+                    "hears a short summary before the caller is joined."))
     end_call_phrases_text = forms.CharField(
         label=capfirst(_("closing phrases")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One phrase per line after which the assistant ends the conversation."))
@@ -99,7 +96,7 @@ class AssistantForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
-        self.fields["tools"].choices = [(name, BUILTIN_LABELS[name]) for name in BUILTIN_TOOLS] + http_tools
+        self.fields["tools"].choices = [(tool.name, tool.label) for tool in builtin_tools()] + http_tools
         lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
         if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
             current = self.instance.model_lane if self.instance.pk else ""
@@ -116,16 +113,19 @@ class AssistantForm(forms.ModelForm):
                 transcriber_lane=(instance.transcriber or {}).get("lane", ""),
                 transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
                 knowledge_ids="\n".join(instance.knowledge or []),
-                transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}" for t in instance.transfer_targets),
+                transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
+                                                 for t in instance.transfer_targets),
                 end_call_phrases_text="\n".join(instance.end_call_phrases), analysis_schema=instance.analysis_schema)
 
     def _api_data(self):
         data = self.cleaned_data
         targets = []
         for line in _lines(data.get("transfer_targets_text")):
+            warm = line.casefold().endswith(WARM.strip())
+            line = line[:-len(WARM.strip())].rstrip() if warm else line
             name, separator, number = line.rpartition(":")
-            targets.append({"name": name.strip(), "e164": number.strip()} if separator
-                           else {"name": "", "e164": line})
+            target = {"name": name.strip(), "e164": number.strip()} if separator else {"name": "", "e164": line}
+            targets.append({**target, "warm": True} if warm else target)
         return {
             "name": data.get("name") or "", "description": data.get("description") or "",
             "language": data.get("language") or "", "voice": data.get("voice") or "",

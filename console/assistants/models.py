@@ -6,10 +6,6 @@ from django.utils.translation import gettext_lazy as _
 from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
 
-# The tools every assistant may be given by name (docs/api.md, "Assistants"); the
-# tenant's own HTTP tools (tools_app) are named by their ids. What each one does, and
-# its definition for the model, is tools_app's (tools_app/definitions.py).
-BUILTIN_TOOLS = ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out")
 DEFAULT_OPENING_TOUCHPOINT = "inbound.greeting"
 
 

@@ -1,10 +1,12 @@
 from typing import Any
 
+from django.utils.functional import lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
 
-from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT, Assistant
+from console.assistants.builtin_tools import builtin_tool_names
+from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT, Assistant
 from console.assistants.validation import (
     MAX_DESCRIPTION,
     MAX_END_CALL_PHRASES,
@@ -19,6 +21,9 @@ from console.assistants.validation import (
 from console.fields import ClosedSerializer, NullIfEmptyField
 from console.listing import Listing
 
+# Read when the schema is made: the built-in tools are registered by the apps' ready().
+_TOOLS_HELP = lazy(lambda: f"Built-in tools ({', '.join(builtin_tool_names())}) and ids of the tenant's HTTP tools "
+                           "(tl_…).", str)()
 
 # `model` and `analysis` as the API shows them (their sources: an assistant's columns)
 # and as a body describes them (checked by console.assistants.validation).
@@ -43,6 +48,9 @@ class TranscriberSerializer(serializers.Serializer):
 class TransferTargetSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     e164 = serializers.CharField(max_length=40, help_text="Any format is accepted; stored and shown as E.164.")
+    warm = serializers.BooleanField(required=False, help_text=(
+        "true: a warm hand-over by default — the person is rung first and hears a short summary, the caller "
+        "joins after it (transfer_call's mode); shown only when true."))
 
 
 class AssistantAnalysisSerializer(serializers.Serializer):
@@ -113,7 +121,7 @@ class AssistantCreateSerializer(ClosedSerializer):
                   "touchpoint's script. Linted like a script (errors refused)."))
     tools = documented(serializers.ListField(
         child=serializers.CharField(), max_length=MAX_TOOLS,
-        help_text=f"Built-in tools ({', '.join(BUILTIN_TOOLS)}) and ids of the tenant's HTTP tools (tl_…)."))
+        help_text=_TOOLS_HELP))
     knowledge = documented(serializers.ListField(
         child=serializers.CharField(), allow_null=True, max_length=MAX_KNOWLEDGE,
         help_text="Ids of the tenant's knowledge documents the assistant may use; null: all of them."))

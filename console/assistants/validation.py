@@ -11,7 +11,8 @@ import math
 import re
 
 from console.assistants import references
-from console.assistants.models import BUILTIN_TOOLS, DEFAULT_OPENING_TOUCHPOINT
+from console.assistants.builtin_tools import builtin_tool_names, is_builtin_tool
+from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT
 from console.errors import ValidationFailed
 from console.json_schemas import schema_problems
 from console.phone import InvalidPhoneNumber, to_e164
@@ -90,21 +91,22 @@ def _seconds(problems, path, value, low, high, what):
 
 def _tools(problems, tenant, value):
     if not isinstance(value, list):
-        problems.add("tools", f"Send a list of tool names ({', '.join(BUILTIN_TOOLS)}) and HTTP tool ids (tl_…).")
+        problems.add("tools", f"Send a list of tool names ({', '.join(builtin_tool_names())}) and HTTP tool ids "
+                              "(tl_…).")
         return None
     if len(value) > MAX_TOOLS:
         problems.add("tools", f"At most {MAX_TOOLS} tools.")
         return None
     tools, http_ids = [], []
     for index, name in enumerate(value):
-        if not isinstance(name, str) or not (name in BUILTIN_TOOLS or HTTP_TOOL_ID.match(name)):
+        if not isinstance(name, str) or not (is_builtin_tool(name) or HTTP_TOOL_ID.match(name)):
             problems.add(f"tools[{index}]", f"'{str(name)[:80]}' is no tool. Send one of the built-in tools "
-                                            f"({', '.join(BUILTIN_TOOLS)}) or the id of one of the tenant's HTTP "
+                                            f"({', '.join(builtin_tool_names())}) or the id of one of the tenant's HTTP "
                                             "tools (tl_…, see GET /v2/tools).")
             continue
         if name not in tools:
             tools.append(name)
-            if name not in BUILTIN_TOOLS:
+            if not is_builtin_tool(name):
                 http_ids.append(name)
     if http_ids:
         for message in references.reference_problems(references.HTTP_TOOLS, tenant=tenant, value=http_ids):
@@ -209,7 +211,10 @@ def _transfer_targets(problems, value):
         if not isinstance(target, dict):
             problems.add(path, "Send an object {\"name\": \"Zentrale\", \"e164\": \"+4930901820\"}.")
             continue
-        _unknown_keys(problems, path, target, ("name", "e164"))
+        _unknown_keys(problems, path, target, ("name", "e164", "warm"))
+        warm = target.get("warm", False)
+        if not isinstance(warm, bool):
+            problems.add(f"{path}.warm", "Send true (a warm hand-over: the person hears a summary first) or false.")
         name = _text(problems, f"{path}.name", target.get("name"), maximum=MAX_TARGET_NAME, required=True)
         raw = target.get("e164")
         e164 = None
@@ -224,7 +229,7 @@ def _transfer_targets(problems, value):
             problems.add(f"{path}.e164", "This number is listed twice.")
         elif name is not None and e164 is not None:
             seen.add(e164)
-            targets.append({"name": name.strip(), "e164": e164})
+            targets.append({"name": name.strip(), "e164": e164, **({"warm": True} if warm is True else {})})
     return targets
 
 

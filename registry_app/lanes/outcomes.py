@@ -16,7 +16,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from registry_app.routing import lane_state
-from registry_app.services import lane_cooldown_clear, lane_cooldown_start
+from registry_app.services import lane_cooldown_clear, lane_cooldown_start, lane_error_record
 
 _usage_recorders = []
 
@@ -35,10 +35,12 @@ def _count(step, **counts):
 
 
 def record_failure(step, failure, *, key_cools_down=False):
-    """A failed call of `step` (a LaneFailure): its cooldown when the failure says the
-    lane is unwell — or, with `key_cools_down` (a speech lane the operator named), when
-    the provider refused its key: that will not mend by itself, and the cooldown's
-    reason is where the lane's status shows it — and one failure in its usage."""
+    """A failed call of `step` (a LaneFailure): its last error (the lane's status shows
+    it), its cooldown when the failure says the lane is unwell — or, with
+    `key_cools_down` (a speech lane the operator named), when the provider refused its
+    key: that will not mend by itself, and the local floor speaks meanwhile without
+    asking it again — and one failure in its usage."""
+    lane_error_record(lane_id=step.lane.id, outcome=failure.outcome, detail=failure.detail)
     if failure.cools_down or (key_cools_down and failure.key_refused):
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")

@@ -23,7 +23,14 @@ from django.conf import settings
 from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.http import MAX_AUDIO_ANSWER_BYTES, Cancel, StreamingAnswer, post_stream
 from registry_app.snapshot import SnapshotLane
-from speech_app.streaming import SYNTHESIS_STALL_SECONDS, CallAudio, ProtocolModule, SynthesisStream, declare
+from speech_app.streaming import (
+    SYNTHESIS_STALL_SECONDS,
+    CallAudio,
+    ProtocolModule,
+    SynthesisStream,
+    declare,
+    lane_voices,
+)
 
 PROTOCOL = "azure-tts"
 PATH = "/cognitiveservices/v1"
@@ -86,7 +93,7 @@ class AzureSynthesizer:
     protocol = PROTOCOL
 
     def __init__(self, lane: SnapshotLane, *, endpoint: str, key: str, voice: str) -> None:
-        voices = [name for name in (lane.entry.get("params") or {}).get("voices") or () if isinstance(name, str)]
+        voices = lane_voices(lane)
         self.lane_id, self.endpoint, self._key = lane.id, endpoint, key
         self.voice = voice or (voices[0] if voices else "")
         if not self.voice:

@@ -19,16 +19,14 @@ the transcript and the words' times, `is_final`, `speech_final`), `UtteranceEnd`
 
 The EU endpoint is `wss://api.eu.deepgram.com` (GATEWAY_ENDPOINT_<LANE>).
 """
-import contextlib
 import json
 import queue
 import threading
 import time
 from urllib.parse import urlencode
 
-from django.conf import settings
-from websockets.exceptions import InvalidStatus, WebSocketException
-from websockets.sync.client import ClientConnection, connect
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import ClientConnection
 
 from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.plans import lane_model
@@ -43,6 +41,7 @@ from speech_app.streaming import (
     ProtocolModule,
     RecognitionSession,
     declare,
+    ws_connect,
 )
 
 PROTOCOL = "deepgram-live"
@@ -183,21 +182,7 @@ class DeepgramRecognizer:
 
     def open(self, *, audio: CallAudio, language: str, keyterms: list[str]) -> DeepgramSession:
         url = listen_url(self.endpoint, model=self.model, audio=audio, language=language, keyterms=keyterms)
-        try:
-            with contextlib.ExitStack() as stack:  # entered as websockets wants, closed by the session
-                socket = stack.enter_context(connect(url, additional_headers={"Authorization": f"Token {self._key}"},
-                                                     open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 20))
-                stack.pop_all()
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            outcome = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
-            refused = ": the key was refused" if status in (401, 403) else ""
-            raise LaneFailure(outcome, f"Deepgram refused the connection with HTTP {status}{refused}",
-                              status=status) from None
-        except TimeoutError:
-            raise LaneFailure("timeout", "Deepgram did not accept the connection in time") from None
-        except (WebSocketException, OSError) as exc:
-            raise LaneFailure("connection_error", f"Deepgram cannot be reached: {exc}") from None
+        socket = ws_connect(url, headers={"Authorization": f"Token {self._key}"}, vendor="Deepgram")
         return DeepgramSession(socket)
 
 

@@ -162,3 +162,17 @@ def test_the_tool_editor_keeps_the_per_tenant_limit_and_still_changes_a_tool(cli
     assert changed.status_code == 302, changed.content
     tool.refresh_from_db()
     assert (tool.description, tool.url, tool.timeout_ms) == ("Neu.", "https://praxis.example/neu", 1500)
+
+
+def test_a_warm_target_is_written_and_shown_with_its_marker(client, tenant_a):
+    """"(warm)" after the number: the target's hand-over is warm (issue 37 §5); the
+    editor shows it back, so saving the form again keeps it."""
+    response = client.post("/admin/assistants/assistant/add/", {
+        **FORM, "tenant": tenant_a.pk, "transfer_targets_text": "Zentrale: 030 901820 (warm)\nLabor: 030 901821"})
+    assert response.status_code == 302
+    assistant = Assistant.objects.get()
+    assert assistant.transfer_targets == [{"name": "Zentrale", "e164": "+4930901820", "warm": True},
+                                          {"name": "Labor", "e164": "+4930901821"}]
+    page = client.get(f"/admin/assistants/assistant/{assistant.pk}/change/").content.decode()
+    assert "Zentrale: +4930901820 (warm)\nLabor: +4930901821</textarea>" in page
+    assert "„(warm)“ hinter der Nummer" in page

@@ -227,7 +227,7 @@ def demo(django_user_model):
     from leads_app.services import lead_set_status
     from privacy_app import services as privacy
     from privacy_app.models import RetentionSettings
-    from registry_app.models import LaneCooldown, LaneHealth
+    from registry_app.models import LaneCooldown, LaneError, LaneHealth
     from tools_app.services import http_tool_create
     from webhooks_app.models import Attempt, Delivery
     from webhooks_app.services import endpoint_create
@@ -249,6 +249,7 @@ def demo(django_user_model):
     LaneHealth.objects.create(lane_id="demo-lane", target="http://127.0.0.1/health", ok=False, detail="refused",
                               checked_at=now, consecutive_failures=2)
     LaneCooldown.objects.create(lane_id="demo-lane", until=now, reason="HTTP 503")
+    LaneError.objects.create(lane_id="demo-lane", outcome="rejected", detail="HTTP 401", failed_at=now)
     Task.objects.create(id="a" * 32, name="demo-done", func="math.floor", started=now, stopped=now, success=True)
     Task.objects.create(id="b" * 32, name="demo-failed", func="math.floor", started=now, stopped=now,
                         success=False, result="boom")

@@ -1,6 +1,6 @@
 """The two vocabularies beside the API's error codes (tests/console/test_error_codes.py):
 the voice agent's WebSocket error events and close codes (agent_app/codes.py) and the
-tool errors given back to the model (tools_app/result_codes.py). Each is declared once:
+tool errors given back to the model (console/tool_codes.py). Each is declared once:
 every declared code is documented in docs/api.md (the agent's with its close), every
 documented one is declared, every declared one is used, and no code is written inline
 where an error event, a refusal, a close or a tool error is made."""
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from agent_app import codes as agent_codes
-from tools_app import result_codes
+from console import tool_codes
 
 ROOT = Path(__file__).resolve().parents[2]
 API_DOCS = (ROOT / "docs" / "api.md").read_text()
@@ -79,13 +79,17 @@ def inline_agent_codes(trees: dict[str, ast.Module]) -> list[str]:
 
 
 def inline_tool_codes(trees: dict[str, ast.Module]) -> list[str]:
-    """Where a tool error's code is a literal: `_error(tool, "…", message)` or a dict
-    literal with `"ok": False` and a literal `"error"`."""
+    """Where a tool error's code is a literal: `_error(tool, "…", message)`, a built-in
+    tool's `ToolRefused("…", message)` or a dict literal with `"ok": False` and a literal
+    `"error"`."""
     found = []
     for path, tree in trees.items():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _called(node) == "_error" and len(node.args) > 1:
                 if _is_literal(node.args[1], str):
+                    found.append(f"{path}:{node.lineno}")
+            elif isinstance(node, ast.Call) and _called(node) == "ToolRefused" and node.args:
+                if _is_literal(node.args[0], str):
                     found.append(f"{path}:{node.lineno}")
             elif isinstance(node, ast.Dict):
                 fields = _dict_literal(node)
@@ -99,6 +103,15 @@ def documented_agent_errors() -> dict[str, int]:
     """{code: close} of the table under `/v1/agent`'s "Errors" in docs/api.md."""
     section = API_DOCS.partition('Errors: `{"type": "error", "code", "message"}`')[2].partition("\n### ")[0]
     return {match[1]: int(match[2]) for match in re.finditer(r"^\| `([a-z_]+)`[^|]* \| (\d{4}) \|", section, re.M)}
+
+
+# Where tool errors are made: the dispatch (tools_app) and the apps that declare built-in
+# tools (console.assistants.builtin_tools).
+TOOL_ERROR_MAKERS = ("tools_app", "calls_app", "campaigns_app", "knowledge_app", "console")
+
+
+def _tool_error_sources() -> dict[str, ast.Module]:
+    return {path: tree for package in TOOL_ERROR_MAKERS for path, tree in _sources(package, "tool_codes.py").items()}
 
 
 def documented_tool_errors() -> set[str]:
@@ -147,16 +160,16 @@ def test_the_agent_check_finds_a_code_written_inline() -> None:
 # --- tool errors -------------------------------------------------------------------------
 
 def test_every_tool_error_is_documented_and_nothing_else() -> None:
-    assert documented_tool_errors() == set(_constants(result_codes).values())
+    assert documented_tool_errors() == set(_constants(tool_codes).values())
 
 
 def test_every_tool_error_is_used() -> None:
-    used = _names_used(_sources("tools_app", "result_codes.py"))
-    assert not [name for name in _constants(result_codes) if name not in used]
+    used = _names_used(_tool_error_sources())
+    assert not [name for name in _constants(tool_codes) if name not in used]
 
 
 def test_no_tool_error_is_written_inline() -> None:
-    assert inline_tool_codes(_sources("tools_app", "result_codes.py")) == []
+    assert inline_tool_codes(_tool_error_sources()) == []
     assert inline_tool_codes(_sources("agent_app", "codes.py")) == []
 
 
@@ -165,5 +178,9 @@ def test_the_tool_check_finds_a_code_written_inline() -> None:
         'def f(n):\n'
         '    a = _error(n, "unknown_tool", "no such tool")\n'
         '    b = {"ok": False, "tool": n, "error": "timeout", "message": "m"}\n'
-        '    return _error(n, codes.UNKNOWN_TOOL, "no such tool"), {"ok": True, "error": "x"}\n')}
-    assert inline_tool_codes(source) == ["x.py:2", "x.py:3"]
+        '    return _error(n, codes.UNKNOWN_TOOL, "no such tool"), {"ok": True, "error": "x"}\n'
+        'def g():\n'
+        '    raise ToolRefused("transfer_refused", "m")\n'
+        'def h():\n'
+        '    raise ToolRefused(codes.TRANSFER_REFUSED, "m")\n')}
+    assert inline_tool_codes(source) == ["x.py:2", "x.py:3", "x.py:6"]

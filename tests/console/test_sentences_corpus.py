@@ -49,7 +49,7 @@ def test_a_long_knowledge_paragraph_is_cut_between_whole_sentences():
 
 @pytest.mark.django_db
 def test_the_offline_policy_answers_with_whole_sentences(tenant_a):
-    from agent_app.policy import _sentences
+    from agent_app.policy.passages import sentences as _sentences
 
     passage = "## Kontakt\nSie erreichen die Praxis Dr. Weber in der Hauptstr. 12. Wir rufen gern zurück."
     assert _sentences(passage) == ["Sie erreichen die Praxis Dr. Weber in der Hauptstr. 12.",

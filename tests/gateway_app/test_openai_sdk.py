@@ -183,7 +183,8 @@ def test_speech_requests_out_of_bounds_get_clear_errors(client, shipped):
     assert unknown.value.code == "model_not_found"
     # OpenAI's names, then the registry's tts lanes.
     assert unknown.value.body["details"]["models"] == ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "auto", "tts-espeak-de",
-                                                       "tts-piper-de", "tts-elevenlabs", "tts-azure-de"]
+                                                       "tts-piper-de", "tts-elevenlabs", "tts-cartesia-de",
+                                                       "tts-azure-de"]
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).audio.speech.create(
             model="tts-1", voice="alloy", input=SPOKEN)

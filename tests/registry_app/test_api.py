@@ -142,9 +142,9 @@ def test_versions_list_newest_first_with_current_marked(loaded, api):
         response = api.get("/v2/registry/versions")
     versions = response.json()["versions"]
     assert [(v["version"], v["current"], v["loadedBy"]) for v in versions] == [
-        ("2026.12.0", True, "olga"), ("2026.11.4", False, "tests")]
+        ("2026.12.0", True, "olga"), ("2026.11.5", False, "tests")]
     assert set(versions[0]) == {"number", "version", "updated", "sha256", "lanes", "loadedAt", "loadedBy", "current"}
-    assert versions[0]["lanes"] == 16 and versions[0]["loadedAt"].endswith("Z")
+    assert versions[0]["lanes"] == 17 and versions[0]["loadedAt"].endswith("Z")
 
 
 def test_version_detail_shows_changes_against_the_version_before(loaded, api):

@@ -18,11 +18,11 @@ def run(name, *args):
 
 def test_example_document_loads_and_exports_equal(db, tmp_path, registry_document):
     out, _ = run("load_registry", str(write_json(tmp_path, registry_document)), "--by", "olga")
-    assert "as version" in out and "16 lanes" in out
+    assert "as version" in out and "17 lanes" in out
     exported, _ = run("export_registry")
     assert json.loads(exported) == registry_document
     version = RegistryVersion.objects.get()
-    assert (version.version, str(version.updated), version.loaded_by) == ("2026.11.4", "2026-11-23", "olga")
+    assert (version.version, str(version.updated), version.loaded_by) == ("2026.11.5", "2026-11-28", "olga")
     assert version.loaded_at is not None and len(version.sha256) == 64
 
 
@@ -73,7 +73,7 @@ def test_same_document_twice_creates_no_new_version(loaded, tmp_path):
 
 def test_load_a_then_b_then_a_again_makes_a_current_again(loaded, registry_document):
     document_b = json.loads(json.dumps(loaded))
-    document_b["version"] = "2026.11.4"
+    document_b["version"] = "2026.11.6"
     lane(document_b, "tts-azure-de")["status"] = "key-gated"
     first = RegistryVersion.objects.get()
     second = load(document_b).version
@@ -86,7 +86,7 @@ def test_load_a_then_b_then_a_again_makes_a_current_again(loaded, registry_docum
 
 def test_diff_names_exactly_the_changed_fields(loaded):
     document_b = json.loads(json.dumps(loaded))
-    document_b["version"] = "2026.11.5"
+    document_b["version"] = "2026.11.6"
     lane(document_b, "tts-azure-de")["status"] = "key-gated"
     lane(document_b, "stt-deepgram")["cost"]["eur"] = 0.0043
     document_b["models"] = [m for m in document_b["models"] if m["id"] != "chat-gpt-api"]
@@ -94,8 +94,8 @@ def test_diff_names_exactly_the_changed_fields(loaded):
     load(document_b)
     out, _ = run("registry_diff")
     lines = out.splitlines()
-    assert lines[0].startswith("Version ") and lines[0].endswith("(2026.11.5):")
-    assert "document version: '2026.11.4' → '2026.11.5'" in lines
+    assert lines[0].startswith("Version ") and lines[0].endswith("(2026.11.6):")
+    assert "document version: '2026.11.5' → '2026.11.6'" in lines
     assert "+ tts-espeak-en" in lines and "- chat-gpt-api" in lines
     assert lines[lines.index("~ stt-deepgram") + 1] == "    cost.eur: 0.004 → 0.0043"
     assert lines[lines.index("~ tts-azure-de") + 1] == "    status: 'key-ready' → 'key-gated'"

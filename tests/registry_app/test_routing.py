@@ -16,6 +16,9 @@ def api(key_a):
     return make_client(key_a)
 
 
+# The shipped registry's paid German tts lanes in the router's order (status, price, priority).
+PAID_TTS = ["tts-azure-de", "tts-cartesia-de", "tts-elevenlabs"]
+
 def candidate_ids(body):
     return [candidate["lane"] for candidate in body["candidates"]]
 
@@ -40,8 +43,8 @@ def test_tts_in_german_routes_live_free_lane_before_paid_key_ready_lane(loaded, 
     response = api.get("/v2/registry/route?capability=tts&language=de")
     assert response.status_code == 200
     body = response.json()
-    assert candidate_ids(body) == ["tts-espeak-de", "tts-azure-de"]
-    first, second = body["candidates"]
+    assert candidate_ids(body) == ["tts-espeak-de", *PAID_TTS]
+    first, second = body["candidates"][:2]
     assert (first["rank"], second["rank"]) == (1, 2)
     assert first["model"] == lane(loaded, "tts-espeak-de")
     assert "live: usable now" in first["reasons"] and "zero-euro cost (self-hosted)" in first["reasons"]
@@ -49,7 +52,6 @@ def test_tts_in_german_routes_live_free_lane_before_paid_key_ready_lane(loaded, 
     assert "after tts-espeak-de: status key-ready ranks after live" in second["reasons"]
     assert excluded(body) == {
         "tts-piper-de": "status module-ready is not usable (only live and key-ready lanes are routed)",
-        "tts-elevenlabs": "status key-orphan is not usable (only live and key-ready lanes are routed)",
     }
 
 
@@ -71,7 +73,7 @@ def test_unknown_price_is_never_free(loaded, api):
                          tts_lane("tts-cheap", priority=90)]
     load(loaded)
     body = api.get("/v2/registry/route?capability=tts&language=de").json()
-    assert candidate_ids(body) == ["tts-espeak-de", "tts-azure-de", "tts-cheap", "tts-mystery"]
+    assert candidate_ids(body) == ["tts-espeak-de", *PAID_TTS, "tts-cheap", "tts-mystery"]
     mystery = body["candidates"][-1]
     assert "price unknown: ranked after lanes with known prices, never as free" in mystery["reasons"]
     assert "after tts-cheap: unknown price ranks after paid per use" in mystery["reasons"]
@@ -92,7 +94,7 @@ def test_order_follows_the_whole_sort_key(loaded, api):
     load(loaded)
     body = api.get("/v2/registry/route?capability=tts").json()
     assert candidate_ids(body) == ["tts-espeak-de", "tts-credit", "tts-b", "tts-c", "tts-d", "tts-e", "tts-a",
-                                   "tts-azure-de"]
+                                   *PAID_TTS]
     reasons = {c["lane"]: c["reasons"][-1] for c in body["candidates"]}
     assert reasons == {
         "tts-espeak-de": "ranked first",
@@ -103,6 +105,8 @@ def test_order_follows_the_whole_sort_key(loaded, api):
         "tts-e": "after tts-d: quality tier mid after high",
         "tts-a": "after tts-e: priority 7 after 5",
         "tts-azure-de": "after tts-a: priority 50 after 7",
+        "tts-cartesia-de": "after tts-azure-de: priority 55 after 50",
+        "tts-elevenlabs": "after tts-cartesia-de: priority 60 after 55",
     }
     assert "zero-euro cost (existing credit)" in body["candidates"][1]["reasons"]
 
@@ -112,9 +116,9 @@ def test_language_streaming_and_min_quality_exclude_with_reasons(loaded, api):
     assert candidate_ids(body) == ["stt-deepgram"]  # key-ready: its protocol module makes it callable
     assert excluded(body)["stt-vosk-de"] == "does not support language en (supports de)"
     body = api.get("/v2/registry/route?capability=tts&streaming=1").json()
-    assert candidate_ids(body) == ["tts-azure-de"] and excluded(body)["tts-espeak-de"] == "does not stream"
+    assert candidate_ids(body) == PAID_TTS and excluded(body)["tts-espeak-de"] == "does not stream"
     body = api.get("/v2/registry/route?capability=tts&min_quality=high").json()
-    assert candidate_ids(body) == ["tts-azure-de"]
+    assert candidate_ids(body) == PAID_TTS
     assert excluded(body)["tts-espeak-de"] == "quality tier mid is below high"
 
 
@@ -134,7 +138,7 @@ def test_one_failed_probe_does_not_degrade_a_lane_but_two_in_a_row_do(loaded, ap
     assert candidate_ids(api.get("/v2/registry/route?capability=tts").json())[0] == "tts-espeak-de"
     fail()
     body = api.get("/v2/registry/route?capability=tts").json()
-    assert candidate_ids(body) == ["tts-azure-de"]
+    assert candidate_ids(body) == PAID_TTS
     assert excluded(body)["tts-espeak-de"].startswith("degraded: 2 health probes failed in a row, the last at ")
     assert excluded(body)["tts-espeak-de"].endswith(": HTTP 503")
     assert {e["lane"]: e["code"] for e in body["excluded"]}["tts-espeak-de"] == "degraded"
@@ -158,14 +162,14 @@ def test_a_lane_in_cooldown_is_left_out_until_the_cooldown_ends(loaded, api):
     lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="connection refused", now=now)
     lane_cooldown_start(lane_id="tts-espeak-de", seconds=30, reason="timeout after 2.0 s", now=now)
     body = api.get("/v2/registry/route?capability=tts").json()
-    assert candidate_ids(body) == ["tts-azure-de"]
+    assert candidate_ids(body) == PAID_TTS
     code = {e["lane"]: e["code"] for e in body["excluded"]}["tts-espeak-de"]
     assert code == "cooldown"
     assert excluded(body)["tts-espeak-de"] == (
         f"cooldown until {(now + datetime.timedelta(seconds=30)).isoformat()} after 2 failed calls in a row: "
         "timeout after 2.0 s")
     later = now + datetime.timedelta(seconds=31)
-    assert [c.lane.id for c in route("tts", now=later).candidates] == ["tts-espeak-de", "tts-azure-de"]
+    assert [c.lane.id for c in route("tts", now=later).candidates] == ["tts-espeak-de", *PAID_TTS]
     lane_cooldown_clear(lane_id="tts-espeak-de")
     assert pick_lane("tts").id == "tts-espeak-de"
 

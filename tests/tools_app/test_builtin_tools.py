@@ -1,17 +1,26 @@
 """The built-in tools as the conversation core runs them (tools_app.services.tool_run):
-their definitions in the OpenAI format, a callback lead linked to the call, transfers
-to the assistant's targets only — whatever a caller, a passage or a tool's answer put
-into the model's request —, the end of a call and an objection recorded."""
+each declared once (console.assistants.builtin_tools) and every list derived from the
+declarations, their definitions in the OpenAI format, a callback lead linked to the
+call, transfers to the assistant's targets only — whatever a caller, a passage or a
+tool's answer put into the model's request —, the end of a call and an objection
+recorded (and its number blocked), the knowledge searched."""
 import datetime as dt
+import re
+from pathlib import Path
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from calls_app.models import Call, Carrier
 from calls_app.services import call_request_web
-from console.assistants.models import BUILTIN_TOOLS, Assistant
+from campaigns_app.models import BlockedNumber
+from console.assistants import builtin_tools as registry
+from console.assistants.builtin_tools import BuiltinTool, builtin_tool_names, builtin_tools
+from console.assistants.models import Assistant
+from knowledge_app.services import knowledge_document_create
 from leads_app.models import Lead
-from tools_app.definitions import BUILTIN_DEFINITIONS, tool_definitions
+from tools_app.definitions import tool_definitions
 from tools_app.services import http_tool_create, tool_run
 from webhooks_app.models import Delivery
 from webhooks_app.services import endpoint_create
@@ -23,7 +32,7 @@ TARGETS = [{"name": "Zentrale", "e164": "+4930901820"}, {"name": "Labor", "e164"
 
 @pytest.fixture
 def assistant(tenant_a):
-    return Assistant.objects.create(tenant=tenant_a, name="Empfang", tools=list(BUILTIN_TOOLS),
+    return Assistant.objects.create(tenant=tenant_a, name="Empfang", tools=list(builtin_tool_names()),
                                     transfer_targets=TARGETS)
 
 
@@ -51,12 +60,11 @@ def actions(call):
 # --- Definitions ---------------------------------------------------------------------------
 
 def test_every_built_in_tool_is_defined_in_the_openai_format(assistant, tenant_a):
-    assert set(BUILTIN_DEFINITIONS) == set(BUILTIN_TOOLS)
     tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "description": "Prüft Termine.",
                                                       "url": "https://acme.example/t"})
-    assistant.tools = [*BUILTIN_TOOLS, tool.pk]
+    assistant.tools = [*builtin_tool_names(), tool.pk]
     definitions = tool_definitions(assistant=assistant)
-    assert [d["function"]["name"] for d in definitions] == [*BUILTIN_TOOLS, "termin"]
+    assert [d["function"]["name"] for d in definitions] == [*builtin_tool_names(), "termin"]
     for definition in definitions:
         assert definition["type"] == "function"
         assert set(definition["function"]) == {"name", "description", "parameters"}
@@ -157,19 +165,74 @@ def test_end_call_and_opt_out_are_recorded_on_the_call(assistant, web_call):
     assert actions(web_call) == ["opt_out", "end_call"]
 
 
-def test_knowledge_is_searched_through_the_callers_selector(assistant, web_call, tenant_a):
-    asked = []
+def test_an_objection_on_a_phone_call_blocks_the_callers_number(assistant, phone_call, tenant_a):
+    """opt_out's effect is campaigns_app's (its declaration): the number on the
+    tenant's blocklist, so no campaign calls it again; a web call has none to block."""
+    assert run(assistant, phone_call, "opt_out", reason="Keine Anrufe mehr")["ok"] is True
+    entry = BlockedNumber.objects.get(tenant=tenant_a)
+    assert (entry.phone, entry.reason, entry.call_id) == ("+4917612345678", "opt_out", phone_call.pk)
+    assert actions(phone_call) == ["opt_out"]
 
-    def knowledge_search(*, tenant, query, document_ids=None):
-        asked.append((tenant, query, document_ids))
-        return [{"title": "Öffnungszeiten", "text": "Dienstags 7 bis 13 Uhr."}]
 
-    result = tool_run(assistant=assistant, call_id=web_call.pk, name="lookup_knowledge",
-                      arguments={"query": "Wann ist offen?"}, knowledge_search=knowledge_search)
-    assert result["result"]["passages"][0]["title"] == "Öffnungszeiten"
-    assert asked == [(tenant_a, "Wann ist offen?", None)]
-    unavailable = run(assistant, web_call, "lookup_knowledge", query="x")
-    assert unavailable["ok"] is False and unavailable["error"] == "knowledge_unavailable"
+def test_knowledge_is_searched_in_the_assistants_documents(assistant, web_call, tenant_a):
+    kept = knowledge_document_create(tenant=tenant_a, title="Zeiten", content_type="text/markdown",
+                                     text="# Öffnungszeiten\n\nDienstags ist die Praxis von 7 bis 13 Uhr geöffnet.")
+    other = knowledge_document_create(tenant=tenant_a, title="Andere", content_type="text/markdown",
+                                      text="# Parken\n\nDienstags parken Sie vor der Praxis kostenlos.")
+    assistant.knowledge = [kept.pk]
+    result = run(assistant, web_call, "lookup_knowledge", query="Wann ist dienstags geöffnet?")
+    assert result["ok"] is True, result
+    assert [p["document"] for p in result["result"]["passages"]] == [kept.pk] != [other.pk]
+    assert "7 bis 13 Uhr" in result["result"]["passages"][0]["text"]
+
+
+def test_knowledge_that_cannot_be_searched_is_a_tool_error(assistant, web_call, monkeypatch):
+    def broken(**_kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr("knowledge_app.builtin_tools.knowledge_search", broken)
+    result = run(assistant, web_call, "lookup_knowledge", query="x")
+    assert result["ok"] is False and result["error"] == "knowledge_unavailable"
+
+
+# --- One declaration each ---------------------------------------------------------------------
+
+def test_every_list_of_built_in_tools_is_derived_from_the_declarations():
+    """The owners' AppConfig.ready() registered them; the admin's labels, the
+    assistant's validation and the model's definitions come from the one registry."""
+    from console.assistants.admin import AssistantForm
+
+    names = builtin_tool_names()
+    assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out")
+    assert {tool.name: tool.owner for tool in builtin_tools()} == {
+        "create_callback": "calls_app", "lookup_knowledge": "knowledge_app", "transfer_call": "calls_app",
+        "end_call": "calls_app", "opt_out": "campaigns_app"}
+    assert registry.campaign_call_tools() == ("end_call", "opt_out")
+    choices = AssistantForm().fields["tools"].choices
+    assert [(value, str(label)) for value, label in choices[:len(names)]] == [
+        (tool.name, str(tool.label)) for tool in builtin_tools()]
+    assert all(tool.name in str(tool.label) for tool in builtin_tools())
+
+
+def test_a_tool_declared_twice_by_two_apps_is_refused():
+    tool = registry.builtin_tool("end_call")
+    with pytest.raises(ValueError, match="declared by calls_app already"):
+        registry.register_builtin_tool(BuiltinTool(**{**tool.__dict__, "owner": "leads_app"}))
+    assert registry.builtin_tool("end_call") is tool
+
+
+def test_docs_api_lists_every_built_in_tool_with_its_arguments():
+    """docs/api.md's table of the built-in tools, derived by hand, checked here: each
+    tool in its position, its arguments as declared (`?`: optional)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    section = docs.partition("### The assistant's tools, for the conversation")[2].partition("**Tool errors**")[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \| ([^|]*) \|", section, re.M)
+    documented = {name: set(re.findall(r"`([a-z_]+)`(\??)", arguments)) for name, arguments in rows}
+    assert list(documented) == list(builtin_tool_names())
+    for tool in builtin_tools():
+        required = set(tool.parameters.get("required", []))
+        declared = {(name, "" if name in required else "?") for name in tool.parameters["properties"]}
+        assert declared <= documented[tool.name], tool.name
 
 
 def test_a_tool_calls_note_names_numbers_in_e164_for_the_erasure(assistant, web_call):
