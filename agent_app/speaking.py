@@ -137,7 +137,7 @@ class Lines:
 
 
 def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, language: str, voice: str,
-             wire: WireFormat, spend: CallSpend | None) -> None:
+             wire: WireFormat, spend: CallSpend | None = None) -> None:
     """The synthesis thread: (part index, wire audio) sentence by sentence through
     `put` (and a note when a speech lane failed and the local engines took over), then
     None — or the exception that stopped it."""

@@ -231,14 +231,16 @@ def streaming_engine(lane: SnapshotLane, *, voice: str = "") -> StreamingRecogni
 
 # --- WebSocket providers (Deepgram, ElevenLabs, Cartesia) -------------------------------
 
-def ws_connect(url: str, *, headers: dict[str, str], vendor: str) -> ClientConnection:
-    """A WebSocket to a provider (opened within GATEWAY_TIMEOUT_SEC); its refusal as a
+def ws_connect(url: str, *, headers: dict[str, str], vendor: str, open_timeout: float | None = None) -> ClientConnection:
+    """A WebSocket to a provider (opened within `open_timeout`, else GATEWAY_TIMEOUT_SEC: a
+    synthesiser gives SYNTHESIS_STALL_SECONDS, the caller waits on it); its refusal as a
     LaneFailure that names the vendor and the HTTP status (a wrong key: `rejected`,
     "… refused the connection with HTTP 401")."""
     try:
         with contextlib.ExitStack() as stack:  # entered as websockets wants, closed by the caller
             socket = stack.enter_context(connect(url, additional_headers=headers,
-                                                 open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 22))
+                                                 open_timeout=open_timeout or settings.GATEWAY_TIMEOUT_SEC,
+                                                 max_size=2 ** 22))
             stack.pop_all()
     except InvalidStatus as exc:
         status = exc.response.status_code
