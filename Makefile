@@ -31,8 +31,13 @@ BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng
 # The test suite (`make test` and `make test-fast`, whose installed-programs test checks
 # them too): Chromium for the browser tests (Playwright drives it), the espeak-ng command
 # line (Whisper's determinism test hears its speech), Redis for the two-server tests
-# (.ci/redis), and the benchmarks' packages, since a smoke test runs every benchmark.
-TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server $(BENCH_SYSTEM_PACKAGES)
+# (.ci/redis), Node.js for OpenAI's npm package run against /v1 (tests/node), and the
+# benchmarks' packages, since a smoke test runs every benchmark.
+TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server nodejs $(BENCH_SYSTEM_PACKAGES)
+# OpenAI's npm package, pinned by tests/node/package-lock.json: installed here (npm ci),
+# never while the tests run. npm comes with Node.js where Node.js bundles it, else from
+# Debian's npm package.
+NODE_SDK := tests/node/node_modules/.package-lock.json
 
 # pytest-xdist workers of `make test` / `make test-fast`: both cores of the 2-core
 # machines (`TEST_WORKERS=auto` for all cores; 0 runs in this process).
@@ -67,6 +72,7 @@ run: install .env gateway-token migrate
 
 test: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
+	@$(MAKE) --no-print-directory $(NODE_SDK)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
@@ -76,10 +82,15 @@ test: install
 # `slow`); CI runs the whole suite (`make test`).
 test-fast: install
 	@bash .ci/apt-ensure $(TEST_SYSTEM_PACKAGES)
+	@$(MAKE) --no-print-directory $(NODE_SDK)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_XDIST) -m "not slow" $(PYTEST_ARGS)
+
+$(NODE_SDK): tests/node/package.json tests/node/package-lock.json
+	@command -v npm >/dev/null || bash .ci/apt-ensure npm
+	cd tests/node && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 bench: install
 	@bash .ci/apt-ensure $(BENCH_SYSTEM_PACKAGES)

@@ -64,6 +64,17 @@ class Reply:
     target: dict[str, str] | None = None  # the transfer's {"name", "e164"}
 
 
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One tool call's result (data for the model), its transcript note, and what the
+    conversation does after the reply: `transfer` (to `target`) or `end_call`."""
+
+    result: dict[str, Any]
+    note: str
+    action: str = ""
+    target: dict[str, str] | None = None
+
+
 def filler(language: str) -> str:
     return FILLER.get(language, FILLER["de"])
 
@@ -181,17 +192,31 @@ class Mind:
         assert done is not None  # a stream's last event is its ChatDone (or it raised)
         return done
 
-    def _run(self, call: ToolCall, reply: Reply) -> None:
+    @property
+    def instructions(self) -> str:
+        """The system prompt (what a realtime session is told as its instructions)."""
+        return str(self.messages[0]["content"])
+
+    def tool(self, name: str, arguments: object) -> ToolOutcome:
+        """One tool call of the assistant's model (the chat lane's or a realtime session's;
+        `arguments` a dict or its JSON text), through tools_app's one entry point and its
+        rules: only the assistant's tools, a transfer only to its transfer targets."""
         # Tools are offered only with an assistant (a lane that calls one unoffered fails the turn, as before).
         assert self.assistant is not None
-        result = tool_run(assistant=self.assistant, call_id=self.call_id, name=call.name, arguments=call.arguments,
+        result = tool_run(assistant=self.assistant, call_id=self.call_id, name=name, arguments=arguments,
                           also=self.also)
-        reply.notes.append(tool_call_note(name=call.name, arguments=call.arguments, result=result))
+        action = result.get("action") if result.get("action") in ("transfer", "end_call") else ""
+        return ToolOutcome(result=result, note=tool_call_note(name=name, arguments=arguments, result=result),
+                           action=str(action or ""), target=result["result"] if action == "transfer" else None)
+
+    def _run(self, call: ToolCall, reply: Reply) -> None:
+        outcome = self.tool(call.name, call.arguments)
+        reply.notes.append(outcome.note)
         self.messages.append({"role": "tool", "tool_call_id": call.id,
-                              "content": json.dumps(result, ensure_ascii=False, default=str)})
-        if result.get("action") == "transfer":
-            reply.action, reply.target = "transfer", result["result"]
-        elif result.get("action") == "end_call" and not reply.action:
+                              "content": json.dumps(outcome.result, ensure_ascii=False, default=str)})
+        if outcome.action == "transfer":
+            reply.action, reply.target = "transfer", outcome.target
+        elif outcome.action == "end_call" and not reply.action:
             reply.action = "end_call"
 
     def _trim(self) -> None:

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -48,11 +48,14 @@ from agent_app.spend import CallSpend
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
-from console.assistants.models import Assistant
+from console.assistants.models import REALTIME, Assistant
 from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
 from console.tenants.models import Tenant
 from registry_app.lanes.failover import LaneFailure
+
+if TYPE_CHECKING:  # agent_app.realtime builds on this module
+    from agent_app.realtime import RealtimeBridge
 
 logger = logging.getLogger("agent_app")
 
@@ -248,6 +251,10 @@ class Conversation:
         self.utterances: asyncio.Queue[Turn] = asyncio.Queue()  # hearing's Turns, answered one after the other
         self.speech_task: asyncio.Task[None] | None = None
         self.mind: Mind | None = None  # made when the conversation starts (it reads the assistant)
+        # An assistant in realtime mode: its voice-agent lane's session hears, thinks and
+        # speaks (agent_app.realtime) until it fails; None: the pipeline.
+        self.realtime: "RealtimeBridge | None" = None
+        self.realtime_task: asyncio.Task[None] | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.writes: set[asyncio.Future[Any]] = set()  # transcript lines and measurements being written (book() waits for them)
 
@@ -278,6 +285,8 @@ class Conversation:
             if self.audio_sec > 2 * (self.loop.time() - self.first_audio) + AUDIO_BURST_SEC:
                 return await self.refuse(codes.AUDIO_TOO_FAST, "Audio arrives faster than twice real time; stream it "
                                          "as it is captured.")
+        if self.realtime is not None and self.realtime.failure is None:
+            return await self.realtime.hear(data)
         for _ in self.hearing.feed(self.wire.to_pcm16k(data), data):  # the caller started speaking
             self.last_speech = self.loop.time()
             await self._barge_in()
@@ -324,7 +333,7 @@ class Conversation:
         await self.book()
 
     def stop_tasks(self) -> None:
-        for task in [*self.tasks, self.speech_task]:
+        for task in [*self.tasks, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         self.hearing.close()
@@ -419,11 +428,17 @@ class Conversation:
         await self._assistants_limits(self.mind.assistant)
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
                                  assistant=self.mind.assistant, recorded=self.context.recorded)
-        await self._listen()
+        realtime = self._realtime(opening.text)  # connects while the opening is spoken
+        if realtime is None:
+            await self._listen()
         ready = asyncio.create_task(_get_ready(language=self.language))
         try:
             await self._say(opening.text, disclosure=opening.disclosure, opening=True)
             self._callers_turn()  # while the recogniser may still be loading
+            if realtime is not None:
+                await realtime  # the realtime conversation, until its lane fails: then the pipeline's
+                self.realtime = None
+                await self._listen()
             await ready
         finally:
             ready.cancel()  # a no-op once it finished
@@ -432,6 +447,24 @@ class Conversation:
             utterance = await self.utterances.get()
             self.idle_since = None
             await self._answer(utterance)
+
+    def _realtime(self, opening: str) -> "asyncio.Task[None] | None":
+        """An assistant in realtime mode: the task of its session (agent_app.realtime),
+        which connects now and runs until the lane fails; None in pipeline mode."""
+        assistant = self.mind.assistant if self.mind is not None else None
+        lane = (assistant.realtime or {}).get("lane") if assistant is not None and assistant.mode == REALTIME else None
+        if not lane:
+            return None
+        from agent_app.realtime import RealtimeBridge  # it builds on this module
+
+        bridge = self.realtime = RealtimeBridge(self, lane)
+
+        async def converse() -> None:
+            if await bridge.connect(opening=opening):
+                await bridge.run()
+
+        self.realtime_task = asyncio.create_task(converse())  # stopped with the conversation
+        return self.realtime_task
 
     async def _assistants_limits(self, assistant: Assistant | None) -> None:
         """The assistant's `maxDurationSec` (below the grant: the call's cap, booked so)
@@ -674,7 +707,7 @@ class Conversation:
     async def _goodbye(self) -> None:
         """The grant's end on the phone: the turns stop, and the agent says GOODBYE in
         full (no barge-in) before the call is hung up."""
-        for task in [self.tasks[0] if self.tasks else None, self.speech_task]:
+        for task in [self.tasks[0] if self.tasks else None, self.speech_task, self.realtime_task]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         await self.transport.clear_audio()
@@ -716,9 +749,9 @@ class Conversation:
             await self.fail(exc, "a task")
 
     # --- helpers --------------------------------------------------------------------
-    def _note(self, role: str, text: str) -> Awaitable[None]:
-        """A transcript line, timed now (written whenever its thread gets to it)."""
-        return _line(call_id=self.call_id, role=role, text=text, ts=timezone.now())
+    def _note(self, role: str, text: str, *, ts: datetime | None = None) -> Awaitable[None]:
+        """A transcript line, timed now or at `ts` (written whenever its thread gets to it)."""
+        return _line(call_id=self.call_id, role=role, text=text, ts=ts or timezone.now())
 
     def _write(self, coroutine: Awaitable[Any]) -> None:
         """A write the conversation does not wait for; book() does."""

@@ -39,6 +39,8 @@ QUOTAS: dict[str, Quota] = {quota.name: quota for quota in (
     Quota("leads", "TENANT_MAX_LEADS", _("Leads of the tenant")),
     Quota("exports", "TENANT_MAX_EXPORTS", _("Data exports")),
     Quota("recordingBytes", "TENANT_MAX_RECORDING_BYTES", _("Recordings (bytes)"), unit="bytes"),
+    # Not what the tenant keeps but what it sends: its SMS of today (messaging_app).
+    Quota("smsPerDay", "TENANT_MAX_SMS_PER_DAY", _("SMS today")),
     Quota("scenarios", "TENANT_MAX_SCENARIOS", _("Scenarios")),
     Quota("calendars", "TENANT_MAX_CALENDARS", _("Calendar copies")),
 )}

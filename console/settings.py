@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "dashboard_app",
     "agent_app",
     "campaigns_app",
+    "messaging_app",
 ]
 
 MIDDLEWARE = [
@@ -573,6 +574,18 @@ TENANT_MAX_BLOCKED_NUMBERS = env.int("TENANT_MAX_BLOCKED_NUMBERS", default=100_0
 TENANT_MAX_LEADS = env.int("TENANT_MAX_LEADS", default=100_000)
 TENANT_MAX_EXPORTS = env.int("TENANT_MAX_EXPORTS", default=200)
 TENANT_MAX_RECORDING_BYTES = env.int("TENANT_MAX_RECORDING_BYTES", default=5 * 1024 ** 3)  # past it: not recorded
+# SMS a tenant may send per day (its zone; messaging_app): a confirmation and a reminder
+# per booking, far below what a leaked key could cost.
+TENANT_MAX_SMS_PER_DAY = env.int("TENANT_MAX_SMS_PER_DAY", default=500)
+# SMS (messaging_app, docs/api.md "SMS"): sipgate's API (a fake on loopback in the tests),
+# the seconds one send may take, how often an SMS that never reached the provider is
+# tried (the first retry after MESSAGING_RETRY_SEC, then doubling), and how many due SMS
+# the periodic job sends per run.
+MESSAGING_SIPGATE_API_BASE = env.str("MESSAGING_SIPGATE_API_BASE", default="https://api.sipgate.com")
+MESSAGING_TIMEOUT_SEC = env.float("MESSAGING_TIMEOUT_SEC", default=10.0)
+MESSAGING_MAX_ATTEMPTS = env.int("MESSAGING_MAX_ATTEMPTS", default=3)
+MESSAGING_RETRY_SEC = env.int("MESSAGING_RETRY_SEC", default=60)
+MESSAGING_SWEEP_BATCH = env.int("MESSAGING_SWEEP_BATCH", default=200)
 # Of resources still to come: their apps check these when they exist.
 TENANT_MAX_SCENARIOS = env.int("TENANT_MAX_SCENARIOS", default=200)
 TENANT_MAX_CALENDARS = env.int("TENANT_MAX_CALENDARS", default=20)

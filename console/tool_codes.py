@@ -14,6 +14,7 @@ INVALID_ARGUMENTS: Final = "invalid_arguments"
 TRANSFER_REFUSED: Final = "transfer_refused"
 TRANSFER_NOT_ANSWERED: Final = "transfer_not_answered"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
+SMS_REFUSED: Final = "sms_refused"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
 CONNECTION_FAILED: Final = "connection_failed"

@@ -41,6 +41,7 @@ urlpatterns = [
     path("v2/", include("campaigns_app.urls")),
     path("v2/", include("tools_app.urls")),
     path("v2/", include("knowledge_app.urls")),
+    path("v2/", include("messaging_app.urls")),
     path("voice/", include("calls_app.voice_urls")),
     path("voice/", include("agent_app.phone_urls")),
     path("api/voice/agent/", include("agent_app.urls")),

@@ -180,7 +180,7 @@ RECEIPT_LABELS = {
     "carrierEvents": _("carrier events"), "leads": _("leads"), "exports": _("exports"),
     "idempotencyRecords": _("idempotency records"), "adminLogEntries": _("admin log entries"),
     "webhookDeliveries": _("webhook deliveries"), "analyses": _("call analyses"),
-    "campaignContacts": _("campaign contacts"), "blocklistEntries": _("blocklist entries"),
+    "campaignContacts": _("campaign contacts"), "blocklistEntries": _("blocklist entries"), "sms": _("SMS"),
     "agentSessions": _("voice agent sessions"),
 }
 

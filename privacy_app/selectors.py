@@ -24,6 +24,8 @@ from console.pseudonyms import pseudonym_for
 from console.tenants.models import Tenant
 from leads_app.models import Lead
 from leads_app.serializers import LeadSerializer
+from messaging_app.selectors import privacy_export as sms_privacy_export
+from messaging_app.selectors import sms_of_subject
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
 from webhooks_app.models import Delivery
 from webhooks_app.selectors import deliveries_mentioning
@@ -126,7 +128,8 @@ def export_size(subject: Subject, call_ids: Collection[str]) -> int:
     contacts = campaigns.privacy_export_size(tenant=subject.tenant, e164=subject.e164) if subject.e164 else 0
     return (len(call_ids) + TranscriptEntry.objects.filter(call_id__in=call_ids).count()
             + subject_leads(subject).count() + events_of_calls(calls).count()
-            + subject_deliveries(subject, call_ids).count() + contacts)
+            + subject_deliveries(subject, call_ids).count() + contacts
+            + sms_of_subject(tenant=subject.tenant, e164=subject.e164, call_ids=call_ids).count())
 
 
 def export_document(*, subject: Subject, created_at: datetime, expires_at: datetime,
@@ -167,6 +170,8 @@ def export_document(*, subject: Subject, created_at: datetime, expires_at: datet
     # entries, those an erasure left under its pseudonym included; by number only.
     document.update(campaigns.privacy_export(tenant=tenant, e164=subject.e164) if subject.e164
                     else {"campaignContacts": [], "blocklist": []})
+    # The SMS to the number or of its calls (messaging_app), reminders not yet sent among them.
+    document["sms"] = sms_privacy_export(tenant=tenant, e164=subject.e164, call_ids=call_ids)
     return document
 
 

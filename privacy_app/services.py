@@ -28,6 +28,7 @@ from console.pseudonyms import pseudonym_for
 from console.quotas import quota_take
 from console.tenants.models import Tenant
 from leads_app.models import Lead
+from messaging_app.services import sms_erase
 from privacy_app import selectors
 from privacy_app.models import DEFAULT_RETENTION_DAYS, ErasedCaller, Erasure, Export, RetentionSettings
 from privacy_app.selectors import Subject
@@ -47,7 +48,7 @@ RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carri
                     "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
                   "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses", "campaignContacts",
-                  "blocklistEntries")
+                  "blocklistEntries", "sms")
 SYSTEM_ACTOR = "system:apply_retention"
 
 
@@ -279,6 +280,8 @@ def erasure_create(*, tenant: Tenant, e164: str | None = None, call_id: str | No
                                                                 now=now)
         for data in registered_call_data():
             counts[data.name] = data.erase(tenant=tenant, call_ids=call_ids)
+        # The SMS to the number (or of the call), queued reminders among them: deleted.
+        counts["sms"] = sms_erase(tenant=tenant, e164=subject.e164, call_ids=call_ids)
         if subject.e164 and any(counts.values()):
             ErasedCaller.objects.update_or_create(tenant=tenant, pseudonym=pseudonym, defaults={"erased_at": now})
         receipt = Erasure.objects.create(tenant=tenant, counts=counts, requested_by=actor, erased_at=now)

@@ -43,6 +43,7 @@ from speech_app.remote import RemoteSynthesizer
 from speech_app.streaming import StreamingRecognizer, StreamingSynthesizer, protocol_module, streaming_engine
 from speech_app.stt import AUTO_LANGUAGE, DEFAULT_LANGUAGE, RECOGNIZERS, Deadline, checked_language, recognizer
 from speech_app.tts import DEFAULT_SYNTHESIZER, SYNTHESIZERS, Synthesizer, default_voice, synthesizer
+from speech_app.voice_agent import VoiceAgent
 
 PIPER_SYNTHESIZER = "piper"
 
@@ -339,3 +340,15 @@ def recognition_cost(lane_id: str) -> Callable[[float], float]:
     if lane is None:
         return lambda seconds: 0.0
     return lambda seconds: lane_cost(lane, Measures(audio_seconds=seconds))
+
+
+def voice_agent_for(lane_id: str, *, current: object = UNREAD) -> VoiceAgent:
+    """The speech-to-speech engine of a voice-agent lane (an assistant's `realtime`);
+    LaneFailure when it cannot be called now (no key, not usable, cooling down after a
+    failure): the conversation core's pipeline answers instead."""
+    lane = _streaming_lane(lane_id, "voice-agent", current)
+    cooldown = _cooling(lane.id)
+    if cooldown is not None:
+        raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
+    return cast(VoiceAgent, streaming_engine(lane))
+

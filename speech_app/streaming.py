@@ -13,8 +13,11 @@ their wire protocols.
   they arrive (`SynthesisStream`), cancellable at barge-in (the provider's cancel, not
   only dropping bytes).
 
+A voice-agent lane (speech to speech: `openai-realtime`) is the third kind of protocol
+module; what it is to the conversation core is speech_app.voice_agent.
+
 A lane's protocol is its registry entry's `params.protocol` (e.g. `deepgram-live`,
-`azure-tts`; the OpenAI audio API of speech_app.remote is `openai-audio`). A protocol
+`azure-tts`, `openai-realtime`; the OpenAI audio API of speech_app.remote is `openai-audio`). A protocol
 module is one file in speech_app/providers/ that calls `declare` when imported; every
 file there is imported by `protocol_module` (declare once: a new provider is one new
 file). Its endpoint is GATEWAY_ENDPOINT_<LANE> (the provider's base URL: scheme and host,
@@ -34,7 +37,7 @@ import pkgutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -45,6 +48,9 @@ from registry_app.lanes.config import lane_setting, lane_variable
 from registry_app.lanes.failover import LaneFailure
 from registry_app.snapshot import SnapshotLane
 from speech_app.recognition import Word
+
+if TYPE_CHECKING:  # speech_app.voice_agent builds on this module's CallAudio
+    from speech_app.voice_agent import VoiceAgent
 
 # The call's audio as a provider gets it: the encodings of phone calls and the browser.
 Encoding = Literal["linear16", "mulaw", "alaw"]
@@ -152,11 +158,11 @@ class ProtocolModule:
     """A provider's wire protocol as a protocol module declares it."""
 
     protocol: str
-    capability: Literal["stt", "tts"]
+    capability: Literal["stt", "tts", "voice-agent"]
     default_endpoint: str  # the vendor's base URL (scheme and host)
     schemes: tuple[str, ...]  # the schemes of an endpoint it can call (wss/ws, https/http)
     # make(lane, endpoint, key, voice): the engine of a lane (voice: a tts lane's, "" for stt)
-    make: Callable[[SnapshotLane, str, str, str], StreamingRecognizer | StreamingSynthesizer]
+    make: Callable[[SnapshotLane, str, str, str], "StreamingRecognizer | StreamingSynthesizer | VoiceAgent"]
 
 
 _PROTOCOLS: dict[str, ProtocolModule] = {}
@@ -217,7 +223,7 @@ def streaming_target(lane: SnapshotLane, module: ProtocolModule) -> tuple[str, s
     return endpoint, key
 
 
-def streaming_engine(lane: SnapshotLane, *, voice: str = "") -> StreamingRecognizer | StreamingSynthesizer:
+def streaming_engine(lane: SnapshotLane, *, voice: str = "") -> "StreamingRecognizer | StreamingSynthesizer | VoiceAgent":
     """The streaming engine of a lane whose protocol streams; LaneFailure when it cannot be called."""
     module = protocol_module(lane)
     if module is None:

@@ -6,6 +6,8 @@ is built on (tests/campaigns_app/fake_carrier.py builds its own REST carrier on 
 as Twilio does: `POST …/Calls.json` places a call and answers 201 with a new sid (a
 new one for every request, since Twilio places a call per request whatever key it
 carries; the key, the `I-Twilio-Idempotency-Token` header, is recorded in `dials`);
+`POST …/Messages.json` sends an SMS (issue 37 §4: recorded in `messages` with its
+idempotency token, answered 201 with a new `SM…` sid, as Twilio's Messages API does);
 `POST …/Calls/<sid>.json` records the TwiML a live call was given (`updates`) and
 answers 200; `GET …/Accounts/<sid>.json` answers the account (the adapter's probe). `fail = (status, body)` answers every request so. The answer of a placed
 call can be lost: `lose_answers(n)` closes the connection of the next n dials without
@@ -68,6 +70,7 @@ class FakeTwilio(LoopbackServer):
         self.requests: list[dict[str, Any]] = []
         self.dials: list[dict[str, Any]] = []
         self.updates: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
         self.fail: tuple[int, Any] | None = None
         self.active: set[str] = set()
         self.peak = 0
@@ -96,6 +99,14 @@ class FakeTwilio(LoopbackServer):
                     fail = carrier.fail
                 if fail:
                     self.answer(*fail)
+                    return
+                if self.path.endswith("/Messages.json"):
+                    sid = f"SM{secrets.token_hex(16)}"
+                    with carrier.lock:
+                        carrier.messages.append({"sid": sid, "path": self.path, "form": form,
+                                                 "key": self.headers.get("I-Twilio-Idempotency-Token", "")})
+                    self.answer(201, {"sid": sid, "status": "queued", "to": form.get("To"), "from": form.get("From"),
+                                      "body": form.get("Body")})
                     return
                 if not self.path.endswith("/Calls.json"):
                     sid = self.path.rsplit("/", 1)[-1].removesuffix(".json")

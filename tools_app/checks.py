@@ -1,9 +1,13 @@
 """The checks of what an assistant names (console.assistants.references): registered
 by this app, which may import the catalog, the registry and the HTTP tools."""
-from gateway_app.selectors import callable_chat_lanes, chat_lane_connection, thinks_offline
+from gateway_app.selectors import callable_chat_lanes, chat_lane_connection, thinks_offline, voice_lane_states
 from registry_app import snapshot
+from registry_app.lanes.failover import LaneFailure
+from registry_app.snapshot import SnapshotLane
 from scripts_app.analysis import analyze
 from scripts_app.catalog import catalog, touchpoint
+from speech_app.piper import piper_voices
+from speech_app.streaming import BATCH_PROTOCOL, lane_protocol, protocol_module, protocols, streaming_target
 from tools_app.models import HttpTool
 
 
@@ -67,12 +71,67 @@ def transcriber_lane_problems(*, tenant, value):
     return []
 
 
+def realtime_lane_problems(*, tenant, value):
+    """The lane of an assistant's realtime mode: a voice-agent lane of the registry whose
+    protocol a module speaks (speech_app/providers: openai-realtime)."""
+    current = snapshot.current()
+    speaking = {name for name, module in protocols().items() if module.capability == "voice-agent"}
+    lanes = [lane for lane in (current.by_capability.get("voice-agent", ()) if current is not None else ())
+             if (lane.entry.get("params") or {}).get("protocol") in speaking]
+    if value not in {lane.id for lane in lanes}:
+        return [f"'{value}' is no voice-agent lane of the registry with a realtime protocol. Such lanes: "
+                f"{', '.join(sorted(lane.id for lane in lanes)) or 'none'}."]
+    return []
+
+
 def chat_lane_choices(*, tenants):
     """The registry's chat lanes the gateway can call, for the assistant's dropdown (the
     router's choice first)."""
     modes = {"mock": "Offline-Regelwerk", "api": "API", "cli": "Programm"}
     return [("", "Automatisch (Router)")] + [(lane_id, f"{lane_id} ({modes.get(mode, mode)})")
                                              for lane_id, mode in callable_chat_lanes()]
+
+
+def callable_speech_lanes(capability: str) -> list[SnapshotLane]:
+    """The registry's tts (or stt) lanes that can be called now: a batch lane as the
+    gateway plans it (gateway_app.selectors.voice_lane_states), a streaming lane (the
+    voice agent's) when its endpoint and key are set."""
+    current = snapshot.current()
+    usable = {state["lane"] for state in voice_lane_states(capability) if state["usable"]}
+    return [lane for lane in (current.by_capability.get(capability, ()) if current is not None else ())
+            if lane.id in usable or _streaming_callable(lane)]
+
+
+def _streaming_callable(lane: SnapshotLane) -> bool:
+    """A streaming lane whose endpoint and key are set (speech_app.streaming.streaming_target)."""
+    module = protocol_module(lane)
+    if module is None or module.capability != lane.capability:
+        return False
+    try:
+        streaming_target(lane, module)
+    except LaneFailure:
+        return False
+    return True
+
+
+def voice_choices(*, tenants: object) -> list[tuple[str, str]]:
+    """The assistant's voice dropdown: the language's local default, the operator's Piper
+    voices, and each voice of the registry's tts lanes that can be called now."""
+    choices = [("", "Standardstimme der Sprache (lokal)")]
+    choices += [(name, f"{name} (Piper, lokal)") for name in sorted(piper_voices())]
+    for lane in callable_speech_lanes("tts"):
+        streams = " – streamt" if lane_protocol(lane) != BATCH_PROTOCOL else ""
+        choices += [(f"{lane.id}:{voice}", f"{voice} ({lane.id}{streams})")
+                    for voice in (lane.entry.get("params") or {}).get("voices") or () if isinstance(voice, str)]
+    return choices
+
+
+def transcriber_lane_choices(*, tenants: object) -> list[tuple[str, str]]:
+    """The transcriber dropdown: this service's recognition, or a streaming stt lane of
+    the registry that can be called now."""
+    return [("", "Eigene Spracherkennung des Dienstes")] + [
+        (lane.id, f"{lane.id} ({lane.entry.get('name') or lane_protocol(lane)})") for lane in callable_speech_lanes("stt")
+        if lane_protocol(lane) != BATCH_PROTOCOL]
 
 
 def assistant_thinks_offline(assistant):

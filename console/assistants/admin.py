@@ -38,7 +38,8 @@ WARM = " (warm)"
 FORM_FIELD_OF = {
     "name": "name", "description": "description", "language": "language", "voice": "voice",
     "transcriber": "transcriber_lane", "transcriber.lane": "transcriber_lane",
-    "transcriber.keyterms": "transcriber_keyterms_text",
+    "transcriber.keyterms": "transcriber_keyterms_text", "mode": "mode", "realtime": "realtime_lane",
+    "realtime.lane": "realtime_lane",
     "instructions": "instructions", "openingTouchpoint": "opening_touchpoint", "greeting": "greeting",
     "tools": "tools",
     "knowledge": "knowledge_ids", "model": "model_lane", "model.lane": "model_lane",
@@ -73,6 +74,9 @@ class AssistantForm(forms.ModelForm):
     transcriber_keyterms_text = forms.CharField(
         label=_("Key terms"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One name or term per line that the speech recognition should expect."))
+    realtime_lane = forms.CharField(
+        label=_("Realtime lane"), required=False, max_length=100,
+        help_text=_("The voice-agent lane of the realtime mode (e.g. voice-agent-realtime); empty: none."))
     transfer_targets_text = forms.CharField(
         label=capfirst(_("transfer targets")), required=False, widget=forms.Textarea(attrs={"rows": 3}),
         help_text=_("One target per line: “Name: number”, e.g. “Reception: 030 901820”. The assistant "
@@ -87,7 +91,7 @@ class AssistantForm(forms.ModelForm):
 
     class Meta:
         model = Assistant
-        fields = ["tenant", "name", "description", "language", "voice", "instructions", "greeting",
+        fields = ["tenant", "name", "description", "language", "voice", "mode", "instructions", "greeting",
                   "opening_touchpoint", "model_lane", "model_temperature", "model_max_tokens", "analysis_summary",
                   "analysis_success_criteria", "max_duration_sec", "silence_timeout_sec"]
         widgets = {"instructions": forms.Textarea(attrs={"rows": 12}), "greeting": forms.Textarea(attrs={"rows": 3})}
@@ -97,21 +101,30 @@ class AssistantForm(forms.ModelForm):
         tenants = list(tenants)
         http_tools = references.reference_choices(references.HTTP_TOOLS, tenants=tenants) or []
         self.fields["tools"].choices = [(tool.name, tool.label) for tool in builtin_tools()] + http_tools
-        lanes = references.reference_choices(references.MODEL_LANE, tenants=tenants)
-        if lanes and "model_lane" in self.fields:  # the registry's callable chat lanes, not a free-text id
-            current = self.instance.model_lane if self.instance.pk else ""
-            if current and current not in dict(lanes):
-                lanes.append((current, current))
-            self.fields["model_lane"].widget = forms.Select(choices=lanes)
+        # The registry's callable lanes (and voices) as dropdowns, not free-text ids; a
+        # value saved before stays choosable (its check still runs on save).
+        instance = self.instance if self.instance.pk else None
+        for field, reference, current in (
+                ("model_lane", references.MODEL_LANE, instance.model_lane if instance else ""),
+                ("voice", references.VOICE_LANE, instance.voice if instance else ""),
+                ("transcriber_lane", references.TRANSCRIBER_LANE,
+                 (instance.transcriber or {}).get("lane", "") if instance else "")):
+            choices = references.reference_choices(reference, tenants=tenants)
+            if choices and field in self.fields:  # not when the user may only view
+                if current and current not in dict(choices):
+                    choices.append((current, current))
+                self.fields[field].widget = forms.Select(choices=choices)
+        if "mode" in self.fields:  # not sent: the pipeline, as through the API
+            self.fields["mode"].required = False
         touchpoints = references.reference_choices(references.OPENING_TOUCHPOINT, tenants=tenants)
         if touchpoints and "opening_touchpoint" in self.fields:  # not when the user may only view
             self.fields["opening_touchpoint"].widget = forms.Select(choices=touchpoints)
-        instance = self.instance if self.instance.pk else None
         if instance is not None:
             self.initial.update(
                 tools=list(instance.tools), knowledge_all=instance.knowledge is None,
                 transcriber_lane=(instance.transcriber or {}).get("lane", ""),
                 transcriber_keyterms_text="\n".join((instance.transcriber or {}).get("keyterms", [])),
+                realtime_lane=(instance.realtime or {}).get("lane", ""),
                 knowledge_ids="\n".join(instance.knowledge or []),
                 transfer_targets_text="\n".join(f"{t['name']}: {t['e164']}{WARM if t.get('warm') else ''}"
                                                  for t in instance.transfer_targets),
@@ -131,6 +144,8 @@ class AssistantForm(forms.ModelForm):
             "language": data.get("language") or "", "voice": data.get("voice") or "",
             "transcriber": ({"lane": data["transcriber_lane"], "keyterms": _lines(data.get("transcriber_keyterms_text"))}
                             if data.get("transcriber_lane") else None),
+            "mode": data.get("mode") or None,
+            "realtime": {"lane": data["realtime_lane"]} if data.get("realtime_lane") else None,
             "instructions": data.get("instructions") or "",
             "openingTouchpoint": data.get("opening_touchpoint") or "",
             "greeting": data.get("greeting") or "",
@@ -178,7 +193,7 @@ class AssistantAdmin(TenantScopedAdmin):
     list_select_related = ["tenant"]
     fieldsets = [
         (None, {"fields": ["id", "tenant", "name", "description", "language", "voice", "transcriber_lane",
-                           "transcriber_keyterms_text", "browser_test"]}),
+                           "transcriber_keyterms_text", "mode", "realtime_lane", "browser_test"]}),
         (_("Conversation"), {"fields": ["instructions", "greeting", "opening_touchpoint", "first_heard",
                                         "end_call_phrases_text", "max_duration_sec", "silence_timeout_sec"]}),
         (_("Tools and knowledge"), {"fields": ["tools", "transfer_targets_text", "knowledge_all", "knowledge_ids"]}),
@@ -200,7 +215,12 @@ class AssistantAdmin(TenantScopedAdmin):
         """The chat lane's state as the gateway's readiness check sees it (checked on every view)."""
         if obj is None or obj.pk is None:
             return _("Shown once the assistant is saved.")
-        return references.lane_connection(obj) or "-"
+        return format_html(
+            '{}<p><button type="submit" class="button" formaction="{}">{}</button></p><p class="help">{}</p>',
+            references.lane_connection(obj) or "-", reverse("admin:assistants_assistant_check", args=[obj.pk]),
+            gettext("Check the connection"),
+            gettext("Calls the saved assistant's chat lane, voice and speech recognition once each and shows "
+                    "what answered (a paid lane's call is counted)."))
 
     @admin.display(description=_("Try it"))
     def browser_test(self, obj):
@@ -221,7 +241,7 @@ class AssistantAdmin(TenantScopedAdmin):
     # only a form has).
     VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
                         "knowledge_all": ["knowledge"], "knowledge_ids": [], "transcriber_lane": ["transcriber"],
-                        "transcriber_keyterms_text": []}
+                        "transcriber_keyterms_text": [], "realtime_lane": ["realtime"]}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -286,6 +306,8 @@ class AssistantAdmin(TenantScopedAdmin):
                  name="assistants_assistant_publish"),
             path("<str:assistant_id>/versions/<int:number>/restore/", self.admin_site.admin_view(self.restore_view),
                  name="assistants_assistant_restore"),
+            path("<str:assistant_id>/check/", self.admin_site.admin_view(self.check_view),
+                 name="assistants_assistant_check"),
         ] + super().get_urls()
 
     def _changeable(self, request: HttpRequest, assistant_id: str) -> Assistant:
@@ -310,6 +332,19 @@ class AssistantAdmin(TenantScopedAdmin):
         self._audit(request, assistant, "publish", version.number)
         self.message_user(request, gettext("Published as v%(number)d: callers are now answered with it.")
                           % {"number": version.number}, messages.SUCCESS)
+        return self._back(assistant)
+
+    def check_view(self, request: HttpRequest, assistant_id: str) -> HttpResponse:
+        """"Verbindung prüfen": each lane the saved assistant names is called once
+        (references.connection_test); every outcome is a message on its page."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        assistant = self._changeable(request, assistant_id)
+        outcomes = references.connection_test(assistant)
+        for ok, text in outcomes:
+            self.message_user(request, text, messages.SUCCESS if ok else messages.ERROR)
+        if not outcomes:
+            self.message_user(request, gettext("No connection to check."), messages.WARNING)
         return self._back(assistant)
 
     def restore_view(self, request: HttpRequest, assistant_id: str, number: int) -> HttpResponse:

@@ -7,6 +7,10 @@ from console.ids import ID_LENGTH, PrefixedId
 from console.tenants.querysets import TenantOwnedQuerySet
 
 DEFAULT_OPENING_TOUCHPOINT = "inbound.greeting"
+# How an assistant converses: hear → think → speak with our engines and lanes, or speech
+# to speech through a voice-agent lane (its `realtime`; agent_app/realtime.py).
+PIPELINE, REALTIME = "pipeline", "realtime"
+MODES = (PIPELINE, REALTIME)
 
 
 class Assistant(models.Model):
@@ -29,6 +33,15 @@ class Assistant(models.Model):
     transcriber = models.JSONField(
         _("transcriber"), default=dict, blank=True,
         help_text=_("Streaming speech recognition lane and its key terms; empty: this service's recognition."))
+    mode = models.CharField(
+        _("conversation mode"), max_length=16, default=PIPELINE,
+        choices=[(PIPELINE, _("Pipeline (recognition, language model, voice)")),
+                 (REALTIME, _("Realtime (speech to speech)"))],
+        help_text=_("Realtime: a voice-agent lane hears, thinks and speaks; the AI notice is still spoken first."))
+    # {"lane": a voice-agent lane of the registry (protocol openai-realtime)}; {}: none.
+    realtime = models.JSONField(
+        _("realtime lane"), default=dict, blank=True,
+        help_text=_("The voice-agent lane of the realtime mode."))
     instructions = models.TextField(
         _("instructions"), blank=True,
         help_text=_("The system prompt: who the assistant is and how it speaks (at most 20,000 characters)."))

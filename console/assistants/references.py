@@ -21,6 +21,7 @@ OPENING_TOUCHPOINT = "openingTouchpoint"
 GREETING = "greeting"  # the value: the greeting's text (linted by scripts_app's linter)
 MODEL_LANE = "model.lane"
 TRANSCRIBER_LANE = "transcriber.lane"  # the value: a lane id (a streaming stt lane of the registry)
+REALTIME_LANE = "realtime.lane"  # the value: a lane id (a voice-agent lane of the registry)
 VOICE_LANE = "voice"  # the value: a voice named `<lane>:<voice>` (a bare voice is not checked)
 HTTP_TOOLS = "tools"  # the value: the tool ids of the list (built-in names left out)
 KNOWLEDGE = "knowledge"  # the value: the list of document ids (never None, "all")
@@ -77,6 +78,21 @@ def thinks_offline(assistant):
 def lane_connection(assistant):
     """How the assistant's chat lane stands ("" where no app tells it)."""
     return _offline[1](assistant) if _offline and _offline[1] else ""
+
+
+# The admin's "Verbindung prüfen": each lane the assistant names, called once (tools_app,
+# which may call the gateway and speech).
+_connection_test: list[Callable[..., list[tuple[bool, str]]]] = []
+
+
+def register_connection_test(test: Callable[..., list[tuple[bool, str]]]) -> None:
+    """`test(assistant) -> [(ok, German text)]`, one per lane it called."""
+    _connection_test[:] = [test]
+
+
+def connection_test(assistant: Any) -> list[tuple[bool, str]]:
+    """The outcome of calling the assistant's lanes ([] where no app tells it)."""
+    return _connection_test[0](assistant) if _connection_test else []
 
 
 def reference_choices(name, *, tenants):

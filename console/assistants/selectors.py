@@ -98,8 +98,8 @@ def snapshot_changes(before: dict[str, Any], after: dict[str, Any], *, nested: b
     objects by their path: `model.lane`); `instructions` as a unified line diff
     (`"diff"`) instead of both texts."""
     changes: list[dict[str, Any]] = []
-    for name in after:
-        old, new = before.get(name), after[name]
+    for name in [*after, *(name for name in before if name not in after)]:  # a key removed is a change too
+        old, new = before.get(name), after.get(name)
         if old == new:
             continue
         if nested and isinstance(new, dict) and isinstance(old, dict):

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from rest_framework.fields import SkipField, empty
 
 from console.assistants.builtin_tools import builtin_tool_names
-from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT, Assistant
+from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT, MODES, Assistant
 from console.assistants.validation import (
     MAX_DESCRIPTION,
     MAX_END_CALL_PHRASES,
@@ -45,6 +45,11 @@ class TranscriberSerializer(serializers.Serializer):
                                      help_text="Names and terms the recogniser is told to expect (Deepgram keyterm).")
 
 
+class RealtimeSerializer(serializers.Serializer):
+    lane = serializers.CharField(max_length=100, help_text="A voice-agent lane of the registry whose protocol is a "
+                                                           "realtime one (openai-realtime), e.g. voice-agent-realtime.")
+
+
 class TransferTargetSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     e164 = serializers.CharField(max_length=40, help_text="Any format is accepted; stored and shown as E.164.")
@@ -74,9 +79,11 @@ class _AnyJSON(serializers.JSONField):
 
 
 def documented(field, *, required=False):
-    """A request field that takes any JSON value (console.assistants.validation checks
-    it, for the API and the admin alike) and that the document describes as `field`."""
-    return extend_schema_field(field)(type("DocumentedJSONField", (_AnyJSON,), {}))(required=required)
+    """A request field that takes any JSON value, null too (console.assistants.validation
+    checks it, for the API and the admin alike, and says what null means for each field)
+    and that the document describes as `field`."""
+    return extend_schema_field(field)(type("DocumentedJSONField", (_AnyJSON,), {}))(required=required,
+                                                                                   allow_null=True)
 
 
 class AssistantSerializer(serializers.ModelSerializer):
@@ -84,6 +91,9 @@ class AssistantSerializer(serializers.ModelSerializer):
     tools = serializers.ListField(child=serializers.CharField())
     knowledge = serializers.ListField(child=serializers.CharField(), allow_null=True)
     transcriber = serializers.JSONField(read_only=True, help_text="{\"lane\", \"keyterms\"}; {}: none.")
+    mode = serializers.ChoiceField(choices=list(MODES), help_text="pipeline (default) or realtime (speech to speech "
+                                                                  "through the `realtime` lane).")
+    realtime = serializers.JSONField(read_only=True, help_text="{\"lane\"}: the voice-agent lane; {}: none.")
     model = AssistantModelSerializer(source="*", read_only=True)
     transferTargets = TransferTargetSerializer(source="transfer_targets", many=True)
     analysis = AssistantAnalysisSerializer(source="*", read_only=True)
@@ -95,7 +105,7 @@ class AssistantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assistant
-        fields = ["id", "name", "description", "language", "voice", "transcriber",
+        fields = ["id", "name", "description", "language", "voice", "transcriber", "mode", "realtime",
                   "instructions", "openingTouchpoint", "greeting",
                   "tools", "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
                   "endCallPhrases", "createdAt", "updatedAt"]
@@ -111,6 +121,11 @@ class AssistantCreateSerializer(ClosedSerializer):
     language = documented(serializers.CharField(max_length=8, help_text="BCP 47, e.g. de (the default), en, de-AT."))
     voice = documented(serializers.CharField(max_length=64, allow_blank=True, help_text="\"\": the engine's default."))
     transcriber = documented(TranscriberSerializer(allow_null=True))
+    mode = documented(serializers.ChoiceField(
+        choices=list(MODES), allow_null=True,
+        help_text="pipeline (the default; null too) or realtime: a voice-agent lane (`realtime`) hears, thinks "
+                  "and speaks; the disclosure is spoken first by us."))
+    realtime = documented(RealtimeSerializer(allow_null=True))
     instructions = documented(serializers.CharField(max_length=MAX_INSTRUCTIONS, allow_blank=True,
                                                     help_text="The system prompt, German text."))
     openingTouchpoint = documented(serializers.CharField(

@@ -12,7 +12,7 @@ import re
 
 from console.assistants import references
 from console.assistants.builtin_tools import builtin_tool_names, is_builtin_tool
-from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT
+from console.assistants.models import DEFAULT_OPENING_TOUCHPOINT, MODES, PIPELINE, REALTIME
 from console.errors import ValidationFailed
 from console.json_schemas import schema_problems
 from console.phone import InvalidPhoneNumber, to_e164
@@ -38,9 +38,9 @@ HTTP_TOOL_ID = re.compile(r"^tl_[0-9a-z]{1,37}$")
 DOCUMENT_ID = re.compile(r"^[a-z]{1,5}_[0-9A-Za-z]{1,40}$")
 
 # The API's names of the fields, in the order of the representation.
-API_FIELDS = ("name", "description", "language", "voice", "transcriber", "instructions", "openingTouchpoint", "greeting", "tools",
-              "knowledge", "model", "transferTargets", "analysis", "maxDurationSec", "silenceTimeoutSec",
-              "endCallPhrases")
+API_FIELDS = ("name", "description", "language", "voice", "transcriber", "mode", "realtime", "instructions",
+              "openingTouchpoint", "greeting", "tools", "knowledge", "model", "transferTargets", "analysis",
+              "maxDurationSec", "silenceTimeoutSec", "endCallPhrases")
 # Deepgram's Nova-3 takes up to 100 key terms (speech_app/providers/deepgram_live.py).
 MAX_KEYTERMS = 100
 MODEL_KEYS = ("capability", "lane", "temperature", "maxTokens")
@@ -198,6 +198,35 @@ def _transcriber(problems, tenant, value):
     return {"lane": value["lane"], "keyterms": list(dict.fromkeys(term.strip() for term in keyterms))}
 
 
+def _mode(problems, tenant, data, instance):
+    """`mode` ("pipeline", "realtime"; null: "pipeline") and `realtime` ({"lane": a
+    voice-agent lane}; null or {}: none), as model values; realtime mode needs a lane
+    (sent now or kept from before)."""
+    values = {}
+    if "mode" in data:
+        mode = PIPELINE if data["mode"] is None else data["mode"]
+        if mode not in MODES:
+            problems.add("mode", f"Send one of {', '.join(MODES)}.")
+        else:
+            values["mode"] = mode
+    if "realtime" in data:
+        value = {} if data["realtime"] is None else data["realtime"]
+        if not isinstance(value, dict) or (value and not (isinstance(value.get("lane"), str) and value["lane"])):
+            problems.add("realtime", "Send {\"lane\": a voice-agent lane of the registry}, or null.")
+        else:
+            _unknown_keys(problems, "realtime", value, ("lane",))
+            if value:
+                for message in references.reference_problems(references.REALTIME_LANE, tenant=tenant,
+                                                             value=value["lane"]):
+                    problems.add("realtime.lane", message)
+            values["realtime"] = {"lane": value["lane"]} if value else {}
+    mode = values.get("mode", instance.mode if instance is not None else PIPELINE)
+    realtime = values.get("realtime", instance.realtime if instance is not None else {})
+    if mode == REALTIME and not (realtime or {}).get("lane") and "realtime" not in problems:
+        problems.add("realtime", "Realtime mode needs a voice-agent lane: send \"realtime\": {\"lane\": …}.")
+    return values
+
+
 def _transfer_targets(problems, value):
     if not isinstance(value, list):
         problems.add("transferTargets", "Send a list of {\"name\", \"e164\"} objects.")
@@ -329,6 +358,8 @@ def assistant_values(*, tenant, data, instance=None):
         transcriber = _transcriber(problems, tenant, data["transcriber"])
         if transcriber is not None:
             values["transcriber"] = transcriber
+    if "mode" in data or "realtime" in data:
+        values.update(_mode(problems, tenant, data, instance))
     if "instructions" in data:
         instructions = "" if data["instructions"] is None else data["instructions"]
         instructions = _text(problems, "instructions", instructions, maximum=MAX_INSTRUCTIONS)

@@ -15,6 +15,7 @@ PERIODIC_JOBS = (
     ("dial due campaign contacts", "campaigns_app.scheduler.campaigns_tick", 1),
     ("remove campaign contacts past their retention", "campaigns_app.retention.contacts_redact_expired", 1440),
     ("end calls whose conversation never began", "agent_app.services.agent_sessions_expire_all", 1),
+    ("send due SMS (reminders, retries)", "messaging_app.services.sms_due_send", 1),
 )
 # The prefix of the schedule rows this module owns (others, made in the admin, are kept).
 NAME_PREFIX = "stimmwerk: "

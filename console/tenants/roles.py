@@ -28,6 +28,7 @@ MEMBER_PERMISSIONS = {
     "tools_app.httptool": ("view",),
     "knowledge_app.knowledgedocument": ("view", "add"),
     "knowledge_app.knowledgesynonym": ("view",),
+    "messaging_app.sms": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -47,6 +48,7 @@ OWNER_PERMISSIONS = {
     "campaigns_app.blockednumber": _ALL,
     "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
     "knowledge_app.knowledgesynonym": _ALL,
+    "messaging_app.messagingsettings": ("view", "add", "change"),
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

@@ -5,6 +5,7 @@ import pytest
 from registry_app import snapshot
 from registry_app.demo import SHIPPED_DOCUMENT
 from registry_app.services import registry_load
+from tests.gateway_app.conftest import chat_server  # noqa: F401 - the fake model lanes' fixture (the lane check)
 
 
 @pytest.fixture(autouse=True)

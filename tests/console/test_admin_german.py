@@ -40,6 +40,8 @@ pytestmark = pytest.mark.django_db
 SAME_IN_GERMAN = {
     "id", "name", "status", "text", "url", "version", "details", "test", "audio", "lead", "leads", "spam", "system",
     "sha-256", "cluster", "hook", "cron", "json", "stimmwerk", "e-mail", "e-mail-adresse", "ok",
+    # SMS and the provider's name (messaging_app)
+    "sms", "twilio",
     # django-q2's own words that German keeps
     "minuten",
     # names of audio encodings
@@ -225,6 +227,8 @@ def demo(django_user_model):
     from gateway_app.models import LaneUsage
     from leads_app.models import Lead
     from leads_app.services import lead_set_status
+    from messaging_app.models import Sms
+    from messaging_app.services import messaging_settings_update
     from privacy_app import services as privacy
     from privacy_app.models import RetentionSettings
     from registry_app.models import LaneCooldown, LaneError, LaneHealth
@@ -243,6 +247,9 @@ def demo(django_user_model):
     RetentionSettings.objects.get_or_create(tenant=tenant)
     http_tool_create(tenant=tenant, data={"name": "termin_pruefen", "description": "Prüft, ob ein Termin frei ist.",
                                           "url": "https://praxis.example/termine"})
+    messaging_settings_update(tenant=tenant, data={"provider": "webhook", "webhook_url": "https://praxis.example/sms"})
+    Sms.objects.create(tenant=tenant, key="demo-sms", to_e164="+4917612345678", template="confirmation",
+                       text="Praxis: Ihr Termin ist bestätigt.", send_at=now)
     privacy.export_create(tenant=tenant, e164="+4917612345678", actor="user:operator")
     privacy.erasure_create(tenant=tenant, e164="+4915112345670", actor="user:operator")
     LaneUsage.objects.create(day=now.date(), lane_id="demo-lane", capability="tts", mode="mock", requests=3)

@@ -97,19 +97,24 @@ ENDPOINTS = [
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 14 + AUDIT,
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 16 + AUDIT,
      "is it an own number; the tenant locked and its exports counted (its cap); the agent sessions and the calls naming it (read once for size and document); the"
-     " rows (campaign contacts, leads, webhook deliveries; no calls here, so no lines or carriers); insert the"
-     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist);"
+     " rows (campaign contacts, leads, webhook deliveries, SMS; no calls here, so no lines or carriers); insert the"
+     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist, SMS);"
      " store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 17 + AUDIT,
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 18 + AUDIT,
      "is it an own number; the agent sessions naming it, the calls (locked) and leads; its blocklist entries and"
      " campaign contacts (locked; none here, so nothing more of campaigns); delete the analyses and the tool"
      " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
-     " deliveries naming it (locked), rewritten by one prepared UPDATE; the erased caller (get or create); the"
-     " receipt (the service audits it)"),
+     " deliveries naming it (locked), rewritten by one prepared UPDATE; the SMS to it (deleted); the erased"
+     " caller (get or create); the receipt (the service audits it)"),
+    ("GET", "/v2/messaging", None, 1, "the tenant's messaging settings (with their carrier)"),
+    ("PATCH", "/v2/messaging", {"templates": {"confirmation": "Ihr Termin ist bestätigt."}}, 3 + AUDIT,
+     "the tenant locked (two first changes at once make one row); the settings; their insert (the tenant never"
+     " chose before)"),
+    ("GET", "/v2/messaging/sms", None, 1, "the tenant's SMS"),
     ("POST", "/api/voice/agent/sessions", {}, 12 + AUDIT,
      "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first), its"
      " latest version; the"

@@ -107,7 +107,7 @@ def documented_agent_errors() -> dict[str, int]:
 
 # Where tool errors are made: the dispatch (tools_app) and the apps that declare built-in
 # tools (console.assistants.builtin_tools).
-TOOL_ERROR_MAKERS = ("tools_app", "calls_app", "campaigns_app", "knowledge_app", "console")
+TOOL_ERROR_MAKERS = ("tools_app", "calls_app", "campaigns_app", "knowledge_app", "messaging_app", "console")
 
 
 def _tool_error_sources() -> dict[str, ast.Module]:

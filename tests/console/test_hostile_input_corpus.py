@@ -116,6 +116,9 @@ def templates(objects):
         ("api/voice/agent/sessions", "post"): {"language": "de", "variables": {"companyName": "Acme"},
                                                "audio": {"encoding": "mulaw", "sampleRate": 8000}},
         ("v2/privacy/settings", "patch"): {"transcriptDays": 30, "recordingDays": None, "leadDays": 365},
+        ("v2/messaging", "patch"): {"provider": "webhook", "webhookUrl": "https://sms.acme.example/send",
+                                    "templates": {"confirmation": "Termin am {date} um {time}."},
+                                    "rotateSecret": True},
         ("v2/privacy/exports", "post"): {"phone": "0171 2345678"},
         ("v2/privacy/erasures", "post"): {"phone": "0171 9876543"},
         ("v2/^webhooks$", "post"): {"url": "https://hooks.acme.example/x", "event_types": ["lead.created"],
@@ -139,6 +142,9 @@ def templates(objects):
         ("voice/twilio/<str:carrier_id>/status", "post"): urlencode({
             "CallSid": "CAcorpus0001", "CallStatus": "completed", "CallDuration": "12"}).encode(),
         ("voice/asterisk/<str:carrier_id>/calls", "post"): {"from": "+491711234567", "to": CALLED},
+        # A warm hand-over's leg to the person (Twilio's form).
+        ("voice/twilio/<str:carrier_id>/warm", "post"): urlencode({
+            "CallSid": "CAcorpus0002", "CallStatus": "in-progress"}).encode(),
         ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
                                      "window": {"mon": {"start": "09:00", "end": "18:00"}}},
         ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
@@ -180,8 +186,10 @@ def path_values(objects):
         "voice/twilio/<str:carrier_id>/incoming": {"carrier_id": TWILIO_CARRIER},
         "voice/twilio/<str:carrier_id>/status": {"carrier_id": TWILIO_CARRIER},
         "voice/asterisk/<str:carrier_id>/calls": {"carrier_id": ASTERISK_CARRIER},
-        "voice/asterisk/<str:carrier_id>/calls/<str:call_uuid>/transfer": {
-            "carrier_id": ASTERISK_CARRIER, "call_uuid": "5f0c3d9e-2a41-4c3b-9d8e-0a1b2c3d4e5f"},
+        **{f"voice/asterisk/<str:carrier_id>/calls/<str:call_uuid>/{hook}": {
+            "carrier_id": ASTERISK_CARRIER, "call_uuid": "5f0c3d9e-2a41-4c3b-9d8e-0a1b2c3d4e5f"}
+           for hook in ("transfer", "whisper", "warm")},
+        "voice/twilio/<str:carrier_id>/warm": {"carrier_id": TWILIO_CARRIER},
         "voice/recordings/<str:call_id>.mp3": {"call_id": objects["call"]},
     }
 

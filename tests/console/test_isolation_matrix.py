@@ -54,6 +54,8 @@ from knowledge_app.services import knowledge_document_create, knowledge_synonyms
 from leads_app import widget_views
 from leads_app.models import Lead
 from leads_app.services import lead_create
+from messaging_app.models import MessagingSettings, Sms
+from messaging_app.services import messaging_settings_update
 from privacy_app.models import Erasure, Export, RetentionSettings
 from privacy_app.services import erasure_create, export_create, retention_settings_update
 from registry_app.views import RegistryAPIView
@@ -235,6 +237,10 @@ SCENARIOS = {
     "knowledge-search": Scenario({"get": 400}),
     "knowledge-synonyms": Scenario({"get": 200, "put": 200}, bodies={"put": [
         {"synonyms": [["Lieferzeit", "Versanddauer"]]}]}),
+    # B's own provider and SMS: changing them leaves A's alone; A's SMS are never listed.
+    "messaging-settings": Scenario({"get": 200, "patch": 200}, bodies={"patch": [
+        {"templates": {"confirmation": "Globex: Termin am {date}."}}]}),
+    "messaging-sms": Scenario({"get": 200}),
     "voice-outbound-calls": Scenario({"post": 400}, bodies={"post": [
         lambda a: {"to": "+4917698765430", "leadId": a.lead.pk},
         lambda a: {"to": "+4917698765430", "from": a.number.e164},
@@ -278,12 +284,17 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     contact = CampaignContact.objects.get(campaign=campaign)
     assert CampaignAttempt.objects.for_tenant(tenant_a).filter(contact=contact, state="dialled").exists()
     blocked, _ = campaigns.blocklist_add(tenant=tenant_a, phone="0176 99988877", note="Acme-Sperre")
+    messaging_settings_update(tenant=tenant_a, data={"provider": "webhook",
+                                                     "webhook_url": "https://acme-sms.example/send"})
+    sms = Sms.objects.create(tenant=tenant_a, key="acme-sms-1", call_id=call.pk, to_e164="+4915112345670",
+                             template="confirmation", text="Acme-SMS: Ihr Termin ist bestätigt.",
+                             send_at=tuesday)
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
                blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
-               "Quarkversand", "Acme-Fassung"]
+               "Quarkversand", "Acme-Fassung", "acme-sms", sms.pk, "Acme-SMS"]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
                            campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers)
@@ -296,7 +307,7 @@ def state_of(tenant):
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
                       CampaignAttempt, BlockedNumber, HttpTool, KnowledgeDocument, KnowledgePassage, KnowledgeSynonym,
-                      KnowledgeTerm)
+                      KnowledgeTerm, MessagingSettings, Sms)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

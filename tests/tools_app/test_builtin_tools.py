@@ -20,6 +20,7 @@ from console.assistants.builtin_tools import BuiltinTool, builtin_tool_names, bu
 from console.assistants.models import Assistant
 from knowledge_app.services import knowledge_document_create
 from leads_app.models import Lead
+from messaging_app.services import messaging_settings_update
 from tools_app.definitions import tool_definitions
 from tools_app.services import http_tool_create, tool_run
 from webhooks_app.models import Delivery
@@ -63,6 +64,8 @@ def test_every_built_in_tool_is_defined_in_the_openai_format(assistant, tenant_a
     tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "description": "Prüft Termine.",
                                                       "url": "https://acme.example/t"})
     assistant.tools = [*builtin_tool_names(), tool.pk]
+    # send_sms is offered where the tenant chose an SMS provider.
+    messaging_settings_update(tenant=tenant_a, data={"provider": "webhook", "webhook_url": "https://sms.acme.example/s"})
     definitions = tool_definitions(assistant=assistant)
     assert [d["function"]["name"] for d in definitions] == [*builtin_tool_names(), "termin"]
     for definition in definitions:
@@ -203,10 +206,10 @@ def test_every_list_of_built_in_tools_is_derived_from_the_declarations():
     from console.assistants.admin import AssistantForm
 
     names = builtin_tool_names()
-    assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out")
+    assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out", "send_sms")
     assert {tool.name: tool.owner for tool in builtin_tools()} == {
         "create_callback": "calls_app", "lookup_knowledge": "knowledge_app", "transfer_call": "calls_app",
-        "end_call": "calls_app", "opt_out": "campaigns_app"}
+        "end_call": "calls_app", "opt_out": "campaigns_app", "send_sms": "messaging_app"}
     assert registry.campaign_call_tools() == ("end_call", "opt_out")
     choices = AssistantForm().fields["tools"].choices
     assert [(value, str(label)) for value, label in choices[:len(names)]] == [
