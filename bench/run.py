@@ -40,6 +40,7 @@ from bench import (
     bench_pages,  # noqa: E402
     bench_phone,  # noqa: E402
     bench_privacy,  # noqa: E402
+    bench_providers,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
     bench_sip,  # noqa: E402
@@ -79,7 +80,7 @@ BENCHMARKS = [
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
     bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
-    bench_calendars.find_slots_latency,
+    bench_calendars.find_slots_latency, bench_providers.provider_latency,
 ]
 
 

@@ -683,6 +683,9 @@ AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
 AGENT_THINK_DEADLINE_SEC = env.float("AGENT_THINK_DEADLINE_SEC", default=15.0)
 AGENT_FIRST_TOKEN_SEC = env.float("AGENT_FIRST_TOKEN_SEC", default=4.0)
 AGENT_FILLER_AFTER_SEC = env.float("AGENT_FILLER_AFTER_SEC", default=0.8)
+# Euros one call's named speech lanes (an assistant's transcriber and voice, e.g.
+# Deepgram, Azure) may cost; past it the local engines hear and speak (agent_app.spend).
+AGENT_SPEECH_MAX_EUR = env.float("AGENT_SPEECH_MAX_EUR", default=0.5)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)

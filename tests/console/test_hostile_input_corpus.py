@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from twilio.request_validator import RequestValidator
 
-from calendars_app.models import Calendar
 from agent_app.scenario_services import scenario_create, scenario_run_create
+from calendars_app.models import Calendar
 from calls_app.models import Call
 from calls_app.services import carrier_create
 from calls_app.signing import signature_header

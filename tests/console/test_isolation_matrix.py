@@ -29,10 +29,10 @@ from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.test import APIClient
 
 from agent_app import demo_views
-from calendars_app.models import Appointment, Calendar
 from agent_app.models import Scenario as TestCase
 from agent_app.models import ScenarioRun
 from agent_app.scenario_services import scenario_create, scenario_run_create
+from calendars_app.models import Appointment, Calendar
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
 from campaigns_app import services as campaigns
