@@ -160,6 +160,9 @@ def templates(objects):
         # A warm hand-over's leg to the person (Twilio's form).
         ("voice/twilio/<str:carrier_id>/warm", "post"): urlencode({
             "CallSid": "CAcorpus0002", "CallStatus": "in-progress"}).encode(),
+        # ... and an Asterisk dialplan's outcome of one (CURL()'s form: Dial's DIALSTATUS).
+        ("voice/asterisk/<str:carrier_id>/calls/<str:call_uuid>/warm", "post"): urlencode({
+            "status": "NOANSWER"}).encode(),
         ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
                                      "window": {"mon": {"start": "09:00", "end": "18:00"}}},
         ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
