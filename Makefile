@@ -19,6 +19,8 @@ RUN_PORT ?= 8000
 RUN_WS_PORT ?= 8001
 # Asterisk's AudioSocket (phone calls from a PBX, docs/telephony.md): a TCP listener of its own.
 RUN_AUDIOSOCKET_PORT ?= 8002
+# The SIP agent (UDP and TCP; RTP on SIP_RTP_PORTS, default 40000-40999; docs/telephony.md).
+RUN_SIP_PORT ?= 5070
 # Debian packages, one list per command, each package with its reason (docs/operations.md);
 # tests/architecture/test_installed_programs.py fails when the code or the tests run a
 # program (or load a library or word list) that no package of these lists provides.
@@ -26,13 +28,15 @@ RUN_AUDIOSOCKET_PORT ?= 8002
 # eSpeak NG library that pyttsx3 loads to speak (libespeak-ng1).
 SYSTEM_PACKAGES := wngerman libespeak-ng1
 # The benchmarks (`make bench`): wrk is the load generator; PostgreSQL is the second
-# database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers.
-BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng
+# database measured (.ci/postgres); espeak-ng's command line speaks the voice agent's callers;
+# kamailio (a carrier's registrar) and baresip-core (a SIP phone) for the SIP call.
+BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng kamailio baresip-core
 # The test suite (`make test` and `make test-fast`, whose installed-programs test checks
 # them too): Chromium for the browser tests (Playwright drives it), the espeak-ng command
 # line (Whisper's determinism test hears its speech), Redis for the two-server tests
 # (.ci/redis), Node.js for OpenAI's npm package run against /v1 (tests/node), and the
-# benchmarks' packages, since a smoke test runs every benchmark.
+# benchmarks' packages (among them kamailio and baresip-core, which the SIP agent's tests
+# use too), since a smoke test runs every benchmark.
 TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server nodejs $(BENCH_SYSTEM_PACKAGES)
 # OpenAI's npm package, pinned by tests/node/package-lock.json: installed here (npm ci),
 # never while the tests run. npm comes with Node.js where Node.js bundles it, else from
@@ -53,7 +57,7 @@ run: install .env gateway-token migrate
 	$(MANAGE) seed_demo --base-url http://$(RUN_HOST):$(RUN_PORT)
 	@echo "Serving on http://$(RUN_HOST):$(RUN_PORT)/ with the voice agent and a job worker (Ctrl-C stops all)"
 	@echo "Voice agent: ws://$(RUN_HOST):$(RUN_WS_PORT)/api/voice/agent; talk to it at http://$(RUN_HOST):$(RUN_PORT)/widget/voice-demo or on an assistant's admin page (Im Browser testen)"
-	@echo "Phone calls: Twilio Voice URL http://$(RUN_HOST):$(RUN_PORT)/voice/twilio/<carrier>/incoming (stream on ws://$(RUN_HOST):$(RUN_WS_PORT)); AudioSocket on $(RUN_HOST):$(RUN_AUDIOSOCKET_PORT) (docs/telephony.md)"
+	@echo "Phone calls: Twilio Voice URL http://$(RUN_HOST):$(RUN_PORT)/voice/twilio/<carrier>/incoming (stream on ws://$(RUN_HOST):$(RUN_WS_PORT)); AudioSocket on $(RUN_HOST):$(RUN_AUDIOSOCKET_PORT); SIP agent on $(RUN_HOST):$(RUN_SIP_PORT) UDP+TCP, RTP ports $${SIP_RTP_PORTS:-40000-40999} (docs/telephony.md)"
 # The job worker has a session of its own: Ctrl-C reaches gunicorn only, and the worker
 # gets one TERM from the trap (a TERM to its child processes too can leave it hanging).
 # uvicorn (the agent's WebSocket and the carriers' media streams) and the AudioSocket
@@ -66,7 +70,8 @@ run: install .env gateway-token migrate
 	  --http console.asgi_http:H11WithRequestTimeout --ws-max-size 65536 \
 	  --lifespan off --no-access-log --log-level warning & agent=$$!; \
 	$(MANAGE) audiosocket --host $(RUN_HOST) --port $(RUN_AUDIOSOCKET_PORT) & phone=$$!; \
-	trap 'kill $$agent 2>/dev/null; kill $$phone 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
+	$(MANAGE) sip_agent --host $(RUN_HOST) --port $(RUN_SIP_PORT) & sip=$$!; \
+	trap 'kill $$agent 2>/dev/null; kill $$phone 2>/dev/null; kill $$sip 2>/dev/null; kill $$jobs 2>/dev/null; wait $$jobs' EXIT; \
 	AGENT_WS_URL=ws://$(RUN_HOST):$(RUN_WS_PORT) AGENT_VOICE_DEMO=1 VOICE_PUBLIC_BASE_URL=http://$(RUN_HOST):$(RUN_PORT) \
 	  $(BIN)/gunicorn console.wsgi --config gunicorn.conf.py --bind $(RUN_HOST):$(RUN_PORT) --workers 2 --error-logfile -
 

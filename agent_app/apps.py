@@ -28,3 +28,12 @@ class AgentAppConfig(AppConfig):
         from console.assistants.references import register_first_heard
 
         register_first_heard(first_heard)
+        # Test calls: their caps counted, and publishing plays them first.
+        from agent_app.scenario_services import scenarios_publish_check
+        from agent_app.selectors import scenario_runs_today, scenarios_kept
+        from console.assistants.services import publish_check_register
+        from console.quotas import register_usage
+
+        register_usage("scenarios", scenarios_kept)
+        register_usage("scenarioRuns", scenario_runs_today)
+        publish_check_register(scenarios_publish_check)

@@ -11,6 +11,7 @@ from typing import cast
 from django.conf import settings
 
 from agent_app.audio import WireFormat
+from agent_app.spend import CallSpend
 from console.assistants.models import Assistant
 from console.tenants.models import Tenant
 from registry_app.lanes.failover import LaneFailure
@@ -95,13 +96,14 @@ def voicemail_text(*, tenant: Tenant, touchpoint: str, variables: Mapping[str, s
                                              **(variables or {})}, disclosure=tenant.disclosure_text)
 
 
-def hear(pcm: bytes, *, language: str) -> str:
+def hear(pcm: bytes, *, language: str, phrases: list[str] | None = None) -> str:
     """What the caller said in `pcm` (16 kHz PCM, one utterance), by the engine that
-    serves the language."""
+    serves the language; `phrases` the assistant's vocabulary (Whisper's prompt)."""
     engine = recognizer_for(language)
     # No HTTP worker waits here, so the deadline is the agent's own; past it the caller
     # gets stt_busy for this utterance and the conversation goes on.
-    return engine.hear(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC)).text.strip()
+    return engine.hear(pcm, language=language, deadline=Deadline(settings.AGENT_STT_DEADLINE_SEC),
+                       phrases=phrases).text.strip()
 
 
 def draft(pcm: bytes, *, language: str) -> str | None:
@@ -133,35 +135,52 @@ OnStream = Callable[[Callable[[], None]], Callable[[], None]]
 
 
 def speak(text: str, *, language: str, voice: str, wire: WireFormat,
-          on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None) -> Iterator[bytes]:
+          on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
+          spend: CallSpend | None = None) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
     audio, so that the first sentence can be sent while the next is being made.
 
     A voice named `<lane>:<voice>` whose lane streams (speech_app.streaming: Azure, …) is
     asked for the wire's own encoding and its audio handed on as it arrives; closing the
     iterator (barge-in) cancels it at the provider, and so does `on_stream`'s cancel at once,
-    while the provider is still making the audio. When that lane fails before its first
-    audio (cannot be called, connect error, 4xx/5xx, no audio in time) the text is spoken
-    by the local engines instead and `on_note` gets a note for the transcript; when it
-    fails after, the note says the rest of the text was cut."""
+    while the provider is still making the audio. When that lane cannot be called, is
+    past the call's budget (`spend`), or fails (connect error, 4xx/5xx, no audio for
+    SYNTHESIS_STALL_SECONDS) the next lane of the plan speaks the sentence — the
+    router's lanes for the language (paid ones within GATEWAY_MAX_EUR), the local voice
+    last — and `on_note` gets a note for the transcript; a sentence cut off mid-way is
+    spoken again whole."""
     named = lane_voice(voice)
     bare = named[1] if named else voice
     try:
         streaming = streaming_synthesizer_for(voice)
     except LaneFailure as failure:
         streaming = None
-        _noted(on_note, f"Speech lane {named[0] if named else voice} cannot be called ({failure.outcome}): "
-                        "the local voice speaks.")
+        _noted(on_note, lane_note("tts", named[0] if named else voice, failure))
         bare = language
     if streaming is not None:
-        given = yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note,
-                                     on_stream=on_stream)
-        if given:
+        if (yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note,
+                                 on_stream=on_stream, spend=spend)):
             return
         bare = language
     engine = synthesizer_for(language, voice=bare)
     for speech in engine.stream(text, voice=bare or language):
         yield wire.from_pcm(speech.pcm, speech.sample_rate)
+
+
+# The transcript's notes when a named speech lane is not used or fails, by capability.
+_LANE_ROLES = {"tts": ("Sprachausgabe", "die lokale Stimme spricht"),
+               "stt": ("Spracherkennung", "die lokale Spracherkennung hört")}
+
+
+def lane_note(capability: str, lane_id: str, failure: LaneFailure, *, cut: bool = False) -> str:
+    """The transcript's note (German, as every system line) of a speech lane that the
+    local engines replace: why (its LaneFailure's outcome), and who takes over."""
+    role, takes_over = _LANE_ROLES[capability]
+    if failure.outcome == "over_budget":
+        return f"{role} {lane_id}: das Budget des Gesprächs ist aufgebraucht ({failure.detail}), {takes_over}."
+    what = "ausgefallen" if failure.outcome not in ("unavailable", "no_key", "cooldown") else "nicht nutzbar"
+    again = " den Satz noch einmal" if cut else ""
+    return f"{role} {lane_id} {what} ({failure.outcome}): {takes_over}{again}."
 
 
 def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
@@ -171,19 +190,25 @@ def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
 
 
 def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
-              on_note: Callable[[str], None] | None, on_stream: OnStream | None) -> Generator[bytes, None, bool]:
+              on_note: Callable[[str], None] | None, on_stream: OnStream | None,
+              spend: CallSpend | None) -> Generator[bytes, None, bool]:
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
-    whether any came (False: the caller falls back to the local engines). Its use is
-    counted in the lane's usage, a failure too (with a cooldown when the lane is
-    unwell); a lane cooling down is not asked."""
+    whether it spoke the whole text (False: the caller has the next lane speak it, also
+    after a part that broke off). Its use is counted in the lane's usage and the call's
+    spend, a failure too (with a cooldown when the lane is unwell, or its key was
+    refused); a lane cooling down is not asked (its failure was noted when it happened)."""
     given, stream, carry, sent, forget = False, None, b"", 0, None
     try:
         step = streaming_speech_step(engine.lane_id, characters=len(text))
+        if spend is not None and not spend.take(step.estimate_eur):
+            raise LaneFailure("over_budget", f"{spend.spent:.4f} von {spend.max_eur:g} EUR")
     except LaneFailure as failure:
-        if failure.outcome == "cooldown":  # its failure was noted when it happened
+        quiet = failure.outcome == "cooldown" or (  # noted when it failed, or when the budget first refused it
+            failure.outcome == "over_budget" and spend is not None and not spend.first_refusal(engine.lane_id))
+        if quiet:
             logger.info("Speech lane %s not asked: %s", engine.lane_id, failure.detail)
         else:
-            _noted(on_note, f"Speech lane {engine.lane_id} not asked ({failure.outcome}): the local voice speaks.")
+            _noted(on_note, lane_note("tts", engine.lane_id, failure))
         return False
     try:
         stream = engine.speak(text, audio=call_audio(wire), language=language)
@@ -196,12 +221,11 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
                 given, sent = True, sent + len(data)
                 yield data
         streaming_speech_done(step, characters=len(text), audio_seconds=sent / wire.bytes_per_second)
-        return given
+        return given  # an answer without audio is spoken by the next lane
     except LaneFailure as failure:
         streaming_speech_failed(step, failure)
-        _noted(on_note, f"Speech lane {engine.lane_id} failed ({failure.outcome})"
-                        + (": the rest of the sentence is missing." if given else ": the local voice speaks."))
-        return given
+        _noted(on_note, lane_note("tts", engine.lane_id, failure, cut=given))
+        return False
     finally:
         if forget is not None:
             forget()
@@ -220,10 +244,10 @@ def call_audio(wire: WireFormat) -> CallAudio:
     return CallAudio("linear16" if wire.encoding == "pcm_s16le" else cast(Encoding, wire.encoding), wire.sample_rate)
 
 
-def speak_whole(text: str, *, language: str, voice: str, wire: WireFormat) -> bytes:
+def speak_whole(text: str, *, language: str, voice: str, wire: WireFormat, spend: CallSpend | None = None) -> bytes:
     """`text` spoken, all of it at once (what must be heard out, such as the goodbye at a
     grant's end)."""
-    return b"".join(speak(text, language=language, voice=voice, wire=wire))
+    return b"".join(speak(text, language=language, voice=voice, wire=wire, spend=spend))
 
 
 # The openings spoken lately, by their exact text, voice, engine version and wire
@@ -234,13 +258,15 @@ _openings_lock = threading.Lock()
 
 
 def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat,
-                  on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None) -> Iterator[bytes]:
+                  on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
+                  spend: CallSpend | None = None) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
     first time, each sentence is handed on as soon as it is made. A voice of a named lane
     (`<lane>:<voice>`) is not kept: the lane or, when it fails, the local engines speak it."""
     if lane_voice(voice) is not None:
-        yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note, on_stream=on_stream)
+        yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note, on_stream=on_stream,
+                         spend=spend)
         return
     engine = synthesizer_for(language, voice=voice)
     key = (text, voice or language, type(engine).__name__, engine.version, wire)

@@ -50,8 +50,14 @@ T = TypeVar("T")
 # Frames of silence (30 ms each) after which a turn ends when the end-of-turn model did
 # not say it was complete: ~1 s, twice the fixed pause, for a caller who stops mid-sentence.
 LONG_HANGOVER = 34
-# Seconds a turn's end waits for the streaming recogniser's final result after Finalize.
-FINAL_WAIT_SEC = 1.0
+# Seconds a turn's end waits for the streaming recogniser's final result after Finalize
+# (Deepgram answers within a few hundred ms); past it the turn's audio is heard by the
+# next lane, so that a provider gone silent keeps the caller's dead air within ~1.5 s.
+FINAL_WAIT_SEC = 0.5
+# Seconds before our own pause within which the provider's end of speech still ends the
+# turn at that pause (its endpointing may hear the silence a few frames before our
+# voice activity detector does).
+PROVIDER_LEAD_SEC = 0.5
 # Seconds of speech between two partial transcripts.
 PARTIAL_EVERY_SEC = 1.0
 # The end-of-turn model's own threads (one inference each): never queued behind recognition.
@@ -100,6 +106,9 @@ class Hearing:
         self.interim_pending = False  # it showed words it has not made final yet
         self.final_arrived = asyncio.Event()
         self.incomplete_pause = 0  # the pause for which Smart Turn said "incomplete"
+        self.provider_ended_at: float | None = None  # loop time of its end of speech heard while we heard speech
+        # The assistant's vocabulary (its transcriber's keyterms): the provider's and Whisper's hint.
+        self.keyterms: list[str] = []
 
     # --- a streaming recogniser ------------------------------------------------------------
     def listen_with(self, ears: Ears) -> None:
@@ -136,14 +145,17 @@ class Hearing:
         """The streaming recogniser failed (on the loop): the local engines hear from now on."""
         lane = self.ears.lane_id if self.ears is not None else "?"
         if self.on_note is not None:
-            self.on_note(f"Speech recognition lane {lane} failed ({failure.outcome}): this service's recognition "
-                         "hears.")
+            self.on_note(conversation.lane_note("stt", lane, failure))
         self.final_arrived.set()
 
     def _provider_ended(self) -> None:
         """The provider's end of speech: it ends the turn during a pause that Smart Turn did
-        not call incomplete (while the caller speaks again, it is stale)."""
-        if not self.endpointer.paused or self.incomplete_pause == self.pause_no:
+        not call incomplete; one that comes while our detector still hears speech ends the
+        turn at the pause that follows within PROVIDER_LEAD_SEC (later, it is stale)."""
+        if not self.endpointer.paused:
+            self.provider_ended_at = self.loop.time() if self.endpointer.speaking else None
+            return
+        if self.incomplete_pause == self.pause_no:
             return
         utterance = self.endpointer.end_now()
         if utterance is not None:
@@ -205,8 +217,13 @@ class Hearing:
     # --- the end of a turn -------------------------------------------------------------
     def _paused(self, pause: Pause) -> None:
         model = smart_turn()
+        ended_before, self.provider_ended_at = self.provider_ended_at, None
         if pause.first:
             self.pause_no += 1
+            if self.streaming and ended_before is not None and self.loop.time() - ended_before <= PROVIDER_LEAD_SEC:
+                utterance = self.endpointer.end_now()  # the provider heard the end a moment before we did
+                if utterance is not None:
+                    return self._ended(utterance)
             if not self.streaming:  # a streaming recogniser's results are there when the turn ends
                 self.speculation = (self.pause_no, self._spawn(self._recognise(pause.pcm)))
             # The model decides when it is there (loaded by get_ready); else the fixed pause.
@@ -238,7 +255,7 @@ class Hearing:
                           decided_at=self.loop.time(), speculative=speculative))
 
     async def _recognise(self, pcm: bytes) -> str:
-        return await _hear(pcm, language=self.language)
+        return await _hear(pcm, language=self.language, phrases=self.keyterms or None)
 
     # --- partial transcripts -----------------------------------------------------------
     def _maybe_partial(self) -> None:

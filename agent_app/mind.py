@@ -203,8 +203,7 @@ class Mind:
         rules: only the assistant's tools, a transfer only to its transfer targets."""
         # Tools are offered only with an assistant (a lane that calls one unoffered fails the turn, as before).
         assert self.assistant is not None
-        result = tool_run(assistant=self.assistant, call_id=self.call_id, name=name, arguments=arguments,
-                          also=self.also)
+        result = self._tool_result(name, arguments)
         action = result.get("action") if result.get("action") in ("transfer", "end_call") else ""
         return ToolOutcome(result=result, note=tool_call_note(name=name, arguments=arguments, result=result),
                            action=str(action or ""), target=result["result"] if action == "transfer" else None)
@@ -218,6 +217,12 @@ class Mind:
             reply.action, reply.target = "transfer", outcome.target
         elif outcome.action == "end_call" and not reply.action:
             reply.action = "end_call"
+
+    def _tool_result(self, name: str, arguments: object) -> dict[str, Any]:
+        """The tool's result (tools_app runs it; a test call's mind answers in a sandbox)."""
+        assert self.assistant is not None
+        return tool_run(assistant=self.assistant, call_id=self.call_id, name=name, arguments=arguments,
+                        also=self.also)
 
     def _trim(self) -> None:
         """Drops the oldest turns until the history fits HISTORY_BUDGET_BYTES; a tool

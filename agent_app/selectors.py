@@ -1,13 +1,14 @@
 """Reads of the voice agent's sessions for the privacy features (registered with
 calls_app.call_data, see agent_app/apps.py); every query starts from the tenant."""
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import TextField
 from django.db.models.functions import Cast
+from django.utils import timezone
 
-from agent_app.models import AgentSession
+from agent_app.models import AgentSession, Scenario, ScenarioRun
 from console.tenants.models import Tenant
 
 
@@ -31,3 +32,14 @@ def agent_sessions_export(*, tenant: Tenant, call_ids: Iterable[str]) -> list[di
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def scenarios_kept(tenant: Tenant) -> int:
+    """The tenant's scenarios (TENANT_MAX_SCENARIOS)."""
+    return Scenario.objects.for_tenant(tenant).count()
+
+
+def scenario_runs_today(tenant: Tenant) -> int:
+    """The tenant's test runs of the last 24 hours (TENANT_MAX_SCENARIO_RUNS_PER_DAY)."""
+    since = timezone.now() - timedelta(days=1)
+    return ScenarioRun.objects.for_tenant(tenant).filter(created_at__gte=since).count()

@@ -44,6 +44,7 @@ from agent_app.listening import Ears
 from agent_app.mind import Mind, Reply, assistant_of, filler
 from agent_app.models import AgentSession
 from agent_app.speaking import STAGE_COLUMNS, Lines, SpeechItem, TurnTiming, synthesise
+from agent_app.spend import CallSpend
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
@@ -227,6 +228,8 @@ class Conversation:
         self.call_id = context.call_id
         self.language = context.language
         self.loop = asyncio.get_running_loop()
+        # What the call's named speech lanes have cost (agent_app.spend): within AGENT_SPEECH_MAX_EUR.
+        self.spend = CallSpend(settings.AGENT_SPEECH_MAX_EUR)
         self.hearing = Hearing(language=self.language, loop=self.loop, on_turn=self._heard,
                                on_partial=self._partial, on_note=lambda text: self._write(self._note(SYSTEM, text)))
         self.endpointer = self.hearing.endpointer
@@ -406,16 +409,17 @@ class Conversation:
         now on; one that cannot be called leaves it to the local engines, with a note."""
         assistant = self.mind.assistant if self.mind is not None else None
         transcriber = (assistant.transcriber if assistant is not None else None) or {}
+        # The vocabulary is the provider's keyterms and the local recogniser's prompt alike.
+        self.hearing.keyterms = [str(term) for term in transcriber.get("keyterms") or []]
         if not transcriber.get("lane"):
             return
         try:
             engine = await _transcriber(transcriber["lane"])
         except LaneFailure as failure:
-            self._write(self._note(SYSTEM, f"Speech recognition lane {transcriber['lane']} cannot be called "
-                                           f"({failure.outcome}): this service's recognition hears."))
+            self._write(self._note(SYSTEM, conversation.lane_note("stt", transcriber["lane"], failure)))
             return
         self.hearing.listen_with(Ears(engine, audio=conversation.call_audio(self.wire), language=self.language,
-                                      keyterms=list(transcriber.get("keyterms") or []), loop=self.loop,
+                                      keyterms=self.hearing.keyterms, loop=self.loop, spend=self.spend,
                                       on_event=self.hearing.heard, on_failure=self.hearing.lost))
 
     async def _turns(self) -> None:
@@ -568,7 +572,7 @@ class Conversation:
         transcript gets one line for it all, when it ends (or is interrupted)."""
         audio: asyncio.Queue[SpeechItem] = asyncio.Queue()
         producer = asyncio.ensure_future(synthesise(lines, audio, opening=opening, language=self.language,
-                                                    voice=self.context.voice, wire=self.wire))
+                                                    voice=self.context.voice, wire=self.wire, spend=self.spend))
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1
         began: float | None = None
         lead, sent, announced = settings.AGENT_SPEECH_LEAD_SEC, 0, 0
@@ -707,7 +711,8 @@ class Conversation:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
         await self.transport.clear_audio()
-        audio = await _speak_whole(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire)
+        audio = await _speak_whole(GOODBYE, language=self.language, voice=self.context.voice, wire=self.wire,
+                                   spend=self.spend)
         await self.send_event({"type": "agent.speaking", "text": GOODBYE})
         await self._note(ASSISTANT, GOODBYE)
         chunk = int(self.wire.bytes_per_second * SPEECH_CHUNK_SEC) & ~1

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agent_app import conversation
 from agent_app.audio import WireFormat
+from agent_app.spend import CallSpend
 from agent_app.threads import in_pool
 
 # What the synthesis hands the loop: (part index, wire audio), a system note for the
@@ -136,7 +137,7 @@ class Lines:
 
 
 def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, language: str, voice: str,
-             wire: WireFormat) -> None:
+             wire: WireFormat, spend: CallSpend | None = None) -> None:
     """The synthesis thread: (part index, wire audio) sentence by sentence through
     `put` (and a note when a speech lane failed and the local engines took over), then
     None — or the exception that stopped it."""
@@ -145,9 +146,9 @@ def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, 
         while (part := lines.next(index)) is not None:
             pieces: Iterator[bytes] = (
                 conversation.opening_audio(part, language=language, voice=voice, wire=wire, on_note=put,
-                                           on_stream=lines.on_stop) if opening
+                                           on_stream=lines.on_stop, spend=spend) if opening
                 else conversation.speak(part, language=language, voice=voice, wire=wire, on_note=put,
-                                        on_stream=lines.on_stop))
+                                        on_stream=lines.on_stop, spend=spend))
             try:
                 for pcm in pieces:
                     if lines.stopped:
@@ -167,16 +168,17 @@ _produce_in_pool = in_pool(_SYNTHESIS, _produce)
 
 
 async def synthesise(lines: Lines, audio: "asyncio.Queue[SpeechItem]", *, opening: bool, language: str, voice: str,
-                     wire: WireFormat) -> None:
+                     wire: WireFormat, spend: CallSpend | None = None) -> None:
     """Puts (part index, wire audio) on the asyncio queue `audio` as each sentence of
     `lines` is made, then None (or the exception that stopped it). The opening's audio
-    comes from the process's cache of openings (conversation.opening_audio)."""
+    comes from the process's cache of openings (conversation.opening_audio); a named
+    lane's sentences are paid from the call's `spend`."""
     loop = lines.loop
 
     def put(item: SpeechItem) -> None:
         loop.call_soon_threadsafe(audio.put_nowait, item)
 
-    await _produce_in_pool(lines, put, opening=opening, language=language, voice=voice, wire=wire)
+    await _produce_in_pool(lines, put, opening=opening, language=language, voice=voice, wire=wire, spend=spend)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import urllib.request
 import uuid
 
 from bench.bench_agent import SENTENCES, _percentile, _served
-from bench.harness import create_tenant_with_key, sized, stop, temp_project
+from bench.harness import create_tenant_with_key, dead_air, sized, stop, temp_project
 
 ACCOUNT, TOKEN = "AC" + "0" * 32, "b" * 32
 CALLER, CALLED = "+4917612345678", "+4930555000111"
@@ -44,13 +44,13 @@ for index, text in enumerate({sentences!r}):
 SILENCE = b"\xff" * 160  # 20 ms of μ-law silence
 
 
-def _incoming(base):
-    """The carrier's voice webhook for a new call: (call sid, stream URL, token)."""
+def _incoming(base, called=CALLED):
+    """The carrier's voice webhook for a new call to `called`: (call sid, stream URL, token)."""
     from twilio.request_validator import RequestValidator
 
     call_sid = "CA" + uuid.uuid4().hex
     url = f"{base}/voice/twilio/tw1/incoming"
-    params = {"CallSid": call_sid, "AccountSid": ACCOUNT, "From": CALLER, "To": CALLED, "CallStatus": "ringing",
+    params = {"CallSid": call_sid, "AccountSid": ACCOUNT, "From": CALLER, "To": called, "CallStatus": "ringing",
               "Direction": "inbound"}
     request = urllib.request.Request(url, data=urllib.parse.urlencode(params).encode(), method="POST", headers={
         "X-Twilio-Signature": RequestValidator(TOKEN).compute_signature(url, params),
@@ -62,19 +62,23 @@ def _incoming(base):
     return call_sid, stream, token
 
 
-async def _call(base, speeches, turns):
-    """One phone call of `turns` utterances; the latency of each reply's first media message."""
+async def _call(base, speeches, turns, called=CALLED, dead_airs=None):
+    """One phone call of `turns` utterances to `called`; the latency of each reply's
+    first media message (and, into `dead_airs`, the longest silence within each reply)."""
     from websockets.asyncio.client import connect
 
-    call_sid, url, token = _incoming(base)
-    latencies, marks, media = [], [], []
+    call_sid, url, token = _incoming(base, called)
+    latencies, marks, media = [], [], []  # media: (arrival, bytes of audio)
     async with connect(url, max_size=1 << 22, open_timeout=60) as ws:
         sid = "MZ" + uuid.uuid4().hex
 
         async def read():
             async for message in ws:
                 event = json.loads(message)
-                (marks if event["event"] == "mark" else media).append(time.monotonic())
+                if event["event"] == "mark":
+                    marks.append(time.monotonic())
+                elif event["event"] == "media":
+                    media.append((time.monotonic(), len(base64.b64decode(event["media"]["payload"]))))
 
         reader = asyncio.create_task(read())
 
@@ -103,11 +107,13 @@ async def _call(base, speeches, turns):
         for turn in range(turns):
             await send_audio(speeches[turn % len(speeches)])
             spoken_end, seen = time.monotonic(), len(marks)
-            if not await silence_until(lambda end=spoken_end: media and media[-1] > end):
+            if not await silence_until(lambda end=spoken_end: media and media[-1][0] > end):
                 latencies.append(float("inf"))  # never answered: counts as too slow
                 continue
-            latencies.append(next(at for at in media if at > spoken_end) - spoken_end)
+            latencies.append(next(at for at, _ in media if at > spoken_end) - spoken_end)
             await silence_until(lambda before=seen: len(marks) > before)  # the reply was sent in full
+            if dead_airs is not None:
+                dead_airs.append(dead_air([item for item in media if item[0] > spoken_end], 8000))
         await ws.send(json.dumps({"event": "stop", "streamSid": sid}))
         reader.cancel()
     return latencies

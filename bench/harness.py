@@ -387,3 +387,16 @@ def print_table(title, rows):
         cells = [str(row[c]).ljust(widths[c]) if i == 0 else str(row[c]).rjust(widths[c])
                  for i, c in enumerate(columns)]
         print(" | ".join(cells))
+
+
+def dead_air(arrivals, bytes_per_second):
+    """The longest silence a caller hears within the agent's speech, from `arrivals`
+    [(monotonic time, bytes)] of its audio in order: each piece plays from its arrival or
+    when the one before ends, whichever is later; a piece that arrives after the audio
+    before it ran out leaves that gap."""
+    longest, playing_until = 0.0, None
+    for at, size in arrivals:
+        if playing_until is not None and at > playing_until:
+            longest = max(longest, at - playing_until)
+        playing_until = max(at, playing_until or at) + size / bytes_per_second
+    return longest

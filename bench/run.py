@@ -40,8 +40,10 @@ from bench import (
     bench_pages,  # noqa: E402
     bench_phone,  # noqa: E402
     bench_privacy,  # noqa: E402
+    bench_providers,  # noqa: E402
     bench_registry,  # noqa: E402
     bench_scripts,  # noqa: E402
+    bench_sip,  # noqa: E402
     bench_speed,  # noqa: E402
     bench_tools,  # noqa: E402
     bench_webhooks,  # noqa: E402
@@ -77,8 +79,8 @@ BENCHMARKS = [
     bench_chat.first_sentence, bench_tools.tool_round_trip,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
-    bench_phone.phone_reply_latency,
-    bench_calendars.find_slots_latency,
+    bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
+    bench_calendars.find_slots_latency, bench_providers.provider_latency,
 ]
 
 

@@ -77,7 +77,7 @@ _CURRENT = {"type": "string", "maxLength": 200,
             "description": "Welcher Termin (die Worte des Anrufers, z. B. \"am Dienstag\"), wenn er mehrere hat."}
 
 FIND_SLOTS = BuiltinTool(
-    name="find_slots", label=_("Find free appointments (find_slots)"), owner="calendars_app", position=61,
+    name="find_slots", label=_("Find free appointments (find_slots)"), owner="calendars_app", position=60,
     description=(
         "Sucht freie Termine im Kalender. when: der Wunsch des Anrufers in seinen Worten (\"nächsten Dienstag "
         "vormittag\", \"übermorgen um halb elf\", \"am 3.12.\"). Nennen Sie dem Anrufer die Termine mit Wochentag, "
@@ -91,7 +91,7 @@ FIND_SLOTS = BuiltinTool(
 
 BOOK_APPOINTMENT = BuiltinTool(
     name="book_appointment", label=_("Book an appointment (book_appointment)"), owner="calendars_app",
-    position=62,
+    position=61,
     description=(
         "Bucht einen Termin, den find_slots angeboten und der Anrufer bestätigt hat, auf seinen Namen und seine "
         "Nummer. Lesen Sie danach den gebuchten Termin vor (said)."),
@@ -101,7 +101,7 @@ BOOK_APPOINTMENT = BuiltinTool(
 
 MOVE_APPOINTMENT = BuiltinTool(
     name="move_appointment", label=_("Move an appointment (move_appointment)"), owner="calendars_app",
-    position=63,
+    position=62,
     description=("Verschiebt den Termin des Anrufers (gefunden über seine Nummer und seinen Namen) auf einen "
                  "neuen Beginn, den find_slots angeboten hat."),
     parameters={"type": "object", "properties": {"name": _NAME, "start": _START, "current": _CURRENT},
@@ -110,7 +110,7 @@ MOVE_APPOINTMENT = BuiltinTool(
 
 CANCEL_APPOINTMENT = BuiltinTool(
     name="cancel_appointment", label=_("Cancel an appointment (cancel_appointment)"), owner="calendars_app",
-    position=64,
+    position=63,
     description="Sagt den Termin des Anrufers ab (gefunden über seine Nummer und seinen Namen).",
     parameters={"type": "object", "properties": {"name": _NAME, "current": _CURRENT},
                 "required": ["name"], "additionalProperties": False},

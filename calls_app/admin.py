@@ -18,7 +18,7 @@ from calls_app.kinds.credentials import credentials_clean, credentials_of, crede
 from calls_app.models import Call, CallAnalysis, Carrier, UsageCounter
 from calls_app.recordings import recording_link
 from calls_app.search import calls_search
-from calls_app.selectors import call_latency
+from calls_app.selectors import call_latency, sip_registration_states
 from console.admin_display import choice_label, local_datetime, minutes_seconds, phone_cell
 from console.admin_export import CsvExportMixin
 from console.audit.admin import AuditedAdminMixin
@@ -236,8 +236,10 @@ class CarrierAdminForm(forms.ModelForm):
                  if cleaned.get(field.name)}
         if given:
             try:
+                declared = KINDS.get(self.instance.kind)
                 values = credentials_clean(self.credential_fields, given, kind=self.instance.kind,
-                                           current=credentials_of(self.instance))
+                                           current=credentials_of(self.instance),
+                                           check=declared.check if declared is not None else None)
             except ValidationFailed as exc:
                 for name, messages in exc.details.items():
                     self.add_error(name if name in self.fields else None, " ".join(messages))
@@ -256,13 +258,17 @@ def _credentials_form(kind: CarrierKind | None) -> type[CarrierAdminForm]:
     return type("CarrierCredentialsForm", (CarrierAdminForm,), {**declared, "credential_fields": fields})
 
 
+SIP_STATE_LABELS = {"registered": _("registered"), "registering": _("registering"), "failing": _("failing"),
+                    "static": _("static (no registration)")}
+
+
 @admin.register(Carrier)
 class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin):
     """Carriers serve every tenant: only superusers see or change them."""
 
     form = CarrierAdminForm
-    list_display = ["id", "name", "kind_label", "caller_id", "created_at", "secret_rotated_at"]
-    readonly_fields = ["id", "kind_label", "created_at", "secret_rotated_at"]
+    list_display = ["id", "name", "kind_label", "caller_id", "sip_state", "created_at", "secret_rotated_at"]
+    readonly_fields = ["id", "kind_label", "sip_state", "created_at", "secret_rotated_at"]
     actions = ["probe_connection"]
 
     @admin.display(description=_("kind"), ordering="kind")
@@ -270,10 +276,20 @@ class CarrierAdmin(SuperuserOnlyAdminMixin, AuditedAdminMixin, admin.ModelAdmin)
         kind = KINDS.get(carrier.kind)
         return kind.label if kind is not None else carrier.kind
 
+    @admin.display(description=_("registration"))
+    def sip_state(self, carrier):
+        """A SIP trunk's registration as the SIP agent last reported it (else empty)."""
+        state = sip_registration_states().get(carrier.pk) if carrier.kind == "sip" else None
+        if state is None:
+            return ""
+        label = SIP_STATE_LABELS.get(state["state"], state["state"])
+        return f"{label} ({state['reason']})" if state["reason"] else label
+
     def get_fields(self, request, obj=None):
         kind = KINDS.get(obj.kind) if obj is not None else None
         credentials = [field.name for field in kind.credentials] if kind is not None else []
-        return ["id", "name", "kind_label", "caller_id", *credentials, "created_at", "secret_rotated_at"]
+        state = ["sip_state"] if obj is not None and obj.kind == "sip" else []
+        return ["id", "name", "kind_label", "caller_id", *state, *credentials, "created_at", "secret_rotated_at"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         kwargs["form"] = _credentials_form(KINDS.get(obj.kind) if obj is not None else None)

@@ -33,6 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 from django.utils.translation import pgettext_lazy
 
 from calls_app.models import Call, CallAnalysis
@@ -334,6 +335,30 @@ def analysis_by_policy(*, call: Call, lines: Sequence[tuple[str, str]], config: 
                                        summary=summary)
     return {"summary": summary, "structured": structured,
             "success": policy_success(criteria=config["successCriteria"], facts=facts, lines=lines)}
+
+
+def analysis_of_transcript(*, assistant: Assistant, lines: Sequence[tuple[str, str]],
+                           actions: list[dict[str, Any]], caller: str = "") -> dict[str, Any]:
+    """The structured data the analysis would write for a call with this transcript and
+    these actions of the assistant (`Call.assistant_actions`' shape): a test call's
+    (agent_app.scenario_runs), of which no call is stored and nothing is announced. By
+    the assistant's lane as for a call, else by the offline policy; {} without a schema."""
+    config = analysis_config(assistant)
+    if not config["schema"]:
+        return {}
+    unsaved = Call(tenant=assistant.tenant, assistant=assistant, direction=Call.Direction.INBOUND, from_e164=caller,
+                   started_at=timezone.now(), created_at=timezone.now(), assistant_actions=actions)
+    facts = call_facts(unsaved)
+    found = None
+    if settings.CALL_ANALYSIS_ENGINE == "auto" and lane_available(config["model"]):
+        try:
+            found = analysis_by_lane(lines=lines, config=config, facts=facts, language=assistant.language or "de")
+        except Exception:  # noqa: BLE001 - as for a call: the policy writes it
+            logger.exception("The analysis of a test call by a lane failed; the offline policy writes it")
+    if found is None:
+        found = analysis_by_policy(call=unsaved, lines=lines, config=config, facts=facts)
+    structured, _, _ = _checked(config["schema"], found.get("structured"))
+    return structured if isinstance(structured, dict) else {}
 
 
 # --- The seam for a language model ---------------------------------------------------------

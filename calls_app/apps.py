@@ -12,6 +12,12 @@ class CallsAppConfig(AppConfig):
 
         carrier_probes.register(SimCarrierAdapter.id, SimCarrierAdapter.status)
 
+        # GET /health: each SIP trunk's registration (the SIP agent writes it).
+        from calls_app.selectors import sip_registration_states
+        from console.engines import health_sections
+
+        health_sections["sipCarriers"] = lambda: list(sip_registration_states().values())
+
         # The callback inbox's "Rückruf starten" (leads_app cannot import us).
         from calls_app.services import call_start_for_lead
         from leads_app.callbacks import register_callback_starter

@@ -54,6 +54,26 @@ class Carrier(models.Model):
         return self.id
 
 
+class SipRegistration(models.Model):
+    """What the SIP agent (agent_app/sip, its own process) last knew of a `sip`
+    carrier's registration: `registered`, `registering`, `failing` (with the trunk's
+    last answer as `reason`, e.g. "403 Forbidden") or `static` (a trunk that needs
+    none). /health and the admin show it; the agent writes it."""
+
+    carrier = models.OneToOneField(Carrier, on_delete=models.CASCADE, primary_key=True, related_name="sip_registration",
+                                   verbose_name=_("carrier"))
+    state = models.CharField(_("state"), max_length=16)
+    reason = models.CharField(_("last reason"), max_length=200, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("SIP registration")
+        verbose_name_plural = _("SIP registrations")
+
+    def __str__(self):
+        return f"{self.carrier_id}: {self.state}"
+
+
 class CallQuerySet(TenantOwnedQuerySet):
     def newest_first(self):
         return self.order_by("-created_at", "-id")

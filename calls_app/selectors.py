@@ -6,7 +6,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from calls_app.models import Call, TranscriptEntry, TurnLatency, UsageCounter
+from calls_app.models import Call, SipRegistration, TranscriptEntry, TurnLatency, UsageCounter
 from calls_app.periods import next_period_start, period_of
 from console.listing import Read
 from console.tenants.models import Tenant
@@ -96,3 +96,10 @@ def call_latency(*, call: Call) -> dict[str, Any] | None:
 
 def _rank(ordered: Sequence[int], share: float) -> int:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def sip_registration_states() -> dict[str, dict[str, str]]:
+    """What the SIP agent last wrote of each `sip` carrier, by carrier id: `state`
+    (registered, registering, failing, static) and `reason` (the trunk's last answer)."""
+    return {row["carrier_id"]: {"id": row["carrier_id"], "state": row["state"], "reason": row["reason"]}
+            for row in SipRegistration.objects.values("carrier_id", "state", "reason")}

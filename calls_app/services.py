@@ -77,7 +77,7 @@ def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind
             caller_id = to_e164(caller_id)
         except InvalidPhoneNumber as exc:
             raise ValidationFailed.field("caller_id", str(exc)) from None
-    values = credentials_clean(declared.credentials, credentials or {}, kind=kind)
+    values = credentials_clean(declared.credentials, credentials or {}, kind=kind, check=declared.check)
     carrier = Carrier(id=carrier_id, name=name, caller_id=caller_id, secret_nonce=new_nonce(), kind=kind,
                       credentials_sealed=credentials_seal(values))
     carrier.full_clean()
@@ -89,8 +89,9 @@ def carrier_create(*, carrier_id: str, name: str = "", caller_id: str = "", kind
 def carrier_credentials_replace(*, carrier: Carrier, credentials: dict[str, str]) -> None:
     """New values of the carrier's credentials (e.g. after the account's auth token was
     rotated): the fields given replace theirs, the others keep theirs."""
-    values = credentials_clean(kind_named(carrier.kind).credentials, credentials, kind=carrier.kind,
-                               current=credentials_of(carrier))
+    declared = kind_named(carrier.kind)
+    values = credentials_clean(declared.credentials, credentials, kind=carrier.kind,
+                               current=credentials_of(carrier), check=declared.check)
     carrier.credentials_sealed = credentials_seal(values)
     carrier.secret_rotated_at = timezone.now()
     carrier.save(update_fields=["credentials_sealed", "secret_rotated_at"])

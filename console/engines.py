@@ -5,7 +5,9 @@
 from the running system, never from configuration alone.
 """
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from console.warmup import at_worker_start
 
@@ -65,6 +67,10 @@ at_worker_start(engine_probes.statuses)
 # Telephony carriers register here too; their probes return a dict
 # `{"id", "name", "usableNow"}` (CONTRACT §7, /v2/meta/engines).
 carrier_probes = ProbeRegistry()
+# Further sections of GET /health by key, each a function returning its JSON value
+# (calls_app adds `sipCarriers`: each SIP trunk's registration state); console cannot
+# import the apps above it, so they register here.
+health_sections: dict[str, Callable[[], Any]] = {}
 
 
 # Paths of this service's speech module: a registry lane whose endpoint is one of

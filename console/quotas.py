@@ -42,6 +42,7 @@ QUOTAS: dict[str, Quota] = {quota.name: quota for quota in (
     # Not what the tenant keeps but what it sends: its SMS of today (messaging_app).
     Quota("smsPerDay", "TENANT_MAX_SMS_PER_DAY", _("SMS today")),
     Quota("scenarios", "TENANT_MAX_SCENARIOS", _("Scenarios")),
+    Quota("scenarioRuns", "TENANT_MAX_SCENARIO_RUNS_PER_DAY", _("Test runs in the last 24 hours")),
     Quota("calendars", "TENANT_MAX_CALENDARS", _("Connected calendars")),
 )}
 

@@ -53,12 +53,23 @@ class EnginesSerializer(serializers.Serializer):
         ref_name = "Engines"
 
 
+class SipCarrierStateSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The carrier's id.")
+    state = serializers.ChoiceField(["registered", "registering", "failing", "static"])
+    reason = serializers.CharField(help_text="The trunk's last answer when failing, e.g. `403 Forbidden`.")
+
+    class Meta:
+        ref_name = "SipCarrierState"
+
+
 class HealthSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     service = serializers.CharField()
     contract = serializers.CharField()
     usableVoiceProfile = serializers.CharField(help_text="`<engine>/<language>` a call is spoken with now, or `none`.")
     tenants = serializers.IntegerField()
+    sipCarriers = SipCarrierStateSerializer(many=True, required=False, help_text=(
+        "Each SIP trunk's registration as the SIP agent last reported it (docs/telephony.md)."))
 
     class Meta:
         ref_name = "Health"

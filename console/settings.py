@@ -490,6 +490,25 @@ VOICE_CALL_DEDUP_WINDOW_SEC = env.int("VOICE_CALL_DEDUP_WINDOW_SEC", default=120
 # The AudioSocket listener (manage.py audiosocket; make run: RUN_AUDIOSOCKET_PORT).
 AUDIOSOCKET_HOST = env.str("AUDIOSOCKET_HOST", default="127.0.0.1")
 AUDIOSOCKET_PORT = env.int("AUDIOSOCKET_PORT", default=8002)
+# The SIP agent (manage.py sip_agent; make run: RUN_SIP_PORT; docs/telephony.md): where it
+# listens (UDP and TCP), the address it puts in Contact/Via/SDP (behind NAT: the public
+# one; empty: SIP_HOST), its RTP ports ("FIRST-LAST"), the seconds without an RTP packet
+# that end a call, how often it reads the sip carriers anew (a carrier created while it
+# runs registers within that), and the INVITEs one source address may send per second.
+SIP_HOST = env.str("SIP_HOST", default="127.0.0.1")
+SIP_PORT = env.int("SIP_PORT", default=5070)
+SIP_ADVERTISED_HOST = env.str("SIP_ADVERTISED_HOST", default="")
+SIP_RTP_PORTS = env.str("SIP_RTP_PORTS", default="40000-40999")
+SIP_RTP_TIMEOUT_SEC = env.float("SIP_RTP_TIMEOUT_SEC", default=15.0)
+SIP_RELOAD_SEC = env.float("SIP_RELOAD_SEC", default=10.0)
+SIP_INVITES_PER_SEC = env.float("SIP_INVITES_PER_SEC", default=5.0)
+# SIP messages of any kind one source address may send per second (bursts of twice that;
+# a trunk relays every call's signalling from one address: raise it for a busy trunk).
+SIP_MESSAGES_PER_SEC = env.float("SIP_MESSAGES_PER_SEC", default=50.0)
+# Seconds a registration is asked for; after a refused or unanswered REGISTER the next
+# try waits SIP_REGISTER_BACKOFF_SEC, doubling up to 10 minutes (never a hot loop).
+SIP_REGISTER_EXPIRES_SEC = env.int("SIP_REGISTER_EXPIRES_SEC", default=600)
+SIP_REGISTER_BACKOFF_SEC = env.float("SIP_REGISTER_BACKOFF_SEC", default=30.0)
 # Seconds a phone connection may take for its first frame (the stream's `start`, the
 # AudioSocket UUID), and for the rest of a frame once it began (slow senders are closed).
 PHONE_HANDSHAKE_TIMEOUT_SEC = env.float("PHONE_HANDSHAKE_TIMEOUT_SEC", default=5.0)
@@ -590,8 +609,10 @@ MESSAGING_TIMEOUT_SEC = env.float("MESSAGING_TIMEOUT_SEC", default=10.0)
 MESSAGING_MAX_ATTEMPTS = env.int("MESSAGING_MAX_ATTEMPTS", default=3)
 MESSAGING_RETRY_SEC = env.int("MESSAGING_RETRY_SEC", default=60)
 MESSAGING_SWEEP_BATCH = env.int("MESSAGING_SWEEP_BATCH", default=200)
-# Of resources still to come: their apps check these when they exist.
 TENANT_MAX_SCENARIOS = env.int("TENANT_MAX_SCENARIOS", default=200)
+# Test runs of a tenant's scenarios in the last 24 hours (a publish's run counts too).
+TENANT_MAX_SCENARIO_RUNS_PER_DAY = env.int("TENANT_MAX_SCENARIO_RUNS_PER_DAY", default=200)
+# Connected calendars (calendars_app).
 TENANT_MAX_CALENDARS = env.int("TENANT_MAX_CALENDARS", default=20)
 WEBHOOK_MAX_ENDPOINTS = env.int("WEBHOOK_MAX_ENDPOINTS", default=20)
 # Failed deliveries are retried with backoff until they are this old, then dead.
@@ -662,6 +683,9 @@ AGENT_STT_DEADLINE_SEC = env.float("AGENT_STT_DEADLINE_SEC", default=20.0)
 AGENT_THINK_DEADLINE_SEC = env.float("AGENT_THINK_DEADLINE_SEC", default=15.0)
 AGENT_FIRST_TOKEN_SEC = env.float("AGENT_FIRST_TOKEN_SEC", default=4.0)
 AGENT_FILLER_AFTER_SEC = env.float("AGENT_FILLER_AFTER_SEC", default=0.8)
+# Euros one call's named speech lanes (an assistant's transcriber and voice, e.g.
+# Deepgram, Azure) may cost; past it the local engines hear and speak (agent_app.spend).
+AGENT_SPEECH_MAX_EUR = env.float("AGENT_SPEECH_MAX_EUR", default=0.5)
 # Seconds of the agent's speech sent ahead of real time: bridges network hiccups; the
 # client drops what it holds at agent.interrupted, so more only costs bandwidth.
 AGENT_SPEECH_LEAD_SEC = env.float("AGENT_SPEECH_LEAD_SEC", default=0.2)
@@ -677,6 +701,12 @@ AGENT_DEMO_RATE_WINDOW_SEC = env.int("AGENT_DEMO_RATE_WINDOW_SEC", default=600)
 AGENT_DEMO_MAX_MINUTES = env.int("AGENT_DEMO_MAX_MINUTES", default=3)
 # The longest conversation of the admin's "Im Browser testen" (a test call: no cap).
 AGENT_TEST_CALL_MAX_MINUTES = env.int("AGENT_TEST_CALL_MAX_MINUTES", default=5)
+# Test calls (scenarios, docs/api.md): a scenario's caller turns and expectations, the
+# scenarios one run plays, and the runs of an assistant kept (older ones are deleted).
+SCENARIO_MAX_TURNS = env.int("SCENARIO_MAX_TURNS", default=20)
+SCENARIO_MAX_EXPECTATIONS = env.int("SCENARIO_MAX_EXPECTATIONS", default=30)
+SCENARIO_MAX_PER_RUN = env.int("SCENARIO_MAX_PER_RUN", default=50)
+SCENARIO_RUNS_KEPT = env.int("SCENARIO_RUNS_KEPT", default=20)
 # Where clients reach the WebSocket (ws://host:port or wss://host), when it is served
 # on another port or host than the API; empty: the API's own host and scheme.
 AGENT_WS_URL = env.str("AGENT_WS_URL", default="")

@@ -14,6 +14,7 @@ INVALID_ARGUMENTS: Final = "invalid_arguments"
 TRANSFER_REFUSED: Final = "transfer_refused"
 TRANSFER_NOT_ANSWERED: Final = "transfer_not_answered"
 KNOWLEDGE_UNAVAILABLE: Final = "knowledge_unavailable"
+SMS_REFUSED: Final = "sms_refused"
 # The calendar tools (calendars_app.services: find_slots, book/move/cancel_appointment).
 CALENDAR_UNAVAILABLE: Final = "calendar_unavailable"
 SLOT_TAKEN: Final = "slot_taken"
@@ -25,7 +26,6 @@ NO_APPOINTMENT_TYPES: Final = "no_appointment_types"
 CALENDAR_MISSING: Final = "calendar_missing"
 INVALID_START: Final = "invalid_start"
 CALLER_MISSING: Final = "caller_missing"
-SMS_REFUSED: Final = "sms_refused"
 # HTTP tools: the request and the answer.
 REFUSED: Final = "refused"
 CONNECTION_FAILED: Final = "connection_failed"
@@ -34,5 +34,7 @@ HTTP_ERROR: Final = "http_error"
 TOO_LARGE: Final = "too_large"
 INVALID_JSON: Final = "invalid_json"
 INVALID_ANSWER: Final = "invalid_answer"
+# A test call's HTTP tool the scenario gives no answer for (agent_app.scenario_runs).
+NO_STUB: Final = "no_stub"
 # Anything unexpected (logged with its traceback).
 INTERNAL_ERROR: Final = "internal_error"

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from console.api import OpenAPIView
-from console.engines import engine_probes
+from console.engines import engine_probes, health_sections
 from console.errors import ApiError, DatabaseUnavailable, response_for_exception
 from console.rendering import add_view_headers, asks_for_default_json, fast_json_renderers
 from console.schema_types import HealthSerializer
@@ -117,4 +117,6 @@ def health_body():
             body[status.id]["languages"] = list(status.languages)
         if status.reason:
             body[status.id]["reason"] = status.reason
+    for key, section in health_sections.items():
+        body[key] = section()
     return body

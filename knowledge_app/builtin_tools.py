@@ -37,4 +37,4 @@ LOOKUP_KNOWLEDGE = BuiltinTool(
         "required": ["query"],
         "additionalProperties": False,
     },
-    run=_lookup_knowledge)
+    run=_lookup_knowledge, effect_free=True)

@@ -50,7 +50,7 @@ def _shown(parameters: dict[str, Any], assistant: Any) -> dict[str, Any]:
 
 
 SEND_SMS = BuiltinTool(
-    name="send_sms", label=_("Send the caller an SMS (send_sms)"), owner="messaging_app", position=60,
+    name="send_sms", label=_("Send the caller an SMS (send_sms)"), owner="messaging_app", position=70,
     description=("Schickt dem Anrufer eine SMS an seine eigene Mobilnummer, z. B. die Bestätigung eines Termins "
                  "(Vorlage `confirmation` mit `date` und `time`). Nur wenn der Anrufer das möchte."),
     parameters={

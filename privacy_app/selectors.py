@@ -171,10 +171,10 @@ def export_document(*, subject: Subject, created_at: datetime, expires_at: datet
     # entries, those an erasure left under its pseudonym included; by number only.
     document.update(campaigns.privacy_export(tenant=tenant, e164=subject.e164) if subject.e164
                     else {"campaignContacts": [], "blocklist": []})
-    # The appointments booked for the number (or in the call), calendars_app's records of them.
-    document.update(calendars.privacy_export(tenant=tenant, e164=subject.e164 or None, call_ids=call_ids))
     # The SMS to the number or of its calls (messaging_app), reminders not yet sent among them.
     document["sms"] = sms_privacy_export(tenant=tenant, e164=subject.e164, call_ids=call_ids)
+    # The appointments booked for the number (or in the call), calendars_app's records of them.
+    document.update(calendars.privacy_export(tenant=tenant, e164=subject.e164 or None, call_ids=call_ids))
     return document
 
 

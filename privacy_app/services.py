@@ -49,7 +49,7 @@ RETENTION_COUNTS = ("transcriptLines", "recordingLinks", "callsRedacted", "carri
                     "erasedCallers", "webhookDeliveries", "analyses")
 ERASURE_COUNTS = ("calls", "transcriptLines", "recordingLinks", "carrierEvents", "leads", "exports",
                   "idempotencyRecords", "adminLogEntries", "webhookDeliveries", "analyses", "campaignContacts",
-                  "blocklistEntries", "appointments", "sms")
+                  "blocklistEntries", "sms", "appointments")
 SYSTEM_ACTOR = "system:apply_retention"
 
 

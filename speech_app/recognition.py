@@ -87,19 +87,23 @@ class Recognizer(Protocol):
         """A Transcript of 16 kHz mono 16-bit PCM; SttUnavailable or SttBusy (503)."""
 
     @overload
-    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: Literal[False] = False) -> Transcript:
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: Literal[False] = False,
+             phrases: list[str] | None = None) -> Transcript:
         ...
 
     @overload
-    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool) -> Transcript | None:
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool,
+             phrases: list[str] | None = None) -> Transcript | None:
         ...
 
-    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool = False) -> Transcript | None:
+    def hear(self, pcm: bytes, *, language: str, deadline: "Deadline", draft: bool = False,
+             phrases: list[str] | None = None) -> Transcript | None:
         """A Transcript of one utterance of a conversation (the voice agent's, at most
-        ~15 s). A `draft` is a partial transcript while the caller still speaks, which
+        ~15 s); `phrases` the assistant's vocabulary (a hint: names and terms it should
+        hear). A `draft` is a partial transcript while the caller still speaks, which
         an engine may decline (None) when it has no time for it. By default a
         transcription like any other, and no drafts (a remote lane would be asked every
         second; Whisper makes its own cheaply)."""
         if draft:
             return None
-        return self.transcribe(pcm, language=language, deadline=deadline)
+        return self.transcribe(pcm, language=language, phrases=phrases or None, deadline=deadline)

@@ -10,6 +10,7 @@ import binascii
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from typing import cast
 
 from django.conf import settings
@@ -19,7 +20,8 @@ from registry_app import snapshot as registry_snapshot
 from registry_app.lanes.cost import Measures, lane_cost
 from registry_app.lanes.failover import LaneFailure, Step
 from registry_app.lanes.outcomes import record_failure, record_success
-from registry_app.routing import UNREAD, USABLE_STATUSES, Route, lane_state, route
+from registry_app.models import LaneCooldown
+from registry_app.routing import UNREAD, USABLE_STATUSES, Route, active_cooldowns, route
 from registry_app.snapshot import Snapshot, SnapshotLane
 from speech_app.cache import RenderedAudio, render_cache
 from speech_app.decode import MAX_AUDIO_BYTES, decode_to_pcm
@@ -253,6 +255,11 @@ def _streaming_lane(lane_id: str, capability: str, current: object = UNREAD) -> 
     return lane
 
 
+def _cooling(lane_id: str) -> LaneCooldown | None:
+    """The lane's cooldown while it lasts (the lanes' state keeps ended ones too, until an answer clears them)."""
+    return active_cooldowns().get(lane_id)
+
+
 def streaming_synthesizer_for(voice: str | None, *, current: object = UNREAD) -> StreamingSynthesizer | None:
     """The streaming synthesiser of a voice named `<lane>:<voice>` whose lane streams,
     None for any other voice (a batch lane's voice is spoken by its bare name through
@@ -274,7 +281,7 @@ def streaming_recognizer_for(lane_id: str, *, current: object = UNREAD) -> Strea
     """The streaming recogniser of an stt lane; LaneFailure when it cannot be called now
     (no key, not usable, cooling down after a failure)."""
     lane = _streaming_lane(lane_id, "stt", current)
-    cooldown = lane_state().cooldowns.get(lane.id)
+    cooldown = _cooling(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
     return cast(StreamingRecognizer, streaming_engine(lane))
@@ -287,7 +294,7 @@ def streaming_speech_step(lane_id: str, *, characters: int, current: object = UN
     naming it): GATEWAY_MAX_EUR, the budget of the router's own choice of paid lanes,
     does not gate it; its use is counted at its price."""
     lane = _streaming_lane(lane_id, "tts", current)
-    cooldown = lane_state().cooldowns.get(lane.id)
+    cooldown = _cooling(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
     return Step(lane, "api", estimate_eur=lane_cost(lane, Measures(characters=characters)))
@@ -300,7 +307,15 @@ def streaming_speech_done(step: Step, *, characters: int, audio_seconds: float) 
 
 def streaming_speech_failed(step: Step, failure: LaneFailure) -> None:
     """A streaming synthesis failed: a failure in the lane's usage, and its cooldown when unwell."""
-    record_failure(step, failure)
+    _speech_failed(step, failure)
+
+
+def _speech_failed(step: Step, failure: LaneFailure) -> None:
+    """A named speech lane's failure: counted, and a cooldown when the lane is unwell — or
+    when the provider refused its key (401/403): that will not mend within a call, and the
+    cooldown's reason is where the lane's status shows the error (the router's
+    `excluded`, /v1/ready, the admin's lanes) while the local engines speak and hear."""
+    record_failure(step, failure, key_cools_down=True)
 
 
 def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: LaneFailure | None = None) -> None:
@@ -314,7 +329,17 @@ def streaming_recognition_done(lane_id: str, *, audio_seconds: float, failure: L
     if audio_seconds > 0:
         record_success(step, lane_cost(lane, Measures(audio_seconds=audio_seconds)), audio_seconds=audio_seconds)
     if failure is not None:
-        record_failure(step, failure)
+        _speech_failed(step, failure)
+
+
+def recognition_cost(lane_id: str) -> Callable[[float], float]:
+    """The euros of so many seconds of audio sent to a streaming stt lane, at its price
+    (registry_app.lanes.cost; 0 for a lane the registry does not have)."""
+    snapshot = registry_snapshot.current()
+    lane = snapshot.by_id.get(lane_id) if snapshot is not None else None
+    if lane is None:
+        return lambda seconds: 0.0
+    return lambda seconds: lane_cost(lane, Measures(audio_seconds=seconds))
 
 
 def voice_agent_for(lane_id: str, *, current: object = UNREAD) -> VoiceAgent:
@@ -322,7 +347,7 @@ def voice_agent_for(lane_id: str, *, current: object = UNREAD) -> VoiceAgent:
     LaneFailure when it cannot be called now (no key, not usable, cooling down after a
     failure): the conversation core's pipeline answers instead."""
     lane = _streaming_lane(lane_id, "voice-agent", current)
-    cooldown = lane_state().cooldowns.get(lane.id)
+    cooldown = _cooling(lane.id)
     if cooldown is not None:
         raise LaneFailure("cooldown", f"lane {lane.id} cools down: {cooldown.reason}")
     return cast(VoiceAgent, streaming_engine(lane))

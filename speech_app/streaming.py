@@ -28,7 +28,8 @@ key GATEWAY_KEY_<LANE>, as for chat lanes.
 Failures are `LaneFailure`s (registry_app.lanes.failover), so that the lane loop's
 cooldowns and the conversation core's fallback to the local engines treat them as they
 treat a batch lane's: a connect error, a 4xx/5xx answer, or `STALL_SECONDS` without a
-result while audio flows.
+result while audio flows; for a synthesiser, `SYNTHESIS_STALL_SECONDS` without its first
+audio or mid-answer.
 """
 import contextlib
 import importlib
@@ -56,6 +57,11 @@ Encoding = Literal["linear16", "mulaw", "alaw"]
 ENCODINGS: tuple[Encoding, ...] = ("linear16", "mulaw", "alaw")
 # Seconds without any result from a recogniser while audio flows to it: it has failed.
 STALL_SECONDS = 2.0
+# Seconds a synthesiser on a live call may take to connect, to send its first audio, or
+# pause mid-answer: past them it has failed and the next lane (at last the local voice,
+# eSpeak NG in a tenth of a second) speaks the sentence, so that the caller hears at
+# most about 1.5 s of dead air (agent_app.conversation.speak).
+SYNTHESIS_STALL_SECONDS = 1.0
 # The protocol of the OpenAI audio API (speech_app.remote): batch, not streaming.
 BATCH_PROTOCOL = "openai-audio"
 
@@ -231,18 +237,22 @@ def streaming_engine(lane: SnapshotLane, *, voice: str = "") -> "StreamingRecogn
 
 # --- WebSocket providers (Deepgram, ElevenLabs, Cartesia) -------------------------------
 
-def ws_connect(url: str, *, headers: dict[str, str], vendor: str) -> ClientConnection:
-    """A WebSocket to a provider (opened within GATEWAY_TIMEOUT_SEC); its refusal as a
+def ws_connect(url: str, *, headers: dict[str, str], vendor: str, open_timeout: float | None = None) -> ClientConnection:
+    """A WebSocket to a provider (opened within `open_timeout`, else GATEWAY_TIMEOUT_SEC: a
+    synthesiser gives SYNTHESIS_STALL_SECONDS, the caller waits on it); its refusal as a
     LaneFailure that names the vendor and the HTTP status (a wrong key: `rejected`,
     "… refused the connection with HTTP 401")."""
     try:
         with contextlib.ExitStack() as stack:  # entered as websockets wants, closed by the caller
             socket = stack.enter_context(connect(url, additional_headers=headers,
-                                                 open_timeout=settings.GATEWAY_TIMEOUT_SEC, max_size=2 ** 22))
+                                                 open_timeout=open_timeout or settings.GATEWAY_TIMEOUT_SEC,
+                                                 max_size=2 ** 22))
             stack.pop_all()
     except InvalidStatus as exc:
         status = exc.response.status_code
-        raise LaneFailure(http_outcome(status), f"{vendor} refused the connection with HTTP {status}") from None
+        refused = ": the key was refused" if status in (401, 403) else ""
+        raise LaneFailure(http_outcome(status), f"{vendor} refused the connection with HTTP {status}{refused}",
+                          status=status) from None
     except TimeoutError:
         raise LaneFailure("timeout", f"{vendor} did not accept the connection in time") from None
     except (WebSocketException, OSError) as exc:
@@ -263,8 +273,9 @@ class SocketSpeech(SynthesisStream):
     """The audio of one synthesis over a provider's WebSocket: `parse` turns each message
     into (audio, done) or raises a LaneFailure (the provider's error message); a normal
     close after audio also ends the answer (ElevenLabs closes after its last audio). The first
-    audio must come within GATEWAY_TIMEOUT_SEC, the next within STALL_SECONDS of the
-    last, all of it within GATEWAY_DEADLINE_SEC. `cancel` (barge-in) sends the
+    audio must come within SYNTHESIS_STALL_SECONDS of the stream's start, the next within
+    as long of the last (so that the next lane speaks while the caller's dead air is
+    short), all of it within GATEWAY_DEADLINE_SEC. `cancel` (barge-in) sends the
     provider's cancel message where it has one (`cancel_message`), then closes the
     connection, which stops a provider without one."""
 
@@ -274,7 +285,7 @@ class SocketSpeech(SynthesisStream):
         self._cancel_message = cancel_message
         self._finished = self._cancelled = False
         started = time.monotonic()
-        self._first_by = started + settings.GATEWAY_TIMEOUT_SEC
+        self._first_by = started + SYNTHESIS_STALL_SECONDS
         self._ends_by = started + settings.GATEWAY_DEADLINE_SEC
 
     def chunks(self) -> Iterator[bytes]:
@@ -282,7 +293,7 @@ class SocketSpeech(SynthesisStream):
         try:
             while not self._finished:
                 now = time.monotonic()
-                wait = min(now + STALL_SECONDS if given else self._first_by, self._ends_by) - now
+                wait = min(now + SYNTHESIS_STALL_SECONDS if given else self._first_by, self._ends_by) - now
                 if wait <= 0:
                     raise LaneFailure("timeout", f"{self._vendor} sent no audio in time")
                 try:

@@ -52,6 +52,9 @@ if TYPE_CHECKING:  # stt imports this module when Whisper is used
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 logger = logging.getLogger("speech_app.whisper")
+# Tokens of an utterance's vocabulary before its audio (Whisper's context is 448, half
+# of it for the previous text).
+_HINT_TOKENS = 120
 # A failed load is tried again after this long, so that a fixed installation is
 # picked up without a restart (and a broken one is not retried on every request).
 _RETRY_FAILED_LOAD_SEC = 60
@@ -156,17 +159,19 @@ class WhisperRecognizer(Recognizer):
         self._check_language(language)
         return self._wait(self._submit(self._run, _Job(pcm, language, phrases, deadline)))
 
-    def hear(self, pcm, *, language, deadline, draft=False):
+    def hear(self, pcm, *, language, deadline, draft=False, phrases=None):
         """An utterance of a conversation (16 kHz mono PCM, at most ~15 s), recognised on a
-        window sized to it (see the module doc). A `draft` (a partial transcript while
-        the caller still speaks) is greedy and never waits for an engine: None when all
-        are busy."""
+        window sized to it (see the module doc); `phrases` (the assistant's vocabulary)
+        are Whisper's prompt, as faster-whisper's hotwords are. A `draft` (a partial
+        transcript while the caller still speaks) is greedy and never waits for an
+        engine: None when all are busy."""
         self._check_language(language)
         with self._pool_lock:
             # A draft takes an engine only while another one stays free for a turn's recognition.
             if draft and self._busy >= max(1, settings.WHISPER_ENGINES - 1):
                 return None
-        return self._wait(self._submit(self._run_utterance, _Job(pcm, language, None, deadline, draft=draft)))
+        return self._wait(self._submit(self._run_utterance, _Job(pcm, language, phrases or None, deadline,
+                                                                 draft=draft)))
 
     def _check_language(self, language):
         if not self.serves(language):
@@ -281,12 +286,15 @@ class WhisperRecognizer(Recognizer):
         if language == AUTO_LANGUAGE:
             language = model.model.detect_language(encoded)[0][0][0][2:-2]
         tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
-        prompt = list(tokenizer.sot_sequence)
-        max_length = len(prompt) + int(_TOKENS_PER_SEC * heard_sec) + _TOKENS_EXTRA
         text = ""
-        for retry in ((None,) if job.draft else (None, _LOOP_RETRY)):
+        # The vocabulary goes before the audio as the previous text, as faster-whisper
+        # puts its hotwords (and as _run does): the retry of a decode that loops goes
+        # without it.
+        for hint, retry in (((job.phrases, None),) if job.draft else ((job.phrases, None), (None, _LOOP_RETRY))):
             if job.abandoned.is_set():
                 raise _Abandoned()
+            prompt = _prompt(tokenizer, hint)
+            max_length = len(prompt) + int(_TOKENS_PER_SEC * heard_sec) + _TOKENS_EXTRA
             result = model.model.generate(encoded, [prompt], max_length=max_length, suppress_blank=True,
                                           suppress_tokens=[-1], beam_size=1 if job.draft else settings.WHISPER_BEAM_SIZE,
                                           **(retry or {}))[0]
@@ -350,6 +358,15 @@ class WhisperRecognizer(Recognizer):
         return WhisperModel(str(directory), device="cpu", compute_type=settings.WHISPER_COMPUTE_TYPE,
                             cpu_threads=settings.WHISPER_CPU_THREADS, num_workers=settings.WHISPER_ENGINES,
                             local_files_only=True)
+
+
+def _prompt(tokenizer, phrases):
+    """The decoder's prompt: the phrases (comma-separated, at most _HINT_TOKENS tokens)
+    as the previous text, then the start of the transcript."""
+    if not phrases:
+        return list(tokenizer.sot_sequence)
+    hint = tokenizer.encode(" " + ", ".join(phrases))[:_HINT_TOKENS]
+    return [tokenizer.sot_prev, *hint, *tokenizer.sot_sequence]
 
 
 def _spoken_segments(tokens, tokenizer, *, speech_end):

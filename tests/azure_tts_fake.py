@@ -6,9 +6,14 @@ xml:lang="…">` and one `<voice name="…">` it knows — and answers 401 (a wr
 or 400 (anything else wrong) as Azure does. A good request is answered with
 `Transfer-Encoding: chunked` audio in the asked format: `chunks` pieces of
 `chunk_bytes` bytes each; `hold` (an Event) keeps all but the first piece back until
-set, so a test sees the first audio before the rest is made. It records every request
+set, so a test sees the first audio before the rest is made. `fail_from` (a request's
+index, settable while it runs) makes that request and every later one fail after its
+first piece: `failure="kill"` drops the connection mid-answer (a server that died),
+`"stall"` sends nothing more (a server that hangs). `first_byte_delay` (seconds) is
+Azure's own time before its answer starts (the benchmark's vendor delay). It records every request
 (headers, SSML, text, voice, format) and whether the client hung up mid-answer.
 """
+import socket
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -35,9 +40,12 @@ class AzureRequest:
 class FakeAzureTts:
     def __init__(self, *, key: str = "az-test-key", voices: tuple[str, ...] = ("de-DE-KatjaNeural",),
                  chunks: int = 4, chunk_bytes: int = 1600, hold: threading.Event | None = None,
-                 status: int | None = None) -> None:
+                 status: int | None = None, fail_from: int | None = None, failure: str = "kill",
+                 first_byte_delay: float = 0.0) -> None:
         self.key, self.voices, self.chunks, self.chunk_bytes = key, voices, chunks, chunk_bytes
         self.hold, self.status = hold, status
+        self.fail_from, self.failure, self.first_byte_delay = fail_from, failure, first_byte_delay
+        self._stopping = threading.Event()
         self.requests: list[AzureRequest] = []
         fake = self
 
@@ -58,6 +66,7 @@ class FakeAzureTts:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         if self.hold is not None:
             self.hold.set()
         self._server.shutdown()
@@ -78,6 +87,7 @@ class FakeAzureTts:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0)).decode()
         request = AzureRequest(headers={k.lower(): v for k, v in handler.headers.items()}, ssml=body)
         self.requests.append(request)
+        failing = self.fail_from is not None and len(self.requests) > self.fail_from
         try:
             if self.status is not None:
                 return self._refuse(handler, self.status, "refused")
@@ -101,6 +111,8 @@ class FakeAzureTts:
             request.voice, request.text = voices[0].get("name", ""), "".join(voices[0].itertext())
             if not request.language or request.voice not in self.voices or not request.text.strip():
                 return self._refuse(handler, 400, "unknown voice, missing xml:lang or no text")
+            if self.first_byte_delay:
+                self._stopping.wait(self.first_byte_delay)  # the vendor's synthesis before its first byte
             handler.send_response(200)
             handler.send_header("Content-Type", "audio/basic" if "8bit" in request.output_format else "audio/x-wav")
             handler.send_header("Transfer-Encoding", "chunked")
@@ -109,6 +121,12 @@ class FakeAzureTts:
             piece = unit * (self.chunk_bytes // len(unit))
             try:
                 for n in range(self.chunks):
+                    if n == 1 and failing and self.failure == "kill":
+                        handler.connection.shutdown(socket.SHUT_RDWR)  # no last chunk: the server is gone
+                        return
+                    if n == 1 and failing:
+                        self._stopping.wait(30)  # hangs until the client gives up (or the fake ends)
+                        return
                     if n == 1 and self.hold is not None:
                         self.hold.wait(10)
                     handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")

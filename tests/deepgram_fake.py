@@ -9,9 +9,19 @@ and `sample_rate`), an interim result after each word, a final `speech_final` re
 once `endpointing` ms of audio passed after the last word, then `UtteranceEnd` after
 `utterance_end_ms`. It records every connection (path, query, headers, the bytes of
 audio and the control messages), so a test sees the encoding it received. `status`
-refuses the handshake with that HTTP status; `stall` answers nothing.
+refuses the handshake with that HTTP status; `stall` answers nothing; `kill_after`
+(seconds of audio) drops the connection without a word once that much arrived, as a
+server that died mid-turn.
+
+With `by_energy` it hears the caller's actual speech instead of a script's timing (the
+benchmark's turns follow the agent's replies): audio louder than a quiet line is speech,
+an interim result comes every half second of it, and `final_delay` seconds of audio after
+the speech ends the final result (`speech_final`) with the next of `utterances`, cycled —
+the vendor's delay after the end of speech; in silence an empty result about once a
+second, as Deepgram sends them. Its `kill_after` counts seconds of speech.
 """
 import json
+import socket as socket_module
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -38,9 +48,12 @@ class Connection:
 
 class FakeDeepgram:
     def __init__(self, *, utterances: list[str] | None = None, seconds_per_word: float = 0.3,
-                 pause_seconds: float = 1.5, key: str = "dg-test-key", status: int | None = None, stall: bool = False) -> None:
+                 pause_seconds: float = 1.5, key: str = "dg-test-key", status: int | None = None, stall: bool = False,
+                 kill_after: float | None = None, by_energy: bool = False, final_delay: float = 0.15) -> None:
         self.utterances, self.seconds_per_word = list(utterances or []), seconds_per_word
-        self.pause_seconds = pause_seconds
+        self.pause_seconds, self.kill_after = pause_seconds, kill_after
+        self.killed = threading.Event()
+        self.by_energy, self.final_delay = by_energy, final_delay
         self.key, self.status, self.stall = key, status, stall
         self.connections: list[Connection] = []
         self._server: Server | None = None
@@ -117,10 +130,16 @@ class FakeDeepgram:
                                         "last_word_end": round(state["last_end"], 3)}))
                 state["ended"] = True
 
+        if self.by_energy:
+            return self._hear_by_energy(socket, record, encoding, per_second, results)
         try:
             for message in socket:
                 if isinstance(message, bytes):
                     record.audio += message
+                    if self.kill_after is not None and len(record.audio) >= self.kill_after * per_second:
+                        self.killed.set()
+                        socket.socket.shutdown(socket_module.SHUT_RDWR)  # no close frame: the server is gone
+                        break
                     if not self.stall:
                         advance(len(message) / per_second)
                     continue
@@ -142,3 +161,62 @@ class FakeDeepgram:
                     break
         finally:
             record.closed.set()
+
+    def _hear_by_energy(self, socket: ServerConnection, record: Connection, encoding: str, per_second: int,
+                        results) -> None:
+        """The `by_energy` server: results follow the loudness of the audio it receives."""
+        import audioop  # deprecated (the benchmark's fake only): imported where it is used
+
+        state = {"speech": 0.0, "quiet": 0.0, "heard": 0.0, "interim_at": 0.0, "said": 0}
+        try:
+            for message in socket:
+                text = self.utterances[int(state["said"]) % len(self.utterances)].split() if self.utterances else []
+                if not isinstance(message, bytes):
+                    kind = json.loads(message).get("type", "")
+                    record.controls.append(kind)
+                    if kind == "CloseStream":
+                        break
+                    if kind == "Finalize" and state["speech"]:  # what it holds, at once, as Deepgram does
+                        results(_words(text, state["heard"]), is_final=True, speech_final=False, from_finalize=True)
+                        state.update(speech=0.0, quiet=0.0, interim_at=0.0, said=state["said"] + 1)
+                    continue
+                record.audio += message
+                seconds = len(message) / per_second
+                pcm = message if encoding == "linear16" else (
+                    audioop.ulaw2lin(message, 2) if encoding == "mulaw" else audioop.alaw2lin(message, 2))
+                state["heard"] += seconds
+                if audioop.rms(pcm, 2) > LOUD_RMS:
+                    state["speech"] += seconds
+                    state["quiet"] = 0.0
+                    if self.kill_after is not None and state["speech"] >= self.kill_after:
+                        self.killed.set()
+                        socket.socket.shutdown(socket_module.SHUT_RDWR)
+                        break
+                    if state["speech"] - state["interim_at"] >= 0.5:
+                        state["interim_at"] = state["speech"]
+                        words = text[:max(1, int(state["speech"] / self.seconds_per_word))]
+                        results(_words(words, state["heard"]), is_final=False, speech_final=False)
+                elif state["speech"]:
+                    state["quiet"] += seconds
+                    if state["quiet"] >= self.final_delay:
+                        results(_words(text, state["heard"]), is_final=True, speech_final=True)
+                        state.update(speech=0.0, quiet=0.0, interim_at=0.0, said=state["said"] + 1)
+                else:  # silence: Deepgram still answers, with empty results, about once a second
+                    state["quiet"] += seconds
+                    if state["quiet"] >= 1.0:
+                        results([], is_final=True, speech_final=False)
+                        state["quiet"] = 0.0
+        finally:
+            record.closed.set()
+
+
+# Louder than this (RMS of 16-bit samples) is speech; a phone line's silence is far below.
+LOUD_RMS = 300
+
+
+def _words(words: list[str], end: float) -> list[dict]:
+    step = 0.3
+    start = max(0.0, end - step * len(words))
+    return [{"word": word.lower().strip(".,?!"), "start": round(start + n * step, 3),
+             "end": round(start + (n + 1) * step, 3), "confidence": 0.97, "punctuated_word": word}
+            for n, word in enumerate(words)]

@@ -3,11 +3,11 @@ each kind is one module of this package building one `CarrierKind` (calls_app/ki
 base.py says what it declares). A new carrier is one module and its line below; its
 carriers' `kind` and its calls' session transport are checked against this registry,
 so it needs no migration."""
-from calls_app.kinds import asterisk, signed_webhook, twilio
+from calls_app.kinds import asterisk, signed_webhook, sip, twilio
 from calls_app.kinds.base import CarrierKind
 from console.errors import ValidationFailed
 
-KINDS: dict[str, CarrierKind] = {kind.name: kind for kind in (signed_webhook.KIND, twilio.KIND, asterisk.KIND)}
+KINDS: dict[str, CarrierKind] = {kind.name: kind for kind in (signed_webhook.KIND, twilio.KIND, asterisk.KIND, sip.KIND)}
 DEFAULT_KIND = signed_webhook.KIND.name
 # The agent sessions of the browser; every other transport is a kind's.
 WEB_TRANSPORT = "web"

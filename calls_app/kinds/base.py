@@ -81,6 +81,10 @@ class CredentialField:
     required: bool = True
     default: str = ""
     clean: Callable[[str], str] | None = None
+    # `flag`: an option without a value (create_carrier's `--static`, stored as "1");
+    # `many`: an option taking several values (`--allow A B`, stored comma-separated).
+    flag: bool = False
+    many: bool = False
 
     @property
     def option(self) -> str:
@@ -226,6 +230,9 @@ class CarrierKind:
     setup: str = ""
     # Whether the carrier authenticates with the secret we derive (printed once).
     uses_secret: bool = True
+    # A check of the credentials as a whole (fields that need each other): raises
+    # ValidationFailed naming the field.
+    check: Callable[[dict[str, str]], None] | None = None
     # Whether its PBX's dialplan does a warm hand-over itself (it rings the person, lets
     # them hear the summary over AudioSocket and reports the outcome: the `whisper` and
     # `warm_outcome` hooks) where the kind has no adapter that rings (Capabilities.warm_transfer).

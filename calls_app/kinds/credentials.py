@@ -3,6 +3,7 @@
 declared by the carrier's kind. A database copy alone reveals none of them; a secret
 field is never shown back."""
 import json
+from collections.abc import Callable
 from typing import Any
 
 from calls_app.kinds.base import CredentialField
@@ -28,10 +29,12 @@ def credentials_seal(values: dict[str, str]) -> str:
 
 
 def credentials_clean(fields: tuple[CredentialField, ...], given: dict[str, str], *, kind: str,
-                      current: dict[str, str] | None = None) -> dict[str, str]:
+                      current: dict[str, str] | None = None,
+                      check: Callable[[dict[str, str]], None] | None = None) -> dict[str, str]:
     """The values to store of a kind's `fields` from `given` (text as typed; a field not
     given keeps its `current` value, else its default): ValidationFailed naming the
-    field for a missing or unfit one, or for a field the kind does not have."""
+    field for a missing or unfit one, or for a field the kind does not have; then the
+    kind's `check` of them as a whole."""
     names = {field.name for field in fields}
     stray = sorted(name for name, value in given.items() if value and name not in names)
     if stray:
@@ -47,6 +50,8 @@ def credentials_clean(fields: tuple[CredentialField, ...], given: dict[str, str]
             values[field.name] = field.clean(raw) if field.clean else raw
         except ValueError as exc:
             raise ValidationFailed.field(field.name, str(exc)) from None
+    if check is not None:
+        check(values)
     return values
 
 

@@ -19,7 +19,7 @@ from console.assistants.history import version_history
 from console.assistants.models import Assistant
 from console.assistants.validation import assistant_values
 from console.audit.services import actor_of, audit_record, request_id_of
-from console.errors import ValidationFailed
+from console.errors import ApiError, ValidationFailed
 from console.tenants.admin_scoping import TenantScopedAdmin
 from console.tenants.models import Tenant
 
@@ -249,8 +249,8 @@ class AssistantAdmin(TenantScopedAdmin):
     # only a form has).
     VIEW_ONLY_FIELDS = {"end_call_phrases_text": ["end_call_phrases"], "transfer_targets_text": ["transfer_targets"],
                         "knowledge_all": ["knowledge"], "knowledge_ids": [], "transcriber_lane": ["transcriber"],
-                        "transcriber_keyterms_text": [], "appointment_types_json": ["appointment_types"],
-                        "realtime_lane": ["realtime"]}
+                        "transcriber_keyterms_text": [], "realtime_lane": ["realtime"],
+                        "appointment_types_json": ["appointment_types"]}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -292,10 +292,13 @@ class AssistantAdmin(TenantScopedAdmin):
             "{}", gettext("The draft is the live version.") if live else "")
         publish = format_html(
             '<p><label for="version_note">{}</label> <input type="text" id="version_note" name="version_note" '
-            'maxlength="500" size="50"> <button type="submit" class="button" formaction="{}">{}</button></p>'
+            'maxlength="500" size="50"> <button type="submit" class="button" formaction="{}">{}</button> '
+            '<label><input type="checkbox" name="version_force" value="1"> {}</label></p>'
             '<p class="help">{}</p>',
             gettext("Note"), reverse("admin:assistants_assistant_publish", args=[assistant.pk]),
-            gettext("Publish"), gettext("Publishes the saved draft as the next version: save your changes first."))
+            gettext("Publish"), gettext("even if test cases fail"),
+            gettext("Publishes the saved draft as the next version: save your changes first. Its test cases are "
+                    "played first; one that fails stops the publish unless you tick the box (the note records it)."))
         rows = format_html_join("", '<tr><td><strong>{}</strong>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
                                     '<td><button type="submit" class="button" formaction="{}">{}</button></td></tr>', (
             (version["label"], format_html(" ({})", gettext("live")) if version["live"] else "",
@@ -336,8 +339,19 @@ class AssistantAdmin(TenantScopedAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         assistant = self._changeable(request, assistant_id)
-        version = services.assistant_publish(assistant=assistant, actor=actor_of(request),
-                                             note=request.POST.get("version_note", "").strip())
+        try:
+            version = services.assistant_publish(assistant=assistant, actor=actor_of(request),
+                                                 note=request.POST.get("version_note", "").strip(),
+                                                 force=request.POST.get("version_force") == "1")
+        except services.ScenariosFailed as exc:
+            failed = "; ".join(f"{item['name']}: {item['reason']}" for item in exc.details.get("failed", []))
+            self.message_user(request, gettext("Not published: test cases fail with this draft (%(failed)s). Fix "
+                                               "the draft or the test cases, or publish anyway.") % {"failed": failed},
+                              messages.ERROR)
+            return self._back(assistant)
+        except ApiError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return self._back(assistant)
         self._audit(request, assistant, "publish", version.number)
         self.message_user(request, gettext("Published as v%(number)d: callers are now answered with it.")
                           % {"number": version.number}, messages.SUCCESS)

@@ -78,6 +78,9 @@ class BuiltinTool:
     # What a warm hand-over's summary says the assistant did when it ran in the call
     # (German, after "Bereits erledigt:"), e.g. "eine Rückrufbitte aufgenommen"; "": nothing.
     done: str = ""
+    # Whether running it changes nothing (a search): a test call (agent_app.scenario_runs)
+    # runs it for real; every other built-in tool acts in the test's sandbox.
+    effect_free: bool = False
 
 
 _tools: dict[str, BuiltinTool] = {}

@@ -218,3 +218,5 @@ class AssistantVersionListSerializer(serializers.Serializer):
 class AssistantPublishSerializer(ClosedSerializer):
     note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
                                  help_text="Why: shown in the version history.")
+    force = serializers.BooleanField(required=False, default=False,
+                                     help_text="Publish even when a test case fails (the note records it).")

@@ -1,4 +1,5 @@
 """Writes of assistants (API and admin alike), and the one check of a transfer."""
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -105,17 +106,48 @@ class UnknownVersion(NotFound):
     message = "This assistant has no version with this number (GET /v2/assistants/{id}/versions lists them)."
 
 
-@transaction.atomic
-def assistant_publish(*, assistant: Assistant, actor: str, note: str = "") -> AssistantVersion:
+class ScenariosFailed(Conflict):
+    code = "scenarios_failed"
+    message = ("A test case of this assistant fails with its draft (details.failed; details.run is the run): fix "
+               "the draft or the test case, or publish anyway with {\"force\": true}.")
+
+
+# What publishing asks first (agent_app registers its scenarios' run): each check gets
+# the assistant and returns None (nothing failed) or the refusal's details.
+_publish_checks: list[Callable[[Assistant], dict[str, Any] | None]] = []
+
+
+def publish_check_register(check: Callable[[Assistant], dict[str, Any] | None]) -> None:
+    """Registers a check publishing runs first (from an app's ready())."""
+    if check not in _publish_checks:
+        _publish_checks.append(check)
+
+
+def assistant_publish(*, assistant: Assistant, actor: str, note: str = "", force: bool = False) -> AssistantVersion:
     """The draft as the assistant's next version (v1, v2, …): from now on what its
     numbers (those not pinned to another), campaigns and the web widget answer with.
-    The assistant's row is locked, so two publishes get two numbers."""
+    First its test cases are played (the registered checks): one that fails refuses
+    the publish (ScenariosFailed, 409), unless `force`, which the version's note records."""
+    for check in _publish_checks:
+        failed = check(assistant)
+        if failed is None:
+            continue
+        if not force:
+            raise ScenariosFailed(details=failed)
+        names = ", ".join(item["name"] for item in failed.get("failed", []))
+        note = f"{note} [force: veröffentlicht trotz fehlgeschlagener Testfälle: {names}]".strip()
+    return _published(assistant=assistant, actor=actor, note=note)
+
+
+@transaction.atomic
+def _published(*, assistant: Assistant, actor: str, note: str) -> AssistantVersion:
+    """The version itself; the assistant's row is locked, so two publishes get two numbers."""
     locked = Assistant.objects.select_for_update().get(pk=assistant.pk)
     quota_take(tenant=locked.tenant, name="versions")
     latest = AssistantVersion.objects.filter(assistant=locked).order_by("-number").values_list("number", flat=True)
     return AssistantVersion.objects.create(
         tenant_id=locked.tenant_id, assistant=locked, number=(latest.first() or 0) + 1,
-        snapshot=assistant_snapshot(locked), note=note[:MAX_NOTE], published_by=actor[:160])
+        snapshot=assistant_snapshot(locked), note=note[-MAX_NOTE:] if len(note) > MAX_NOTE else note, published_by=actor[:160])
 
 
 @transaction.atomic

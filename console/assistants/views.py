@@ -56,12 +56,13 @@ class AssistantViewSet(ListedMixin, mixins.RetrieveModelMixin, TenantViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=AssistantPublishSerializer, responses={201: AssistantVersionSerializer},
-                   summary="Publish the assistant's draft as its next version")
+                   extensions=errors(409), summary="Publish the assistant's draft as its next version")
     @action(detail=True, methods=["post"])
     def publish(self, request, pk=None):
         assistant = self.get_object()
         data = validated(AssistantPublishSerializer, request.data)
-        version = services.assistant_publish(assistant=assistant, actor=actor_of(request), note=data["note"])
+        version = services.assistant_publish(assistant=assistant, actor=actor_of(request), note=data["note"],
+                                             force=data["force"])
         return Response(version_shown(assistant=assistant, number=version.number), status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=AssistantVersionListSerializer, operation_id="assistants_versions_list",

@@ -29,6 +29,8 @@ MEMBER_PERMISSIONS = {
     "knowledge_app.knowledgedocument": ("view", "add"),
     "knowledge_app.knowledgesynonym": ("view",),
     "messaging_app.sms": ("view",),
+    "agent_app.scenario": ("view",),
+    "agent_app.scenariorun": ("view",),
 }
 
 OWNER_PERMISSIONS = {
@@ -49,6 +51,8 @@ OWNER_PERMISSIONS = {
     "knowledge_app.knowledgedocument": ("view", "add", "delete"),  # documents are replaced, not edited
     "knowledge_app.knowledgesynonym": _ALL,
     "messaging_app.messagingsettings": ("view", "add", "change"),
+    "agent_app.scenario": _ALL,  # test cases: written and run by the owner
+    "agent_app.scenariorun": ("view", "delete"),
 }
 
 ROLE_GROUPS = {"owner": (OWNER_GROUP, OWNER_PERMISSIONS), "member": (MEMBER_GROUP, MEMBER_PERMISSIONS)}

@@ -28,9 +28,10 @@ MIN_ATTEMPT_SECONDS = 0.05
 class LaneFailure(Exception):
     """A lane did not answer. `outcome` is one of the attempt outcomes (docs/api.md)."""
 
-    def __init__(self, outcome, detail, *, retry_after=None, error=None):
+    def __init__(self, outcome, detail, *, retry_after=None, error=None, status=None):
         super().__init__(f"{outcome}: {detail}")
         self.outcome, self.detail, self.retry_after = outcome, detail, retry_after
+        self.status = status  # the HTTP status of a refusal (`rejected`: 401 is a wrong key)
         # The error of this process's engine behind an `unavailable` (stt_unavailable,
         # stt_busy, …): what a caller answers with when no lane did.
         self.error = error
@@ -38,6 +39,11 @@ class LaneFailure(Exception):
     @property
     def cools_down(self):
         return self.outcome in COOLDOWN_OUTCOMES
+
+    @property
+    def key_refused(self):
+        """The provider refused the key (HTTP 401 or 403)."""
+        return self.outcome == "rejected" and self.status in (401, 403)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def post(url, *, body, headers, timeout, max_bytes=MAX_ANSWER_BYTES):
             raise LaneFailure("server_error", f"HTTP {exc.code}") from None
         if 300 <= exc.code < 400:
             raise LaneFailure("bad_response", f"HTTP {exc.code} (redirects are not followed)") from None
-        raise LaneFailure("rejected", f"HTTP {exc.code}") from None
+        raise LaneFailure("rejected", _refused(exc.code), status=exc.code) from None
     except (TimeoutError, socket.timeout):
         raise LaneFailure("timeout", f"no answer within {timeout:.1f} s") from None
     except urllib.error.URLError as exc:
@@ -310,5 +310,10 @@ def post_stream(url, *, body, headers, connect_timeout, first_by, ends_by, idle_
             raise LaneFailure("server_error", f"HTTP {response.status}")
         if response.status < 400:
             raise LaneFailure("bad_response", f"HTTP {response.status} (redirects are not followed)")
-        raise LaneFailure("rejected", f"HTTP {response.status}")
+        raise LaneFailure("rejected", _refused(response.status), status=response.status)
     return StreamingAnswer(sock, response, first_by=first_by, ends_by=ends_by, idle_sec=idle_sec, max_bytes=max_bytes)
+
+
+def _refused(status):
+    """The detail of a 4xx: a refused key says so (the lane's status shows it)."""
+    return f"HTTP {status}: the key was refused" if status in (401, 403) else f"HTTP {status}"

@@ -34,11 +34,14 @@ def _count(step, **counts):
         recorder(lane=step.lane, mode=step.mode, **counts)
 
 
-def record_failure(step, failure):
+def record_failure(step, failure, *, key_cools_down=False):
     """A failed call of `step` (a LaneFailure): its last error (the lane's status shows
-    it), its cooldown when the failure says the lane is unwell, and one failure in its usage."""
+    it), its cooldown when the failure says the lane is unwell — or, with
+    `key_cools_down` (a speech lane the operator named), when the provider refused its
+    key: that will not mend by itself, and the local floor speaks meanwhile without
+    asking it again — and one failure in its usage."""
     lane_error_record(lane_id=step.lane.id, outcome=failure.outcome, detail=failure.detail)
-    if failure.cools_down:
+    if failure.cools_down or (key_cools_down and failure.key_refused):
         seconds = max(settings.GATEWAY_COOLDOWN_SEC, failure.retry_after or 0)
         lane_cooldown_start(lane_id=step.lane.id, seconds=seconds, reason=f"{failure.outcome}: {failure.detail}")
     _count(step, failures=1)

@@ -23,7 +23,14 @@ from django.conf import settings
 from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.http import MAX_AUDIO_ANSWER_BYTES, Cancel, StreamingAnswer, post_stream
 from registry_app.snapshot import SnapshotLane
-from speech_app.streaming import STALL_SECONDS, CallAudio, ProtocolModule, SynthesisStream, declare, lane_voices
+from speech_app.streaming import (
+    SYNTHESIS_STALL_SECONDS,
+    CallAudio,
+    ProtocolModule,
+    SynthesisStream,
+    declare,
+    lane_voices,
+)
 
 PROTOCOL = "azure-tts"
 PATH = "/cognitiveservices/v1"
@@ -100,8 +107,8 @@ class AzureSynthesizer:
             self.endpoint if self.endpoint.endswith(PATH) else f"{self.endpoint}{PATH}", body=ssml(text, voice=self.voice, language=language),
             headers={"Ocp-Apim-Subscription-Key": self._key, "Content-Type": "application/ssml+xml",
                      "X-Microsoft-OutputFormat": output_format(audio)},
-            connect_timeout=settings.GATEWAY_TIMEOUT_SEC, first_by=now + settings.GATEWAY_TIMEOUT_SEC,
-            ends_by=now + settings.GATEWAY_DEADLINE_SEC, idle_sec=STALL_SECONDS, cancel=cancel,
+            connect_timeout=SYNTHESIS_STALL_SECONDS, first_by=now + SYNTHESIS_STALL_SECONDS,
+            ends_by=now + settings.GATEWAY_DEADLINE_SEC, idle_sec=SYNTHESIS_STALL_SECONDS, cancel=cancel,
             max_bytes=MAX_AUDIO_ANSWER_BYTES)
         return AzureStream(answer, cancel)
 

@@ -29,6 +29,7 @@ from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.plans import lane_model
 from registry_app.snapshot import SnapshotLane
 from speech_app.streaming import (
+    SYNTHESIS_STALL_SECONDS,
     CallAudio,
     Parsed,
     ProtocolModule,
@@ -99,7 +100,7 @@ class CartesiaSynthesizer:
         request = {"context_id": str(uuid.uuid4()), "model_id": self.model, "transcript": text.strip(),
                    "voice": {"mode": "id", "id": self.voice}, "language": language,
                    "output_format": output_format(audio), "continue": False}
-        socket = ws_connect(websocket_url(self.endpoint), vendor="Cartesia", headers={
+        socket = ws_connect(websocket_url(self.endpoint), vendor="Cartesia", open_timeout=SYNTHESIS_STALL_SECONDS, headers={
             "Authorization": f"Bearer {self._key}", "X-API-Key": self._key, "Cartesia-Version": API_VERSION})
         context = str(request["context_id"])
         speech = SocketSpeech(socket, vendor="Cartesia", parse=parser(context),

@@ -30,6 +30,7 @@ from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.plans import lane_model
 from registry_app.snapshot import SnapshotLane
 from speech_app.streaming import (
+    SYNTHESIS_STALL_SECONDS,
     CallAudio,
     Parsed,
     ProtocolModule,
@@ -123,7 +124,8 @@ class ElevenLabsSynthesizer:
         if len(text) > MAX_TEXT_CHARS:
             raise LaneFailure("unavailable", f"a text of more than {MAX_TEXT_CHARS} characters")
         url = stream_url(self.endpoint, voice=self.voice, model=self.model, audio=audio)
-        socket = ws_connect(url, headers={"xi-api-key": self._key}, vendor="ElevenLabs")
+        socket = ws_connect(url, headers={"xi-api-key": self._key}, vendor="ElevenLabs",
+                            open_timeout=SYNTHESIS_STALL_SECONDS)
         speech = SocketSpeech(socket, vendor="ElevenLabs", parse=parser(audio))
         # A connection ElevenLabs closes at once (a bad key, an unknown voice) says why in
         # its messages and close frame, which the stream reads: sending fails quietly.

@@ -6,6 +6,7 @@ time, as fast as the test runs: what is asserted is what happened after how much
 the caller's audio, not how long anything took."""
 import asyncio
 
+import numpy
 import pytest
 
 from agent_app import hearing as hearing_module
@@ -34,7 +35,7 @@ class Ears:
         self.partials = []  # (frames fed, text, still speaking)
         self.draft_answers = drafts
 
-        async def hear(pcm, *, language):
+        async def hear(pcm, *, language, phrases=None):
             self.recognitions.append((self.frames_fed, len(pcm)))
             return f"heard-{len(self.recognitions)}"
 
@@ -162,3 +163,47 @@ def test_no_partial_when_the_engines_have_no_time_for_a_draft(monkeypatch, no_mo
     ears = Ears(monkeypatch, no_model, drafts=None)
     asyncio.run(ears.feed(sentence + silence(1.0)))
     assert ears.partials == [] and len(ears.turns) == 1
+
+
+class ProviderEars:
+    """A streaming recogniser's stand-in (agent_app.listening.Ears' surface): its events are
+    handed to the Hearing by the test."""
+
+    lane_id, failed = "stt-deepgram", False
+
+    def start(self):
+        pass
+
+    def send(self, frame):
+        pass
+
+    def finalize(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_providers_end_of_speech_a_moment_before_our_pause_ends_the_turn_at_that_pause(
+        monkeypatch, no_model, sentence):
+    """Deepgram's endpointing may hear the silence a frame or two before the voice activity
+    detector: its `speech_final` then ends the turn at our first pause, not after the
+    fixed one (it was dropped, and the turn waited out the hangover)."""
+    from speech_app.streaming import Heard
+
+    ears = Ears(monkeypatch, no_model)
+    samples = numpy.frombuffer(sentence, dtype="<i2")
+    voiced = sentence[:2 * (int(numpy.flatnonzero(numpy.abs(samples) > 500)[-1]) + 1)]  # without its trailing quiet
+
+    async def scenario():
+        await ears.feed(voiced)
+        ears.hearing.listen_with(ProviderEars())
+        assert ears.hearing.endpointer.speaking and not ears.hearing.endpointer.paused
+        ears.hearing.heard(Heard(text=COMPLETE_SENTENCE, final=True, speech_final=True))
+        spoken_frames = ears.frames_fed
+        await ears.feed(silence(1.0))
+        return spoken_frames, await ears.turns[0][1].transcript
+
+    spoken_frames, text = asyncio.run(scenario())
+    assert len(ears.turns) == 1 and text == COMPLETE_SENTENCE  # the provider's final, no local recognition
+    assert ears.turns[0][0] - spoken_frames <= Endpointer.PAUSES[0] + 2 < Endpointer.HANGOVER

@@ -99,7 +99,7 @@ def test_when_azure_fails_the_local_voice_speaks_and_the_transcript_says_so(
     assert len(audio) > 32000 and audio != b"\x01\x00" * (len(audio) // 2)  # eSpeak NG spoke
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = [entry.text for entry in call.transcript_entries.all() if entry.role == "system"]
-    assert notes == ["Speech lane tts-azure-de failed (server_error): the local voice speaks."]
+    assert notes == ["Sprachausgabe tts-azure-de ausgefallen (server_error): die lokale Stimme spricht."]
     assert len(azure.requests) == 1  # then it cooled down: the rest went straight to the local voice
     assert LaneCooldown.objects.filter(lane_id="tts-azure-de").exists()
     assert LaneUsage.objects.get(lane_id="tts-azure-de").failures == 1
@@ -183,7 +183,7 @@ def test_when_deepgram_stops_answering_the_turn_is_heard_here_and_the_transcript
     assert final["text"] == "vom lokalen Erkenner gehört" and len(local.requests) == 1
     call = Call.objects.with_transcript().get(pk=session["callId"])
     notes = [e.text for e in call.transcript_entries.all() if e.role == "system"]
-    assert notes == ["Speech recognition lane stt-deepgram failed (timeout): this service's recognition hears."]
+    assert notes == ["Spracherkennung stt-deepgram ausgefallen (timeout): die lokale Spracherkennung hört."]
     assert usage_of("stt-deepgram").failures == 1
     assert LaneCooldown.objects.filter(lane_id="stt-deepgram").exists()  # the next calls are heard here
 

@@ -65,8 +65,11 @@ def test_publish_numbers_the_versions_and_says_who_when_and_why(api_a, assistant
     assert history["draftChanges"] == []
 
 
-def test_a_publish_body_takes_a_note_only(api_a, assistant):
-    response = api_a.post(_url(assistant, "/publish"), {"force": True}, format="json")
+def test_a_publish_body_takes_a_note_and_force_only(api_a, assistant):
+    # `force` publishes although a test case fails (tests/agent_app/test_scenarios.py); anything else is refused.
+    response = api_a.post(_url(assistant, "/publish"), {"forced": True}, format="json")
+    assert response.status_code == 400 and "forced" in error_of(response)["details"]
+    response = api_a.post(_url(assistant, "/publish"), {"force": "vielleicht"}, format="json")
     assert response.status_code == 400 and "force" in error_of(response)["details"]
     assert not AssistantVersion.objects.exists()
 

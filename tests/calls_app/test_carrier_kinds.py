@@ -34,7 +34,7 @@ def run(*args):
 @pytest.mark.django_db
 def test_a_kind_is_checked_against_the_registry_not_a_choices_list():
     assert {"signed-webhook", "twilio", "asterisk"} <= set(KINDS)
-    assert {"web", "twilio", "audiosocket"} == set(transports())
+    assert {"web", "twilio", "audiosocket", "sip"} == set(transports())
     with pytest.raises(ValidationFailed) as refused:
         carrier_create(carrier_id="x1", kind="carrier-pigeon")
     assert "kind" in refused.value.details

@@ -269,6 +269,14 @@ def demo(django_user_model):
     OrmQ.objects.create(key="stimmwerk", lock=now, payload=SignedPackage.dumps(
         {"id": "c" * 32, "name": "demo-queued", "group": "demo", "func": "math.floor", "args": (1.5,), "kwargs": {}}))
     audit_record(actor="user:operator", action="admin.change leads_app.lead", tenant=tenant, object_id=lead.pk)
+    from agent_app.models import Scenario, ScenarioRun
+    from console.assistants.models import Assistant
+    assistant = Assistant.objects.for_tenant(tenant).first()
+    scenario = Scenario.objects.create(tenant=tenant, assistant=assistant, name="Rückruf",
+                                       turns=[{"text": "Bitte rufen Sie mich zurück.", "expectations": []}])
+    ScenarioRun.objects.create(tenant=tenant, assistant=assistant, status="failed", finished_at=now, results=[{
+        "scenario": scenario.pk, "name": scenario.name, "passed": False, "reason": "Die Assistenz hat „zurück“ nicht "
+        "gesagt.", "expectations": [], "transcript": [{"role": "user", "text": "Bitte rufen Sie mich zurück."}]}])
     owner = django_user_model.objects.create_user("inhaberin", "inhaberin@demo.localhost", "pw", is_staff=True)
     membership_add(tenant=tenant, user=owner, role=Membership.Role.OWNER)
     staff = django_user_model.objects.create_user("mitarbeiter", "mitarbeiter@demo.localhost", "pw", is_staff=True)

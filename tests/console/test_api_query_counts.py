@@ -10,6 +10,7 @@ import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
+from agent_app.scenario_services import scenario_create, scenario_run_create
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, TranscriptEntry
 from calls_app.services import _web_carrier, carrier_create
@@ -46,15 +47,27 @@ ENDPOINTS = [
      " insert"),
     ("PATCH", "/v2/assistants/{assistant}", {"instructions": "Kurz und freundlich."}, 2 + AUDIT,
      "the assistant, update"),
-    ("DELETE", "/v2/assistants/{assistant}", None, 7 + AUDIT,
+    ("DELETE", "/v2/assistants/{assistant}", None, 9 + AUDIT,
      "the assistant, the numbers that use it (none); delete: its numbers (RESTRICT) collected, its calls' and"
-     " campaigns' references cleared (SET_NULL), its versions (CASCADE), delete"),
-    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 8 + AUDIT,
-     "the assistant, locked; its tenant, locked, and the tenant's versions counted (TENANT_MAX_ASSISTANT_VERSIONS);"
+     " campaigns' references cleared (SET_NULL), its versions, test cases and test runs (CASCADE), delete"),
+    ("POST", "/v2/assistants/{assistant}/publish", {"note": "Neu"}, 9 + AUDIT,
+     "has it test cases (none: nothing is played); the assistant, locked; its tenant, locked, and the tenant's versions counted (TENANT_MAX_ASSISTANT_VERSIONS);"
      " the latest number; insert the version; the versions (the history it is shown by)"),
     ("GET", "/v2/assistants/{assistant}/versions", None, 2, "the assistant, its versions"),
     ("GET", "/v2/assistants/{assistant}/versions/1", None, 2, "the assistant, its versions"),
     ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 3 + AUDIT, "the assistant, the version, update"),
+    ("GET", "/v2/assistants/{tested}/scenarios", None, 2, "the assistant, its scenarios"),
+    ("POST", "/v2/assistants/{tested}/scenarios", {"name": "Neu", "turns": [{"text": "Hallo"}]}, 4 + AUDIT,
+     "the assistant; the tenant locked and its scenarios counted (TENANT_MAX_SCENARIOS); insert"),
+    ("GET", "/v2/assistants/{tested}/scenarios/{scenario}", None, 2, "the assistant, the scenario"),
+    ("PATCH", "/v2/assistants/{tested}/scenarios/{scenario}", {"name": "Anders"}, 3 + AUDIT,
+     "the assistant, the scenario, update"),
+    ("DELETE", "/v2/assistants/{tested}/scenarios/{scenario}", None, 3 + AUDIT, "the assistant, the scenario, delete"),
+    ("POST", "/v2/assistants/{tested}/scenarios/run", {"mode": "text"}, 6 + AUDIT,
+     "the assistant; the tenant locked and its runs of the day counted; insert; the runs kept, older ones deleted"),
+    ("GET", "/v2/assistants/{tested}/scenarios/runs", None, 2, "the assistant, its runs"),
+    ("GET", "/v2/assistants/{tested}/scenarios/runs/{run}", None, 2, "the assistant, the run"),
+    ("DELETE", "/v2/assistants/{tested}/scenarios/runs/{run}", None, 3 + AUDIT, "the assistant, the run, delete"),
     ("GET", "/v2/tools", None, 1, "the HTTP tools"),
     ("GET", "/v2/tools/{tool}", None, 1, "the HTTP tool"),
     ("POST", "/v2/tools", {"name": "neu", "url": "https://tools.example/neu"}, 3 + AUDIT,
@@ -195,6 +208,11 @@ def seeded(tenant_a, tenant_b, korean_model):
                                page_url="")
             knowledge = knowledge_document_create(tenant=tenant, title=f"Wissen {n}", content_type="text/markdown",
                                                   text="## Aufmaß\n\nEin Aufmaß kostet 60 Euro.\n\n## Küchen\n\nNach Maß.")
+            if n == 0:  # its test cases and runs (publishing one plays them: the other assistant is published)
+                scenario = scenario_create(assistant=assistant, data={"name": "Gruß", "turns": [{"text": "Hallo"}]})
+                run = scenario_run_create(assistant=assistant, queued=False)
+                if tenant == tenant_a:
+                    ids.update(tested=assistant.id, scenario=scenario.id, run=run.id)
             if tenant == tenant_a:
                 ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id,
                            tool=tool.id, knowledge=knowledge.id)
@@ -282,6 +300,6 @@ def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
                   webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x",
-                  tool="tl_x", knowledge="kd_x")).route)
+                  tool="tl_x", knowledge="kd_x", tested="as_y", scenario="sc_x", run="sr_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

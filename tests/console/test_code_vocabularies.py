@@ -107,8 +107,9 @@ def documented_agent_errors() -> dict[str, int]:
 
 # Where tool errors are made: the dispatch (tools_app) and the apps that declare built-in
 # tools (console.assistants.builtin_tools).
+# ... and a test call's sandbox (agent_app.scenario_runs: `no_stub`).
 TOOL_ERROR_MAKERS = ("tools_app", "calls_app", "campaigns_app", "knowledge_app", "messaging_app", "console",
-                     "calendars_app")
+                     "calendars_app", "agent_app")
 
 
 def _tool_error_sources() -> dict[str, ast.Module]:

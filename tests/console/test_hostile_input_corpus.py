@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from twilio.request_validator import RequestValidator
 
+from agent_app.scenario_services import scenario_create, scenario_run_create
 from calendars_app.models import Calendar
 from calls_app.models import Call
 from calls_app.services import carrier_create
@@ -88,6 +89,11 @@ ASSISTANT = {
 # A CalDAV calendar on a loopback port where nothing listens: its check fails at once (400).
 CALENDAR = {"name": "Praxis", "kind": "caldav", "url": "http://127.0.0.1:9/dav/praxis/", "username": "praxis",
             "password": "app-passwort"}
+SCENARIO = {"name": "Rückruf", "turns": [{"text": "Rufen Sie mich zurück.", "dtmf": "1",
+                                         "expectations": [{"type": "said", "pattern": "(?i)zurück"}]}],
+            "variables": {"callerNumber": "0171 2345678"}, "toolStubs": {"termin": {"frei": True}},
+            "expectations": [{"type": "tool_called", "tool": "create_callback", "arguments": {"phone": "0171"}},
+                             {"type": "judge", "rubric": "Höflich."}], "realTools": False}
 TOOL = {"name": "termin", "description": "Prüft Termine.", "url": "https://tools.acme.example/termin",
         "parameters": {"type": "object", "properties": {"datum": {"type": "string"}}}, "timeoutMs": 2000}
 
@@ -100,6 +106,9 @@ def templates(objects):
         ("v2/^assistants/(?P<pk>[^/]+)/publish$", "post"): {"note": "Neue Öffnungszeiten"},
         ("v2/^assistants/(?P<pk>[^/]+)/versions/(?P<number>[0-9]{1,9})/restore$", "post"): {},
         ("v2/^numbers/(?P<pk>[^/]+)$", "patch"): {"label": "Empfang", "assistant": objects["assistant"]},
+        ("v2/^assistants/(?P<assistant_id>[^/]+)/scenarios$", "post"): SCENARIO,
+        ("v2/^assistants/(?P<assistant_id>[^/]+)/scenarios/(?P<pk>[^/]+)$", "patch"): {**SCENARIO, "name": "Neu"},
+        ("v2/^assistants/(?P<assistant_id>[^/]+)/scenarios/run$", "post"): {"mode": "text", "version": None},
         ("v2/audio/settings", "patch"): {"recordingEnabled": True, "transcriptionEnabled": False},
         ("v2/audio/scripts/<str:touchpoint_id>", "put"): {"text": "Bitte bleiben Sie dran."},
         ("v2/audio/render", "post"): {"touchpoint": "callback.confirmation", "voice": "de",
@@ -151,6 +160,9 @@ def templates(objects):
         # A warm hand-over's leg to the person (Twilio's form).
         ("voice/twilio/<str:carrier_id>/warm", "post"): urlencode({
             "CallSid": "CAcorpus0002", "CallStatus": "in-progress"}).encode(),
+        # ... and an Asterisk dialplan's outcome of one (CURL()'s form: Dial's DIALSTATUS).
+        ("voice/asterisk/<str:carrier_id>/calls/<str:call_uuid>/warm", "post"): urlencode({
+            "status": "NOANSWER"}).encode(),
         ("v2/^campaigns$", "post"): {"name": "Erinnerung", "purpose": "service", "maxAttempts": 3,
                                      "window": {"mon": {"start": "09:00", "end": "18:00"}}},
         ("v2/^campaigns/(?P<pk>[^/]+)$", "patch"): {"name": "Neu", "concurrency": 1,
@@ -172,6 +184,12 @@ def path_values(objects):
         **{f"v2/^assistants/(?P<pk>[^/]+)/versions/(?P<number>[0-9]{{1,9}}){suffix}$": {
             "pk": objects["assistant"], "number": "1"} for suffix in ("", "/restore")},
         "v2/^numbers/(?P<pk>[^/]+)$": {"pk": objects["number"]},
+        **{f"v2/^assistants/(?P<assistant_id>[^/]+)/scenarios{suffix}$": {"assistant_id": objects["assistant"]}
+           for suffix in ("", "/run", "/runs")},
+        "v2/^assistants/(?P<assistant_id>[^/]+)/scenarios/(?P<pk>[^/]+)$": {
+            "assistant_id": objects["assistant"], "pk": objects["scenario"]},
+        "v2/^assistants/(?P<assistant_id>[^/]+)/scenarios/runs/(?P<run_id>[^/]+)$": {
+            "assistant_id": objects["assistant"], "run_id": objects["run"]},
         "v2/^leads/(?P<pk>[^/]+)$": {"pk": objects["lead"]},
         "v2/^calls/(?P<pk>[^/]+)$": {"pk": objects["call"]},
         "v2/audio/scripts/<str:touchpoint_id>": {"touchpoint_id": "call.hold"},
@@ -345,6 +363,9 @@ def world(tenant_a, key_a, settings, render_cache_dir, korean_model):
         "calendar": Calendar.objects.create(tenant=tenant_a, name="Praxis", kind="caldav", url=CALENDAR["url"],
                                             settings={"username": "praxis"}).pk,
     }
+    assistant = Assistant.objects.get(pk=objects["assistant"])
+    objects["scenario"] = scenario_create(assistant=assistant, data=SCENARIO).pk
+    objects["run"] = scenario_run_create(assistant=assistant, queued=False).pk
     return {"key": key_a, "secret": secret, "asterisk_secret": asterisk_secret, "objects": objects}
 
 

@@ -29,6 +29,9 @@ from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.test import APIClient
 
 from agent_app import demo_views
+from agent_app.models import Scenario as TestCase
+from agent_app.models import ScenarioRun
+from agent_app.scenario_services import scenario_create, scenario_run_create
 from calendars_app.models import Appointment, Calendar
 from calls_app import sim
 from calls_app.models import Call, UsageCounter
@@ -166,6 +169,17 @@ SCENARIOS = {
     "assistant-versions": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk}),
     "assistant-version": Scenario({"get": 404}, lambda a: {"pk": a.assistant.pk, "number": "1"}),
     "assistant-restore": Scenario({"post": 404}, lambda a: {"pk": a.assistant.pk, "number": "1"}),
+    # A's test cases and runs: neither listed, read, changed, run nor erased by B.
+    "scenario-list": Scenario({"get": 404, "post": 404}, lambda a: {"assistant_id": a.assistant.pk},
+                              bodies={"post": [{"name": "übernommen", "turns": [{"text": "Hallo"}]}]}),
+    "scenario-detail": Scenario({"get": 404, "patch": 404, "delete": 404},
+                                lambda a: {"assistant_id": a.assistant.pk, "pk": a.scenario.pk},
+                                bodies={"patch": [{"name": "übernommen"}]}),
+    "scenario-run": Scenario({"post": 404}, lambda a: {"assistant_id": a.assistant.pk},
+                             bodies={"post": [{"mode": "text"}]}),
+    "scenario-runs": Scenario({"get": 404}, lambda a: {"assistant_id": a.assistant.pk}),
+    "scenario-run-detail": Scenario({"get": 404, "delete": 404},
+                                    lambda a: {"assistant_id": a.assistant.pk, "run_id": a.run.pk}),
     # Tool names are unique per tenant: B may have a tool of A's name, and only sees its own.
     "tool-list": Scenario({"get": 200, "post": 201}, bodies={"post": [
         lambda a: {"name": a.tool.name, "url": "https://globex.example/tool"}]}),
@@ -262,6 +276,8 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     assistant = Assistant.objects.create(tenant=tenant_a, name="Acme-Empfang", tools=["end_call", tool.pk])
     assistant_publish(assistant=assistant, actor=f"user:{owner.username}", note="Acme-Fassung")
     number = number_create(tenant=tenant_a, e164="+493055501234", label="acme-zentrale", assistant_id=assistant.pk)
+    scenario = scenario_create(assistant=assistant, data={"name": "Acme-Testfall", "turns": [{"text": "Acme-Frage"}]})
+    run = scenario_run_create(assistant=assistant, queued=False)
     lead = lead_create(tenant=tenant_a, kind="callback", phone="+491701234567", page_url="https://acme.example/k")
     sim.play_inbound(number=number, caller="+4915112345670", seconds=75)
     call = Call.objects.for_tenant(tenant_a).get()
@@ -291,28 +307,28 @@ def world(tenant_a, tenant_b, key_a, key_b, owner, outsider, render_cache_dir):
     contact = CampaignContact.objects.get(campaign=campaign)
     assert CampaignAttempt.objects.for_tenant(tenant_a).filter(contact=contact, state="dialled").exists()
     blocked, _ = campaigns.blocklist_add(tenant=tenant_a, phone="0176 99988877", note="Acme-Sperre")
-    calendar = Calendar.objects.create(tenant=tenant_a, name="Acme-Praxiskalender", kind="caldav",
-                                       url="https://acme-dav.example/termine/", settings={"username": "acme-dav"})
-    appointment = Appointment.objects.create(
-        tenant=tenant_a, calendar=calendar, assistant_id=assistant.pk, type_name="Acme-Erstgespräch",
-        starts_at=tuesday, ends_at=tuesday, caller_e164="+4917612399999", caller_name="Acme-Anruferin")
     messaging_settings_update(tenant=tenant_a, data={"provider": "webhook",
                                                      "webhook_url": "https://acme-sms.example/send"})
     sms = Sms.objects.create(tenant=tenant_a, key="acme-sms-1", call_id=call.pk, to_e164="+4915112345670",
                              template="confirmation", text="Acme-SMS: Ihr Termin ist bestätigt.",
                              send_at=tuesday)
+    calendar = Calendar.objects.create(tenant=tenant_a, name="Acme-Praxiskalender", kind="caldav",
+                                       url="https://acme-dav.example/termine/", settings={"username": "acme-dav"})
+    appointment = Appointment.objects.create(
+        tenant=tenant_a, calendar=calendar, assistant_id=assistant.pk, type_name="Acme-Erstgespräch",
+        starts_at=tuesday, ends_at=tuesday, caller_e164="+4917612399999", caller_name="Acme-Anruferin")
     api_key = ApiKey.objects.get(tenant=tenant_a)
     markers = ["acme", "Acme", assistant.pk, number.pk, number.e164, "acme-zentrale", lead.pk, lead.phone,
                call.pk, "Acme-Haltetext", api_key.prefix, owner.username, owner.email, export.pk, erasure.pk,
                endpoint.pk, "acme-hook", campaign.pk, "Acme-Kampagne", contact.pk, contact.phone, "Acme-Kontakt", blocked.pk,
                blocked.phone, "Acme-Sperre", tool.pk, "acme-tools", document.pk, "Quarkwerk", "Wissen der Firma",
-               "Quarkversand", "Acme-Fassung", calendar.pk, "Acme-Praxiskalender", "acme-dav", appointment.pk,
-               "Acme-Anruferin", "Acme-Erstgespräch",
-               "acme-sms", sms.pk, "Acme-SMS"]
+               "Quarkversand", "Acme-Fassung", "acme-sms", sms.pk, "Acme-SMS", calendar.pk, "Acme-Praxiskalender",
+               "acme-dav", appointment.pk, "Acme-Anruferin", "Acme-Erstgespräch", scenario.pk,
+               "Acme-Testfall", "Acme-Frage", run.pk]
     return SimpleNamespace(tenant=tenant_a, endpoint=endpoint, tool=tool, assistant=assistant, number=number, lead=lead, call=call,
                            export=export, erasure=erasure, key=key_a, key_b=key_b, owner=owner, outsider=outsider,
                            campaign=campaign, contact=contact, blocked=blocked, document=document, markers=markers,
-                           calendar=calendar)
+                           calendar=calendar, scenario=scenario, run=run)
 
 
 def state_of(tenant):
@@ -322,7 +338,7 @@ def state_of(tenant):
         for model in (Assistant, PhoneNumber, Lead, Call, UsageCounter, ScriptOverride, ApiKey, Membership,
                       RetentionSettings, Export, Erasure, Endpoint, Delivery, Attempt, Campaign, CampaignContact,
                       CampaignAttempt, BlockedNumber, HttpTool, KnowledgeDocument, KnowledgePassage, KnowledgeSynonym,
-                      KnowledgeTerm, Calendar, Appointment, MessagingSettings, Sms)
+                      KnowledgeTerm, MessagingSettings, Sms, Calendar, Appointment, TestCase, ScenarioRun)
     ] + [list(Tenant.objects.filter(pk=tenant.pk).values()),
          list(TenantHost.objects.filter(tenant=tenant).values()), list(TenantOrigin.objects.filter(tenant=tenant).values())],
         default=str, sort_keys=True)

@@ -42,7 +42,7 @@ SECRET_WORDS = "Meine Kundennummer ist vertraulich"
 OTHER_WORDS = "Bitte nicht weitergeben"
 ZERO = {"calls": 0, "transcriptLines": 0, "recordingLinks": 0, "carrierEvents": 0, "leads": 0, "exports": 0,
         "idempotencyRecords": 0, "adminLogEntries": 0, "webhookDeliveries": 0, "agentSessions": 0, "analyses": 0,
-        "campaignContacts": 0, "blocklistEntries": 0, "appointments": 0, "sms": 0}
+        "campaignContacts": 0, "blocklistEntries": 0, "sms": 0, "appointments": 0}
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_afterwards_no_row_of_the_tenant_holds_the_number_or_the_words(api_a, wo
     assert receipt["counts"] == {"calls": 3, "transcriptLines": 4, "recordingLinks": 2, "carrierEvents": 9,
                                  "leads": 1, "exports": 1, "idempotencyRecords": 2, "adminLogEntries": 1,
                                  "webhookDeliveries": 0, "agentSessions": 0, "analyses": 0,
-                                 "campaignContacts": 0, "blocklistEntries": 0, "appointments": 0, "sms": 0}
+                                 "campaignContacts": 0, "blocklistEntries": 0, "sms": 0, "appointments": 0}
     assert usage() == usage_before
 
 

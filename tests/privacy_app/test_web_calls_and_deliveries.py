@@ -110,7 +110,7 @@ def test_an_erasure_by_call_id_empties_that_web_call_only(api_a, world):
     assert delivery.state == "erased"
     assert counts == {"calls": 1, "transcriptLines": 1, "recordingLinks": 0, "carrierEvents": 0, "leads": 0,
                       "exports": 1, "idempotencyRecords": 0, "adminLogEntries": 0, "webhookDeliveries": 1,
-                      "agentSessions": 1, "analyses": 0, "campaignContacts": 0, "blocklistEntries": 0, "appointments": 0, "sms": 0}
+                      "agentSessions": 1, "analyses": 0, "campaignContacts": 0, "blocklistEntries": 0, "sms": 0, "appointments": 0}
     # The lead with the number is not this call's: it stays until the number is erased.
     assert copies_of_number(CALLER) >= {("leads_app_lead", "phone", world["lead"].pk)}
 

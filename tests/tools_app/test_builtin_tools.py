@@ -64,10 +64,10 @@ def test_every_built_in_tool_is_defined_in_the_openai_format(assistant, tenant_a
     tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "description": "Prüft Termine.",
                                                       "url": "https://acme.example/t"})
     assistant.tools = [*builtin_tool_names(), tool.pk]
-    # the calendar's tools are offered to an assistant with appointment types
-    assistant.appointment_types = [{"name": "Erstgespräch"}]
     # send_sms is offered where the tenant chose an SMS provider.
     messaging_settings_update(tenant=tenant_a, data={"provider": "webhook", "webhook_url": "https://sms.acme.example/s"})
+    # the calendar's tools are offered to an assistant with appointment types
+    assistant.appointment_types = [{"name": "Erstgespräch"}]
     definitions = tool_definitions(assistant=assistant)
     assert [d["function"]["name"] for d in definitions] == [*builtin_tool_names(), "termin"]
     for definition in definitions:
@@ -208,13 +208,13 @@ def test_every_list_of_built_in_tools_is_derived_from_the_declarations():
     from console.assistants.admin import AssistantForm
 
     names = builtin_tool_names()
-    assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out", "send_sms",
-                     "find_slots", "book_appointment", "move_appointment", "cancel_appointment")  # by position
+    assert names == ("create_callback", "lookup_knowledge", "transfer_call", "end_call", "opt_out", "find_slots",
+                     "book_appointment", "move_appointment", "cancel_appointment", "send_sms")
     assert {tool.name: tool.owner for tool in builtin_tools()} == {
         "create_callback": "calls_app", "lookup_knowledge": "knowledge_app", "transfer_call": "calls_app",
-        "end_call": "calls_app", "opt_out": "campaigns_app", "send_sms": "messaging_app", "find_slots": "calendars_app",
+        "end_call": "calls_app", "opt_out": "campaigns_app", "find_slots": "calendars_app",
         "book_appointment": "calendars_app", "move_appointment": "calendars_app",
-        "cancel_appointment": "calendars_app"}
+        "cancel_appointment": "calendars_app", "send_sms": "messaging_app"}
     assert registry.campaign_call_tools() == ("end_call", "opt_out")
     choices = AssistantForm().fields["tools"].choices
     assert [(value, str(label)) for value, label in choices[:len(names)]] == [

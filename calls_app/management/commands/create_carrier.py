@@ -32,13 +32,19 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="display name")
         parser.add_argument("--caller-id", default="", help="the carrier's own number for outbound calls (E.164)")
         for field in _fields().values():
-            parser.add_argument(field.option, dest=field.name, default="", help=field.help)
+            if field.flag:
+                parser.add_argument(field.option, dest=field.name, action="store_const", const="1", default="",
+                                    help=field.help)
+            else:
+                parser.add_argument(field.option, dest=field.name, default="", help=field.help,
+                                    nargs="+" if field.many else None)
         parser.add_argument("--rotate", action="store_true",
                             help="a new secret (or the credentials given) for an existing carrier")
 
     def handle(self, *args: Any, carrier_id: str, kind: str, name: str, caller_id: str, rotate: bool,
                **options: Any) -> None:
-        given = {field: options[field] for field in _fields() if options.get(field)}
+        given = {field: ",".join(value) if isinstance(value, list) else value
+                 for field in _fields() if (value := options.get(field))}
         try:
             if rotate:
                 carrier = Carrier.objects.filter(pk=carrier_id).first()

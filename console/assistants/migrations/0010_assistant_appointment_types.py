@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('assistants', '0008_assistant_transcriber'),
+        ('assistants', '0009_assistant_mode_and_realtime_lane'),
     ]
 
     operations = [

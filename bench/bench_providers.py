@@ -1,0 +1,134 @@
+"""Phone calls heard and spoken by speech providers (issue 36), on the Twilio path.
+
+The same carrier as bench_phone (uvicorn serving console.asgi; the caller is a websockets
+client playing Twilio's Media Streams with German μ-law speech at real time): end of
+the caller's speech (the clip's last voiced 20 ms, not the end of its trailing quiet)
+→ the reply's first `media` message, p50/p95 over the turns,
+(a) with the local engines (Whisper base, eSpeak NG) and (b) with an assistant whose
+transcriber is Deepgram and whose voice is Azure — both fakes on loopback (tests/) with
+the vendors' typical delays: Deepgram's final result `DEEPGRAM_FINAL_SEC` after the end
+of speech (in the audio's time), Azure's first byte `AZURE_FIRST_BYTE_SEC` after the
+request. Our own share is the measured figure minus those configured delays (goal:
+p50 ≤ 0.2 s). The chat lane is the gateway's mock in both.
+
+Failover: a third server whose Azure hangs after the first piece of every sentence
+(GATEWAY_COOLDOWN_SEC=0, so each reply's first sentence meets it again): the longest
+silence within each reply as the caller receives it (goal: ≤ 1.5 s); and calls whose
+Deepgram dies after a second of the caller's speech: end of speech → first audio.
+"""
+import asyncio
+import statistics
+
+from bench.bench_agent import SENTENCES, _percentile, _served
+from bench.bench_phone import _SETUP, ACCOUNT, CALLED, TOKEN, _call
+from bench.harness import create_tenant_with_key, sized, stop, temp_project
+
+TURNS, FAILOVER_CALLS = 20, 5
+DEEPGRAM_FINAL_SEC, AZURE_FIRST_BYTE_SEC = 0.15, 0.15
+CALLED_PROVIDERS = "+4930555000222"
+VOICE, TRANSCRIBER = "tts-azure-de:de-DE-KatjaNeural", "stt-deepgram"
+
+_ASSISTANT = """
+from console.assistants.services import assistant_create
+from console.numbers.models import PhoneNumber
+from console.numbers.services import number_create
+from console.tenants.models import Tenant
+from registry_app.demo import SHIPPED_DOCUMENT
+from registry_app.services import registry_load
+import json
+registry_load(document=json.loads(SHIPPED_DOCUMENT.read_text()), loaded_by="bench")
+tenant = Tenant.objects.get(slug="bench")
+assistant = assistant_create(tenant=tenant, data={{"name": "Anbieter", "voice": {voice!r},
+                                                   "transcriber": {{"lane": {lane!r}, "keyterms": ["Termin"]}}}})
+number_create(tenant=tenant, e164={called!r}, assistant_id=str(assistant.pk))
+# The local number gets an assistant of its own without speech lanes: a number without one
+# would answer with the tenant's assistant, the one above.
+local = assistant_create(tenant=tenant, data={{"name": "Lokal"}})
+PhoneNumber.objects.filter(tenant=tenant, e164={local_called!r}).update(assistant=local)
+"""
+
+
+def _env(deepgram, azure, **extra):
+    from registry_app.lanes.config import lane_variable
+
+    return {lane_variable("stt-deepgram", "ENDPOINT"): deepgram.base_url,
+            lane_variable("stt-deepgram", "KEY"): deepgram.key,
+            lane_variable("tts-azure-de", "ENDPOINT"): azure.base_url,
+            lane_variable("tts-azure-de", "KEY"): azure.key, **extra}
+
+
+def _quiet_tails(speeches):
+    """Seconds of quiet at the end of each μ-law clip (eSpeak's trailing silence)."""
+    import audioop  # the stdlib's G.711 (deprecated; a benchmark's only use)
+
+    tails = []
+    for clip in speeches:
+        frames = [clip[offset:offset + 160] for offset in range(0, len(clip), 160)]
+        loud = [index for index, frame in enumerate(frames) if audioop.rms(audioop.ulaw2lin(frame, 2), 2) > 300]
+        tails.append((len(frames) - 1 - loud[-1]) * 0.02 if loud else 0.0)
+    return tails
+
+
+def _from_voice_end(latencies, tails):
+    """Each turn's latency from the end of the caller's voice (turn n of a call spoke clip n)."""
+    return [value + tails[turn % len(tails)] for turn, value in enumerate(latencies)]
+
+
+def _row(label, samples, delays=0.0, goal=""):
+    row = {"path": label, "turns": len(samples), "p50 s": round(statistics.median(samples), 2),
+           "p95 s": round(_percentile(samples, 0.95), 2), "max s": round(max(samples), 2),
+           "vendor delays s": delays, "own p50 s": round(statistics.median(samples) - delays, 2),
+           "own p95 s": round(_percentile(samples, 0.95) - delays, 2), "goal": goal}
+    print(row, flush=True)
+    return row
+
+
+def provider_latency(load):
+    """Phone (Twilio, μ-law): end of speech → first agent audio with the local engines and with fake Deepgram + fake Azure (150 ms each), and a failover's dead air"""
+    from tests.azure_tts_fake import FakeAzureTts
+    from tests.deepgram_fake import FakeDeepgram
+
+    fakes = [FakeDeepgram(utterances=SENTENCES, by_energy=True, final_delay=DEEPGRAM_FINAL_SEC),
+             FakeAzureTts(chunks=8, chunk_bytes=800, first_byte_delay=AZURE_FIRST_BYTE_SEC),
+             FakeDeepgram(utterances=SENTENCES, by_energy=True, final_delay=DEEPGRAM_FINAL_SEC, kill_after=1.0),
+             FakeAzureTts(chunks=8, chunk_bytes=800, fail_from=0, failure="stall")]
+    servers, rows = [], []
+    try:
+        for fake in fakes:
+            fake.__enter__()
+        deepgram, azure, dying_deepgram, hanging_azure = fakes
+        with temp_project() as project:
+            create_tenant_with_key(project, "bench")
+            project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
+            project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
+            project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS, local_called=CALLED))
+            speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
+            tails = _quiet_tails(speeches)
+            print(f"quiet at the clips' ends: {tails} s", flush=True)
+            servers.append(_served(project, **_env(deepgram, azure)))
+            base = servers[0][1]
+            asyncio.run(_call(base, speeches, 1))  # loads the recogniser and the end-of-turn model (not counted)
+            local, providers = [], []
+            for _ in range(sized(TURNS // 5)):  # interleaved: a busy machine's load falls on both alike
+                local += _from_voice_end(asyncio.run(_call(base, speeches, sized(5))), tails)
+                providers += _from_voice_end(asyncio.run(_call(base, speeches, sized(5), called=CALLED_PROVIDERS)),
+                                             tails)
+            rows.append(_row("local engines (Whisper base, eSpeak NG)", local))
+            rows.append(_row("fake Deepgram + fake Azure", providers, DEEPGRAM_FINAL_SEC + AZURE_FIRST_BYTE_SEC,
+                             "own p50 ≤ 0.2 s"))
+            servers.append(_served(project, **_env(dying_deepgram, hanging_azure, GATEWAY_COOLDOWN_SEC="0")))
+            failing = servers[1][1]
+            dead_airs = []
+            asyncio.run(_call(failing, speeches, sized(TURNS), called=CALLED_PROVIDERS, dead_airs=dead_airs))
+            rows.append(_row("failover: Azure hangs after its first piece (dead air within the reply)", dead_airs,
+                             goal="≤ 1.5 s"))
+            killed = []
+            for _ in range(sized(FAILOVER_CALLS)):
+                killed += _from_voice_end(asyncio.run(_call(failing, speeches, 1, called=CALLED_PROVIDERS)), tails)
+            rows.append(_row("failover: Deepgram dies after 1 s of speech (end of speech → first audio)", killed))
+    finally:
+        for server, _base, _log in servers:
+            stop(server)
+        for fake in fakes:
+            fake.__exit__(None, None, None)
+    return rows
