@@ -48,6 +48,9 @@ CANCEL = cue(r"\babsag", r"\babnagen\b", r"\babnahmen\b", r"\bstornier", r"\bcan
 # vormittag noch etwas frei?"): an appointment wish when the calendar's tools are offered.
 WISH = cue(r"\bhätte gerne?\b", r"\bmöchte\b", r"\bbrauche\b", r"\bwürde gerne?\b", r"\bfrei\b",
            r"\bi(?:'d| would) like\b", r"\bavailable\b", r"\bfree\b")
+# …unless it asks about the business ("Ich möchte wissen, ob Sie morgen geöffnet haben"): looked up.
+ASKS_ABOUT = cue(r"\bgeöffnet\b", r"\bgeschlossen\b", r"\bauf\s*haben\b", r"\böffnungszeit", r"\bwissen\b",
+                 r"\berfahren\b", r"\bopen\b", r"\bclosed\b", r"\bopening hours\b")
 FIRST = cue(r"\b(?:erste[nrs]?|ersteren|1\.|früher\w*|first|earlier)\b")
 SECOND = cue(r"\b(?:zweite[nrs]?|letztere[nrs]?|2\.|später\w*|second|later|latter)\b")
 NAME_CUE = re.compile(r"(?:\bname\s+ist\b|\bnamen\s+ist\b|\bhei(?:ß|ss)e\b|\bname\s+is\b|\bi am\b|\bi'm\b|"
@@ -83,7 +86,8 @@ def wants_booking(heard: Heard) -> bool:
     """An appointment to book, move or cancel: "Termin", a cancellation or a move, or a
     wish with a day or time ("Haben Sie Dienstag vormittag noch etwas frei?")."""
     return bool(APPOINTMENT.search(heard.low) or CANCEL.search(heard.low) or MOVE.search(heard.low)
-                or (heard.when and (heard.when.day or heard.when.clock) and WISH.search(heard.low)))
+                or (heard.when and (heard.when.day or heard.when.clock) and WISH.search(heard.low)
+                    and not ASKS_ABOUT.search(heard.low)))
 
 
 def booking_start(state: State, context: Context, heard: Heard) -> Reply:

@@ -250,3 +250,10 @@ def test_without_send_sms_no_sms_is_promised():
     d.say("Den ersten bitte")
     text, calls = d.say("Lehmann")
     assert names(calls) == ["book_appointment"] and "SMS" not in text
+
+
+def test_a_question_about_the_opening_hours_with_a_day_is_looked_up_not_booked():
+    for question in ("Ich möchte wissen, ob Sie morgen geöffnet haben.", "Haben Sie am Samstag geöffnet?"):
+        d = dialogue()
+        _, calls = d.say(question)
+        assert names(calls) == ["lookup_knowledge"], question
