@@ -109,15 +109,16 @@ def caller_speech(text: str, *, language: str) -> tuple[bytes, int]:
     return b"".join(part.pcm for part in parts), (parts[0].sample_rate if parts else 16000)
 
 
-def heard_on_the_phone(text: str, *, language: str) -> str:
+def heard_on_the_phone(text: str, *, language: str, phrases: list[str] | None = None) -> str:
     """What the recogniser hears of `text` spoken by the caller through the phone band:
-    synthesised, μ-law at 8 kHz, back to 16 kHz, its end found as in a call."""
+    synthesised, μ-law at 8 kHz, back to 16 kHz, its end found as in a call, heard with
+    the assistant's vocabulary (`phrases`) as a call hears it."""
     pcm, rate = caller_speech(text, language=language)
     pcm16k = PHONE_WIRE.to_pcm16k(PHONE_WIRE.from_pcm(pcm, rate))
     endpointer = Endpointer()
     events = endpointer.feed(pcm16k + b"\0" * 32000)  # a second of silence after the turn
     utterances = [value for kind, value in events if kind == "end"]
-    return " ".join(filter(None, (hear(u.pcm, language=language) for u in utterances)))
+    return " ".join(filter(None, (hear(u.pcm, language=language, phrases=phrases) for u in utterances)))
 
 
 # --- Playing one scenario ------------------------------------------------------------------
@@ -149,7 +150,9 @@ def scenario_play(*, scenario: Scenario, assistant: Assistant, mode: str, run_id
         text = given.get("text", "")
         if given.get("dtmf"):
             transcript.append({"role": "system", "text": f"DTMF {given['dtmf']}"})
-        heard = heard_on_the_phone(text, language=assistant.language) if voice and text else text
+        heard = heard_on_the_phone(text, language=assistant.language,
+                                   phrases=(assistant.transcriber or {}).get("keyterms") or None) \
+            if voice and text else text
         turn = Turn(said=text, heard=heard)
         turns.append(turn)
         if text:

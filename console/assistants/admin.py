@@ -148,8 +148,10 @@ class AssistantForm(forms.ModelForm):
         return {
             "name": data.get("name") or "", "description": data.get("description") or "",
             "language": data.get("language") or "", "voice": data.get("voice") or "",
-            "transcriber": ({"lane": data["transcriber_lane"], "keyterms": _lines(data.get("transcriber_keyterms_text"))}
-                            if data.get("transcriber_lane") else None),
+            # Key terms without a lane: the local recogniser's vocabulary.
+            "transcriber": {key: value for key, value in (
+                ("lane", data.get("transcriber_lane")), ("keyterms", _lines(data.get("transcriber_keyterms_text"))))
+                if value} or None,
             "mode": data.get("mode") or None,
             "realtime": {"lane": data["realtime_lane"]} if data.get("realtime_lane") else None,
             "instructions": data.get("instructions") or "",

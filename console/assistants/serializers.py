@@ -40,9 +40,11 @@ class AssistantModelSerializer(serializers.Serializer):
 
 
 class TranscriberSerializer(serializers.Serializer):
-    lane = serializers.CharField(max_length=100, help_text="A streaming stt lane of the registry (params.protocol).")
+    lane = serializers.CharField(max_length=100, required=False, help_text=(
+        "A streaming stt lane of the registry (params.protocol); absent: this service's recognition."))
     keyterms = serializers.ListField(child=serializers.CharField(max_length=100), max_length=100, required=False,
-                                     help_text="Names and terms the recogniser is told to expect (Deepgram keyterm).")
+                                     help_text="Names and terms the recogniser is told to expect (Deepgram keyterm; "
+                                               "the local Whisper's prompt, with or without a lane).")
 
 
 class RealtimeSerializer(serializers.Serializer):

@@ -180,22 +180,28 @@ def _model(problems, tenant, value, current):
 
 
 def _transcriber(problems, tenant, value):
-    """{"lane", "keyterms"} (null or {}: none, the local recogniser); the lane is checked
-    by the registry's owner (a streaming stt lane), the key terms here."""
+    """{"lane"?, "keyterms"?} (null or {}: none, the local recogniser); the lane is checked
+    by the registry's owner (a streaming stt lane), the key terms here. Key terms without
+    a lane are the local recogniser's vocabulary (Whisper's prompt), as they are beside one."""
     if value is None or value == {}:
         return {}
-    if not isinstance(value, dict) or not isinstance(value.get("lane"), str) or not value["lane"]:
-        problems.add("transcriber", "Send {\"lane\": an stt lane of the registry, \"keyterms\"?: [terms]}, or null.")
+    lane = value.get("lane") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or ("lane" in value and (not isinstance(lane, str) or not lane)):
+        problems.add("transcriber", "Send {\"lane\"?: an stt lane of the registry, \"keyterms\"?: [terms]}, or null.")
         return None
     _unknown_keys(problems, "transcriber", value, ("lane", "keyterms"))
-    for message in references.reference_problems(references.TRANSCRIBER_LANE, tenant=tenant, value=value["lane"]):
-        problems.add("transcriber.lane", message)
+    if lane:
+        for message in references.reference_problems(references.TRANSCRIBER_LANE, tenant=tenant, value=lane):
+            problems.add("transcriber.lane", message)
     keyterms = value.get("keyterms", [])
     if (not isinstance(keyterms, list) or len(keyterms) > MAX_KEYTERMS
             or not all(isinstance(term, str) and 0 < len(term.strip()) <= 100 for term in keyterms)):
         problems.add("transcriber.keyterms", f"Send at most {MAX_KEYTERMS} terms of 1–100 characters.")
         return None
-    return {"lane": value["lane"], "keyterms": list(dict.fromkeys(term.strip() for term in keyterms))}
+    terms = list(dict.fromkeys(term.strip() for term in keyterms))
+    if not lane:
+        return {"keyterms": terms} if terms else {}
+    return {"lane": lane, "keyterms": terms}
 
 
 def _mode(problems, tenant, data, instance):

@@ -307,6 +307,13 @@ def test_voice_mode_fails_a_caller_the_agent_mishears_which_text_mode_passes(api
     passed = _result(voice, heard)
     assert passed["passed"] is True, passed["transcript"]
     assert all(ms > 0 for ms in passed["latencyMs"])  # until the reply's first audio
+    # The practice's vocabulary (no streaming lane: the local recogniser's prompt) is heard
+    # with, as a call hears with it: the callback wish is heard and the scenario passes.
+    vocabulary = api_a.patch(f"/v2/assistants/{assistant.pk}", {"transcriber": {"keyterms": ["Rückruf"]}},
+                             format="json")
+    assert vocabulary.status_code == 200 and vocabulary.json()["transcriber"] == {"keyterms": ["Rückruf"]}
+    again = _result(_run(api_a, assistant, run_jobs, mode="voice"), misheard)
+    assert again["passed"] is True, again["transcript"]
 
 
 def test_a_judge_is_marked_not_deterministic(api_a, assistant, run_jobs):

@@ -126,12 +126,17 @@ def test_a_transcriber_must_be_a_streaming_stt_lane(api_a):
     load()
     for bad, named in (({"lane": "stt-vosk-de"}, "stt-vosk-de"), ({"lane": "tts-azure-de"}, "tts-azure-de"),
                        ({"lane": "stt-deepgram", "keyterms": ["x" * 101]}, "keyterms"),
-                       ({"lane": "stt-deepgram", "extra": 1}, "extra")):
+                       ({"lane": "stt-deepgram", "extra": 1}, "extra"), ({"lane": ""}, "transcriber"),
+                       ({"keyterms": "Termin"}, "keyterms")):
         response = api_a.post("/v2/assistants", {"name": "Empfang", "transcriber": bad}, format="json")
         assert response.status_code == 400 and named in response.content.decode(), bad
     created = api_a.post("/v2/assistants", {"name": "Empfang", "transcriber": TRANSCRIBER}, format="json").json()
     assert created["transcriber"] == TRANSCRIBER
     assert api_a.post("/v2/assistants", {"name": "Ohne"}, format="json").json()["transcriber"] == {}
+    # Key terms without a lane: the local recogniser's vocabulary (Whisper's prompt).
+    local = api_a.post("/v2/assistants", {"name": "Lokal", "transcriber": {"keyterms": ["Rückruf", " Rückruf"]}},
+                       format="json")
+    assert local.status_code == 201 and local.json()["transcriber"] == {"keyterms": ["Rückruf"]}
 
 
 def _heard_session(api_a, agent_server, settings, azure, deepgram, speech_server):
