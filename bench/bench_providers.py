@@ -9,7 +9,11 @@ transcriber is Deepgram and whose voice is Azure — both fakes on loopback (tes
 the vendors' typical delays: Deepgram's final result `DEEPGRAM_FINAL_SEC` after the end
 of speech (in the audio's time), Azure's first byte `AZURE_FIRST_BYTE_SEC` after the
 request. Our own share is the measured figure minus those configured delays (goal:
-p50 ≤ 0.2 s). The chat lane is the gateway's mock in both.
+p50 ≤ 0.2 s). The chat lane is the gateway's mock in both. (c) an assistant in realtime
+mode whose lane is a fake OpenAI Realtime server on loopback (tests/): its own turn
+detection (server VAD) ends the turn after the `silence_duration_ms` we configure of
+quiet audio, and its first audio delta comes `REALTIME_FIRST_AUDIO_SEC` after that; both
+are the vendor's delays, the rest (the bridge, the pacing, the carrier) is ours.
 
 Failover: a third server whose Azure hangs after the first piece of every sentence
 (GATEWAY_COOLDOWN_SEC=0, so each reply's first sentence meets it again): the longest
@@ -23,10 +27,12 @@ from bench.bench_agent import SENTENCES, _percentile, _served
 from bench.bench_phone import _SETUP, ACCOUNT, CALLED, TOKEN, _call
 from bench.harness import create_tenant_with_key, sized, stop, temp_project
 
-TURNS, FAILOVER_CALLS = 20, 5
+TURNS, CALL_TURNS, FAILOVER_CALLS = 20, 5, 5
 DEEPGRAM_FINAL_SEC, AZURE_FIRST_BYTE_SEC = 0.15, 0.15
-CALLED_PROVIDERS = "+4930555000222"
-VOICE, TRANSCRIBER = "tts-azure-de:de-DE-KatjaNeural", "stt-deepgram"
+REALTIME_FIRST_AUDIO_SEC = 0.3
+CALLED_PROVIDERS, CALLED_REALTIME = "+4930555000222", "+4930555000333"
+VOICE, TRANSCRIBER, REALTIME_LANE = "tts-azure-de:de-DE-KatjaNeural", "stt-deepgram", "voice-agent-realtime"
+REALTIME_REPLY = "Sehr gern, das habe ich für Sie notiert."
 
 _ASSISTANT = """
 from console.assistants.services import assistant_create
@@ -41,6 +47,9 @@ tenant = Tenant.objects.get(slug="bench")
 assistant = assistant_create(tenant=tenant, data={{"name": "Anbieter", "voice": {voice!r},
                                                    "transcriber": {{"lane": {lane!r}, "keyterms": ["Termin"]}}}})
 number_create(tenant=tenant, e164={called!r}, assistant_id=str(assistant.pk))
+realtime = assistant_create(tenant=tenant, data={{"name": "Echtzeit", "mode": "realtime",
+                                                  "realtime": {{"lane": {realtime_lane!r}}}}})
+number_create(tenant=tenant, e164={realtime_called!r}, assistant_id=str(realtime.pk))
 # The local number gets an assistant of its own without speech lanes: a number without one
 # would answer with the tenant's assistant, the one above.
 local = assistant_create(tenant=tenant, data={{"name": "Lokal"}})
@@ -48,13 +57,12 @@ PhoneNumber.objects.filter(tenant=tenant, e164={local_called!r}).update(assistan
 """
 
 
-def _env(deepgram, azure, **extra):
+def _env(deepgram, azure, realtime=None, **extra):
     from registry_app.lanes.config import lane_variable
 
-    return {lane_variable("stt-deepgram", "ENDPOINT"): deepgram.base_url,
-            lane_variable("stt-deepgram", "KEY"): deepgram.key,
-            lane_variable("tts-azure-de", "ENDPOINT"): azure.base_url,
-            lane_variable("tts-azure-de", "KEY"): azure.key, **extra}
+    lanes = [("stt-deepgram", deepgram), ("tts-azure-de", azure)] + ([(REALTIME_LANE, realtime)] if realtime else [])
+    return {**{lane_variable(lane, "ENDPOINT"): fake.base_url for lane, fake in lanes},
+            **{lane_variable(lane, "KEY"): fake.key for lane, fake in lanes}, **extra}
 
 
 def _quiet_tails(speeches):
@@ -84,38 +92,50 @@ def _row(label, samples, delays=0.0, goal=""):
 
 
 def provider_latency(load):
-    """Phone (Twilio, μ-law): end of speech → first agent audio with the local engines and with fake Deepgram + fake Azure (150 ms each), and a failover's dead air"""
+    """Phone (Twilio, μ-law): end of speech → first agent audio with the local engines, with fake Deepgram + fake Azure (150 ms each) and in realtime mode (fake OpenAI Realtime), and a failover's dead air"""
+    from speech_app.providers.openai_realtime import SILENCE_MS
     from tests.azure_tts_fake import FakeAzureTts
     from tests.deepgram_fake import FakeDeepgram
+    from tests.openai_realtime_fake import FakeRealtime
 
     fakes = [FakeDeepgram(utterances=SENTENCES, by_energy=True, final_delay=DEEPGRAM_FINAL_SEC),
              FakeAzureTts(chunks=8, chunk_bytes=800, first_byte_delay=AZURE_FIRST_BYTE_SEC),
              FakeDeepgram(utterances=SENTENCES, by_energy=True, final_delay=DEEPGRAM_FINAL_SEC, kill_after=1.0),
-             FakeAzureTts(chunks=8, chunk_bytes=800, fail_from=0, failure="stall")]
+             FakeAzureTts(chunks=8, chunk_bytes=800, fail_from=0, failure="stall"),
+             # Each call's turns say the clips in order (turn n clip n), as `_call` plays them.
+             FakeRealtime(heard=[SENTENCES[turn % len(SENTENCES)] for turn in range(CALL_TURNS)] * (TURNS // CALL_TURNS),
+                          replies=[{"say": REALTIME_REPLY}] * TURNS,
+                          response_delay=REALTIME_FIRST_AUDIO_SEC)]
     servers, rows = [], []
     try:
         for fake in fakes:
             fake.__enter__()
-        deepgram, azure, dying_deepgram, hanging_azure = fakes
+        deepgram, azure, dying_deepgram, hanging_azure, realtime = fakes
         with temp_project() as project:
             create_tenant_with_key(project, "bench")
             project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
             project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
-            project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS, local_called=CALLED))
+            project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS, local_called=CALLED,
+                                             realtime_lane=REALTIME_LANE, realtime_called=CALLED_REALTIME))
             speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
             tails = _quiet_tails(speeches)
             print(f"quiet at the clips' ends: {tails} s", flush=True)
-            servers.append(_served(project, **_env(deepgram, azure)))
+            servers.append(_served(project, **_env(deepgram, azure, realtime)))
             base = servers[0][1]
             asyncio.run(_call(base, speeches, 1))  # loads the recogniser and the end-of-turn model (not counted)
-            local, providers = [], []
-            for _ in range(sized(TURNS // 5)):  # interleaved: a busy machine's load falls on both alike
-                local += _from_voice_end(asyncio.run(_call(base, speeches, sized(5))), tails)
-                providers += _from_voice_end(asyncio.run(_call(base, speeches, sized(5), called=CALLED_PROVIDERS)),
+            local, providers, realtimes = [], [], []
+            for _ in range(sized(TURNS // CALL_TURNS)):  # interleaved: a busy machine's load falls on all alike
+                local += _from_voice_end(asyncio.run(_call(base, speeches, sized(CALL_TURNS))), tails)
+                providers += _from_voice_end(asyncio.run(_call(base, speeches, sized(CALL_TURNS), called=CALLED_PROVIDERS)),
+                                             tails)
+                realtimes += _from_voice_end(asyncio.run(_call(base, speeches, sized(CALL_TURNS), called=CALLED_REALTIME)),
                                              tails)
             rows.append(_row("local engines (Whisper base, eSpeak NG)", local))
             rows.append(_row("fake Deepgram + fake Azure", providers, DEEPGRAM_FINAL_SEC + AZURE_FIRST_BYTE_SEC,
                              "own p50 ≤ 0.2 s"))
+            assert not realtime.problems and all(not c.errors for c in realtime.connections), realtime.problems
+            rows.append(_row("realtime mode (fake OpenAI Realtime)", realtimes,
+                             round(SILENCE_MS / 1000 + REALTIME_FIRST_AUDIO_SEC, 2), "own p50 ≤ 0.2 s"))
             servers.append(_served(project, **_env(dying_deepgram, hanging_azure, GATEWAY_COOLDOWN_SEC="0")))
             failing = servers[1][1]
             dead_airs = []
