@@ -3,7 +3,12 @@ AudioSocket listener (agent_app/audiosocket.py) over its TCP frames.
 
 aiortp (through aiosipua's `CallSession`) receives the caller's RTP — its jitter
 buffer reorders, packet-loss concealment fills gaps, RFC 4733 `telephone-event`
-packets become digits — and encodes ours. We send one packet every 20 ms for the whole
+packets become digits. A G.711 call (PCMA, PCMU) keeps its law on our side: the
+conversation's wire is A-law/μ-law, so a provider hears the caller's bytes and its own
+bytes go out as it made them (no transcoding, as on Twilio's path); aiortp's decoded
+frames are encoded back with its own table, which gives the packet's bytes again (A-law
+exactly; μ-law's "negative zero" comes back as zero). Other codecs (G.722) are PCM at
+their rate, encoded by aiortp. We send one packet every 20 ms for the whole
 call, the agent's audio or silence, so the caller's clock (and a recording of what it
 heard) runs on; barge-in drops what was not sent yet. Symmetric RTP: our packets go to
 where the caller's come from (`symmetric_rtp`), not only to the SDP's address.
@@ -29,6 +34,8 @@ logger = logging.getLogger("agent_app.sip")
 PTIME_SEC = 0.02
 # The most RTP a held-up loop sends at once to catch up with the call's clock.
 CATCH_UP_SEC = 1.0
+# The codecs whose law is the conversation's wire encoding.
+G711 = {"PCMA": "alaw", "PCMU": "mulaw"}
 
 
 class Media(Protocol):
@@ -89,9 +96,14 @@ class SipCall(PhoneBridge):
     # --- set-up ---------------------------------------------------------------------
     def start(self, session: AgentSession) -> None:
         rate = self.media.codec_sample_rate
-        self.frame_bytes = int(rate * PTIME_SEC) * 2
-        self.begin(session, PhoneWire("pcm_s16le", rate))
         rtp = self.media.rtp_session
+        codec = rtp.codec
+        law = G711.get(codec.name) if codec is not None else None
+        self.g711 = codec if law else None  # aiortp's codec, whose table gives the packet's bytes again
+        wire = PhoneWire(law or "pcm_s16le", rate)
+        self.frame_bytes = int(rate * PTIME_SEC) * wire.sample_bytes
+        self.silence = wire.from_pcm(bytes(self.frame_bytes // wire.sample_bytes * 2), rate)
+        self.begin(session, wire)
         rtp.on_audio = self._audio
         rtp.on_dtmf = self._dtmf
         # aiortp follows any source (symmetric RTP): we follow the first one only (or the
@@ -115,7 +127,7 @@ class SipCall(PhoneBridge):
 
     def _audio(self, pcm: bytes, timestamp: int) -> None:
         self.last_packet = asyncio.get_running_loop().time()
-        self._queue(("audio", pcm))
+        self._queue(("audio", self.g711.encode(pcm) if self.g711 is not None else pcm))
 
     def _dtmf(self, digit: str, duration: int) -> None:
         self.last_packet = asyncio.get_running_loop().time()
@@ -149,7 +161,7 @@ class SipCall(PhoneBridge):
         gap would be a dropout the caller hears and would shift its timeline."""
         loop = asyncio.get_running_loop()
         rtp = self.media.rtp_session
-        silence = bytes(self.frame_bytes)
+        send = rtp.send_audio_pcm_auto if self.g711 is None else rtp.send_audio_auto  # G.711 as it is
         started, sent = loop.time(), 0
         while not self.closed:
             owed = int((loop.time() - started) / PTIME_SEC) + 1 - sent
@@ -157,13 +169,11 @@ class SipCall(PhoneBridge):
                 sent += owed - int(CATCH_UP_SEC / PTIME_SEC)
                 owed = int(CATCH_UP_SEC / PTIME_SEC)
             for _ in range(max(0, owed)):
-                if self.outbox:
-                    chunk = bytes(self.outbox[:self.frame_bytes]).ljust(self.frame_bytes, b"\0")
-                    del self.outbox[:self.frame_bytes]
-                else:
-                    chunk = silence
+                # The agent's audio (its last packet filled up with silence), else silence.
+                chunk = (bytes(self.outbox[:self.frame_bytes]) + self.silence)[:self.frame_bytes]
+                del self.outbox[:self.frame_bytes]
                 try:
-                    rtp.send_audio_pcm_auto(chunk)
+                    send(chunk)
                 except (OSError, RuntimeError, ValueError) as exc:
                     logger.info("SIP call %s: RTP not sent (%r)", self.log_id, exc)
                 sent += 1
