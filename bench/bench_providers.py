@@ -19,7 +19,9 @@ Row (b) on the SIP path too: a baresip phone calls the same assistant's number t
 kamailio and `manage.py sip_agent` answers in PCMA (A-law to Deepgram, A-law from Azure,
 unconverted), measured as bench_sip measures: in the caller's own recording, end of its
 speech → onset of the agent's voice (the fake Azure speaks a tone, so there is one to
-hear); the RTP path both ways is in that figure.
+hear); the RTP path both ways is in that figure. Beside it the same turns as the server
+measured them (`turn.latency`, stored per reply): from the arrival of the caller's last
+voiced frame to the reply's first audio handed to RTP.
 
 Failover: a third server whose Azure hangs after the first piece of every sentence
 (GATEWAY_COOLDOWN_SEC=0, so each reply's first sentence meets it again): the longest
@@ -28,6 +30,7 @@ Deepgram dies after a second of the caller's speech: end of speech → first aud
 """
 import asyncio
 import contextlib
+import json
 import statistics
 import uuid
 
@@ -90,6 +93,21 @@ def _quiet_tails(speeches):
 def _from_voice_end(latencies, tails):
     """Each turn's latency from the end of the caller's voice (turn n of a call spoke clip n)."""
     return [value + tails[turn % len(tails)] for turn, value in enumerate(latencies)]
+
+
+_SERVER_TURNS = """
+import json
+from calls_app.models import Call, TurnLatency
+calls = list(Call.objects.filter(carrier_id={carrier!r}).order_by("created_at", "id").values_list("pk", flat=True))
+print(json.dumps([turn.total_ms / 1000 for turn in TurnLatency.objects.filter(call_id__in=calls[1:])]))
+"""
+
+
+def _server_turns(project, carrier):
+    """The server's own figure of each turn of the carrier's calls but the first (the
+    warm-up): `turn.latency`'s total, from the arrival of the caller's last voiced frame
+    to the reply's first audio handed to the transport — without the RTP paths."""
+    return json.loads(project.django(_SERVER_TURNS.format(carrier=carrier)).strip().splitlines()[-1])
 
 
 def _sip_turns(project, speeches, env):
@@ -181,6 +199,8 @@ def provider_latency(load):
         rows.append(_row("SIP (PCMA): fake Deepgram + fake Azure, in the caller's recording",
                          _sip_turns(project, speeches, _env(deepgram, azure)),
                          DEEPGRAM_FINAL_SEC + AZURE_FIRST_BYTE_SEC, "own p50 ≤ 0.2 s"))
+        rows.append(_row("SIP (PCMA): the same turns as the server measured them (no RTP path)",
+                         _server_turns(project, "sip1"), DEEPGRAM_FINAL_SEC + AZURE_FIRST_BYTE_SEC))
         failing = _serving(stack, project, **_env(dying_deepgram, hanging_azure, GATEWAY_COOLDOWN_SEC="0"))
         dead_airs = []
         asyncio.run(_call(failing, speeches, sized(TURNS), called=CALLED_PROVIDERS, dead_airs=dead_airs))
