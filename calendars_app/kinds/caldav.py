@@ -127,16 +127,18 @@ class CalDavProvider(Provider):
             if not ctag:
                 cache.set(key, {"source": source, "ctag": ""}, KEPT_SEC)
                 return _busy_read(client, self.calendar.url, start, end, zone)
+            read_from, read_to = start, end
             if kept is not None and kept["ctag"] == ctag:
                 if kept["start"] <= start and end <= kept["end"]:
                     return _within(kept["spans"], start, end)
                 # the same calendar asked about more days: the days kept and these, read at once
                 if max(end, kept["end"]) - min(start, kept["start"]) <= KEPT_DAYS:
-                    start, end = min(start, kept["start"]), max(end, kept["end"])
-            spans = _busy_read(client, self.calendar.url, start, end, zone)
+                    read_from, read_to = min(start, kept["start"]), max(end, kept["end"])
+            spans = _busy_read(client, self.calendar.url, read_from, read_to, zone)
             if len(spans) <= KEPT_SPANS:
-                cache.set(key, {"source": source, "ctag": ctag, "start": start, "end": end, "spans": spans}, KEPT_SEC)
-        return spans
+                cache.set(key, {"source": source, "ctag": ctag, "start": read_from, "end": read_to, "spans": spans},
+                          KEPT_SEC)
+        return _within(spans, start, end)
 
     def _ctag(self, client: caldav.DAVClient) -> str:
         """The collection's getctag, or "" where the server has none (or refuses to say)."""

@@ -43,6 +43,15 @@ def test_an_unchanged_calendar_is_asked_for_its_ctag_and_not_read_again(practice
     assert dav.requests_to("PROPFIND", url) == propfinds + 3
 
 
+def test_other_days_of_an_unchanged_calendar_are_read_once_and_kept_beside_the_first(practice):  # noqa: F811
+    assistant, url, dav = practice
+    tuesday, later = offered(assistant), offered(assistant, "in drei Wochen")
+    assert tuesday[0] == "2026-12-01T10:00:00+01:00" and later[0].startswith("2026-12-22T")
+    assert dav.requests_to("REPORT", url) == 2
+    assert offered(assistant) == tuesday and offered(assistant, "in drei Wochen") == later
+    assert dav.requests_to("REPORT", url) == 2
+
+
 def test_an_event_someone_else_adds_is_seen_by_the_next_offer(practice):  # noqa: F811
     assistant, url, dav = practice
     assert offered(assistant)[0] == "2026-12-01T10:00:00+01:00"
