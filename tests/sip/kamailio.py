@@ -103,6 +103,7 @@ class Kamailio:
         modules = "\n".join(f'loadmodule "{name}.so"' for name in (
             "kex", "corex", "tm", "tmx", "sl", "rr", "pv", "maxfwd", "usrloc", "registrar", "textops", "siputils",
             "xlog", "auth", "htable", "sipdump", *(["dispatcher"] if self.nodes else [])))
+        dispatch = f'    if ($var(acc) == "{NODES}") {{ route(DISPATCH); exit; }}\n' if self.nodes else ""
         return f"""#!KAMAILIO
 debug=2
 log_stderror=yes
@@ -160,8 +161,7 @@ request_route {{
         if ($sht(num=>$var(n)) != $null) {{ $var(acc) = $sht(num=>$var(n)); }}
     }}
     if ($var(acc) == "") {{ sl_send_reply("404", "Not Found"); exit; }}
-    if ($var(acc) == "{NODES}") {{ route(DISPATCH); exit; }}
-    $rU = $var(acc);
+{dispatch}    $rU = $var(acc);
     if (!lookup("location")) {{ sl_send_reply("480", "Temporarily Unavailable"); exit; }}
     t_relay();
     exit;
