@@ -8,7 +8,8 @@ real `baresip` phones calling the number through kamailio.
 Calls spread over both nodes; the node holding a live call is killed (SIGKILL: it books
 nothing, sends no BYE); the new calls are answered by the other node, and the
 dispatcher's probing takes the dead one out; the dead node's live call is booked by the
-sweep (calls_app's calls_orphaned_end, the periodic job) up to its last heartbeat, once."""
+sweep (calls_app's calls_orphaned_end, the periodic job) up to its last heartbeat, once.
+The node started again is probed back in, and calls spread over both again."""
 import json
 import os
 import signal
@@ -80,8 +81,8 @@ def until(predicate, timeout: float, step: float = 0.3):
 class Node:
     """One Stimmwerk node: `manage.py sip_agent` in a process of its own."""
 
-    def __init__(self, service: LiveService, name: str) -> None:
-        self.port, rtp = free_port(), free_port()
+    def __init__(self, service: LiveService, name: str, port: int = 0) -> None:
+        self.port, rtp = port or free_port(), free_port()
         self.log = service.tmp / f"sip-{name}.log"
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "sip_agent", "--host", "127.0.0.1", "--port", str(self.port)],
@@ -201,3 +202,10 @@ def test_calls_spread_a_killed_node_s_calls_go_to_the_other_and_its_live_call_is
     swept = calls()[live[:64]]
     assert (swept["status"], swept["ended"], swept["at_beat"]) == ("completed", True, True)
     assert swept["seconds"] == round(swept["beat"]) >= 1
+
+    # Started again on its port: probing puts it back, and calls spread over both again.
+    back = Node(service, "again", port=dead.port)
+    assert until(back.ready, 60), "the node did not come up again"
+    assert until(lambda: f"node up sip:127.0.0.1:{dead.port}" in log.read_text(errors="replace"), 30)
+    again = [call(other_phone, balancer) for _ in range(2)]
+    assert {node for _, node in again} == {dead.port, survivor.port}, again
