@@ -187,8 +187,8 @@ def test_calls_spread_a_killed_node_s_calls_go_to_the_other_and_its_live_call_is
     assert any(m.direction == "rcv" and m.cseq_method == "OPTIONS" and m.status == 200
                and m.peer_port == survivor.port for m in since_kill)
     log = balancer.dir / "kamailio.log"
-    assert f"node down sip:127.0.0.1:{dead.port}" in log.read_text(errors="replace")
-    assert f"node down sip:127.0.0.1:{survivor.port}" not in log.read_text(errors="replace")
+    assert f"node down sip:127.0.0.1:{dead.port} at" in log.read_text(errors="replace")
+    assert f"node down sip:127.0.0.1:{survivor.port} at" not in log.read_text(errors="replace")
 
     # Every call but the live one was booked by its node; the live one is still under way.
     booked = until(lambda: (found := calls()) and all(found.get(c[:64], {}).get("ended")
@@ -204,8 +204,13 @@ def test_calls_spread_a_killed_node_s_calls_go_to_the_other_and_its_live_call_is
     assert swept["seconds"] == round(swept["beat"]) >= 1
 
     # Started again on its port: probing puts it back, and calls spread over both again.
+    logged = len(log.read_bytes())
     back = Node(service, "again", port=dead.port)
     assert until(back.ready, 60), "the node did not come up again"
-    assert until(lambda: f"node up sip:127.0.0.1:{dead.port}" in log.read_text(errors="replace"), 30)
-    again = [call(other_phone, balancer) for _ in range(2)]
-    assert {node for _, node in again} == {dead.port, survivor.port}, again
+    assert until(lambda: f"node up sip:127.0.0.1:{dead.port} at".encode() in log.read_bytes()[logged:], 30)
+    # (A ping sent while it was dead times out fr_timer later and may take it out again
+    # until the next ping's answer, so a call may still miss it: up to four calls.)
+    again: list[tuple[str, int]] = []
+    while len(again) < 4 and not any(node == dead.port for _, node in again):
+        again.append(call(other_phone, balancer))
+    assert any(node == dead.port for _, node in again), again

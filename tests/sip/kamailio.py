@@ -10,7 +10,7 @@ Kamailio's dispatcher"): an INVITE for a number mapped to NODES goes to one of t
 Stimmwerk nodes on those ports (the `dispatcher` module, round robin, probing them with
 OPTIONS every second), the dialled number kept in the Request-URI; a node that does not
 answer is marked down and the INVITE goes to the next one. The log says when probing
-takes a node out or back in (`node down sip:…`, `node up sip:…`)."""
+takes a node out or back in (`node down sip:… at <epoch seconds>`, `node up …`)."""
 import os
 import re
 import signal
@@ -208,8 +208,8 @@ failure_route[NEXT_NODE] {{
 
 # The node: the failed branch's destination when the failure route marks it, the
 # Request-URI of the dispatcher's own request when probing does.
-event_route[dispatcher:dst-down] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node down $du\\n"); }}
-event_route[dispatcher:dst-up] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node up $du\\n"); }}
+event_route[dispatcher:dst-down] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node down $du at $TV(Sn)\\n"); }}
+event_route[dispatcher:dst-up] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node up $du at $TV(Sn)\\n"); }}
 """
 
     def start(self) -> "Kamailio":
