@@ -140,12 +140,12 @@ def test_the_person_hears_the_summary_then_the_caller_through_our_bridge(line, t
     assert until(lambda: not agent.agent.calls, 10), agent.agent.calls  # both legs' ports given back
 
 
-def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line, tenant_a, settings, whisper_ready):
+def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line, tenant_a, mock_gateway, whisper_ready):
     """By voice, through the offline policy: the caller asks for a person, the warm
     target rings and nobody answers; our INVITE is CANCELled, the caller hears the
     agent again, is offered a callback and takes it: a lead for their number."""
     registrar, agent, person, caller = line
-    settings.VOICE_WARM_TRANSFER_RING_SEC = 4
+    mock_gateway.VOICE_WARM_TRANSFER_RING_SEC = 4
     since = caller.dial(CALLED)
     assert caller.wait_event("CALL_ESTABLISHED", 25, since)
     call = until(lambda: Call.objects.filter(to_e164=CALLED).first(), 10)
@@ -153,7 +153,7 @@ def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line,
 
     caller.play(numpy.frombuffer(spoken("Ich möchte bitte mit einem Mitarbeiter sprechen.", PCM8K), dtype="<i2"))
     ringing = person.wait_event("CALL_INCOMING", 60)
-    assert ringing, person.events[-5:]
+    assert ringing, [(e.role, e.text) for e in call.transcript_entries.all()]
     closed = person.wait_event("CALL_CLOSED", 20, person.events.index(ringing))
     assert closed, person.events[-5:]  # nobody picked up: the ring ended by our CANCEL
     cancels = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "CANCEL"]
