@@ -273,6 +273,8 @@ class SipCall(RtpLeg, PhoneBridge):
 
     def _dtmf(self, digit: str, duration: int) -> None:
         self.last_packet = asyncio.get_running_loop().time()
+        if self.partner is not None:  # bridged: nobody listens for keys any more
+            return
         logger.info("SIP call %s: DTMF %s", self.log_id, digit)
         self._queue(("dtmf", digit))
 
@@ -342,8 +344,8 @@ class SipCall(RtpLeg, PhoneBridge):
         finally:
             spoken.cancel()
             ended.cancel()
-        if leg.closed:
-            raise RuntimeError("the person hung up before the caller joined")
+        if leg.closed or self.closed:
+            raise RuntimeError("the person or the caller hung up before the caller joined")
         self.outbox.clear()
         leg.outbox.clear()
         self.partner, leg.partner = leg, self

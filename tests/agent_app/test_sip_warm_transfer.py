@@ -3,8 +3,9 @@ real kamailio registrar and two real baresip phones on loopback (tests/sip): the
 and the person the assistant hands over to. The person's phone rings while the caller
 stays with the agent; answering, it hears the German summary (recognised by Whisper),
 then the caller's voice and the caller theirs, through our RTP bridge; one hang-up ends
-both legs and the call is booked once, handed over. Nobody answering: our INVITE is
-CANCELled, the caller hears the agent again, is offered a callback and takes it."""
+both legs (the caller's or the person's) and the call is booked once, handed over.
+Nobody answering: our INVITE is CANCELled, the caller hears the agent again, is
+offered a callback and takes it; a person declining gives the caller back at once."""
 import asyncio
 import io
 import wave
@@ -180,3 +181,39 @@ def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line,
     assert ended and ended.transferred_to in ("", None)
     facts_actions = [a for a in ended.assistant_actions if a["tool"] == "transfer_call"]
     assert [a["outcome"] for a in facts_actions] == ["not_answered"]
+
+
+def test_a_declining_person_gives_the_caller_back_at_once_and_the_person_s_hang_up_ends_both(line, tenant_a,
+                                                                                               settings):
+    registrar, agent, person, caller = line
+    settings.VOICE_WARM_TRANSFER_RING_SEC = 20
+    since = caller.dial(CALLED)
+    assert caller.wait_event("CALL_ESTABLISHED", 25, since)
+    call = until(lambda: Call.objects.select_related("assistant").filter(to_e164=CALLED).first(), 10)
+
+    # Declined while ringing: the tool answers transfer_not_answered long before the 20 s.
+    result = _in_thread(tool_run, assistant=call.assistant, call_id=call.pk, name="transfer_call",
+                        arguments={"target": "Zentrale"})
+    ringing = person.wait_event("CALL_INCOMING", 20)
+    assert ringing, person.events[-5:]
+    person.command("hangup")
+    assert result.result(timeout=15)["error"] == "transfer_not_answered"
+    assert WarmTransfer.objects.get().status == "not_answered"
+
+    # Asked again, answered, joined; then the person hangs up: the caller's call ends too.
+    result = _in_thread(tool_run, assistant=call.assistant, call_id=call.pk, name="transfer_call",
+                        arguments={"target": "Zentrale"})
+    ringing = person.wait_event("CALL_INCOMING", 20, person.events.index(ringing) + 1)
+    assert ringing, person.events[-5:]
+    answered_at = person.events.index(ringing)
+    person.command("accept")
+    target = result.result(timeout=30)["result"]
+    handed = asyncio.run_coroutine_threadsafe(phone.live[call.pk].transfer(target), agent.loop)
+    handed.result(timeout=90)
+    person.hang_up(answered_at)
+    assert caller.wait_event("CALL_CLOSED", 15, since), caller.events[-5:]
+    ended = Call.objects.get(pk=call.pk)
+    assert (ended.transferred_to, [a["outcome"] for a in ended.assistant_actions if a["tool"] == "transfer_call"]) \
+        == (PERSON, ["not_answered", "answered"])
+    assert UsageCounter.objects.get(tenant=tenant_a).calls == 1
+    assert until(lambda: not agent.agent.calls, 10), agent.agent.calls
