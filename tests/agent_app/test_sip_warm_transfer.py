@@ -14,8 +14,10 @@ import numpy
 import pytest
 
 from agent_app import phone
+from agent_app.audio import PhoneWire
 from calls_app.models import Call, UsageCounter, WarmTransfer
 from calls_app.services import carrier_create
+from calls_app.warm_transfers import warm_summary
 from console.assistants.models import Assistant
 from console.numbers.services import number_create
 from leads_app.models import Lead
@@ -38,6 +40,7 @@ from tools_app.services import tool_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 TARGETS = [{"name": "Zentrale", "e164": PERSON, "warm": True}]
+REASON = "Frage zur Rechnung vom März"
 
 
 @pytest.fixture
@@ -63,14 +66,19 @@ def _heard(phone_: Phone) -> numpy.ndarray:
     return numpy.frombuffer(raw[:len(raw) // 2 * 2], dtype="<i2")
 
 
-def _recognised(samples: numpy.ndarray) -> str:
+def _recognised(samples: numpy.ndarray) -> set[str]:
+    """The words Whisper hears in 8 kHz phone audio, widened as the agent hears a caller."""
     out = io.BytesIO()
     with wave.open(out, "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
-        wav.setframerate(8000)
-        wav.writeframes(samples.astype("<i2").tobytes())
-    return audio_transcribe(audio=out.getvalue(), language="de").text
+        wav.setframerate(16000)
+        wav.writeframes(PhoneWire("pcm_s16le", 8000).to_pcm16k(samples.astype("<i2").tobytes()))
+    return _words(audio_transcribe(audio=out.getvalue(), language="de").text)
+
+
+def _words(text: str) -> set[str]:
+    return set("".join(c if c.isalpha() else " " for c in text.casefold()).split())
 
 
 def _voice_after(phone_: Phone, since: int, windows: int, timeout: float) -> bool:
@@ -93,8 +101,9 @@ def test_the_person_hears_the_summary_then_the_caller_through_our_bridge(line, t
     assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
 
     # The model's tool call, in a worker thread as the conversation runs it: the person is rung.
+    said = _words(warm_summary(call=call, name="Zentrale", reason=REASON))  # what the person is to hear
     result = _in_thread(tool_run, assistant=call.assistant, call_id=call.pk, name="transfer_call",
-                        arguments={"target": "Zentrale", "reason": "Frage zur Rechnung vom März"})
+                        arguments={"target": "Zentrale", "reason": REASON})
     ringing = person.wait_event("CALL_INCOMING", 20)
     assert ringing, person.events[-5:]
     assert not result.done()  # the caller waits with the agent while the person is rung
@@ -113,9 +122,9 @@ def test_the_person_hears_the_summary_then_the_caller_through_our_bridge(line, t
     summary = _heard(person)
     assert active_windows(summary, 8000).sum() > 150  # seconds of speech
     # Whisper base hears eSpeak's German over a phone line roughly ("Hallo Fenskale, hier ist
-    # die Reformsistenz … Anliegen … vom März"): the greeting and the reason's words carry it.
-    text = _recognised(summary).casefold()
-    assert len({"hallo", "anliegen", "märz"} & set(text.replace(",", " ").replace(".", " ").split())) >= 2, text
+    # die Reformsistenz … ein Anruf von der Nummer …"): its greeting and several of its words.
+    heard = _recognised(summary)
+    assert "hallo" in heard and len({word for word in said & heard if len(word) >= 4}) >= 3, (heard, said)
     transfer = WarmTransfer.objects.get()
     assert (transfer.status, transfer.summary) == ("answered", "")
 
@@ -147,14 +156,17 @@ def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line,
     agent again, is offered a callback and takes it: a lead for their number."""
     registrar, agent, person, caller = line
     mock_gateway.VOICE_WARM_TRANSFER_RING_SEC = 4
+    # The business's vocabulary (Whisper's prompt): over the phone line Whisper base heard
+    # "Mitarbeiter sprechen" as "Mitarbeiter stressen" or "Metabatter" at times without it.
+    Assistant.objects.update(transcriber={"keyterms": ["Mitarbeiter", "sprechen", "Rückruf", "Vormittag"]})
     since = caller.dial(CALLED)
     assert caller.wait_event("CALL_ESTABLISHED", 25, since)
     call = until(lambda: Call.objects.filter(to_e164=CALLED).first(), 10)
     assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
 
-    caller.play(numpy.frombuffer(spoken("Ich möchte bitte mit einem Mitarbeiter sprechen.", PCM8K), dtype="<i2"))
+    caller.play(numpy.frombuffer(spoken("Ich möchte gerne mit einem Mitarbeiter sprechen.", PCM8K), dtype="<i2"))
     ringing = person.wait_event("CALL_INCOMING", 60)
-    assert ringing, [(e.role, e.text) for e in call.transcript_entries.all()]
+    assert ringing, [e.text for e in call.transcript_entries.filter(role="user")]
     closed = person.wait_event("CALL_CLOSED", 20, person.events.index(ringing))
     assert closed, person.events[-5:]  # nobody picked up: the ring ended by our CANCEL
     cancels = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "CANCEL"]
