@@ -51,9 +51,10 @@ from django.conf import settings
 
 from agent_app import services
 from agent_app.services import agent_session_claim
-from agent_app.sip.call import SipCall
+from agent_app.sip.call import RtpLeg, SipCall
 from agent_app.sip.outbound import Dialler
 from agent_app.sip.registration import Registrar, resolve
+from agent_app.sip.warm import Ringer
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app.errors import MinuteCapReached
@@ -267,7 +268,7 @@ class SipAgent:
         self.rtp = RtpPorts(rtp_ports)
         self.accounts: dict[str, SipAccount] = {}
         self.registrars: dict[str, tuple[SipAccount, asyncio.Task[None]]] = {}
-        self.calls: dict[str, SipCall] = {}
+        self.calls: dict[str, RtpLeg] = {}  # the callers' calls and warm hand-overs' legs, by SIP Call-ID
         self.invites = RateLimit(settings.SIP_INVITES_PER_SEC)
         self.refers: dict[str, asyncio.Future[int]] = {}
         self.notifies: dict[str, asyncio.Future[int]] = {}
@@ -304,6 +305,7 @@ class SipAgent:
         if ready is not None:
             ready.set()
         dialler = asyncio.create_task(Dialler(self).run())
+        ringer = asyncio.create_task(Ringer(self).run())
         writer = asyncio.create_task(self._notes())
         try:
             while True:
@@ -316,6 +318,7 @@ class SipAgent:
                 await asyncio.sleep(settings.SIP_RELOAD_SEC)
         finally:
             dialler.cancel()
+            ringer.cancel()
             writer.cancel()
             await self.stop()
 
@@ -426,7 +429,7 @@ class SipAgent:
     def _bye(self, call: IncomingCall, request: SipRequest) -> None:
         bridge = self.calls.get(call.call_id)
         if bridge is not None:
-            logger.info("SIP call %s: the caller hung up", bridge.log_id)
+            logger.info("SIP call %s: the far end hung up", bridge.log_id)
             self._spawn(bridge.hung_up())
 
     def _info(self, uas: SipUAS, request: SipRequest, addr: tuple[str, int]) -> None:
@@ -548,7 +551,7 @@ class SipAgent:
         await media.close()
         self.rtp.give_back(getattr(media, "port_taken", 0))
 
-    def _closed(self, bridge: SipCall, *, uas: SipUAS | None = None, port: int = 0) -> None:
+    def _closed(self, bridge: RtpLeg, *, uas: SipUAS | None = None, port: int = 0) -> None:
         call_id = bridge.sip_call_id
         self.calls.pop(call_id, None)
         if uas is not None:
