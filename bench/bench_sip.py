@@ -43,11 +43,11 @@ for index, text in enumerate({sentences!r}):
 """
 
 
-def _agent(project, registrar):
+def _agent(project, registrar, **extra_env):
     port, rtp = free_port(), free_port()
     # A REGISTER lost while the machine is busy is tried again after 2 s, not the default 30 s.
     env = {**project.env, "SIP_RELOAD_SEC": "0.5", "SIP_RTP_PORTS": f"{rtp}-{rtp + 60}", "SIP_RTP_TIMEOUT_SEC": "30",
-           "SIP_REGISTER_BACKOFF_SEC": "2"}
+           "SIP_REGISTER_BACKOFF_SEC": "2", **extra_env}
     log = open(project.tmp / "sip_agent.log", "w")
     agent = subprocess.Popen([sys.executable, "manage.py", "sip_agent", "--host", HOST, "--port", str(port)],
                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -63,9 +63,9 @@ def _agent(project, registrar):
                        + (project.tmp / "sip_agent.log").read_text()[-2000:])
 
 
-def _call(phone, speeches, turns):
-    """One call of `turns` utterances; the latencies read from the caller's recording."""
-    since = phone.dial(CALLED)
+def _call(phone, speeches, turns, called=CALLED):
+    """One call of `turns` utterances to `called`; the latencies read from the caller's recording."""
+    since = phone.dial(called)
     assert phone.wait_event("CALL_ESTABLISHED", 30, since), phone.events[-4:]
     assert phone.wait_far_end_quiet(60), "no opening heard"
     for turn in range(turns):

@@ -10,7 +10,9 @@ set, so a test sees the first audio before the rest is made. `fail_from` (a requ
 index, settable while it runs) makes that request and every later one fail after its
 first piece: `failure="kill"` drops the connection mid-answer (a server that died),
 `"stall"` sends nothing more (a server that hangs). `first_byte_delay` (seconds) is
-Azure's own time before its answer starts (the benchmark's vendor delay). It records every request
+Azure's own time before its answer starts (the benchmark's vendor delay). The pieces are
+the format's silence, or with `audible` a 440 Hz tone in it (`tone_of`: a phone whose
+test must hear the agent, and can compare what it heard). It records every request
 (headers, SSML, text, voice, format) and whether the client hung up mid-answer.
 """
 import socket
@@ -19,10 +21,28 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy
+
+from agent_app.audio import alaw_encode, mulaw_encode
+
 SSML = "{http://www.w3.org/2001/10/synthesis}"
 FORMATS = {"raw-8khz-8bit-mono-alaw": b"\xd5", "raw-8khz-8bit-mono-mulaw": b"\xff",
            "raw-16khz-16bit-mono-pcm": b"\x01\x00", "raw-8khz-16bit-mono-pcm": b"\x01\x00",
            "raw-24khz-16bit-mono-pcm": b"\x01\x00"}
+
+TONE_HZ = 440
+
+
+def tone_of(output_format: str, size: int) -> bytes:
+    """`size` bytes of a 440 Hz tone in `output_format`; a piece of 100 ms (or any multiple
+    of 25 ms) ends where the next begins, so the pieces play as one tone."""
+    rate = int(output_format.split("-")[1].removesuffix("khz")) * 1000
+    eight_bit = "8bit" in output_format
+    count = size if eight_bit else size // 2
+    samples = (numpy.sin(2 * numpy.pi * TONE_HZ * numpy.arange(count) / rate) * 8000).astype(numpy.int16)
+    if not eight_bit:
+        return samples.astype("<i2").tobytes()
+    return alaw_encode(samples) if output_format.endswith("alaw") else mulaw_encode(samples)
 
 
 @dataclass
@@ -41,8 +61,9 @@ class FakeAzureTts:
     def __init__(self, *, key: str = "az-test-key", voices: tuple[str, ...] = ("de-DE-KatjaNeural",),
                  chunks: int = 4, chunk_bytes: int = 1600, hold: threading.Event | None = None,
                  status: int | None = None, fail_from: int | None = None, failure: str = "kill",
-                 first_byte_delay: float = 0.0) -> None:
+                 first_byte_delay: float = 0.0, audible: bool = False) -> None:
         self.key, self.voices, self.chunks, self.chunk_bytes = key, voices, chunks, chunk_bytes
+        self.audible = audible
         self.hold, self.status = hold, status
         self.fail_from, self.failure, self.first_byte_delay = fail_from, failure, first_byte_delay
         self._stopping = threading.Event()
@@ -118,7 +139,8 @@ class FakeAzureTts:
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
             unit = FORMATS[request.output_format]
-            piece = unit * (self.chunk_bytes // len(unit))
+            piece = (tone_of(request.output_format, self.chunk_bytes) if self.audible
+                     else unit * (self.chunk_bytes // len(unit)))
             try:
                 for n in range(self.chunks):
                     if n == 1 and failing and self.failure == "kill":

@@ -12,7 +12,9 @@ caller's audio (in the session's input format) gets loud, and after
 transcription (`heard`, one text per turn) and, with `create_response`, a response.
 Responses follow `replies`, one per response: `{"say": text}` (the transcript as deltas,
 then `seconds` of a `tone_hz` tone in the output format as audio deltas, sent at
-`pace` times real time so that a barge-in finds it under way; both per reply too) or
+`pace` times real time so that a barge-in finds it under way; both per reply too; the
+first audio delta `response_delay` seconds after the response began, the vendor's
+thinking time, as a setting of the fake for the benchmark) or
 `{"tool": name, "arguments": {...}}` (a function call; the next reply waits for the
 client's `response.create`) or `{"close": true}` (the server drops the connection). `response.cancel` ends the response under way
 (`response.done` with status `cancelled`); with none under way it is an error
@@ -83,8 +85,9 @@ class Connection:
 class FakeRealtime:
     def __init__(self, *, heard: list[str] | None = None, replies: list[dict] | None = None, key: str = "rt-test-key",
                  tone_hz: float = 770.0, seconds: float = 1.0, pace: float = 4.0, status: int | None = None,
-                 beta: bool = False) -> None:
+                 beta: bool = False, response_delay: float = 0.0) -> None:
         self.heard, self.replies = list(heard or []), list(replies or [])
+        self.response_delay = response_delay
         self.beta = beta  # speaks the retired beta protocol's names (response.audio.delta)
         self.key, self.tone_hz, self.seconds, self.pace, self.status = key, tone_hz, seconds, pace, status
         self.connections: list[Connection] = []
@@ -275,6 +278,8 @@ class FakeRealtime:
                                   "output_index": 0, "item": item})
         await self._send(socket, {"type": "response.content_part.added", **part,
                                   "part": {"type": "audio", "transcript": ""}})
+        if self.response_delay:
+            await asyncio.sleep(self.response_delay)  # the model's time to its first audio
         said: list[str] = []
         for word in text.split():
             said.append(word)

@@ -3,7 +3,12 @@ AudioSocket listener (agent_app/audiosocket.py) over its TCP frames.
 
 aiortp (through aiosipua's `CallSession`) receives the caller's RTP — its jitter
 buffer reorders, packet-loss concealment fills gaps, RFC 4733 `telephone-event`
-packets become digits — and encodes ours. We send one packet every 20 ms for the whole
+packets become digits. A G.711 call (PCMA, PCMU) keeps its law on our side: the
+conversation's wire is A-law/μ-law, so a provider hears the caller's bytes and its own
+bytes go out as it made them (no transcoding, as on Twilio's path); aiortp's decoded
+frames are encoded back with its own table, which gives the packet's bytes again (A-law
+exactly; μ-law's "negative zero" comes back as zero). Other codecs (G.722) are PCM at
+their rate, encoded by aiortp. We send one packet every 20 ms for the whole
 call, the agent's audio or silence, so the caller's clock (and a recording of what it
 heard) runs on; barge-in drops what was not sent yet. Symmetric RTP: our packets go to
 where the caller's come from (`symmetric_rtp`), not only to the SDP's address.
@@ -16,7 +21,7 @@ A warm hand-over (docs/telephony.md, "Warm transfer") bridges two legs here: the
 caller's `SipCall` and the person's `RtpLeg` (our INVITE, agent_app/sip/warm.py). The
 person hears the summary on their leg while the caller stays with the agent; joined,
 each leg's decoded audio is the other's to send (resampled where their codecs' rates
-differ), the conversation stops listening and speaking, and either side's BYE (or its
+differ, in the other leg's law), the conversation stops listening and speaking, and either side's BYE (or its
 RTP stopping) ends both legs."""
 import asyncio
 import logging
@@ -42,6 +47,8 @@ BRIDGE_BACKLOG_SEC = 0.3
 # How long a joining caller waits at most for the person's summary to be heard out
 # beyond its own length (the person's leg ends it sooner when they hang up).
 SUMMARY_MARGIN_SEC = 5.0
+# The codecs whose law is the conversation's wire encoding.
+G711 = {"PCMA": "alaw", "PCMU": "mulaw"}
 
 
 class Media(Protocol):
@@ -101,9 +108,24 @@ class RtpLeg:
         self.last_packet = asyncio.get_running_loop().time()
         self.ended = asyncio.Event()
 
-    def run_media(self) -> None:
+    def media_wire(self) -> PhoneWire:
+        """The leg's wire: the codec's law for G.711 (`g711`: aiortp's codec, whose
+        table gives the packet's bytes again), else PCM at the codec's rate."""
         self.rate = self.media.codec_sample_rate
-        self.frame_bytes = int(self.rate * PTIME_SEC) * 2
+        codec = self.media.rtp_session.codec
+        law = G711.get(codec.name) if codec is not None else None
+        self.g711 = codec if law else None
+        self.rtp_wire = PhoneWire(law or "pcm_s16le", self.rate)
+        self.frame_bytes = int(self.rate * PTIME_SEC) * self.rtp_wire.sample_bytes
+        self.silence = self.rtp_wire.from_pcm(bytes(self.frame_bytes // self.rtp_wire.sample_bytes * 2), self.rate)
+        return self.rtp_wire
+
+    def encoded(self, pcm: bytes) -> bytes:
+        """Decoded audio at the leg's rate in the leg's wire encoding."""
+        return self.g711.encode(pcm) if self.g711 is not None else pcm
+
+    def run_media(self) -> None:
+        self.media_wire()
         rtp = self.media.rtp_session
         rtp.on_audio = self._audio
         rtp.on_dtmf = self._dtmf
@@ -133,8 +155,8 @@ class RtpLeg:
             return
         if partner.rate != self.rate:
             pcm = WireFormat("pcm_s16le", partner.rate).from_pcm(pcm, self.rate)
-        partner.outbox += pcm
-        backlog = int(partner.rate * BRIDGE_BACKLOG_SEC) * 2
+        partner.outbox += partner.encoded(pcm)
+        backlog = int(partner.rate * BRIDGE_BACKLOG_SEC) * partner.rtp_wire.sample_bytes
         if len(partner.outbox) > backlog:
             del partner.outbox[:len(partner.outbox) - backlog]
 
@@ -152,7 +174,7 @@ class RtpLeg:
         gap would be a dropout the caller hears and would shift its timeline."""
         loop = asyncio.get_running_loop()
         rtp = self.media.rtp_session
-        silence = bytes(self.frame_bytes)
+        send = rtp.send_audio_pcm_auto if self.g711 is None else rtp.send_audio_auto  # G.711 as it is
         started, sent = loop.time(), 0
         while not self.closed:
             owed = int((loop.time() - started) / PTIME_SEC) + 1 - sent
@@ -160,14 +182,14 @@ class RtpLeg:
                 sent += owed - int(CATCH_UP_SEC / PTIME_SEC)
                 owed = int(CATCH_UP_SEC / PTIME_SEC)
             for _ in range(max(0, owed)):
-                if self.outbox:
-                    chunk = bytes(self.outbox[:self.frame_bytes]).ljust(self.frame_bytes, b"\0")
+                if self.outbox:  # the agent's audio, its last packet filled up with silence
+                    chunk = (bytes(self.outbox[:self.frame_bytes]) + self.silence)[:self.frame_bytes]
                     del self.outbox[:self.frame_bytes]
                 else:
-                    chunk = silence
+                    chunk = self.silence
                     self.drained.set()
                 try:
-                    rtp.send_audio_pcm_auto(chunk)
+                    send(chunk)
                 except (OSError, RuntimeError, ValueError) as exc:
                     logger.info("SIP call %s: RTP not sent (%r)", self.log_id, exc)
                 sent += 1
@@ -177,7 +199,7 @@ class RtpLeg:
         """`audio` (PCM at the leg's rate) sent at real time; True once it went out in
         full, False when the leg ended first."""
         self.drained.clear()
-        self.outbox += audio
+        self.outbox += self.encoded(audio)
         drained, ended = asyncio.create_task(self.drained.wait()), asyncio.create_task(self.ended.wait())
         try:
             await asyncio.wait([drained, ended], timeout=len(audio) / (2 * self.rate) + SUMMARY_MARGIN_SEC,
@@ -263,13 +285,13 @@ class SipCall(RtpLeg, PhoneBridge):
 
     # --- set-up ---------------------------------------------------------------------
     def start(self, session: AgentSession) -> None:
-        self.begin(session, PhoneWire("pcm_s16le", self.media.codec_sample_rate))
+        self.begin(session, self.media_wire())
         self.run_media()
         self.listening = asyncio.create_task(self._hear())
         self.tasks.append(self.listening)
 
     def received(self, pcm: bytes) -> None:
-        self._queue(("audio", pcm))
+        self._queue(("audio", self.encoded(pcm)))
 
     def _dtmf(self, digit: str, duration: int) -> None:
         self.last_packet = asyncio.get_running_loop().time()

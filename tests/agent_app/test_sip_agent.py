@@ -26,11 +26,13 @@ import numpy
 import pytest
 from django.core.management import CommandError, call_command
 
-from agent_app.audio import WireFormat
+from agent_app.audio import WireFormat, alaw_decode, alaw_encode
 from calls_app.models import Call, SipRegistration, UsageCounter
 from calls_app.services import carrier_create
 from console.numbers.services import number_create
 from tests.agent_app.conftest import spoken
+from tests.azure_tts_fake import FakeAzureTts, tone_of
+from tests.deepgram_fake import FakeDeepgram
 from tests.sip.baresip import Phone, active_windows
 from tests.sip.kamailio import Kamailio, free_port, options_ping
 
@@ -108,6 +110,15 @@ def trunk(tmp_path, transactional_db, settings):
 
 def registered(carrier_id: str) -> SipRegistration | None:
     return SipRegistration.objects.filter(carrier_id=carrier_id).first()
+
+
+def answering(trunk, tenant) -> None:
+    """The tenant's number CALLED on the trunk's carrier `sip1`, once the agent registered it."""
+    registrar, _agent, password, _phones = trunk
+    number_create(tenant=tenant, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
 
 
 def test_registers_answers_a_real_phone_and_books_the_call_once(trunk, tmp_path, tenant_a, client, whisper_ready):
@@ -195,10 +206,7 @@ def test_a_transfer_is_a_refer_the_caller_follows_and_the_call_keeps_its_note(tr
     from agent_app.phone import transfer_to
 
     registrar, agent, password, phones = trunk
-    number_create(tenant=tenant_a, e164=CALLED)
-    carrier_create(carrier_id="sip1", kind="sip", credentials={
-        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
-    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    answering(trunk, tenant_a)
     human = Phone(tmp_path / "human", "human", registrar.accounts["human"], registrar.port).start()
     caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port).start()
     phones += [human, caller]
@@ -346,10 +354,7 @@ def test_a_static_trunk_s_refusals_cancel_and_dead_rtp(static_trunk, tenant_a):
 @pytest.mark.parametrize("codecs, payload_type", [(("PCMU",), 0), (("G722",), 9)], ids=["PCMU only", "G.722 only"])
 def test_pcmu_alone_and_g722_where_offered_are_answered_and_heard(trunk, tmp_path, tenant_a, codecs, payload_type):
     registrar, agent, password, phones = trunk
-    number_create(tenant=tenant_a, e164=CALLED)
-    carrier_create(carrier_id="sip1", kind="sip", credentials={
-        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
-    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    answering(trunk, tenant_a)
     caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port,
                    codecs=codecs).start()
     phones.append(caller)
@@ -361,6 +366,54 @@ def test_pcmu_alone_and_g722_where_offered_are_answered_and_heard(trunk, tmp_pat
     assert answer and f"RTP/AVP {payload_type} " in answer[0].text
     ended = until(lambda: (c := Call.objects.get()).ended_at and c, 20)
     assert ended and ended.status == "completed" and ended.seconds > 0 and ended.disclosed
+
+
+def test_a_call_heard_by_deepgram_and_spoken_by_azure_in_its_a_law_unconverted(
+        trunk, tmp_path, tenant_a, api_a, speech_server, settings):
+    """Issue 36's whole phone call on the SIP path: the phone's PCMA goes to the fake
+    Deepgram as A-law and the fake Azure is asked for A-law, whose bytes the phone hears
+    as they came; the caller's words are Deepgram's, the local recogniser never asked."""
+    from tests.agent_app.test_speech_failover import _configure
+    from tests.agent_app.test_streaming_voice import TRANSCRIBER, VOICE
+
+    registrar, _agent, _password, phones = trunk
+    with FakeAzureTts(chunks=8, chunk_bytes=800, audible=True) as azure, \
+            FakeDeepgram(utterances=[ASKED], by_energy=True) as deepgram:
+        local = _configure(settings, speech_server, azure=azure, deepgram=deepgram)
+        assert api_a.post("/v2/assistants", {"name": "Empfang", "voice": VOICE, "transcriber": TRANSCRIBER},
+                          format="json").status_code == 201
+        answering(trunk, tenant_a)
+        caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port).start()
+        phones.append(caller)
+        since = caller.dial(CALLED)
+        assert caller.wait_event("CALL_ESTABLISHED", 25, since), caller.events[-6:]
+        call = until(lambda: Call.objects.filter(to_e164=CALLED).first(), 10)
+        assert call is not None
+        assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
+        # A-law's own levels: any encoder (the phone's is not ours) makes exactly these bytes of them.
+        question = alaw_encode(numpy.frombuffer(spoken(ASKED, PCM8K), dtype="<i2"))
+        answered_from = len(caller.heard_so_far())
+        caller.play(alaw_decode(question))
+        assert until(lambda: call.transcript_entries.filter(role="user").exists(), 30)
+        assert caller.wait_far_end_quiet(40, since=answered_from), "the agent's answer was not heard"
+        caller.hang_up(since)
+        assert deepgram.connections and deepgram.connections[0].closed.wait(10)
+        ended = until(lambda: (c := Call.objects.with_transcript().get(pk=call.pk)).ended_at and c, 30)
+    assert ended, "the call was not booked"
+    connection = deepgram.connections[0]
+    assert (connection.param("encoding"), connection.param("sample_rate")) == ("alaw", "8000")
+    assert question in bytes(connection.audio)  # the phone's bytes, in order, unconverted
+    assert len(azure.requests) >= 3  # the disclosure, the greeting, the answer
+    assert {request.output_format for request in azure.requests} == {"raw-8khz-8bit-mono-alaw"}
+    heard, _rate = caller.heard()
+    assert alaw_decode(tone_of("raw-8khz-8bit-mono-alaw", 800)).astype("<i2").tobytes() in heard.astype("<i2").tobytes()
+    assert local.requests == []
+    lines = [(entry.role, entry.text) for entry in ended.transcript_entries.all()]
+    assert lines[0][0] == "assistant" and lines[0][1].startswith(tenant_a.disclosure_text.strip())
+    assert ("user", ASKED) in lines and not [text for role, text in lines if role == "system" and "ausgefallen" in text]
+    invite_ok = [m for m in registrar.messages() if m.direction == "rcv" and m.status == 200
+                 and m.cseq_method == "INVITE"]
+    assert invite_ok and "RTP/AVP 8" in invite_ok[0].text  # PCMA
 
 
 def test_tcp_answers_a_whole_message_and_closes_a_silent_or_garbage_connection(transactional_db, monkeypatch):
