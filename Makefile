@@ -36,8 +36,9 @@ BENCH_SYSTEM_PACKAGES := wrk postgresql espeak-ng kamailio baresip-core
 # line (Whisper's determinism test hears its speech), Redis for the two-server tests
 # (.ci/redis), Node.js for OpenAI's npm package run against /v1 (tests/node), and the
 # benchmarks' packages (among them kamailio and baresip-core, which the SIP agent's tests
-# use too), since a smoke test runs every benchmark.
-TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server nodejs $(BENCH_SYSTEM_PACKAGES)
+# use too), since a smoke test runs every benchmark; sipsak sends the SIP agent's tests
+# their hostile SIP (floods, random traces).
+TEST_SYSTEM_PACKAGES := chromium espeak-ng redis-server nodejs sipsak $(BENCH_SYSTEM_PACKAGES)
 # OpenAI's npm package, pinned by tests/node/package-lock.json: installed here (npm ci),
 # never while the tests run. npm comes with Node.js where Node.js bundles it, else from
 # Debian's npm package.

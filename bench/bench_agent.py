@@ -78,10 +78,14 @@ def speeches(project, texts):
             "the product's synthesis (de+m3)")
 
 
-async def _caller(url, clips, turns):
-    """One session: `turns` utterances; per turn (seconds to the reply's first audio,
-    the server's turn.latency)."""
+async def _caller(url, clips, turns, replies=None):
+    """One session: `turns` utterances; per turn (seconds to the first audio, the
+    server's turn.latency). The first audio may be the filler ("Einen Moment, bitte.")
+    of a reply that took long; into `replies`, per turn, (seconds to the reply's own
+    first audio, what it said)."""
     from websockets.asyncio.client import connect
+
+    from agent_app.mind import filler
 
     results = []
     async with connect(url, max_size=1 << 22, open_timeout=60) as ws:
@@ -132,13 +136,21 @@ async def _caller(url, clips, turns):
                 await send(audio[offset:offset + size])
             spoken_end = time.monotonic()
             try:
-                await until("agent.speaking")
+                _, speaking = await until("agent.speaking")
                 first_audio, _ = await until("audio")
+                reply_audio = first_audio
+                if speaking["text"] == filler("de"):
+                    _, speaking = await until("agent.speaking")
+                    reply_audio, _ = await until("audio")
                 _, latency = await until("turn.latency")
             except Overloaded:  # never answered: counts as too slow
                 results.append((float("inf"), None))
+                if replies is not None:
+                    replies.append((float("inf"), ""))
                 continue
             results.append((first_audio - spoken_end, latency))
+            if replies is not None:
+                replies.append((reply_audio - spoken_end, speaking["text"]))
             await until("agent.done")
         await ws.send('{"type": "end"}')
         receiver.cancel()

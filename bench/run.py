@@ -80,7 +80,7 @@ BENCHMARKS = [
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
     bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
-    bench_calendars.find_slots_latency, bench_providers.provider_latency,
+    bench_calendars.find_slots_latency, bench_calendars.booking_turn_latency, bench_providers.provider_latency,
 ]
 
 

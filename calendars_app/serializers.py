@@ -39,7 +39,8 @@ class CalendarCreateSerializer(ClosedSerializer):
     """The body of POST /v2/calendars (the kind's fields at the top level)."""
 
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=list(KIND_FIELDS))
+    # The model's choices (one enum in the OpenAPI document); the kinds' fields have one each.
+    kind = serializers.ChoiceField(choices=Calendar.Kind.choices)
     url = _text("caldav: the calendar's https address (its collection, e.g. …/calendars/praxis/).")
     username = _text("caldav: the user name.")
     password = _text("caldav: the app password (sealed, never shown back).")
@@ -58,4 +59,4 @@ class CalendarCreateSerializer(ClosedSerializer):
 class CalendarUpdateSerializer(CalendarCreateSerializer):
     require_one = True
     name = serializers.CharField(max_length=200, required=False)
-    kind = serializers.ChoiceField(choices=list(KIND_FIELDS), required=False)
+    kind = serializers.ChoiceField(choices=Calendar.Kind.choices, required=False)

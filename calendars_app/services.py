@@ -242,11 +242,15 @@ def _offer(starts: list[datetime], zone_name: str) -> list[dict[str, str]]:
 
 
 def _free(assistant: Any, kind: AppointmentType, calendar: Calendar, wish: Wish, *, now: datetime,
-          limit: int, ignore: Appointment | None = None) -> list[datetime]:
+          limit: int, ignore: Appointment | None = None, cached: bool = False) -> list[datetime]:
+    """The free starts; `cached`: the busy times may come from the copy the calendar's
+    ctag vouches for (an offer), else they are read afresh (after a lost race)."""
     tenant = assistant.tenant
     zone = ZoneInfo(tenant.time_zone)
     span = slots.search_span(kind, wish, now=now, zone=zone, days=14)
-    busy = provider_of(calendar).busy(span[0] - timedelta(hours=4), span[1] + timedelta(hours=4))
+    provider = provider_of(calendar)
+    read = provider.busy_cached if cached else provider.busy
+    busy = read(span[0] - timedelta(hours=4), span[1] + timedelta(hours=4))
     if ignore is not None:
         busy = [one for one in busy if (one[0], one[1]) != (ignore.starts_at, ignore.ends_at)]
     return slots.free_starts(kind, wish, now=now, time_zone=tenant.time_zone, state=tenant.state or "",
@@ -265,7 +269,7 @@ def find_slots(*, assistant: Any, when: str | None = None, type_name: str | None
     zone_name = assistant.tenant.time_zone
     wish = wish_of(when, now=now, time_zone=zone_name)
     try:
-        starts = _free(assistant, kind, calendar, wish, now=now, limit=limit)
+        starts = _free(assistant, kind, calendar, wish, now=now, limit=limit, cached=True)
     except ProviderError:
         return _failed(codes.CALENDAR_UNAVAILABLE, UNAVAILABLE)
     if not starts:
@@ -318,7 +322,8 @@ def _booked(kind: AppointmentType, appointment: Appointment, zone_name: str, ver
 
 def _checked_write(assistant: Any, kind: AppointmentType, calendar: Calendar, start: datetime, *, now: datetime,
                    ignore: Appointment | None, write: Any) -> dict[str, Any] | Written:
-    """Within the calendar's turn: the rules, a fresh read of its busy times, then `write()`."""
+    """Within the calendar's turn: the rules, a fresh read of its busy times (never the
+    copy find_slots keeps), then `write()`."""
     tenant = assistant.tenant
     zone = ZoneInfo(tenant.time_zone)
     day = start.astimezone(zone).date()

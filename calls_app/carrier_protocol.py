@@ -53,8 +53,8 @@ class Capabilities:
     when asked. `warm_transfer`: the carrier rings a person for a live call (`ring`,
     the person hears the summary first) and joins the caller to them after it (`join`):
     a warm hand-over (docs/telephony.md, "Warm transfer"); without it transfer_call's
-    warm mode is a plain hand-over (an Asterisk dialplan does its own, a SIP trunk may
-    declare it once its adapter can)."""
+    warm mode is a plain hand-over (an Asterisk dialplan does its own; a SIP trunk's
+    ring is placed and joined by the SIP agent, which bridges the two calls itself)."""
 
     idempotent_dials: bool = False
     transfer: bool = False

@@ -1,5 +1,6 @@
 """The SIP agent's reads and writes of the `sip` carriers (calls_app/kinds/sip.py): the
 accounts it registers and answers for, and the registration state it reports."""
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -7,8 +8,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from calls_app.kinds.sip import DIAL_PREFIX, NAME, SipAccount, sip_account
-from calls_app.models import Call, Carrier, CarrierEvent, SipRegistration
+from calls_app.kinds.sip import DIAL_PREFIX, NAME, RING_PREFIX, SipAccount, sip_account
+from calls_app.models import Call, Carrier, CarrierEvent, SipRegistration, WarmTransfer
 
 STATES = ("registered", "registering", "failing", "static")
 
@@ -73,3 +74,27 @@ def sip_dial_claim(*, dial: SipDial) -> bool:
     except IntegrityError:
         return False
     return True
+
+
+# --- Warm hand-overs: rung by the SIP agent that holds the caller's call -------------------------
+
+@dataclass(frozen=True)
+class SipRing:
+    """A warm hand-over's ring to place: the person's number and ours to show them."""
+
+    transfer_id: int
+    call_id: str
+    carrier_id: str
+    target: str
+    from_e164: str
+
+
+def sip_rings_due(*, call_ids: Collection[str]) -> list[SipRing]:
+    """The warm hand-overs of the calls `call_ids` (the agent's own) that ring: the
+    tool handed them to the adapter (`sip-warm-<transfer>`) and nobody decided them."""
+    rows = (WarmTransfer.objects.filter(call_id__in=list(call_ids), status=WarmTransfer.Status.RINGING,
+                                        leg_id__startswith=RING_PREFIX, call__carrier__kind=NAME)
+            .values_list("pk", "call_id", "call__carrier_id", "target", "call__direction", "call__to_e164",
+                         "call__from_e164")[:50])
+    return [SipRing(pk, call_id, carrier_id, target, to_e164 if direction == Call.Direction.INBOUND else from_e164)
+            for pk, call_id, carrier_id, target, direction, to_e164, from_e164 in rows]

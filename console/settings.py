@@ -296,6 +296,8 @@ SPECTACULAR_SETTINGS = {
         "StatusEnum": "leads_app.models.Lead.Status",
         "KnowledgeDocumentStatusEnum": "knowledge_app.models.KnowledgeDocument.Status",
         "EntityReferenceKindEnum": "speech_app.serializers.REFERENCE_KINDS",
+        "AssistantModeEnum": "console.assistants.models.MODES",
+        "CalendarKindEnum": "calendars_app.models.Calendar.Kind",
     },
     "SERVERS": [{"url": "/", "description": "This server"}],
     "POSTPROCESSING_HOOKS": [

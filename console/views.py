@@ -36,13 +36,15 @@ def tenant_count():
 _TENANT_COUNT_SQL: dict[str, str] = {}  # per database vendor
 
 
-class RecentTenantCount:
-    """`tenant_count()` as it was at most `max_age` seconds ago. /health is asked many
-    times a second by every balancer and monitor, and on PostgreSQL its one statement
-    cost a third of the request (a round trip to a server on the same cores): the
-    database is checked, and the tenants counted, at most once a second per process.
-    A failed check is not kept: while the database is unreachable every request asks it
-    again (and answers 503), and the first request after it is back answers 200."""
+class RecentReads:
+    """What /health reads from the database (the tenant count, and the sections apps
+    add: the SIP carriers' registrations) as it was at most `max_age` seconds ago.
+    /health is asked many times a second by every balancer and monitor, and on
+    PostgreSQL one statement cost a third of the request (a round trip to a server on
+    the same cores): the database is checked, and read, at most once a second per
+    process. A failed check is not kept: while the database is unreachable every
+    request asks it again (and answers 503), and the first request after it is back
+    answers 200."""
 
     def __init__(self, max_age):
         self.max_age = max_age
@@ -50,18 +52,19 @@ class RecentTenantCount:
 
     def __call__(self):
         now = time.monotonic()
-        if now - self._counted_at > self.max_age:
-            self._count = tenant_count()  # raises DatabaseError when the database is not reachable
-            self._counted_at = now
-        return self._count
+        if now - self._read_at > self.max_age:
+            # tenant_count() raises DatabaseError when the database is not reachable
+            self._reads = {"tenants": tenant_count(), **{key: section() for key, section in health_sections.items()}}
+            self._read_at = now
+        return self._reads
 
     def forget(self):
-        self._count, self._counted_at = None, -math.inf
+        self._reads, self._read_at = {}, -math.inf
 
 
-# How old the tenant count (and so the database check) of /health may be, in seconds.
+# How old the database's answers in /health (and so its check) may be, in seconds.
 HEALTH_DATABASE_MAX_AGE = 1.0
-recent_tenant_count = RecentTenantCount(HEALTH_DATABASE_MAX_AGE)
+recent_reads = RecentReads(HEALTH_DATABASE_MAX_AGE)
 
 
 class HealthView(OpenAPIView):
@@ -96,7 +99,7 @@ class HealthView(OpenAPIView):
 def health_body():
     """The body of GET /health (docs/api.md)."""
     try:
-        tenants = recent_tenant_count()
+        reads = recent_reads()
     except DatabaseError:
         raise DatabaseUnavailable() from None
     statuses = engine_probes.statuses(max_age=HEALTH_PROBE_MAX_AGE)
@@ -108,7 +111,7 @@ def health_body():
         "contract": settings.CONTRACT_VERSION,
         # The voice a call would be spoken with now: engine and language.
         "usableVoiceProfile": f"{usable.id}/{usable.languages[0]}" if usable else "none",
-        "tenants": tenants,
+        "tenants": reads["tenants"],
     }
     # One object per speech engine, synthesis and recognition; a reason when not usable.
     for status in statuses:
@@ -117,6 +120,6 @@ def health_body():
             body[status.id]["languages"] = list(status.languages)
         if status.reason:
             body[status.id]["reason"] = status.reason
-    for key, section in health_sections.items():
-        body[key] = section()
+    for key in health_sections:
+        body[key] = reads[key]
     return body

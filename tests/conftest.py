@@ -16,7 +16,7 @@ from console.credentials.verified import verified_keys
 from console.engines import engine_probes
 from console.tenants.models import Membership
 from console.tenants.services import membership_add, tenant_create
-from console.views import recent_tenant_count
+from console.views import recent_reads
 from tests.speech_app.synthesis import DIRECTORY_VARIABLE as SPEECH_DIRECTORY
 
 # A test is `slow` (left out by `make test-fast`, run by `make test` and CI) by what it
@@ -79,12 +79,12 @@ def _nothing_cached_between_tests():
     verified_keys.clear()
     call_texts.clear()
     engine_probes.forget_answers()
-    recent_tenant_count.forget()
+    recent_reads.forget()
     yield
     verified_keys.clear()
     call_texts.clear()
     engine_probes.forget_answers()
-    recent_tenant_count.forget()
+    recent_reads.forget()
 
 
 @pytest.fixture

@@ -71,7 +71,8 @@ STOP = frozenset((
     "ist sind war bin hat haben habe hätte hätten wird werden kann können könnte möchte möchten würde würden "
     "gern gerne bitte danke mal noch auch schon nur wie was wann wo wer welche welcher welches wieso warum zu zum "
     "zur im in am an auf aus bei mit von vom für über unter nach vor bis um denn dann doch ja nein nicht kein "
-    "keine so sehr da hier dort man sich the a an and or to of in on at for with is are do does you your we our "
+    "keine so sehr da hier dort man sich meiner meinen meinem ihre ihren ihrer ihrem wegen guten tag hallo "
+    "the a an and or to of in on at for with is are do does you your we our "
     "i me my can could would please what when where how which who").split())
 INSTRUCTIONS = cue(
     r"\bignorier", r"\b(?:deine|eure|alle|vorherigen|bisherigen|obigen|früheren|neuen) (?:anweisungen|instruktionen|"

@@ -2,7 +2,7 @@
 sentences of them that answer the caller's question."""
 import re
 
-from agent_app.policy.cues import ASKS_NUMBER, IMPERATIVE, INSTRUCTIONS, NUMBER_IN, STOP, WORD
+from agent_app.policy.cues import ASKS_NUMBER, IMPERATIVE, INSTRUCTIONS, NUMBER_IN, QUESTION, STOP, WORD
 from console.parsers import json_text
 from console.sentences import split_sentences
 
@@ -54,7 +54,8 @@ def sentences(text):
 def answer_from(passages, question, *, limit=2, max_chars=320):
     """The sentences of the passages that answer `question` best (most of its word
     stems; the better passage first; with none in common, the first sentence of the
-    search's best passage), at most `limit`; "" when none is left. Never taken: sentences that speak to the assistant or tell anyone
+    search's best passage: it found it by synonyms), at most `limit`; "" when none is
+    left, or when a wish (not a question) shares only one of three or more stems. Never taken: sentences that speak to the assistant or tell anyone
     what to do (imperatives), and sentences with a phone number unless the caller
     asked for one — a passage or a tool's answer is data, quoted only as the answer."""
     wanted = _stems(question)
@@ -72,6 +73,12 @@ def answer_from(passages, question, *, limit=2, max_chars=320):
         return ""
     scored.sort()
     best = scored[0]
+    if len(wanted) >= 3 and -best[0] == 1 and not QUESTION.search(question):
+        # A wish, not a question, with one word of several in common: the search found
+        # the passage by that word alone ("… einen Hütuf wegen meiner Bestellung" is not
+        # answered by "Rezepte bestellen Sie telefonisch"): no answer, so the caller is
+        # offered a callback instead.
+        return ""
     if best[0] == 0:  # no word in common: the search's best passage, its first sentence left
         chosen = [min(scored, key=lambda item: (item[1], item[2]))]
     else:

@@ -17,8 +17,10 @@ minutes are used up), 503 (a source over SIP_INVITES_PER_SEC). A CANCEL before t
 answer leaves nothing booked.
 
 Bad input never stops it: a datagram over MAX_DATAGRAM_BYTES, a message that does not
-parse or a source over SIP_MESSAGES_PER_SEC is dropped with a log line; aiosipua's TCP
-reader drops a connection whose headers or declared body are too large."""
+parse or a source over SIP_MESSAGES_PER_SEC is dropped with a log line (one a second per
+source and reason, with the count: a flood does not become a flood of log lines); an
+INVITE whose SDP does not parse gets 488; aiosipua's TCP reader drops a connection whose
+headers or declared body are too large."""
 import asyncio
 import contextlib
 import ipaddress
@@ -40,6 +42,7 @@ from aiosipua import (
     SipUAS,
     TcpSipTransport,
     UdpSipTransport,
+    parse_sdp,
     stringify_uri,
 )
 from aiosipua.sdp import SdpMessage
@@ -48,9 +51,10 @@ from django.conf import settings
 
 from agent_app import services
 from agent_app.services import agent_session_claim
-from agent_app.sip.call import SipCall
+from agent_app.sip.call import RtpLeg, SipCall
 from agent_app.sip.outbound import Dialler
 from agent_app.sip.registration import Registrar, resolve
+from agent_app.sip.warm import Ringer
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app.errors import MinuteCapReached
@@ -95,16 +99,37 @@ class _Guard:
 
     def __init__(self) -> None:
         self.limit = RateLimit(settings.SIP_MESSAGES_PER_SEC)
+        # Per (source, reason): the drops not logged yet and when the last line was written.
+        self.dropped: dict[tuple[str, str], tuple[int, float]] = {}
 
     def admit(self, data: bytes, addr: tuple[str, int], proto: str) -> bool:
         if len(data) > MAX_DATAGRAM_BYTES:
-            logger.warning("SIP: a %d-byte %s message from %s dropped (at most %d)", len(data), proto, addr[0],
-                           MAX_DATAGRAM_BYTES)
+            self._drop(addr[0], f"{proto} messages over {MAX_DATAGRAM_BYTES} bytes")
             return False
         if not self.limit.allow(addr[0]):
-            logger.warning("SIP: %s sends over %.0f messages a second; dropped", addr[0], self.limit.rate)
+            self._drop(addr[0], f"messages over {self.limit.rate:.0f} a second")
             return False
         return True
+
+    def _drop(self, source: str, reason: str) -> None:
+        """Logs a dropped message: at once, then at most once a second per source and
+        reason with the count since (a flood of 100,000 datagrams writes a few lines)."""
+        now = time.monotonic()
+        if len(self.dropped) > 10_000:  # a spoofed-address flood: forget the old ones
+            self.dropped.clear()
+        count, logged = self.dropped.get((source, reason), (0, -1.0))
+        if now - logged < 1.0 and logged >= 0:
+            self.dropped[source, reason] = (count + 1, logged)
+            return
+        logger.warning("SIP: %d message(s) from %s dropped: %s", count + 1, source, reason)
+        self.dropped[source, reason] = (0, now)
+
+    def flush(self) -> None:
+        """Logs the drops not logged yet (a flood that ended within its second)."""
+        for (source, reason), (count, _logged) in list(self.dropped.items()):
+            if count:
+                logger.warning("SIP: %d message(s) from %s dropped: %s", count, source, reason)
+        self.dropped.clear()
 
 
 class _UdpEndpoint(_UdpProtocol):
@@ -243,7 +268,7 @@ class SipAgent:
         self.rtp = RtpPorts(rtp_ports)
         self.accounts: dict[str, SipAccount] = {}
         self.registrars: dict[str, tuple[SipAccount, asyncio.Task[None]]] = {}
-        self.calls: dict[str, SipCall] = {}
+        self.calls: dict[str, RtpLeg] = {}  # the callers' calls and warm hand-overs' legs, by SIP Call-ID
         self.invites = RateLimit(settings.SIP_INVITES_PER_SEC)
         self.refers: dict[str, asyncio.Future[int]] = {}
         self.notifies: dict[str, asyncio.Future[int]] = {}
@@ -263,7 +288,7 @@ class SipAgent:
             self._wire(uas)
             await uas.start()
             dispatch = uas._on_message
-            uas.transport.on_message = partial(self._message, dispatch=dispatch)
+            uas.transport.on_message = partial(self._message, dispatch=dispatch, uas=uas)
 
     def _wire(self, uas: SipUAS) -> None:
         uas.on_invite = partial(self._on_invite, uas=uas)
@@ -280,6 +305,7 @@ class SipAgent:
         if ready is not None:
             ready.set()
         dialler = asyncio.create_task(Dialler(self).run())
+        ringer = asyncio.create_task(Ringer(self).run())
         writer = asyncio.create_task(self._notes())
         try:
             while True:
@@ -287,9 +313,12 @@ class SipAgent:
                     await self.reload()
                 except Exception:
                     logger.error("SIP agent: the carriers could not be read", exc_info=True)
+                self.udp.guard.flush()
+                self.tcp.guard.flush()
                 await asyncio.sleep(settings.SIP_RELOAD_SEC)
         finally:
             dialler.cancel()
+            ringer.cancel()
             writer.cancel()
             await self.stop()
 
@@ -370,10 +399,18 @@ class SipAgent:
         return (named or allowed)[0] if named or allowed else None
 
     # --- messages -----------------------------------------------------------------------------
-    def _message(self, msg: SipMessage, addr: tuple[str, int], *, dispatch: Callable[..., None]) -> None:
+    def _message(self, msg: SipMessage, addr: tuple[str, int], *, dispatch: Callable[..., None],
+                 uas: SipUAS) -> None:
         """Answers to our REFERs are ours; everything else goes to aiosipua, a 2xx to our
         INVITE after its dialog learnt the route set and the callee's Contact (aiosipua's
-        UAC keeps neither, so its ACK and BYE would not pass a record-routing proxy)."""
+        UAC keeps neither, so its ACK and BYE would not pass a record-routing proxy), an
+        INVITE only when its SDP parses (aiosipua's parser raises on e.g. `m=audio x`, and
+        the INVITE would go unanswered, retransmitted for half a minute)."""
+        if isinstance(msg, SipRequest) and msg.method.upper() == "INVITE" and not _sdp_parses(msg):
+            logger.warning("SIP INVITE %s from %s: its SDP does not parse; refused", (msg.call_id or "-")[:64],
+                           addr[0])
+            uas._send_error(msg, 488, "Not Acceptable Here")
+            return
         cseq = (msg.get_header("cseq") or "").upper() if isinstance(msg, SipResponse) else ""
         if isinstance(msg, SipResponse) and cseq.endswith("INVITE") and 200 <= msg.status_code < 300:
             outgoing = self.uac.get_call(msg.call_id or "")
@@ -392,7 +429,7 @@ class SipAgent:
     def _bye(self, call: IncomingCall, request: SipRequest) -> None:
         bridge = self.calls.get(call.call_id)
         if bridge is not None:
-            logger.info("SIP call %s: the caller hung up", bridge.log_id)
+            logger.info("SIP call %s: the far end hung up", bridge.log_id)
             self._spawn(bridge.hung_up())
 
     def _info(self, uas: SipUAS, request: SipRequest, addr: tuple[str, int]) -> None:
@@ -514,7 +551,7 @@ class SipAgent:
         await media.close()
         self.rtp.give_back(getattr(media, "port_taken", 0))
 
-    def _closed(self, bridge: SipCall, *, uas: SipUAS | None = None, port: int = 0) -> None:
+    def _closed(self, bridge: RtpLeg, *, uas: SipUAS | None = None, port: int = 0) -> None:
         call_id = bridge.sip_call_id
         self.calls.pop(call_id, None)
         if uas is not None:
@@ -560,6 +597,16 @@ class SipAgent:
 
 
 NOTIFY_WAIT_SEC = 10.0
+
+
+def _sdp_parses(request: SipRequest) -> bool:
+    if not request.body or request.content_type != "application/sdp":
+        return True
+    try:
+        parse_sdp(request.text)
+    except Exception:  # whatever a hostile body makes the parser raise
+        return False
+    return True
 
 
 def _in(source: str, address: str) -> bool:

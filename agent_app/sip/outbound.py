@@ -15,6 +15,7 @@ with Twilio's statuses (`busy`, `no-answer`, `failed`)."""
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app.kinds.sip import KIND, SipAccount
 from calls_app.sip_carriers import SipDial, sip_dial_claim, sip_dials_due
+from console.phone import mask
 
 if TYPE_CHECKING:
     from agent_app.sip.agent import SipAgent
@@ -100,53 +102,11 @@ class Dialler:
 
     async def _dial(self, dial: SipDial, account: SipAccount, port: int) -> None:
         agent = self.agent
-        assert account.next_hop is not None
-        hop = await resolve(account.next_hop)
-        offer = build_sdp(agent.host, port, 8, "PCMA", dtmf_payload_type=TELEPHONE_EVENT,
-                          advertised_ip=agent.advertised[0] if agent.advertised[0] != agent.host else None)
-        audio = offer.audio
-        assert audio is not None
-        audio.formats.insert(1, "0")
-        audio.attributes["rtpmap"].insert(1, "0 PCMU/8000")
-        audio.codecs.insert(1, Codec(payload_type=0, encoding_name="PCMU", clock_rate=8000))
-        domain = _domain(account)
-        extra = {"P-Preferred-Identity": f"<sip:{dial.from_e164}@{domain}>"} if dial.from_e164 else {}
-        outgoing = agent.uac.send_invite(
-            f"sip:{account.username}@{domain}", f"sip:{dial.to_e164}@{domain}", hop, offer, extra_headers=extra,
-            user_agent="Stimmwerk", auth=SipDigestAuth(account.username, account.password) if account.password
-            else None)
-        logger.info("SIP call %s: INVITE to %s (SIP Call-ID %s)", dial.call_id, dial.to_e164, outgoing.call_id)
-        try:
-            await outgoing.wait_answered(timeout=settings.VOICE_RING_TIMEOUT_SEC)
-        except TimeoutError:
-            outgoing.cancel(agent.uac)
-            agent.uac.remove_call(outgoing.call_id)
-            agent.rtp.give_back(port)
-            logger.info("SIP call %s: no answer in %s s; cancelled", dial.call_id, settings.VOICE_RING_TIMEOUT_SEC)
-            return await self._end(dial, "no-answer")
-        except RuntimeError:
-            status = outgoing._reject_code
-            agent.uac.remove_call(outgoing.call_id)
-            agent.rtp.give_back(port)
-            logger.info("SIP call %s: the callee's side answered %s", dial.call_id, status)
-            return await self._end(dial, outcome_of(status))
-        answer = outgoing.sdp_answer
-        chosen = [codec for codec in (answer.audio.codecs if answer and answer.audio else ())
-                  if codec.payload_type in (8, 0)]
-        remote = answer.rtp_address if answer is not None else None
-        events = [codec.payload_type for codec in (answer.audio.codecs if answer and answer.audio else ())
-                  if (codec.encoding_name or "").lower() == "telephone-event"]
-        hang_up: Callable[[], object] = partial(outgoing.hangup, agent.uac)
-        if not chosen or remote is None or not 0 < remote[1] < 65536:
-            logger.warning("SIP call %s: the answer has no codec of ours; hung up", dial.call_id)
-            hang_up()
-            agent.rtp.give_back(port)
-            return await self._end(dial, "failed")
-        rtp = await aiortp.RTPSession.create(local_addr=(agent.host, port), remote_addr=remote,
-                                             payload_type=chosen[0].payload_type,
-                                             dtmf_payload_type=events[0] if events else TELEPHONE_EVENT,
-                                             symmetric_rtp=True)
-        media = RtpMedia(rtp)
+        placed = await place(agent, account, to_e164=dial.to_e164, from_e164=dial.from_e164, port=port,
+                             ring_sec=settings.VOICE_RING_TIMEOUT_SEC, log_id=dial.call_id)
+        if isinstance(placed, str):
+            return await self._end(dial, placed)
+        media, remote, hang_up = placed.media, placed.remote, placed.hang_up
         carrier = await off_loop(phone_calls.phone_carrier)(carrier_id=dial.carrier_id, kind=KIND.name)
         call = await off_loop(phone_calls.outbound_call_of)(carrier=carrier, call_id=dial.call_id) \
             if carrier is not None else None
@@ -158,9 +118,74 @@ class Dialler:
             await media.close()
             agent.rtp.give_back(port)
             return
-        bridge = SipCall(outgoing.call_id, media, log_id=dial.call_id, hang_up=hang_up,
+        bridge = SipCall(placed.sip_call_id, media, log_id=dial.call_id, hang_up=hang_up,
                          refer=None, on_closed=partial(agent._closed, port=port), negotiated=remote)
-        agent.calls[outgoing.call_id] = bridge
-        logger.info("SIP call %s: answered (%s)", dial.call_id, chosen[0].encoding_name)
+        agent.calls[placed.sip_call_id] = bridge
         bridge.start(session)
 
+
+@dataclass(frozen=True)
+class Placed:
+    """An INVITE of ours the callee answered: its dialog's Call-ID, the RTP session with
+    the callee's address, and how to hang it up (our BYE)."""
+
+    sip_call_id: str
+    media: RtpMedia
+    remote: tuple[str, int]
+    hang_up: Callable[[], object]
+
+
+async def place(agent: "SipAgent", account: SipAccount, *, to_e164: str, from_e164: str, port: int,
+                ring_sec: float, log_id: str) -> Placed | str:
+    """Sends an INVITE to `to_e164` through the account's trunk (our RTP on `port`) and
+    waits up to `ring_sec` for the answer: the answered call, else its outcome as
+    Twilio's status (no answer: the INVITE is CANCELled; busy, declined, failed) with
+    the port given back. A callback's dial and a warm hand-over's ring both place calls so."""
+    assert account.next_hop is not None
+    hop = await resolve(account.next_hop)
+    offer = build_sdp(agent.host, port, 8, "PCMA", dtmf_payload_type=TELEPHONE_EVENT,
+                      advertised_ip=agent.advertised[0] if agent.advertised[0] != agent.host else None)
+    audio = offer.audio
+    assert audio is not None
+    audio.formats.insert(1, "0")
+    audio.attributes["rtpmap"].insert(1, "0 PCMU/8000")
+    audio.codecs.insert(1, Codec(payload_type=0, encoding_name="PCMU", clock_rate=8000))
+    domain = _domain(account)
+    extra = {"P-Preferred-Identity": f"<sip:{from_e164}@{domain}>"} if from_e164 else {}
+    outgoing = agent.uac.send_invite(
+        f"sip:{account.username}@{domain}", f"sip:{to_e164}@{domain}", hop, offer, extra_headers=extra,
+        user_agent="Stimmwerk", auth=SipDigestAuth(account.username, account.password) if account.password
+        else None)
+    logger.info("SIP call %s: INVITE to %s (SIP Call-ID %s)", log_id, mask(to_e164), outgoing.call_id)
+    try:
+        await outgoing.wait_answered(timeout=ring_sec)
+    except TimeoutError:
+        outgoing.cancel(agent.uac)
+        agent.uac.remove_call(outgoing.call_id)
+        agent.rtp.give_back(port)
+        logger.info("SIP call %s: no answer in %s s; cancelled", log_id, ring_sec)
+        return "no-answer"
+    except RuntimeError:
+        status = outgoing._reject_code
+        agent.uac.remove_call(outgoing.call_id)
+        agent.rtp.give_back(port)
+        logger.info("SIP call %s: the callee's side answered %s", log_id, status)
+        return outcome_of(status)
+    answer = outgoing.sdp_answer
+    chosen = [codec for codec in (answer.audio.codecs if answer and answer.audio else ())
+              if codec.payload_type in (8, 0)]
+    remote = answer.rtp_address if answer is not None else None
+    events = [codec.payload_type for codec in (answer.audio.codecs if answer and answer.audio else ())
+              if (codec.encoding_name or "").lower() == "telephone-event"]
+    hang_up: Callable[[], object] = partial(outgoing.hangup, agent.uac)
+    if not chosen or remote is None or not 0 < remote[1] < 65536:
+        logger.warning("SIP call %s: the answer has no codec of ours; hung up", log_id)
+        hang_up()
+        agent.rtp.give_back(port)
+        return "failed"
+    rtp = await aiortp.RTPSession.create(local_addr=(agent.host, port), remote_addr=remote,
+                                         payload_type=chosen[0].payload_type,
+                                         dtmf_payload_type=events[0] if events else TELEPHONE_EVENT,
+                                         symmetric_rtp=True)
+    logger.info("SIP call %s: answered (%s)", log_id, chosen[0].encoding_name)
+    return Placed(outgoing.call_id, RtpMedia(rtp), remote, hang_up)

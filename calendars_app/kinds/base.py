@@ -102,7 +102,13 @@ class Provider:
         raise NotImplementedError
 
     def busy(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """Read afresh from the calendar: what a booking checks right before its write."""
         raise NotImplementedError
+
+    def busy_cached(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """The same busy times for an offer of slots, from a copy kept while the calendar
+        says it has not changed where the kind can tell (CalDAV's ctag); else read afresh."""
+        return self.busy(start, end)
 
     def create(self, draft: EventDraft) -> Written:
         raise NotImplementedError

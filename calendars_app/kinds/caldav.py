@@ -18,6 +18,7 @@ import recurring_ical_events
 import requests
 from caldav.elements import dav
 from caldav.lib import error as dav_error
+from django.core.cache import cache
 
 from calendars_app.kinds.base import (
     Conflict,
@@ -35,6 +36,15 @@ UNREACHABLE = "Der Kalenderserver antwortet nicht (nicht erreichbar oder zu lang
 REFUSED_LOGIN = "Der Kalenderserver lehnt die Anmeldung ab: Benutzername oder App-Passwort ist falsch."
 NO_CALENDAR = "Unter dieser Adresse wurde kein Kalender gefunden."
 SERVER_FAILED = "Der Kalenderserver hat einen Fehler gemeldet (HTTP {status})."
+
+CALENDARSERVER = "http://calendarserver.org/ns/"
+CTAG_QUERY = ('<?xml version="1.0" encoding="utf-8"?>\n<d:propfind xmlns:d="DAV:" xmlns:cs="http://calendarserver.org/ns/">'
+              "<d:prop><cs:getctag/></d:prop></d:propfind>")
+# The kept busy times of a calendar: one entry per calendar, gone after an hour unused,
+# never more than a couple of months of a calendar nor a calendar too full to be worth it.
+KEPT_SEC = 3600
+KEPT_DAYS = timedelta(days=62)
+KEPT_SPANS = 5000
 
 
 class CalDavProvider(Provider):
@@ -87,25 +97,57 @@ class CalDavProvider(Provider):
             if "calendar" not in kinds:
                 raise NotFound(NO_CALENDAR)
 
+    def _zone(self) -> ZoneInfo:
+        return ZoneInfo(self.settings.get("timeZone") or "Europe/Berlin")
+
     def busy(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
-        zone = ZoneInfo(self.settings.get("timeZone") or "Europe/Berlin")
-        spans: list[tuple[datetime, datetime]] = []
         with self._errors():
-            calendar = self._client().calendar(url=self.calendar.url)
-            # The server filters by the time range (recurrences included); a recurring
-            # event is expanded here, the rest read as they are (the caldav client's own
-            # expansion of every event took ten times as long).
-            found = calendar.search(start=start, end=end, event=True, expand=False)
-            for item in found:
-                instance = item.icalendar_instance
-                components = instance.walk("VEVENT")
-                if any(component.get("rrule") is not None for component in components):
-                    components = recurring_ical_events.of(instance).between(start, end)
-                for component in components:
-                    span = _span(component, zone)
-                    if span is not None and span[0] < end and span[1] > start:
-                        spans.append(span)
-        return sorted(spans)
+            return _busy_read(self._client(), self.calendar.url, start, end, self._zone())
+
+    def busy_cached(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """The busy times kept per calendar in Django's cache, with the collection's
+        ctag (CalendarServer's getctag: it changes with every change in the calendar,
+        whoever made it) read before each use: one small PROPFIND instead of the
+        calendar-query and the parsing of its events. A server without a ctag is read
+        afresh each time (and not asked for one again while that answer is kept)."""
+        zone = self._zone()
+        source = [self.calendar.url, self.settings.get("username", ""), zone.key]
+        key = f"calendars:busy:v1:{self.calendar.pk}"
+        with self._errors():
+            client = self._client()
+            kept = cache.get(key)
+            if not isinstance(kept, dict) or kept.get("source") != source:
+                kept = None
+            if kept is not None and not kept["ctag"]:
+                return _busy_read(client, self.calendar.url, start, end, zone)
+            # The ctag first, then the events: a change between the two is read with the
+            # events and kept under the older ctag, so the next call reads again. The
+            # other way round, events older than their ctag would be kept as current.
+            ctag = self._ctag(client)
+            if not ctag:
+                cache.set(key, {"source": source, "ctag": ""}, KEPT_SEC)
+                return _busy_read(client, self.calendar.url, start, end, zone)
+            read_from, read_to = start, end
+            if kept is not None and kept["ctag"] == ctag:
+                if kept["start"] <= start and end <= kept["end"]:
+                    return _within(kept["spans"], start, end)
+                # the same calendar asked about more days: the days kept and these, read at once
+                if max(end, kept["end"]) - min(start, kept["start"]) <= KEPT_DAYS:
+                    read_from, read_to = min(start, kept["start"]), max(end, kept["end"])
+            spans = _busy_read(client, self.calendar.url, read_from, read_to, zone)
+            if len(spans) <= KEPT_SPANS:
+                cache.set(key, {"source": source, "ctag": ctag, "start": read_from, "end": read_to, "spans": spans},
+                          KEPT_SEC)
+        return _within(spans, start, end)
+
+    def _ctag(self, client: caldav.DAVClient) -> str:
+        """The collection's getctag, or "" where the server has none (or refuses to say)."""
+        response = client.request(self.calendar.url, "PROPFIND", CTAG_QUERY,
+                                  {"Depth": "0", "Content-Type": "application/xml; charset=utf-8"})
+        if int(response.status) != 207 or response.tree is None:
+            return ""
+        found = response.tree.find(f".//{{{CALENDARSERVER}}}getctag")
+        return (found.text or "").strip() if found is not None else ""
 
     def create(self, draft: EventDraft) -> Written:
         with self._errors():
@@ -141,6 +183,30 @@ class CalDavProvider(Provider):
 def _etag(response: Any) -> str:
     headers = getattr(response, "headers", None) or {}
     return str(headers.get("ETag") or headers.get("etag") or "")
+
+
+def _busy_read(client: caldav.DAVClient, url: str, start: datetime, end: datetime,
+               zone: ZoneInfo) -> list[tuple[datetime, datetime]]:
+    """The busy (start, end) of the events in [start, end), sorted: one calendar-query."""
+    spans: list[tuple[datetime, datetime]] = []
+    # The server filters by the time range (recurrences included); a recurring event
+    # is expanded here, the rest read as they are (the caldav client's own expansion of
+    # every event took ten times as long).
+    for item in client.calendar(url=url).search(start=start, end=end, event=True, expand=False):
+        instance = item.icalendar_instance
+        components = instance.walk("VEVENT")
+        if any(component.get("rrule") is not None for component in components):
+            components = recurring_ical_events.of(instance).between(start, end)
+        for component in components:
+            span = _span(component, zone)
+            if span is not None and span[0] < end and span[1] > start:
+                spans.append(span)
+    return sorted(spans)
+
+
+def _within(spans: list[tuple[datetime, datetime]], start: datetime,
+            end: datetime) -> list[tuple[datetime, datetime]]:
+    return [span for span in spans if span[0] < end and span[1] > start]
 
 
 def _moment(value: Any, zone: ZoneInfo) -> datetime:

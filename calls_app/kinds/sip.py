@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 NAME = "sip"
 # The carrier call id of an outbound call the SIP agent is to dial (calls_app/sip_carriers.py).
 DIAL_PREFIX = "sip-out-"
+# The leg id of a warm hand-over's ring the SIP agent is to place (`sip-warm-<transfer>`).
+RING_PREFIX = "sip-warm-"
 TRANSPORTS = ("udp", "tcp", "tls")
 DEFAULT_PORTS = {"udp": 5060, "tcp": 5060, "tls": 5061}
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
@@ -213,9 +215,14 @@ class SipCarrierAdapter(AdapterBase):
     the id `sip-out-<call>`, and the SIP agent, which holds the registration and the RTP
     ports, sends the INVITE once (calls_app/sip_carriers.py claims it). The same dial
     sent again names the same id, so dials are idempotent. The probe reads the
-    registration state the agent wrote (`manage.py sip_check` asks the trunk itself)."""
+    registration state the agent wrote (`manage.py sip_check` asks the trunk itself).
 
-    capabilities: ClassVar[Capabilities] = Capabilities(idempotent_dials=True)
+    A warm hand-over's ring is the agent's too: `ring` names the leg `sip-warm-<transfer>`
+    and the agent holding the caller's call sends the INVITE, lets the person hear the
+    summary and bridges the caller's RTP to theirs itself (agent_app/sip/warm.py) — so it
+    works whether or not the trunk honours REFER, and needs no `join`."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(idempotent_dials=True, warm_transfer=True)
 
     def dial(self, *, call: "Call", options: DialOptions) -> str:
         if self.carrier is None:
@@ -223,6 +230,13 @@ class SipCarrierAdapter(AdapterBase):
         if not sip_account(self.carrier).registers and not sip_account(self.carrier).static:
             raise CarrierError("the sip carrier has no account to dial with")
         return f"{DIAL_PREFIX}{call.pk}"
+
+    def ring(self, *, call: "Call", target: str, transfer_id: int, seconds: int) -> str:
+        return f"{RING_PREFIX}{transfer_id}"
+
+    def ring_cancel(self, *, leg_id: str) -> None:
+        """Nothing to ask: the agent CANCELs its INVITE at the ring's end itself
+        (VOICE_WARM_TRANSFER_RING_SEC, before the waiting tool gives up)."""
 
     def probe(self) -> Probe:
         from calls_app.selectors import sip_registration_states

@@ -330,6 +330,15 @@ def test_the_sentences_that_answer_the_question_are_chosen():
         "Unsere Assistentin Frau Roth nimmt Rezeptwünsche entgegen.")
 
 
+def test_a_wish_that_shares_one_word_of_several_with_a_passage_is_not_answered_by_it():
+    passage = ["Folgerezepte und Überweisungen bestellen Sie telefonisch; sie liegen am nächsten Werktag bereit."]
+    # A recogniser's "Rückruf" misheard: the passage shares "Bestellung" alone, so a callback is offered instead.
+    assert answer_from(passage, "Guten Tag, ich sette gern einen Hütuf wegen meiner Bestellung.") == ""
+    # The same word asked about is answered, as is a question sharing one word of three.
+    assert answer_from(passage, "Wie bestelle ich ein Folgerezept?").startswith("Folgerezepte")
+    assert answer_from(passage, "Kann ich bei Ihnen telefonisch einen Befund anfordern?").startswith("Folgerezepte")
+
+
 def test_no_passage_offers_a_callback_that_a_yes_starts():
     talk = Dialogue(results={"lookup_knowledge": NOTHING})
     said, _ = talk.say("Bieten Sie auch Hausbesuche an?")

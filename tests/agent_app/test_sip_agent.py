@@ -8,12 +8,16 @@ password registers, a wrong one shows `failing` with the trunk's 403 and is not 
 in a hot loop; the phone's call to the tenant's number is answered with PCMA, hears the
 disclosure first, is heard, its RFC 4733 keys are noted, and the call is booked once;
 an unknown number is refused with 404 and books nothing; hostile datagrams leave the
-agent serving."""
+agent serving, and so does `sipsak` (Debian's SIP swiss army knife): its OPTIONS ping,
+malformed requests, a flood and random traces, after which a phone's call is answered."""
 import asyncio
 import contextlib
 import io
+import logging
 import os
+import re
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -30,7 +34,7 @@ from tests.agent_app.conftest import spoken
 from tests.azure_tts_fake import FakeAzureTts, tone_of
 from tests.deepgram_fake import FakeDeepgram
 from tests.sip.baresip import Phone, active_windows
-from tests.sip.kamailio import Kamailio, free_port
+from tests.sip.kamailio import Kamailio, free_port, options_ping
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 CALLED, UNKNOWN, PERSON = "+4930111000", "+4930111999", "+4930222000"
@@ -195,8 +199,6 @@ def test_registers_answers_a_real_phone_and_books_the_call_once(trunk, tmp_path,
             sock.sendto(payload, ("127.0.0.1", agent.port))
     with socket.create_connection(("127.0.0.1", agent.port), timeout=3) as tcp:
         tcp.sendall(b"INVITE sip:x SIP/2.0\r\nContent-Length: 100000000\r\n\r\n" + b"v" * 1000)
-    from tests.sip.kamailio import options_ping
-
     assert until(lambda: options_ping(agent.port) == 200, 5)
 
 
@@ -437,3 +439,94 @@ def test_tcp_answers_a_whole_message_and_closes_a_silent_or_garbage_connection(t
                 assert time.monotonic() - began < 8
     finally:
         agent.stop()
+
+
+def sipsak(*args: str) -> subprocess.CompletedProcess[str]:
+    """Runs sipsak; an INVITE's retransmissions end after 4 x T1 (2 s), not 64 x T1."""
+    return subprocess.run(["sipsak", "-D", "4", *args], capture_output=True, text=True, errors="replace", timeout=120)
+
+
+def sipsak_status(done: subprocess.CompletedProcess[str]) -> int | None:
+    """The status of the last final reply sipsak printed (with -vv), or None."""
+    found = re.findall(r"^\s+SIP/2\.0 ([2-6]\d\d)", done.stdout, re.M)
+    return int(found[-1]) if found else None
+
+
+def request_file(path, method: str, user: str, agent_port: int, *, body: str = "") -> str:
+    """A request for `sipsak -f` (sipsak adds its Via), written to `path`."""
+    text = (f"{method} sip:{user}@127.0.0.1:{agent_port} SIP/2.0\r\nFrom: <sip:{CALLER_ACCOUNT}@127.0.0.1>;tag=sk\r\n"
+            f"To: <sip:{user}@127.0.0.1>\r\nCall-ID: {uuid.uuid4().hex}@sipsak\r\nCSeq: 1 {method}\r\n"
+            "Contact: <sip:sipsak@127.0.0.1>\r\nMax-Forwards: 70\r\n"
+            + ("Content-Type: application/sdp\r\n" if body else "")
+            + f"Content-Length: {len(body.encode())}\r\n\r\n{body}")
+    path.write_text(text)
+    return str(path)
+
+
+def test_sipsak_s_ping_malformed_requests_flood_and_random_traces_leave_a_phone_s_call_answered(
+        trunk, tmp_path, tenant_a, caplog):
+    registrar, agent, password, phones = trunk
+    number_create(tenant=tenant_a, e164=CALLED)
+    carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": f"sip:127.0.0.1:{registrar.port}", "username": "stimmwerk", "password": password})
+    assert until(lambda: (r := registered("sip1")) is not None and r.state == "registered", 30)
+    target = f"sip:{CALLED}@127.0.0.1:{agent.port}"
+    caplog.set_level(logging.WARNING)
+
+    # sipsak's OPTIONS ping, over UDP and TCP: 200 with what we allow.
+    for transport in ("udp", "tcp"):
+        ping = sipsak("-vv", "-E", transport, "-s", f"sip:127.0.0.1:{agent.port}")
+        assert ping.returncode == 0 and sipsak_status(ping) == 200, ping.stdout[-600:]
+        assert re.search(r"^Allow: .*INVITE", ping.stdout, re.M)
+
+    # Malformed and unwelcome requests from the carrier's address, each answered (an
+    # unanswered INVITE would be retransmitted for half a minute): an SDP aiosipua's
+    # parser raises on and an INVITE without any are 488, requests for no dialog 481,
+    # methods we do not serve 405, a Request-URI that is no number 404.
+    cases = {
+        "INVITE, unparseable SDP": ("INVITE", CALLED, "v=0\r\nm=audio x RTP/AVP zz\r\nc=IN IP4 ::::\r\n", 488),
+        "INVITE, no SDP": ("INVITE", CALLED, "", 488),
+        "INVITE, no number": ("INVITE", "%00%ff';--", "v=0\r\n", 404),
+        "BYE of no call": ("BYE", CALLED, "", 481),
+        "INFO of no call": ("INFO", CALLED, "", 481),
+        "CANCEL of no INVITE": ("CANCEL", CALLED, "", 481),
+        "REGISTER": ("REGISTER", CALLED, "", 405),
+        "MESSAGE": ("MESSAGE", CALLED, "", 405),
+        "an unknown method": ("FROBNICATE", CALLED, "", 405),
+    }
+    answered = {name: sipsak_status(sipsak("-vv", "-f", request_file(tmp_path / "request.sip", method, user,
+                                                                     agent.port, body=body), "-s", target))
+                for name, (method, user, body, _status) in cases.items()}
+    assert answered == {name: status for name, (*_, status) in cases.items()}
+    assert not Call.objects.exists()
+
+    # A flood: 20,000 OPTIONS as fast as sipsak sends them. Past SIP_MESSAGES_PER_SEC they
+    # are dropped, and logged as a count (a few lines, not a line a datagram); the agent
+    # answers again as soon as the source's budget refills.
+    flood = sipsak("-F", "-e", "20000", "-s", f"sip:127.0.0.1:{agent.port}")
+    assert flood.returncode == 0, flood.stderr
+    assert until(lambda: options_ping(agent.port) == 200, 10)
+    drops = [r.getMessage() for r in caplog.records if "dropped: messages over" in r.getMessage()]
+    assert drops and len(drops) <= 5, drops
+    assert until(lambda: sum(int(m.split()[1]) for m in caplog.messages if "dropped: messages over" in m) > 1000, 5)
+
+    # Random traces: sipsak garbles its OPTIONS more with each answer, until one goes
+    # unanswered (the agent drops what does not parse: sipsak's exit 3 after three
+    # sends). Nothing fails inside the agent.
+    for _ in range(5):
+        trace = sipsak("-R", "-s", f"sip:127.0.0.1:{agent.port}")
+        assert trace.returncode == 3 and "three times without getting a response" in trace.stdout, trace.stderr
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not failures, [r.getMessage() for r in failures]
+
+    # After all that, a phone's call through the trunk is answered and booked once.
+    assert until(lambda: options_ping(agent.port) == 200, 10)
+    caller = Phone(tmp_path / "caller", CALLER_ACCOUNT, registrar.accounts[CALLER_ACCOUNT], registrar.port).start()
+    phones.append(caller)
+    since = caller.dial(CALLED)
+    assert caller.wait_event("CALL_ESTABLISHED", 25, since), caller.events[-6:]
+    assert caller.wait_far_end_quiet(40), "the agent's opening was not heard"
+    caller.hang_up(since)
+    ended = until(lambda: (c := Call.objects.get()).ended_at and c, 20)
+    assert ended and ended.status == "completed" and ended.disclosed and ended.seconds > 0
+    assert UsageCounter.objects.get(tenant=tenant_a).calls == 1

@@ -8,7 +8,7 @@ from tests.calendars_app.radicale_server import Radicale, radicale
 
 @pytest.fixture(scope="module")
 def dav() -> Iterator[Radicale]:
-    with radicale() as server:
+    with radicale(log_level="info") as server:  # the requests it received are counted
         yield server
 
 

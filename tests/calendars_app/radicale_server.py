@@ -1,5 +1,6 @@
 """A real CalDAV server for the tests and the benchmark: Radicale on a free loopback
-port, htpasswd (plain) authentication, its storage in a temporary folder."""
+port, htpasswd (plain) authentication, its storage in a temporary folder; its log
+names each request it received (at `log_level="info"`), which the tests count."""
 import contextlib
 import os
 import signal
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tests.live_service import free_port
 
@@ -21,6 +23,13 @@ class Radicale:
     base: str
     user: str
     password: str
+    log: Path
+
+    def requests_to(self, method: str, url: str) -> int:
+        """How many `method` requests for the collection at `url` Radicale received so
+        far (it logs each one as it arrives, before it answers)."""
+        line = f"{method} request for {urlsplit(url).path!r}"
+        return sum(line in entry for entry in self.log.read_text().splitlines())
 
     def make_calendar(self, cal_id: str) -> str:
         import caldav
@@ -30,14 +39,14 @@ class Radicale:
 
 
 @contextlib.contextmanager
-def radicale() -> Iterator[Radicale]:
+def radicale(log_level: str = "warning") -> Iterator[Radicale]:
     folder = Path(tempfile.mkdtemp(prefix="radicale-"))
     port, user, password = free_port(), "praxis", "pw-" + uuid.uuid4().hex[:12]
     (folder / "users").write_text(f"{user}:{password}\n")
     (folder / "config").write_text(
         f"[server]\nhosts = 127.0.0.1:{port}\n[auth]\ntype = htpasswd\nhtpasswd_filename = {folder}/users\n"
         f"htpasswd_encryption = plain\n[storage]\nfilesystem_folder = {folder}/collections\n"
-        "[logging]\nlevel = warning\n")
+        f"[logging]\nlevel = {log_level}\n")
     log = open(folder / "log", "w")
     process = subprocess.Popen([sys.executable, "-m", "radicale", "--config", str(folder / "config")],
                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -49,7 +58,7 @@ def radicale() -> Iterator[Radicale]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("Radicale did not start: " + (folder / "log").read_text()[-500:])
             time.sleep(0.05)  # polling the port with a deadline
-        yield Radicale(f"http://127.0.0.1:{port}/", user, password)
+        yield Radicale(f"http://127.0.0.1:{port}/", user, password, folder / "log")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -59,3 +68,48 @@ def radicale() -> Iterator[Radicale]:
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def without_ctag(server: Radicale) -> Iterator[str]:
+    """A CalDAV server that has no ctag, on a loopback port of its own: every request
+    forwarded to `server` as it came, each answer passed back with CalendarServer's
+    getctag left out of it (what a server that does not know the property answers).
+    Yields its base URL; a collection's path is the same as on `server`."""
+    import re
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import requests
+
+    hop_by_hop = {"host", "connection", "content-length", "content-encoding", "transfer-encoding", "accept-encoding"}
+
+    class Forward(BaseHTTPRequestHandler):
+        def forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            answer = requests.request(self.command, server.base.rstrip("/") + self.path, data=body, timeout=30,
+                                      headers={k: v for k, v in self.headers.items() if k.lower() not in hop_by_hop})
+            content = re.sub(rb"<(\w+:)?getctag(\s[^>]*)?(/>|>[^<]*</(\w+:)?getctag>)", b"", answer.content)
+            self.send_response(answer.status_code)
+            for name, value in answer.headers.items():
+                if name.lower() not in hop_by_hop:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(content)
+
+        do_GET = do_HEAD = do_PUT = do_DELETE = do_OPTIONS = do_PROPFIND = do_REPORT = do_MKCALENDAR = forward
+
+        def log_message(self, *args: object) -> None:
+            pass  # Radicale's own log has the requests
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", free_port()), Forward)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{proxy.server_address[1]}/"
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(10)

@@ -8,11 +8,12 @@ import pytest
 from calls_app.carrier_protocol import Capabilities, CarrierAdapter
 from calls_app.carriers import SimCarrierAdapter
 from calls_app.kinds import KINDS
+from calls_app.kinds.sip import SipCarrierAdapter
 from calls_app.kinds.twilio import TwilioCarrierAdapter
 from tests.campaigns_app.fake_carrier import ForgetfulCarrierAdapter, KeyedCarrierAdapter, RestCarrierAdapter
 
-ADAPTERS: tuple[type[CarrierAdapter], ...] = (SimCarrierAdapter, TwilioCarrierAdapter, KeyedCarrierAdapter,
-                                              ForgetfulCarrierAdapter, RestCarrierAdapter)
+ADAPTERS: tuple[type[CarrierAdapter], ...] = (SimCarrierAdapter, TwilioCarrierAdapter, SipCarrierAdapter,
+                                              KeyedCarrierAdapter, ForgetfulCarrierAdapter, RestCarrierAdapter)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda adapter: adapter.__name__)

@@ -11,6 +11,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from agent_app.scenario_services import scenario_create, scenario_run_create
+from calendars_app.services import calendar_create
 from calls_app.carriers import sim_carrier
 from calls_app.models import Call, TranscriptEntry
 from calls_app.services import _web_carrier, carrier_create
@@ -25,6 +26,7 @@ from leads_app.models import Lead
 from leads_app.services import lead_create
 from privacy_app.services import erasure_create, export_create
 from scripts_app.models import ScriptOverride
+from tests.calendars_app.fake_services import FakeService
 from tests.queries import assert_query_count
 from tests.speech_app.audio_samples import silence, wav_file
 from tools_app.services import http_tool_create
@@ -55,7 +57,8 @@ ENDPOINTS = [
      " the latest number; insert the version; the versions (the history it is shown by)"),
     ("GET", "/v2/assistants/{assistant}/versions", None, 2, "the assistant, its versions"),
     ("GET", "/v2/assistants/{assistant}/versions/1", None, 2, "the assistant, its versions"),
-    ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 3 + AUDIT, "the assistant, the version, update"),
+    ("POST", "/v2/assistants/{assistant}/versions/1/restore", None, 4 + AUDIT,
+     "the assistant, the version, the tenant's calendars (the appointment types restored name them), update"),
     ("GET", "/v2/assistants/{tested}/scenarios", None, 2, "the assistant, its scenarios"),
     ("POST", "/v2/assistants/{tested}/scenarios", {"name": "Neu", "turns": [{"text": "Hallo"}]}, 4 + AUDIT,
      "the assistant; the tenant locked and its scenarios counted (TENANT_MAX_SCENARIOS); insert"),
@@ -110,24 +113,31 @@ ENDPOINTS = [
      "the settings, created with the defaults (the tenant never chose), locked, update"),
     ("GET", "/v2/privacy/exports", None, 1, "the exports"),
     ("GET", "/v2/privacy/exports/{export}", None, 1, "the export"),
-    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 16 + AUDIT,
+    ("POST", "/v2/privacy/exports", {"phone": "+491711234567"}, 17 + AUDIT,
      "is it an own number; the tenant locked and its exports counted (its cap); the agent sessions and the calls naming it (read once for size and document); the"
      " rows (campaign contacts, leads, webhook deliveries, SMS; no calls here, so no lines or carriers); insert the"
-     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist, SMS);"
-     " store it (the service audits it)"),
+     " export; its document (leads, deliveries, campaign contacts (no attempts without contacts), blocklist, SMS,"
+     " appointments); store it (the service audits it)"),
     ("GET", "/v2/privacy/erasures", None, 1, "the erasure receipts"),
     ("GET", "/v2/privacy/erasures/{erasure}", None, 1, "the receipt"),
-    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 18 + AUDIT,
+    ("POST", "/v2/privacy/erasures", {"phone": "+491711234567"}, 19 + AUDIT,
      "is it an own number; the agent sessions naming it, the calls (locked) and leads; its blocklist entries and"
      " campaign contacts (locked; none here, so nothing more of campaigns); delete the analyses and the tool"
      " notes naming it, the leads, the exports; blank the idempotency records, the admin log; the webhook"
-     " deliveries naming it (locked), rewritten by one prepared UPDATE; the SMS to it (deleted); the erased"
+     " deliveries naming it (locked), rewritten by one prepared UPDATE; its appointments and the SMS to it (deleted); the erased"
      " caller (get or create); the receipt (the service audits it)"),
     ("GET", "/v2/messaging", None, 1, "the tenant's messaging settings (with their carrier)"),
     ("PATCH", "/v2/messaging", {"templates": {"confirmation": "Ihr Termin ist bestätigt."}}, 3 + AUDIT,
      "the tenant locked (two first changes at once make one row); the settings; their insert (the tenant never"
      " chose before)"),
     ("GET", "/v2/messaging/sms", None, 1, "the tenant's SMS"),
+    ("GET", "/v2/calendars", None, 1, "the calendars"),
+    ("GET", "/v2/calendars/{calendar}", None, 1, "the calendar"),
+    ("POST", "/v2/calendars", {"name": "Neu", "kind": "calcom", "apiKey": "cal_x", "eventTypeId": "4711"}, 3 + AUDIT,
+     "(its check is a request to Cal.com) the tenant locked and its calendars counted (its cap), insert"),
+    ("PATCH", "/v2/calendars/{calendar}", {"name": "Neu"}, 2 + AUDIT, "the calendar, (checked again) update"),
+    ("DELETE", "/v2/calendars/{calendar}", None, 4 + AUDIT,
+     "the calendar, the assistants that book in it (none); its appointments and itself deleted"),
     ("POST", "/api/voice/agent/sessions", {}, 12 + AUDIT,
      "the tenant's open sessions; the greeting's override; the answering assistant (the tenant's first), its"
      " latest version; the"
@@ -186,7 +196,18 @@ ENDPOINTS = [
 
 
 @pytest.fixture
-def seeded(tenant_a, tenant_b, korean_model):
+def calcom(settings):
+    """Cal.com on loopback: a calendar's check on save reads its event type."""
+    fake = FakeService([("GET", "/v2/event-types/4711",
+                         lambda request: (200, {}, {"status": "success", "data": {"id": 4711, "lengthInMinutes": 30}}))])
+    settings.CALENDAR_CALCOM_API_BASE = fake.url
+    settings.OUTBOUND_ALLOW_PRIVATE_TARGETS = True
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def seeded(tenant_a, tenant_b, korean_model, calcom):
     """Tenant A with two of everything (and tenant B with the same, which must not count)."""
     carrier_create(carrier_id="testcarrier")
     sim_carrier()
@@ -213,9 +234,11 @@ def seeded(tenant_a, tenant_b, korean_model):
                 run = scenario_run_create(assistant=assistant, queued=False)
                 if tenant == tenant_a:
                     ids.update(tested=assistant.id, scenario=scenario.id, run=run.id)
+            calendar = calendar_create(tenant=tenant, data={"name": f"Kalender {n}", "kind": "calcom",
+                                                            "apiKey": "cal_x", "eventTypeId": "4711"})
             if tenant == tenant_a:
                 ids.update(assistant=assistant.id, number=number.id, call=call.id, lead=lead.id, webhook=webhook.id,
-                           tool=tool.id, knowledge=knowledge.id)
+                           tool=tool.id, knowledge=knowledge.id, calendar=calendar.id)
         ScriptOverride.objects.create(tenant=tenant, touchpoint_id=TOUCHPOINT, text="Guten Tag bei uns.")
         campaigns_made = {}
         for name in ("campaign", "running", "paused"):
@@ -300,6 +323,6 @@ def test_every_tenant_bound_route_is_in_the_table():
     pinned = {(method, resolve(path.split("?")[0].format(
                   assistant="as_x", number="pn_x", call="cl_x", lead="ld_x", export="ex_x", erasure="er_x",
                   webhook="wh_x", campaign="cp_x", running="cp_y", paused="cp_z", blocked="bl_x",
-                  tool="tl_x", knowledge="kd_x", tested="as_y", scenario="sc_x", run="sr_x")).route)
+                  tool="tl_x", knowledge="kd_x", tested="as_y", scenario="sc_x", run="sr_x", calendar="cal_x")).route)
               for method, path, *_ in ENDPOINTS}
     assert tenant_bound_routes() == pinned

@@ -169,7 +169,7 @@ def test_a_cap_counts_what_the_tenant_keeps_and_the_admin_shows_it(api_a, tenant
     number_create(tenant=tenant_b, e164="+493055500001")
     campaign_create(tenant=tenant_b, name="Fremd", purpose="service")  # another tenant's counts not
     usage = {quota.name: (used, limit) for quota, used, limit in quota_usage(tenant_a)}
-    assert usage["campaigns"] == (2, 2) and usage["calendars"] == (None, settings.TENANT_MAX_CALENDARS)
+    assert usage["campaigns"] == (2, 2) and usage["calendars"] == (0, settings.TENANT_MAX_CALENDARS)
 
 
 def test_contacts_count_over_all_campaigns_of_the_tenant(api_a, tenant_a, settings):

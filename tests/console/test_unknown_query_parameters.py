@@ -15,7 +15,8 @@ METHODS = ("get", "post", "put", "patch", "delete")
 # parameter to the configured URL must not lose events (docs/api.md).
 NOT_CHECKED = {("/voice/webhook/{carrier_id}", "post"), ("/voice/twilio/{carrier_id}/incoming", "post"),
                ("/voice/twilio/{carrier_id}/status", "post"), ("/voice/asterisk/{carrier_id}/calls", "post"),
-               ("/voice/asterisk/{carrier_id}/calls/{call_uuid}/transfer", "get")}
+               ("/voice/asterisk/{carrier_id}/calls/{call_uuid}/transfer", "get"),
+               ("/voice/twilio/{carrier_id}/warm", "post"), ("/voice/asterisk/{carrier_id}/calls/{call_uuid}/warm", "post")}
 
 
 def documented_operations():

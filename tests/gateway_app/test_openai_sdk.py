@@ -3,6 +3,7 @@ views (Django's live server on loopback): the model list a model picker asks fir
 OpenAI's model names, the standard fields of a chat request passed on to the lane
 (fake OpenAI-compatible and Ollama servers on loopback, tests/openai_fake.py), and the
 audio paths on the real engines (eSpeak NG speaks, Whisper base and Vosk hear)."""
+import datetime as dt
 import json
 import re
 from urllib.parse import quote
@@ -22,6 +23,8 @@ from tests.speech_app.voicemails import VOICEMAILS
 from tests.speech_app.wer import word_error_rate
 
 QUESTION = [{"role": "user", "content": "Wann haben Sie geöffnet?"}]
+# A model's `created`: the shipped registry document's `updated` day, UTC midnight.
+CREATED = int(dt.datetime.fromisoformat(SHIPPED["updated"]).replace(tzinfo=dt.UTC).timestamp())
 
 
 @pytest.fixture
@@ -54,9 +57,7 @@ def test_models_lists_auto_and_every_callable_chat_lane(client, live, chat_serve
     assert [(model.id, model.object, model.owned_by) for model in models.data] == [
         ("auto", "model", "stimmwerk"), ("chat-local", "model", "Meta"), ("chat-down", "model", "Test"),
         ("code-local", "model", "Test")]
-    # `created`: the shipped registry document's `updated` day.
-    # `created`: the registry document's `updated` day (2026-11-23, UTC midnight).
-    assert {model.created for model in models.data} == {1_795_392_000}
+    assert {model.created for model in models.data} == {CREATED}
 
 
 def test_a_model_by_its_id_its_provider_name_or_openais_name_and_a_clear_404(client, live, chat_server):
@@ -64,12 +65,12 @@ def test_a_model_by_its_id_its_provider_name_or_openais_name_and_a_clear_404(cli
     load_lanes(lane_of("chat-local", lane.url, model="meta-llama/Llama-3.1-8B", priority=10, provider="Meta"),
                lane_of("chat-hosted", hosted.url, model="gpt-4o", priority=20, provider="OpenAI"))
     assert client.models.retrieve("chat-local").model_dump(exclude_none=True) == {
-        "id": "chat-local", "object": "model", "created": 1_795_392_000, "owned_by": "Meta"}
+        "id": "chat-local", "object": "model", "created": CREATED, "owned_by": "Meta"}
     # A provider's name holds `/`: the path takes it whole.
     assert client.models.retrieve("meta-llama/Llama-3.1-8B").owned_by == "Meta"
     assert client.models.retrieve("gpt-4o").owned_by == "OpenAI"
     assert client.models.retrieve("gpt-4o-mini").model_dump(exclude_none=True) == {
-        "id": "gpt-4o-mini", "object": "model", "created": 1_795_392_000, "owned_by": "stimmwerk"}
+        "id": "gpt-4o-mini", "object": "model", "created": CREATED, "owned_by": "stimmwerk"}
     with pytest.raises(openai.NotFoundError) as unknown:
         client.models.retrieve("gpt-9-ultra")
     assert (unknown.value.code, unknown.value.body["details"]["models"]) == (

@@ -3,7 +3,14 @@ this module writes. REGISTER demands digest authentication (401 with qop=auth, a
 password 403); an INVITE for a number is routed to the account that number belongs to
 (its registered contact) with the dialled number kept in `To`, record-routed, so that
 in-dialog requests (BYE, REFER, NOTIFY) pass through it. `sipdump` keeps every message,
-which `messages()` reads back."""
+which `messages()` reads back.
+
+With `nodes` it is also the load balancer of docs/telephony.md ("Two nodes behind
+Kamailio's dispatcher"): an INVITE for a number mapped to NODES goes to one of the
+Stimmwerk nodes on those ports (the `dispatcher` module, round robin, probing them with
+OPTIONS every second), the dialled number kept in the Request-URI; a node that does not
+answer is marked down and the INVITE goes to the next one. The log says when probing
+takes a node out or back in (`node down sip:… at <epoch seconds>`, `node up …`)."""
 import os
 import re
 import signal
@@ -15,6 +22,7 @@ from pathlib import Path
 
 MODULES = "/usr/lib/x86_64-linux-gnu/kamailio/modules"
 REALM = "carrier.test"
+NODES = "nodes"  # the account a number maps to when the dispatcher's nodes answer it
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
@@ -56,6 +64,8 @@ def options_ping(port: int, timeout: float = 0.5) -> int | None:
 class Message:
     direction: str  # "rcv" or "snd"
     text: str
+    peer_port: int = 0  # where it came from ("rcv") or went to ("snd")
+    at: float = 0.0  # when (the epoch's seconds)
 
     @property
     def first_line(self) -> str:
@@ -79,10 +89,11 @@ class Message:
 
 
 class Kamailio:
-    def __init__(self, directory: Path, accounts: dict[str, str], numbers: dict[str, str]) -> None:
+    def __init__(self, directory: Path, accounts: dict[str, str], numbers: dict[str, str],
+                 nodes: tuple[int, ...] = ()) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.accounts, self.numbers = accounts, numbers
+        self.accounts, self.numbers, self.nodes = accounts, numbers, nodes
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -91,7 +102,8 @@ class Kamailio:
         init += [f'    $sht(num=>{number.lstrip("+")}) = "{account}";' for number, account in self.numbers.items()]
         modules = "\n".join(f'loadmodule "{name}.so"' for name in (
             "kex", "corex", "tm", "tmx", "sl", "rr", "pv", "maxfwd", "usrloc", "registrar", "textops", "siputils",
-            "xlog", "auth", "htable", "sipdump"))
+            "xlog", "auth", "htable", "sipdump", *(["dispatcher"] if self.nodes else [])))
+        dispatch = f'    if ($var(acc) == "{NODES}") {{ route(DISPATCH); exit; }}\n' if self.nodes else ""
         return f"""#!KAMAILIO
 debug=2
 log_stderror=yes
@@ -119,7 +131,7 @@ modparam("sipdump", "mode", 1)
 modparam("sipdump", "folder", "{self.dir}")
 modparam("sipdump", "fprefix", "dump-")
 modparam("sipdump", "wait", 2000)
-
+{self.dispatcher() if self.nodes else ""}
 event_route[htable:mod-init] {{
 {chr(10).join(init)}
 }}
@@ -149,7 +161,7 @@ request_route {{
         if ($sht(num=>$var(n)) != $null) {{ $var(acc) = $sht(num=>$var(n)); }}
     }}
     if ($var(acc) == "") {{ sl_send_reply("404", "Not Found"); exit; }}
-    $rU = $var(acc);
+{dispatch}    $rU = $var(acc);
     if (!lookup("location")) {{ sl_send_reply("480", "Temporarily Unavailable"); exit; }}
     t_relay();
     exit;
@@ -168,6 +180,36 @@ route[REGISTRAR] {{
     if (!save("location")) {{ sl_reply_error(); }}
     exit;
 }}
+"""
+
+    def dispatcher(self) -> str:
+        """The load balancer's part of the config: docs/telephony.md's excerpt, with the
+        probing every second (the doc says 5) so that a test sees a node go down soon."""
+        (self.dir / "dispatcher.list").write_text("".join(f"1 sip:127.0.0.1:{port}\n" for port in self.nodes))
+        return f"""
+modparam("dispatcher", "list_file", "{self.dir / 'dispatcher.list'}")
+modparam("dispatcher", "ds_ping_interval", 1)
+modparam("dispatcher", "ds_probing_mode", 1)
+modparam("dispatcher", "flags", 2)
+
+route[DISPATCH] {{
+    if (!ds_select_dst("1", "4")) {{ sl_send_reply("503", "No node"); exit; }}
+    t_on_failure("NEXT_NODE");
+    t_relay();
+}}
+
+failure_route[NEXT_NODE] {{
+    if (t_is_canceled()) {{ exit; }}
+    if (t_branch_timeout() && !t_branch_replied()) {{
+        ds_mark_dst("ip");
+        if (ds_next_dst()) {{ t_on_failure("NEXT_NODE"); t_relay(); }}
+    }}
+}}
+
+# The node: the failed branch's destination when the failure route marks it, the
+# Request-URI of the dispatcher's own request when probing does.
+event_route[dispatcher:dst-down] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node down $du at $TV(Sn)\\n"); }}
+event_route[dispatcher:dst-up] {{ if ($du == $null) {{ $du = $ru; }} xlog("L_WARN", "node up $du at $TV(Sn)\\n"); }}
 """
 
     def start(self) -> "Kamailio":
@@ -206,5 +248,9 @@ route[REGISTRAR] {{
                 if "|" * 20 not in rest:
                     continue
                 tag = re.search(r"^tag:\s*(\w+)", meta, re.M)
-                found.append(Message(tag.group(1) if tag else "?", rest.split("|" * 20)[0]))
+                direction = tag.group(1) if tag else "?"
+                peer = re.search(rf"^{'dst' if direction == 'snd' else 'src'}port:\s*(\d+)", meta, re.M)
+                at = re.search(r"^time:\s*([\d.]+)", meta, re.M)
+                found.append(Message(direction, rest.split("|" * 20)[0], int(peer.group(1)) if peer else 0,
+                                     float(at.group(1)) if at else 0.0))
         return found
