@@ -36,12 +36,20 @@ from speech_app.services import synthesizer_for
 tenant = Tenant.objects.get(slug="bench")
 Tenant.objects.filter(pk=tenant.pk).update(minute_cap=100000, max_call_minutes=10)
 number_create(tenant=tenant, e164={called!r})
-wire = WireFormat("mulaw", 8000)
+wire = WireFormat({encoding!r}, 8000)
 for index, text in enumerate({sentences!r}):
     speech = synthesizer_for("de").synthesize(text, voice="de+m3")
-    open(f"{tmp}/phone{{index}}.ulaw", "wb").write(wire.from_pcm(speech.pcm, speech.sample_rate))
+    open(f"{tmp}/phone{{index}}.{encoding}", "wb").write(wire.from_pcm(speech.pcm, speech.sample_rate))
 """
 SILENCE = b"\xff" * 160  # 20 ms of μ-law silence
+
+
+def phone_setup(project, encoding="mulaw"):
+    """The bench tenant with room for the calls and the number CALLED; SENTENCES spoken
+    by the product's own synthesis as 8 kHz `encoding` (a WireFormat's), synthesised once:
+    one bytes object each."""
+    project.django(_SETUP.format(called=CALLED, encoding=encoding, sentences=SENTENCES, tmp=project.tmp))
+    return [(project.tmp / f"phone{index}.{encoding}").read_bytes() for index in range(len(SENTENCES))]
 
 
 def _incoming(base, called=CALLED):
@@ -124,8 +132,7 @@ def phone_reply_latency(load):
     with temp_project() as project:
         create_tenant_with_key(project, "bench")
         project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
-        project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
-        speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
+        speeches = phone_setup(project)
         server, base, _log = _served(project)
         rows = []
         try:

@@ -35,7 +35,7 @@ import statistics
 import uuid
 
 from bench.bench_agent import SENTENCES, _percentile, _served
-from bench.bench_phone import _SETUP, ACCOUNT, CALLED, TOKEN, _call
+from bench.bench_phone import ACCOUNT, CALLED, TOKEN, _call, phone_setup
 from bench.bench_sip import _agent
 from bench.bench_sip import _call as _sip_call
 from bench.harness import HOST, create_tenant_with_key, sized, stop, temp_project
@@ -175,10 +175,9 @@ def provider_latency(load):
         project = stack.enter_context(temp_project())
         create_tenant_with_key(project, "bench")
         project.manage("create_carrier", "tw1", "--kind", "twilio", "--account-sid", ACCOUNT, "--auth-token", TOKEN)
-        project.django(_SETUP.format(called=CALLED, sentences=SENTENCES, tmp=project.tmp))
+        speeches = phone_setup(project)
         project.django(_ASSISTANT.format(voice=VOICE, lane=TRANSCRIBER, called=CALLED_PROVIDERS, local_called=CALLED,
                                          realtime_lane=REALTIME_LANE, realtime_called=CALLED_REALTIME))
-        speeches = [(project.tmp / f"phone{index}.ulaw").read_bytes() for index in range(len(SENTENCES))]
         tails = _quiet_tails(speeches)
         print(f"quiet at the clips' ends: {tails} s", flush=True)
         base = _serving(stack, project, **_env(deepgram, azure, realtime))

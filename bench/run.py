@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import (
     bench_agent,  # noqa: E402
     bench_audio,  # noqa: E402
+    bench_audiosocket,  # noqa: E402
     bench_calendars,  # noqa: E402
     bench_calls,  # noqa: E402
     bench_campaigns,  # noqa: E402
@@ -79,7 +80,7 @@ BENCHMARKS = [
     bench_chat.first_sentence, bench_tools.tool_round_trip,
     bench_campaigns.import_and_tick,
     bench_knowledge.retrieval,
-    bench_phone.phone_reply_latency, bench_sip.sip_reply_latency,
+    bench_phone.phone_reply_latency, bench_sip.sip_reply_latency, bench_audiosocket.audiosocket_reply_latency,
     bench_calendars.find_slots_latency, bench_calendars.booking_turn_latency, bench_providers.provider_latency,
 ]
 
