@@ -10,7 +10,7 @@ from console.errors import ValidationFailed
 from console.verified_reads import _default_policies
 from tests.conftest import error_of, make_client
 from tests.console.conftest import answer
-from tests.console.test_api_query_counts import ENDPOINTS, seeded, with_ids  # noqa: F401 - seeded is a fixture
+from tests.console.test_api_query_counts import ENDPOINTS, calcom, seeded, with_ids  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("render_cache_dir")]
 
