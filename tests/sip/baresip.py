@@ -74,17 +74,26 @@ class Phone:
         (self.dir / "rec").mkdir(exist_ok=True)
         (self.dir / "accounts").write_text("")
         (self.dir / "contacts").write_text("")
-        (self.dir / "config").write_text(self.config())
-        log = open(self.dir / "baresip.log", "wb")
-        self.proc = subprocess.Popen(["baresip", "-f", str(self.dir)], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir, start_new_session=True)
-        deadline = time.monotonic() + 15
-        while self.sock is None:
-            try:
-                self.sock = socket.create_connection(("127.0.0.1", self.ctrl_port), timeout=1)
-            except OSError:
-                assert self.proc.poll() is None and time.monotonic() < deadline, "baresip did not start"
-                time.sleep(0.1)
+        # A free port can be taken by another process before baresip binds it (the suite
+        # runs on two workers beside kamailio and the agents): then baresip starts again
+        # on new ports, at most three times, and a failure shows what it said.
+        said = []
+        for _ in range(3):
+            (self.dir / "config").write_text(self.config())
+            log = open(self.dir / "baresip.log", "wb")
+            self.proc = subprocess.Popen(["baresip", "-f", str(self.dir)], stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=self.dir, start_new_session=True)
+            deadline = time.monotonic() + 20
+            while self.sock is None and self.proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    self.sock = socket.create_connection(("127.0.0.1", self.ctrl_port), timeout=1)
+                except OSError:
+                    time.sleep(0.1)
+            if self.sock is not None:
+                break
+            self.stop()
+            said.append((self.dir / "baresip.log").read_text(errors="replace")[-800:])
+        assert self.sock is not None, f"baresip did not start: {said}"
         self.sock.settimeout(None)
         threading.Thread(target=self._read, daemon=True).start()
         codecs = ",".join(f"{name}/16000/1" if name == "G722" else name for name in self.codecs)
@@ -96,13 +105,15 @@ class Phone:
     def stop(self) -> None:
         if self.sock is not None:
             self.sock.close()
-        if self.proc is not None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        if self.proc is not None and self.proc.poll() is None:
             try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
+            except ProcessLookupError:  # gone between the poll and the signal
+                pass
 
     def _read(self) -> None:
         buffer = b""
