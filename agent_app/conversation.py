@@ -29,7 +29,7 @@ from speech_app.services import (
     synthesizer_for,
 )
 from speech_app.smart_turn import smart_turn
-from speech_app.streaming import CallAudio, Encoding, StreamingRecognizer, StreamingSynthesizer
+from speech_app.streaming import CallAudio, Encoding, SpeechTurn, StreamingRecognizer, StreamingSynthesizer
 from speech_app.stt import Deadline
 
 OPENING_TOUCHPOINT = "inbound.greeting"
@@ -134,16 +134,38 @@ def get_ready(*, language: str) -> None:
 OnStream = Callable[[Callable[[], None]], Callable[[], None]]
 
 
+class TurnSpeech:
+    """The streaming synthesisers' turns of one agent turn (agent_app.speaking keeps one
+    per turn): the turn's sentences that a lane speaks go to one `SpeechTurn` of it, so
+    that a provider that keeps a turn in one context (Cartesia) hears them there; `close`
+    at the turn's end (a whole turn, or one cut off by barge-in)."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str, CallAudio, str], SpeechTurn] = {}
+
+    def of(self, engine: StreamingSynthesizer, *, audio: CallAudio, language: str) -> SpeechTurn:
+        key = (engine.lane_id, engine.voice, audio, language)  # a new engine per sentence: its lane and voice
+        if key not in self._turns:
+            self._turns[key] = engine.open_turn(audio=audio, language=language)
+        return self._turns[key]
+
+    def close(self) -> None:
+        for turn in self._turns.values():
+            turn.close()
+        self._turns.clear()
+
+
 def speak(text: str, *, language: str, voice: str, wire: WireFormat,
           on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
-          spend: CallSpend | None = None) -> Iterator[bytes]:
+          spend: CallSpend | None = None, turn: TurnSpeech | None = None) -> Iterator[bytes]:
     """`text` spoken sentence by sentence, in the session's wire format: an iterator of
     audio, so that the first sentence can be sent while the next is being made.
 
     A voice named `<lane>:<voice>` whose lane streams (speech_app.streaming: Azure, …) is
     asked for the wire's own encoding and its audio handed on as it arrives; closing the
     iterator (barge-in) cancels it at the provider, and so does `on_stream`'s cancel at once,
-    while the provider is still making the audio. When that lane cannot be called, is
+    while the provider is still making the audio; the sentences of one agent turn share
+    its `turn` (without one, `text` is a turn of its own). When that lane cannot be called, is
     past the call's budget (`spend`), or fails (connect error, 4xx/5xx, no audio for
     SYNTHESIS_STALL_SECONDS) the next lane of the plan speaks the sentence — the
     router's lanes for the language (paid ones within GATEWAY_MAX_EUR), the local voice
@@ -159,7 +181,7 @@ def speak(text: str, *, language: str, voice: str, wire: WireFormat,
         bare = language
     if streaming is not None:
         if (yield from _streamed(streaming, text, language=language, wire=wire, on_note=on_note,
-                                 on_stream=on_stream, spend=spend)):
+                                 on_stream=on_stream, spend=spend, turn=turn)):
             return
         bare = language
     engine = synthesizer_for(language, voice=bare)
@@ -191,7 +213,7 @@ def _noted(on_note: Callable[[str], None] | None, note: str) -> None:
 
 def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: WireFormat,
               on_note: Callable[[str], None] | None, on_stream: OnStream | None,
-              spend: CallSpend | None) -> Generator[bytes, None, bool]:
+              spend: CallSpend | None, turn: TurnSpeech | None) -> Generator[bytes, None, bool]:
     """The audio of a streaming synthesiser in the wire's encoding (whole samples);
     whether it spoke the whole text (False: the caller has the next lane speak it, also
     after a part that broke off). Its use is counted in the lane's usage and the call's
@@ -211,7 +233,9 @@ def _streamed(engine: StreamingSynthesizer, text: str, *, language: str, wire: W
             _noted(on_note, lane_note("tts", engine.lane_id, failure))
         return False
     try:
-        stream = engine.speak(text, audio=call_audio(wire), language=language)
+        audio = call_audio(wire)
+        stream = (turn.of(engine, audio=audio, language=language).speak(text) if turn is not None
+                  else engine.speak(text, audio=audio, language=language))
         forget = on_stream(stream.cancel) if on_stream is not None else None
         for chunk in stream.chunks():
             data = carry + chunk
@@ -259,14 +283,14 @@ _openings_lock = threading.Lock()
 
 def opening_audio(text: str, *, language: str, voice: str, wire: WireFormat,
                   on_note: Callable[[str], None] | None = None, on_stream: OnStream | None = None,
-                  spend: CallSpend | None = None) -> Iterator[bytes]:
+                  spend: CallSpend | None = None, turn: TurnSpeech | None = None) -> Iterator[bytes]:
     """The audio of an opening sentence by sentence (like speak), made once per script
     version, voice and engine and kept in memory (the newest OPENING_CACHE_ENTRIES); the
     first time, each sentence is handed on as soon as it is made. A voice of a named lane
     (`<lane>:<voice>`) is not kept: the lane or, when it fails, the local engines speak it."""
     if lane_voice(voice) is not None:
         yield from speak(text, language=language, voice=voice, wire=wire, on_note=on_note, on_stream=on_stream,
-                         spend=spend)
+                         spend=spend, turn=turn)
         return
     engine = synthesizer_for(language, voice=voice)
     key = (text, voice or language, type(engine).__name__, engine.version, wire)

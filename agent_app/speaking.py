@@ -141,14 +141,15 @@ def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, 
     """The synthesis thread: (part index, wire audio) sentence by sentence through
     `put` (and a note when a speech lane failed and the local engines took over), then
     None — or the exception that stopped it."""
+    turn = conversation.TurnSpeech()  # the sentences of this turn: one context at a provider that keeps one
     try:
         index = 0
         while (part := lines.next(index)) is not None:
             pieces: Iterator[bytes] = (
                 conversation.opening_audio(part, language=language, voice=voice, wire=wire, on_note=put,
-                                           on_stream=lines.on_stop, spend=spend) if opening
+                                           on_stream=lines.on_stop, spend=spend, turn=turn) if opening
                 else conversation.speak(part, language=language, voice=voice, wire=wire, on_note=put,
-                                        on_stream=lines.on_stop, spend=spend))
+                                        on_stream=lines.on_stop, spend=spend, turn=turn))
             try:
                 for pcm in pieces:
                     if lines.stopped:
@@ -162,6 +163,8 @@ def _produce(lines: Lines, put: Callable[[SpeechItem], None], *, opening: bool, 
         put(None)
     except Exception as exc:  # noqa: BLE001 - handed to the loop, which ends the conversation
         put(exc)
+    finally:
+        turn.close()
 
 
 _produce_in_pool = in_pool(_SYNTHESIS, _produce)

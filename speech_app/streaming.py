@@ -11,7 +11,10 @@ their wire protocols.
   call's end.
 - A `StreamingSynthesizer` speaks one text as audio chunks in the call's encoding as
   they arrive (`SynthesisStream`), cancellable at barge-in (the provider's cancel, not
-  only dropping bytes).
+  only dropping bytes). An agent turn's sentences are spoken through a `SpeechTurn`
+  (`open_turn`): a provider that keeps a turn in one context of its own (Cartesia: one
+  `context_id` per turn, so that its prosody carries from one sentence to the next)
+  hears them all there; the others speak each sentence on its own (`SentenceTurn`).
 
 A voice-agent lane (speech to speech: `openai-realtime`) is the third kind of protocol
 module; what it is to the conversation core is speech_app.voice_agent.
@@ -46,6 +49,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from registry_app.lanes.config import lane_setting, lane_variable
 from registry_app.lanes.failover import LaneFailure
+from registry_app.lanes.plans import lane_model
 from registry_app.snapshot import SnapshotLane
 from speech_app.recognition import Word
 
@@ -144,6 +148,17 @@ class SynthesisStream(Protocol):
         """Barge-in: the provider stops (its cancel or the connection closed); never raises."""
 
 
+class SpeechTurn(Protocol):
+    """One agent turn at a synthesiser: its sentences in order, one at a time."""
+
+    def speak(self, text: str) -> SynthesisStream:
+        """Starts speaking the turn's next sentence; LaneFailure as StreamingSynthesizer.speak."""
+
+    def close(self) -> None:
+        """The turn's text is whole (or the turn was cut off): the provider may forget it;
+        never raises."""
+
+
 class StreamingSynthesizer(Protocol):
     protocol: str
     lane_id: str
@@ -151,6 +166,55 @@ class StreamingSynthesizer(Protocol):
 
     def speak(self, text: str, *, audio: CallAudio, language: str) -> SynthesisStream:
         """Starts speaking `text`; LaneFailure when the provider cannot be reached or refuses."""
+
+    def open_turn(self, *, audio: CallAudio, language: str) -> SpeechTurn:
+        """A turn whose sentences this synthesiser speaks (connecting when the first is spoken)."""
+
+
+class LaneSynthesizer:
+    """What every tts lane's synthesiser knows of its lane: its endpoint and key, its
+    voice (the one named, else the lane's first of `params.voices`), its model (the
+    lane's, else the protocol's `default_model`), and the longest text it is given.
+    A turn is spoken sentence by sentence unless the protocol keeps a turn together."""
+
+    protocol: str
+    default_model: str = ""
+    max_text_chars = 5000  # one sentence is far below this: a longer text is refused, not sent
+
+    def __init__(self, lane: SnapshotLane, *, endpoint: str, key: str, voice: str) -> None:
+        voices = lane_voices(lane)
+        self.lane_id, self.endpoint, self._key = lane.id, endpoint, key
+        self.voice = voice or (voices[0] if voices else "")
+        if not self.voice:
+            raise LaneFailure("unavailable", f"lane {lane.id} names no voice (params.voices)")
+        model = lane_model(lane)
+        self.model = self.default_model if model == lane.id else model
+
+    def checked(self, text: str) -> str:
+        """`text` as it is sent (without surrounding blanks); LaneFailure when too long."""
+        if len(text) > self.max_text_chars:
+            raise LaneFailure("unavailable", f"a text of more than {self.max_text_chars} characters")
+        return text.strip()
+
+    def speak(self, text: str, *, audio: CallAudio, language: str) -> SynthesisStream:
+        raise NotImplementedError
+
+    def open_turn(self, *, audio: CallAudio, language: str) -> SpeechTurn:
+        return SentenceTurn(self, audio=audio, language=language)
+
+
+class SentenceTurn(SpeechTurn):
+    """A turn of a synthesiser that speaks every sentence on its own (a request or a
+    connection each: Azure, ElevenLabs)."""
+
+    def __init__(self, synthesizer: StreamingSynthesizer, *, audio: CallAudio, language: str) -> None:
+        self._synthesizer, self._audio, self._language = synthesizer, audio, language
+
+    def speak(self, text: str) -> SynthesisStream:
+        return self._synthesizer.speak(text, audio=self._audio, language=self._language)
+
+    def close(self) -> None:
+        pass  # each sentence closed its own connection
 
 
 @dataclass(frozen=True)
@@ -277,12 +341,13 @@ class SocketSpeech(SynthesisStream):
     as long of the last (so that the next lane speaks while the caller's dead air is
     short), all of it within GATEWAY_DEADLINE_SEC. `cancel` (barge-in) sends the
     provider's cancel message where it has one (`cancel_message`), then closes the
-    connection, which stops a provider without one."""
+    connection, which stops a provider without one. A connection a turn speaks its next
+    sentences on (`keep_open`) stays open after a whole answer, never after a failure."""
 
     def __init__(self, socket: ClientConnection, *, vendor: str, parse: Callable[[str | bytes], Parsed],
-                 cancel_message: str | None = None) -> None:
+                 cancel_message: str | None = None, keep_open: bool = False) -> None:
         self._socket, self._vendor, self._parse = socket, vendor, parse
-        self._cancel_message = cancel_message
+        self._cancel_message, self._keep_open = cancel_message, keep_open
         self._finished = self._cancelled = False
         started = time.monotonic()
         self._first_by = started + SYNTHESIS_STALL_SECONDS
@@ -316,10 +381,10 @@ class SocketSpeech(SynthesisStream):
                     given = True
                     yield audio
         except LaneFailure:
-            self._finished = True  # nothing to cancel any more: closed below
+            self._finished, self._keep_open = True, False  # nothing to cancel any more: closed below
             raise
         finally:
-            if self._finished:
+            if self._finished and not self._keep_open:
                 self._socket.close()
 
     def _closed(self, exc: ConnectionClosed) -> tuple[str, str]:

@@ -10,12 +10,14 @@ of text with `chunks` messages `{"audio": "<base64>", "isFinal": null,
 "normalizedAlignment": …}`, then `{"isFinal": true}` and closes.
 
 FakeCartesia serves `/tts/websocket` with `Authorization: Bearer <key>` or `X-API-Key`
-and a `Cartesia-Version`; each generation request (`context_id`, `model_id`,
+and a `Cartesia-Version`; it reads generation requests (`context_id`, `model_id`,
 `transcript`, `voice` {mode id}, `output_format` raw with an encoding and rate it
-knows) is answered by `chunks` `{"type": "chunk", "data": …}` messages of its context,
-and `{"type": "done"}` once a request with `continue: false` came; `{"context_id",
-"cancel": true}` stops the context's audio. Bad requests get `{"type": "error",
-"status_code": 400}`.
+knows, `continue`, `flush`) and, as Cartesia buffers a context's text that is to be
+continued, speaks a context's text only when it is flushed (`flush: true`: then
+`{"type": "flush_done", "flush_id"}`, flush ids counting from 1 per context) or whole
+(`continue: false`: then `{"type": "done"}`): `chunks` `{"type": "chunk", "data": …,
+"flush_id"}` messages of its context. `{"context_id", "cancel": true}` stops the
+context's audio. Bad requests get `{"type": "error", "status_code": 400}`.
 
 Both make audio of a known byte per format (so a test sees it went unconverted or was
 transcoded), record every connection (path, query, headers, messages) and whether the
@@ -23,6 +25,7 @@ client went away before the answer was whole; `hold` (an Event) keeps all but th
 first chunk back until set (a barge-in arrives while audio is still being made).
 """
 import base64
+import contextlib
 import json
 import queue
 import threading
@@ -201,6 +204,8 @@ class FakeCartesia(_Fake):
     def _handle(self, socket: ServerConnection) -> None:
         record = self._record(socket)
         speaking: dict[str, threading.Thread] = {}
+        pending: dict[str, str] = {}  # a context's text not yet spoken (to be continued)
+        flushes: dict[str, int] = {}  # a context's flushes so far
         try:
             for raw in socket:
                 message = json.loads(raw)
@@ -214,10 +219,19 @@ class FakeCartesia(_Fake):
                     socket.send(json.dumps({"type": "error", "context_id": context, "status_code": 400,
                                             "done": True, "error": problem}))
                     continue
+                pending[context] = pending.get(context, "") + message["transcript"]
+                flush, whole = bool(message.get("flush")), not message.get("continue", False)
+                if not (flush or whole):
+                    continue  # buffered, as Cartesia waits for more of a context's text
+                text, pending[context] = pending[context], ""
+                flush_id = flushes.get(context, 0) + 1  # of the text since the last flush
+                if flush:
+                    flushes[context] = flush_id
                 earlier = speaking.get(context)
                 if earlier is not None:
                     earlier.join()
-                speaking[context] = threading.Thread(target=self._speak, args=(socket, record, message), daemon=True)
+                speaking[context] = threading.Thread(target=self._speak, daemon=True, args=(
+                    socket, record, message, text, flush_id, flush, whole))
                 speaking[context].start()
         except ConnectionClosed:
             pass
@@ -226,17 +240,24 @@ class FakeCartesia(_Fake):
             for thread in speaking.values():
                 thread.join(10)
 
-    def _speak(self, socket: ServerConnection, record: Connection, message: dict) -> None:
+    def _speak(self, socket: ServerConnection, record: Connection, message: dict, text: str,
+               flush_id: int, flush: bool, whole: bool) -> None:
         context = message["context_id"]
         unit = CARTESIA_UNITS[message["output_format"]["encoding"]]
         try:
-            if message["transcript"].strip():
+            if text.strip():
                 for piece in self._pieces(unit):
                     if context in record.cancelled:
                         return
                     socket.send(json.dumps({"type": "chunk", "context_id": context, "data": base64.b64encode(
-                        piece).decode(), "done": False, "status_code": 206, "step_time": 1.0}))
-            if not message.get("continue", True) and context not in record.cancelled:
-                socket.send(json.dumps({"type": "done", "context_id": context, "done": True, "status_code": 206}))
+                        piece).decode(), "done": False, "status_code": 206, "step_time": 1.0,
+                        "flush_id": flush_id}))
         except ConnectionClosed:
-            record.hung_up = True
+            record.hung_up = True  # before all of the text's audio was sent
+            return
+        with contextlib.suppress(ConnectionClosed):  # a client that has all the audio may go
+            if context not in record.cancelled and flush:
+                socket.send(json.dumps({"type": "flush_done", "context_id": context, "flush_id": flush_id,
+                                        "flush_done": True, "done": False, "status_code": 206}))
+            if context not in record.cancelled and whole:
+                socket.send(json.dumps({"type": "done", "context_id": context, "done": True, "status_code": 206}))

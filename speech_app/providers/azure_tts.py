@@ -22,14 +22,13 @@ from django.conf import settings
 
 from registry_app.lanes.failover import LaneFailure
 from registry_app.lanes.http import MAX_AUDIO_ANSWER_BYTES, Cancel, StreamingAnswer, post_stream
-from registry_app.snapshot import SnapshotLane
 from speech_app.streaming import (
     SYNTHESIS_STALL_SECONDS,
     CallAudio,
+    LaneSynthesizer,
     ProtocolModule,
     SynthesisStream,
     declare,
-    lane_voices,
 )
 
 PROTOCOL = "azure-tts"
@@ -42,8 +41,6 @@ OUTPUT_FORMATS = {
     ("linear16", 16000): "raw-16khz-16bit-mono-pcm",
     ("linear16", 24000): "raw-24khz-16bit-mono-pcm",
 }
-# Azure's limit of one request's audio is ten minutes; far more than one agent turn.
-MAX_TEXT_CHARS = 5000
 
 
 def output_format(audio: CallAudio) -> str:
@@ -87,21 +84,13 @@ class AzureStream(SynthesisStream):
         self._cancel.cancel()
 
 
-class AzureSynthesizer:
+class AzureSynthesizer(LaneSynthesizer):
     """The StreamingSynthesizer of an `azure-tts` lane."""
 
     protocol = PROTOCOL
 
-    def __init__(self, lane: SnapshotLane, *, endpoint: str, key: str, voice: str) -> None:
-        voices = lane_voices(lane)
-        self.lane_id, self.endpoint, self._key = lane.id, endpoint, key
-        self.voice = voice or (voices[0] if voices else "")
-        if not self.voice:
-            raise LaneFailure("unavailable", f"lane {lane.id} names no voice (params.voices)")
-
     def speak(self, text: str, *, audio: CallAudio, language: str) -> AzureStream:
-        if len(text) > MAX_TEXT_CHARS:
-            raise LaneFailure("unavailable", f"a text of more than {MAX_TEXT_CHARS} characters")
+        text = self.checked(text)
         now, cancel = time.monotonic(), Cancel()
         answer = post_stream(
             self.endpoint if self.endpoint.endswith(PATH) else f"{self.endpoint}{PATH}", body=ssml(text, voice=self.voice, language=language),

@@ -2,13 +2,23 @@
 `<base>/tts/websocket` with `Authorization: Bearer <key>` (and `X-API-Key: <key>`,
 the header of earlier API versions) and `Cartesia-Version`.
 
-Each sentence the lane streams is one generation request in a context of its own
-(`context_id`): `{"context_id", "model_id", "transcript", "voice": {"mode": "id",
+A generation request is `{"context_id", "model_id", "transcript", "voice": {"mode": "id",
 "id"}, "language", "output_format": {"container": "raw", "encoding", "sample_rate"},
-"continue": false}` — `continue: false` says the context's text is whole, so Cartesia
-flushes it at once. It answers `{"type": "chunk", "data": "<base64>"}` messages, then
-`{"type": "done"}`; `{"type": "error"}` with a `status_code` on failure. Barge-in sends
-`{"context_id", "cancel": true}` — Cartesia stops generating that context — and closes.
+"continue"}`. Cartesia answers `{"type": "chunk", "data": "<base64>", "flush_id"}`
+messages of its context, `{"type": "flush_done", "flush_id"}` when a flush's text is
+spoken, `{"type": "done"}` when the context is; `{"type": "error"}` with a
+`status_code` on failure. `{"context_id", "cancel": true}` stops a context.
+
+**One context per agent turn** (`CartesiaTurn`): the turn's first sentence opens the
+connection and the context; each sentence is pushed with `continue: true` (Cartesia
+reads it as the continuation of the turn's earlier sentences: one voice, one prosody)
+and then flushed — an empty transcript with `flush: true`, so that Cartesia speaks it
+at once instead of waiting for more text; the sentence's audio is the context's chunks
+until the `flush_done` of that flush (flush ids count from 1 per context). The turn's
+end is an empty transcript with `continue: false`; barge-in cancels the context
+(`cancel`) and closes the connection — a later sentence of the turn opens another.
+A single text (`speak`: the admin's voice check) is one context of its own with
+`continue: false`, which Cartesia speaks at once.
 
 `output_format` is the call's: `pcm_alaw` / `pcm_mulaw` at 8 kHz for phone calls (no
 transcoding on our side), `pcm_s16le` at 16 kHz for the browser and renders.
@@ -24,19 +34,20 @@ import uuid
 from collections.abc import Callable
 
 from websockets.exceptions import WebSocketException
+from websockets.protocol import State
+from websockets.sync.client import ClientConnection
 
 from registry_app.lanes.failover import LaneFailure
-from registry_app.lanes.plans import lane_model
-from registry_app.snapshot import SnapshotLane
 from speech_app.streaming import (
     SYNTHESIS_STALL_SECONDS,
     CallAudio,
+    LaneSynthesizer,
     Parsed,
     ProtocolModule,
     SocketSpeech,
+    SpeechTurn,
     declare,
     http_outcome,
-    lane_voices,
     ws_connect,
 )
 
@@ -47,7 +58,6 @@ DEFAULT_MODEL = "sonic-3"
 API_VERSION = "2026-08-14"
 ENCODINGS = {"linear16": "pcm_s16le", "alaw": "pcm_alaw", "mulaw": "pcm_mulaw"}
 SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
-MAX_TEXT_CHARS = 5000
 
 
 def output_format(audio: CallAudio) -> dict[str, object]:
@@ -60,7 +70,9 @@ def websocket_url(base: str) -> str:
     return base if base.endswith(PATH) else f"{base}{PATH}"
 
 
-def parser(context_id: str) -> Callable[[str | bytes], Parsed]:
+def parser(context_id: str, *, flush_id: int | None = None) -> Callable[[str | bytes], Parsed]:
+    """The reader of one answer of context `context_id`: the context's whole answer, or
+    (`flush_id`) one flushed sentence of a turn's context."""
     def parse(raw: str | bytes) -> Parsed:
         try:
             message = json.loads(raw)
@@ -72,43 +84,90 @@ def parser(context_id: str) -> Callable[[str | bytes], Parsed]:
         if kind == "error":
             code = message.get("status_code")
             status = code if isinstance(code, int) else 500
-            why = message.get("error") or message.get("title") or ""
+            why = message.get("error") or message.get("message") or message.get("title") or ""
             raise LaneFailure(http_outcome(status), f"Cartesia error {status}: {why}".strip())
         if kind == "chunk":
             return (base64.b64decode(message["data"]) if message.get("data") else b""), bool(message.get("done"))
+        if kind == "flush_done":
+            return b"", flush_id is not None and message.get("flush_id") == flush_id
         return b"", kind == "done"
     return parse
 
 
-class CartesiaSynthesizer:
+class CartesiaSynthesizer(LaneSynthesizer):
     """The StreamingSynthesizer of a `cartesia-ws` lane."""
 
     protocol = PROTOCOL
+    default_model = DEFAULT_MODEL
 
-    def __init__(self, lane: SnapshotLane, *, endpoint: str, key: str, voice: str) -> None:
-        voices = lane_voices(lane)
-        self.lane_id, self.endpoint, self._key = lane.id, endpoint, key
-        self.voice = voice or (voices[0] if voices else "")
-        if not self.voice:
-            raise LaneFailure("unavailable", f"lane {lane.id} names no voice (params.voices)")
-        model = lane_model(lane)
-        self.model = DEFAULT_MODEL if model == lane.id else model
+    def connect(self) -> ClientConnection:
+        return ws_connect(websocket_url(self.endpoint), vendor="Cartesia", open_timeout=SYNTHESIS_STALL_SECONDS,
+                          headers={"Authorization": f"Bearer {self._key}", "X-API-Key": self._key,
+                                   "Cartesia-Version": API_VERSION})
+
+    def request(self, context_id: str, transcript: str, *, audio: CallAudio, language: str,
+                more: bool, flush: bool = False) -> str:
+        """A generation request of context `context_id` (`more`: its `continue`)."""
+        request: dict[str, object] = {
+            "context_id": context_id, "model_id": self.model, "transcript": transcript,
+            "voice": {"mode": "id", "id": self.voice}, "language": language,
+            "output_format": output_format(audio), "continue": more}
+        if flush:
+            request["flush"] = True
+        return json.dumps(request)
 
     def speak(self, text: str, *, audio: CallAudio, language: str) -> SocketSpeech:
-        if len(text) > MAX_TEXT_CHARS:
-            raise LaneFailure("unavailable", f"a text of more than {MAX_TEXT_CHARS} characters")
-        request = {"context_id": str(uuid.uuid4()), "model_id": self.model, "transcript": text.strip(),
-                   "voice": {"mode": "id", "id": self.voice}, "language": language,
-                   "output_format": output_format(audio), "continue": False}
-        socket = ws_connect(websocket_url(self.endpoint), vendor="Cartesia", open_timeout=SYNTHESIS_STALL_SECONDS, headers={
-            "Authorization": f"Bearer {self._key}", "X-API-Key": self._key, "Cartesia-Version": API_VERSION})
-        context = str(request["context_id"])
-        speech = SocketSpeech(socket, vendor="Cartesia", parse=parser(context),
-                              cancel_message=json.dumps({"context_id": context, "cancel": True}))
-        # A connection Cartesia closes at once says why in its messages: the stream reads them.
-        with contextlib.suppress(WebSocketException, OSError):
-            socket.send(json.dumps(request))
+        request = self.request(context := str(uuid.uuid4()), self.checked(text), audio=audio, language=language,
+                               more=False)
+        socket = self.connect()
+        speech = SocketSpeech(socket, vendor="Cartesia", parse=parser(context), cancel_message=cancel(context))
+        sent(socket, request)
         return speech
+
+    def open_turn(self, *, audio: CallAudio, language: str) -> "CartesiaTurn":
+        return CartesiaTurn(self, audio=audio, language=language)
+
+
+class CartesiaTurn(SpeechTurn):
+    """One agent turn in one Cartesia context (the module's docstring)."""
+
+    def __init__(self, synthesizer: CartesiaSynthesizer, *, audio: CallAudio, language: str) -> None:
+        self._synthesizer, self._audio, self._language = synthesizer, audio, language
+        self._socket: ClientConnection | None = None
+        self._context, self._flushes = "", 0
+
+    def speak(self, text: str) -> SocketSpeech:
+        transcript = self._synthesizer.checked(text) + " "  # the next sentence continues it
+        if self._socket is None or self._socket.state is not State.OPEN:  # the first, or after a failure or barge-in
+            self._socket, self._context, self._flushes = self._synthesizer.connect(), str(uuid.uuid4()), 0
+        self._flushes += 1
+        speech = SocketSpeech(self._socket, vendor="Cartesia", parse=parser(self._context, flush_id=self._flushes),
+                              cancel_message=cancel(self._context), keep_open=True)
+        sent(self._socket, self._request(transcript, more=True),
+             self._request("", more=True, flush=True))
+        return speech
+
+    def close(self) -> None:
+        if self._socket is None:
+            return
+        sent(self._socket, self._request("", more=False))  # the turn's text is whole
+        self._socket.close()
+
+    def _request(self, transcript: str, *, more: bool, flush: bool = False) -> str:
+        return self._synthesizer.request(self._context, transcript, audio=self._audio, language=self._language,
+                                         more=more, flush=flush)
+
+
+def cancel(context_id: str) -> str:
+    return json.dumps({"context_id": context_id, "cancel": True})
+
+
+def sent(socket: ClientConnection, *messages: str) -> None:
+    """Sends `messages`; a connection Cartesia closed at once (a bad request) says why in
+    its messages, which the answer's stream reads: sending fails quietly."""
+    with contextlib.suppress(WebSocketException, OSError):
+        for message in messages:
+            socket.send(message)
 
 
 declare(ProtocolModule(

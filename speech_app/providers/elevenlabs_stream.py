@@ -27,17 +27,15 @@ from urllib.parse import quote, urlencode
 from websockets.exceptions import WebSocketException
 
 from registry_app.lanes.failover import LaneFailure
-from registry_app.lanes.plans import lane_model
-from registry_app.snapshot import SnapshotLane
 from speech_app.streaming import (
     SYNTHESIS_STALL_SECONDS,
     CallAudio,
+    LaneSynthesizer,
     Parsed,
     ProtocolModule,
     SocketSpeech,
     declare,
     http_outcome,
-    lane_voices,
     ws_connect,
 )
 
@@ -49,8 +47,6 @@ OUTPUT_FORMATS = {
     ("linear16", 8000): "pcm_8000", ("linear16", 16000): "pcm_16000", ("linear16", 24000): "pcm_24000",
     ("mulaw", 8000): "ulaw_8000", ("alaw", 8000): "ulaw_8000",
 }
-# One sentence is far below this; a longer text is refused rather than sent.
-MAX_TEXT_CHARS = 5000
 VOICE_SETTINGS = {"stability": 0.5, "similarity_boost": 0.8}
 
 
@@ -106,23 +102,14 @@ def parser(audio: CallAudio) -> Callable[[str | bytes], Parsed]:
     return parse
 
 
-class ElevenLabsSynthesizer:
+class ElevenLabsSynthesizer(LaneSynthesizer):
     """The StreamingSynthesizer of an `elevenlabs-stream` lane."""
 
     protocol = PROTOCOL
-
-    def __init__(self, lane: SnapshotLane, *, endpoint: str, key: str, voice: str) -> None:
-        voices = lane_voices(lane)
-        self.lane_id, self.endpoint, self._key = lane.id, endpoint, key
-        self.voice = voice or (voices[0] if voices else "")
-        if not self.voice:
-            raise LaneFailure("unavailable", f"lane {lane.id} names no voice (params.voices)")
-        model = lane_model(lane)
-        self.model = DEFAULT_MODEL if model == lane.id else model
+    default_model = DEFAULT_MODEL
 
     def speak(self, text: str, *, audio: CallAudio, language: str) -> SocketSpeech:
-        if len(text) > MAX_TEXT_CHARS:
-            raise LaneFailure("unavailable", f"a text of more than {MAX_TEXT_CHARS} characters")
+        text = self.checked(text)
         url = stream_url(self.endpoint, voice=self.voice, model=self.model, audio=audio)
         socket = ws_connect(url, headers={"xi-api-key": self._key}, vendor="ElevenLabs",
                             open_timeout=SYNTHESIS_STALL_SECONDS)
@@ -131,7 +118,7 @@ class ElevenLabsSynthesizer:
         # its messages and close frame, which the stream reads: sending fails quietly.
         with contextlib.suppress(WebSocketException, OSError):
             socket.send(json.dumps({"text": " ", "voice_settings": VOICE_SETTINGS}))
-            socket.send(json.dumps({"text": text.strip() + " ", "flush": True}))  # a sentence end
+            socket.send(json.dumps({"text": text + " ", "flush": True}))  # a sentence end
             socket.send(json.dumps({"text": ""}))  # the end of the input
         return speech
 

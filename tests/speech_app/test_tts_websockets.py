@@ -60,15 +60,26 @@ def test_the_elevenlabs_sdk_streams_input_to_the_fake_and_reads_its_audio():
     assert audio and set(audio[::2]) == {2} and set(audio[1::2]) == {0}
 
 
-def test_the_cartesia_sdk_speaks_a_context_with_the_fake_and_cancels_it():
+def test_the_cartesia_sdk_speaks_contexts_whole_and_flushed_with_the_fake_and_cancels_one():
+    """A context spoken whole (`continue: false`); Cartesia's documented flow of a continued
+    context — a sentence, a flush (an empty transcript with `flush`), the next sentence,
+    the end — its audio by flush id, as the SDK reads it; a context cancelled."""
+    alaw = {"container": "raw", "encoding": "pcm_alaw", "sample_rate": 8000}
     with FakeCartesia(chunks=2, chunk_bytes=800) as fake:
         client = Cartesia(api_key=fake.key, base_url=fake.base_url.replace("ws://", "http://"),
                           websocket_base_url=fake.base_url)
         with client.tts.websocket_connect() as connection:
             context = connection.context(model_id="sonic-3", voice={"mode": "id", "id": CA_VOICE}, language="de",
-                                         output_format={"container": "raw", "encoding": "pcm_alaw", "sample_rate": 8000})
+                                         output_format=alaw)
             context.push("Guten Tag.", continue_=False)
             events = list(context.receive())
+            turn = connection.context(model_id="sonic-3", voice={"mode": "id", "id": CA_VOICE}, language="de",
+                                      output_format=alaw)
+            turn.push("Guten Tag. ")
+            turn.push("", flush=True)
+            turn.push("Wie kann ich helfen?")
+            turn.no_more_inputs()
+            flushed = list(turn.receive())
             other = connection.context(model_id="sonic-3", voice={"mode": "id", "id": CA_VOICE},
                                        output_format={"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000})
             other.push("Einen Moment", continue_=True)
@@ -77,9 +88,11 @@ def test_the_cartesia_sdk_speaks_a_context_with_the_fake_and_cancels_it():
         assert record.closed.wait(5)
     assert [event.type for event in events] == ["chunk", "chunk", "done"]
     assert b"".join(event.audio for event in events if event.type == "chunk") == b"\xd5" * 1600
+    assert [(event.type, getattr(event, "flush_id", None)) for event in flushed] == [
+        ("chunk", 1), ("chunk", 1), ("flush_done", 1), ("chunk", 2), ("chunk", 2), ("done", None)]
     assert record.headers["authorization"] == f"Bearer {fake.key}" and record.headers["cartesia-version"]
     assert record.messages[0]["output_format"]["encoding"] == "pcm_alaw" and record.messages[0]["continue"] is False
-    assert record.cancelled == [record.messages[1]["context_id"]]
+    assert record.cancelled == [record.messages[-2]["context_id"]]
 
 
 # --- ElevenLabs ---------------------------------------------------------------------------
@@ -162,6 +175,39 @@ def test_cartesia_is_cancelled_at_barge_in_with_its_cancel_message():
         assert fake.connections[0].closed.wait(5)
     connection = fake.connections[0]
     assert connection.cancelled == [connection.messages[0]["context_id"]]
+
+
+def test_cartesia_speaks_an_agent_turn_in_one_context_flushed_sentence_by_sentence():
+    with FakeCartesia(chunks=2, chunk_bytes=800) as fake:
+        turn = cartesia(fake).open_turn(audio=CallAudio("alaw", 8000), language="de")
+        first = b"".join(turn.speak("Guten Tag.").chunks())
+        second = b"".join(turn.speak("Wie kann ich helfen?").chunks())
+        turn.close()
+        [connection] = fake.connections  # one connection for the turn
+        assert connection.closed.wait(5)
+    assert first == second == b"\xd5" * 1600  # each sentence's audio, and only its own
+    assert len({message["context_id"] for message in connection.messages}) == 1
+    assert [(m["transcript"], m["continue"], m.get("flush", False)) for m in connection.messages] == [
+        ("Guten Tag. ", True, False), ("", True, True), ("Wie kann ich helfen? ", True, False), ("", True, True),
+        ("", False, False)]
+    assert not connection.hung_up and connection.cancelled == []
+
+
+def test_a_cartesia_turn_cut_off_by_barge_in_is_cancelled_and_its_next_sentence_opens_another_context():
+    hold = threading.Event()
+    with FakeCartesia(chunks=3, chunk_bytes=800, hold=hold) as fake:
+        turn = cartesia(fake).open_turn(audio=CallAudio("alaw", 8000), language="de")
+        stream = turn.speak("Einen Moment bitte.")
+        assert next(stream.chunks()) == b"\xd5" * 800
+        stream.cancel()
+        hold.set()
+        cut = fake.connections[0]
+        assert cut.closed.wait(5)
+        again = b"".join(turn.speak("Ich sehe nach.").chunks())
+        turn.close()
+        assert fake.connections[1].closed.wait(5)
+    assert cut.cancelled == [cut.messages[0]["context_id"]]
+    assert again == b"\xd5" * 2400 and fake.connections[1].messages[0]["context_id"] != cut.cancelled[0]
 
 
 def test_cartesias_refusals_are_lane_failures():
