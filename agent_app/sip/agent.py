@@ -51,7 +51,7 @@ from django.conf import settings
 
 from agent_app import services
 from agent_app.services import agent_session_claim
-from agent_app.sip.call import RtpLeg, SipCall
+from agent_app.sip.call import JITTER_PREFETCH_FRAMES, RtpLeg, SipCall
 from agent_app.sip.outbound import Dialler
 from agent_app.sip.registration import Registrar, resolve
 from agent_app.sip.warm import Ringer
@@ -537,7 +537,7 @@ class SipAgent:
             media = CallSession(self.host, port, call.sdp_offer, advertised_ip=self.advertised[0]
                                 if self.advertised[0] != self.host else None,
                                 supported_codecs=[pt], dtmf_payload_type=events or 101, symmetric_rtp=True,
-                                session_name="Stimmwerk")
+                                session_name="Stimmwerk", jitter_prefetch=JITTER_PREFETCH_FRAMES)
             try:
                 await media.start()
             except OSError:

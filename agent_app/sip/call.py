@@ -2,8 +2,8 @@
 AudioSocket listener (agent_app/audiosocket.py) over its TCP frames.
 
 aiortp (through aiosipua's `CallSession`) receives the caller's RTP — its jitter
-buffer reorders, packet-loss concealment fills gaps, RFC 4733 `telephone-event`
-packets become digits. A G.711 call (PCMA, PCMU) keeps its law on our side: the
+buffer reorders (JITTER_PREFETCH_FRAMES), packet-loss concealment fills gaps, RFC 4733
+`telephone-event` packets become digits. A G.711 call (PCMA, PCMU) keeps its law on our side: the
 conversation's wire is A-law/μ-law, so a provider hears the caller's bytes and its own
 bytes go out as it made them (no transcoding, as on Twilio's path); aiortp's decoded
 frames are encoded back with its own table, which gives the packet's bytes again (A-law
@@ -47,6 +47,12 @@ BRIDGE_BACKLOG_SEC = 0.3
 # How long a joining caller waits at most for the person's summary to be heard out
 # beyond its own length (the person's leg ends it sooner when they hang up).
 SUMMARY_MARGIN_SEC = 5.0
+# How many frames aiortp's jitter buffer holds before it hands on the oldest. Its slots
+# put packets in order whatever this is, and a gap waits for its packet either way; a
+# loudspeaker needs more frames to play on a steady clock, but our listener (the turn
+# detector, a recogniser) takes frames as they come. Its default of four held every
+# caller's words back 80 ms (docs/performance.md); one frame is complete when the next begins.
+JITTER_PREFETCH_FRAMES = 1
 # The codecs whose law is the conversation's wire encoding.
 G711 = {"PCMA": "alaw", "PCMU": "mulaw"}
 
@@ -145,10 +151,10 @@ class RtpLeg:
                 logger.warning("SIP call %s: RTP from %s:%s, not the call's peer, ignored (%d packets)", self.log_id,
                                addr[0], addr[1], self.strangers)
             return
+        self.last_packet = asyncio.get_running_loop().time()  # a packet (audio's clock runs on without one)
         deliver(data, addr)
 
     def _audio(self, pcm: bytes, timestamp: int) -> None:
-        self.last_packet = asyncio.get_running_loop().time()
         partner = self.partner
         if partner is None:
             self.received(pcm)
@@ -165,7 +171,7 @@ class RtpLeg:
         summary) has nobody listening."""
 
     def _dtmf(self, digit: str, duration: int) -> None:
-        self.last_packet = asyncio.get_running_loop().time()
+        pass  # a bare leg (the person hearing the summary) takes no keys
 
     async def _pace(self) -> None:
         """One 20 ms packet per tick of the call's clock: the agent's audio, else
@@ -294,7 +300,6 @@ class SipCall(RtpLeg, PhoneBridge):
         self._queue(("audio", self.encoded(pcm)))
 
     def _dtmf(self, digit: str, duration: int) -> None:
-        self.last_packet = asyncio.get_running_loop().time()
         if self.partner is not None:  # bridged: nobody listens for keys any more
             return
         logger.info("SIP call %s: DTMF %s", self.log_id, digit)

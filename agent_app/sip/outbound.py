@@ -27,7 +27,7 @@ from django.conf import settings
 
 from agent_app import services
 from agent_app.services import agent_session_claim
-from agent_app.sip.call import RtpMedia, SipCall
+from agent_app.sip.call import JITTER_PREFETCH_FRAMES, RtpMedia, SipCall
 from agent_app.sip.registration import resolve
 from agent_app.threads import off_loop
 from calls_app import phone_calls
@@ -186,6 +186,6 @@ async def place(agent: "SipAgent", account: SipAccount, *, to_e164: str, from_e1
     rtp = await aiortp.RTPSession.create(local_addr=(agent.host, port), remote_addr=remote,
                                          payload_type=chosen[0].payload_type,
                                          dtmf_payload_type=events[0] if events else TELEPHONE_EVENT,
-                                         symmetric_rtp=True)
+                                         symmetric_rtp=True, jitter_prefetch=JITTER_PREFETCH_FRAMES)
     logger.info("SIP call %s: answered (%s)", log_id, chosen[0].encoding_name)
     return Placed(outgoing.call_id, RtpMedia(rtp), remote, hang_up)
