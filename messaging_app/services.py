@@ -158,7 +158,9 @@ def _sending_settings(config: MessagingSettings, *, tenant: Tenant, call_id: str
 def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[str, object], key: str,
              send_at: dt.datetime | None = None) -> Sms:
     """The SMS of template `template` to the caller of the tenant's call `call_id`, now
-    or at `send_at`. The same `key` again returns the SMS made first (sent once)."""
+    or at `send_at`. The same `key` again returns the SMS made first (sent once). With
+    the provider `carrier`, a call whose carrier sends no SMS is refused here
+    (SmsCarrierCannotSend), before anything is counted or stored."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
         raise ValidationFailed.field("key", f"A key of 1 to {MAX_KEY} characters.")
     with transaction.atomic():
