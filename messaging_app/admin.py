@@ -29,6 +29,8 @@ class MessagingSettingsForm(forms.ModelForm):
         fields = ["tenant", "provider", "sipgate_token_id", "sipgate_sms_id", "twilio_carrier", "sender_e164",
                   "webhook_url", "templates"]
         help_texts = {
+            "provider": _("Default: each call's own carrier sends its SMS, from the number called, where it can "
+                          "(a Twilio carrier); calls through other carriers get none. None: no SMS at all."),
             "sipgate_token_id": _("The id of the sipgate personal access token (token-…), scope sessions:sms:write."),
             "sipgate_sms_id": _("The SMS extension of the sipgate account (s0, s1 …)."),
             "twilio_carrier": _("The Twilio carrier whose account sends the SMS."),

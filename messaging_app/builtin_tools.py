@@ -2,8 +2,9 @@
 own number — a booking's confirmation, say — from one of the tenant's templates, through
 its messaging provider (messaging_app.services.sms_send: only a German mobile number, never
 a blocked one, within the daily cap). Once per call and template: the model calling it
-again sends nothing more. Offered where the tenant chose a provider. Registered in
-MessagingAppConfig.ready()."""
+again sends nothing more. Offered unless the tenant chose no SMS (provider `""`): with the
+default `carrier` too, whose call through a carrier that cannot send SMS (SIP, Asterisk,
+a browser) is refused in German. Registered in MessagingAppConfig.ready()."""
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +18,7 @@ from messaging_app.texts import DEFAULT_TEMPLATES, MAX_VALUE, TEMPLATE_NAME
 # What the model hears when the SMS cannot be sent (the caller is told, not the reason's details).
 REFUSALS = {
     "messaging_not_configured": "Die Praxis verschickt keine SMS.",
+    "sms_carrier_cannot_send": "Der Telefonieanbieter dieses Anrufs kann keine SMS senden.",
     "sms_no_caller": "Es gibt keine Rufnummer des Anrufers, an die eine SMS gehen könnte.",
     "sms_not_mobile": "SMS gehen nur an deutsche Mobilnummern; die Nummer des Anrufers ist keine.",
     "sms_number_blocked": "Diese Nummer bekommt keine Nachrichten mehr (Widerspruch).",

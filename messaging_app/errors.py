@@ -7,6 +7,14 @@ class MessagingNotConfigured(Conflict):
     message = "The tenant has no messaging provider: choose one first (PATCH /v2/messaging)."
 
 
+class SmsCarrierCannotSend(Conflict):
+    # The default provider `carrier`: the call came through a carrier whose kind sends no
+    # SMS (a SIP trunk, Asterisk, a browser session).
+    code = "sms_carrier_cannot_send"
+    message = ("The call's carrier cannot send SMS (only a Twilio carrier can): choose a messaging provider "
+               "(PATCH /v2/messaging).")
+
+
 class SmsNotMobile(ApiError):
     status, code = 400, "sms_not_mobile"
     message = "SMS go to German mobile numbers only (015x, 016x, 017x)."

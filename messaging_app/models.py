@@ -9,14 +9,23 @@ from console.tenants.querysets import TenantOwnedQuerySet
 
 
 class MessagingSettings(models.Model):
-    """How the tenant's SMS are sent: `sipgate` (its SMS API with a personal access
-    token), `twilio` (the Messages API of a Twilio carrier, from one of the tenant's
-    numbers) or `webhook` (the tenant's own HTTPS endpoint, signed by the Standard
+    """How the tenant's SMS are sent: `carrier` (the default: each call's own carrier,
+    where its kind sends SMS — calls_app.kinds, `CarrierKind.sms` —, from the tenant's
+    number the caller called), `sipgate` (its SMS API with a personal access token),
+    `twilio` (the Messages API of one chosen Twilio carrier, from one of the tenant's
+    numbers), `webhook` (the tenant's own HTTPS endpoint, signed by the Standard
     Webhooks scheme like our webhooks: the secret is derived, never stored,
-    webhooks_app/signing.py). The sipgate token is kept sealed (calls_app.signing)."""
+    webhooks_app/signing.py) or `""` (no SMS, only when chosen). The sipgate token is
+    kept sealed (calls_app.signing).
+
+    `carrier` is the default of a tenant without settings and of a new row; rows saved
+    before it came keep their `""`: a tenant that chose "no SMS" cannot be told from one
+    that only changed its templates, and nobody's choice is turned into SMS sent
+    (docs/api.md, "SMS")."""
 
     class Provider(models.TextChoices):
         NONE = "", pgettext_lazy("choice", "None (no SMS)")
+        CARRIER = "carrier", pgettext_lazy("choice", "The call's own carrier (where it can send SMS: Twilio)")
         SIPGATE = "sipgate", "sipgate"
         TWILIO = "twilio", "Twilio"
         WEBHOOK = "webhook", pgettext_lazy("choice", "Own endpoint (webhook)")
@@ -24,7 +33,8 @@ class MessagingSettings(models.Model):
     id = models.CharField(primary_key=True, max_length=ID_LENGTH, default=PrefixedId("ms"), editable=False)
     tenant = models.OneToOneField("tenants.Tenant", on_delete=models.CASCADE, related_name="messaging_settings",
                                   verbose_name=_("tenant"))
-    provider = models.CharField(_("provider"), max_length=16, choices=Provider.choices, blank=True, default="")
+    provider = models.CharField(_("provider"), max_length=16, choices=Provider.choices, blank=True,
+                                default=Provider.CARRIER)
     # sipgate: the token's id (token-…) and the SMS extension (s0, s1 …); the token sealed.
     sipgate_token_id = models.CharField(_("sipgate token id"), max_length=100, blank=True, default="")
     sipgate_token_sealed = models.TextField(_("sealed sipgate token"), blank=True, default="", editable=False)

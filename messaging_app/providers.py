@@ -11,6 +11,11 @@
   "template", "callId"}` signed by the Standard Webhooks scheme (`webhook-id` the SMS's
   id, so a receiver drops a repeat); an answer's `{"id": …}` is kept.
 
+The default provider `carrier` has no request of its own: messaging_app.services turns
+it, per SMS, into `twilio` with the SMS's call's carrier and the tenant's number of that
+call as the sender (where the carrier's kind sends SMS), so the same `twilio_request`
+serves both.
+
 `SendFailed.unsent` is true where the request surely never reached the provider (the
 connection failed, or it was refused before it was made): only such an SMS is tried
 again, so none is sent twice."""

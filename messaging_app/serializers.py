@@ -10,8 +10,14 @@ SETTINGS_FIELDS = {"provider": "provider", "sipgateTokenId": "sipgate_token_id",
                    "webhookUrl": "webhook_url", "templates": "templates", "rotateSecret": "rotate_secret"}
 
 
+PROVIDER_HELP = ("`carrier` (the default): each call's own carrier, where its kind sends SMS (a Twilio carrier; "
+                 "another call's SMS → 409 `sms_carrier_cannot_send`); `sipgate`, `twilio`, `webhook`: that "
+                 "provider, with its fields; `\"\"`: no SMS.")
+
+
 class MessagingSettingsSerializer(serializers.Serializer):
-    provider = serializers.ChoiceField(choices=MessagingSettings.Provider.choices, allow_blank=True)
+    provider = serializers.ChoiceField(choices=MessagingSettings.Provider.choices, allow_blank=True,
+                                       help_text=PROVIDER_HELP)
     sipgateTokenId = serializers.CharField(allow_blank=True)
     sipgateTokenSet = serializers.BooleanField(help_text="Whether a sipgate token is stored (it is never shown).")
     sipgateSmsId = serializers.CharField(allow_blank=True)
@@ -26,7 +32,8 @@ class MessagingSettingsSerializer(serializers.Serializer):
 
 class MessagingSettingsPatchSerializer(ClosedSerializer):
     require_one = True
-    provider = serializers.ChoiceField(choices=MessagingSettings.Provider.choices, allow_blank=True, required=False)
+    provider = serializers.ChoiceField(choices=MessagingSettings.Provider.choices, allow_blank=True, required=False,
+                                       help_text=PROVIDER_HELP)
     sipgateTokenId = serializers.CharField(max_length=100, allow_blank=True, required=False)
     sipgateToken = serializers.CharField(max_length=200, required=False, write_only=True)
     sipgateSmsId = serializers.RegexField(r"^[a-z][a-z0-9]{0,19}$", allow_blank=True, required=False)

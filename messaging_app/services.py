@@ -1,6 +1,12 @@
 """Writes of messaging_app (docs/api.md, "SMS"): the tenant's provider, and SMS — each
 one a record, sent at most once.
 
+- The provider `carrier` (the default) is no account of its own: for each SMS it stands
+  for the provider `twilio` with the SMS's call's carrier and the tenant's number of
+  that call as the sender (`_sending_settings`), where the carrier's kind sends SMS
+  (`CarrierKind.sms`); else the SMS is refused (`sms_carrier_cannot_send`). The SMS
+  keeps its call, so a reminder sent a day later finds the same carrier.
+
 - `sms_send` makes the record: only to the caller's own number (read from the call,
   never given), only a German mobile number, never one on the campaigns' blocklist,
   within the tenant's cap per day (`TENANT_MAX_SMS_PER_DAY`); a second request with the
@@ -24,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from calls_app.kinds import KINDS
 from calls_app.kinds.twilio import NAME as TWILIO
 from calls_app.models import Call, Carrier
 from calls_app.signing import seal
@@ -38,6 +45,7 @@ from messaging_app import providers, selectors, texts
 from messaging_app.errors import (
     MessagingNotConfigured,
     MessagingUrlRefused,
+    SmsCarrierCannotSend,
     SmsNoCaller,
     SmsNotMobile,
     SmsNumberBlocked,
@@ -124,10 +132,35 @@ def caller_number(call: Call) -> str:
     return (call.to_e164 if call.direction == "outbound" else call.from_e164) or ""
 
 
+def tenant_number(call: Call) -> str:
+    """The tenant's own number of the call: the one the caller called (inbound), the one
+    shown to the called (outbound)."""
+    return (call.from_e164 if call.direction == "outbound" else call.to_e164) or ""
+
+
+def _sending_settings(config: MessagingSettings, *, tenant: Tenant, call_id: str,
+                      call: Call | None = None) -> MessagingSettings:
+    """How an SMS of the call `call_id` leaves: `config` itself, or for the provider
+    `carrier` the settings it stands for on this call (unsaved): `twilio` through the
+    call's own carrier, from the tenant's number of the call. Raises
+    SmsCarrierCannotSend where that carrier's kind sends no SMS (or the call is gone)."""
+    if config.provider != MessagingSettings.Provider.CARRIER:
+        return config
+    if call is None and call_id:
+        call = Call.objects.for_tenant(tenant).select_related("carrier").filter(pk=call_id).first()
+    kind = KINDS.get(call.carrier.kind) if call is not None else None
+    if call is None or kind is None or not kind.sms or not tenant_number(call):
+        raise SmsCarrierCannotSend()
+    return MessagingSettings(tenant=tenant, provider=MessagingSettings.Provider.TWILIO, twilio_carrier=call.carrier,
+                             sender_e164=tenant_number(call), templates=config.templates)
+
+
 def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[str, object], key: str,
              send_at: dt.datetime | None = None) -> Sms:
     """The SMS of template `template` to the caller of the tenant's call `call_id`, now
-    or at `send_at`. The same `key` again returns the SMS made first (sent once)."""
+    or at `send_at`. The same `key` again returns the SMS made first (sent once). With
+    the provider `carrier`, a call whose carrier sends no SMS is refused here
+    (SmsCarrierCannotSend), before anything is counted or stored."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
         raise ValidationFailed.field("key", f"A key of 1 to {MAX_KEY} characters.")
     with transaction.atomic():
@@ -137,9 +170,10 @@ def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[
         config = selectors.messaging_settings_for(tenant=tenant)
         if not config.provider:
             raise MessagingNotConfigured()
-        call = Call.objects.for_tenant(tenant).filter(pk=call_id).first()
+        call = Call.objects.for_tenant(tenant).select_related("carrier").filter(pk=call_id).first()
         if call is None:
             raise ValidationFailed.field("callId", f"No call '{call_id}' in this tenant.")
+        sending = _sending_settings(config, tenant=tenant, call_id=call.pk, call=call)
         number = caller_number(call)
         if not number:
             raise SmsNoCaller()
@@ -156,7 +190,7 @@ def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[
             return existing
         now = timezone.now()
         sms = Sms.objects.create(tenant=tenant, key=key, call_id=call.pk, to_e164=number, template=template,
-                                 text=text, provider=config.provider, send_at=max(send_at or now, now))
+                                 text=text, provider=sending.provider, send_at=max(send_at or now, now))
         if sms.send_at <= now:
             job_enqueue_on_commit(DELIVER, kwargs={"sms_id": sms.pk})
     return sms
@@ -198,7 +232,12 @@ def _claim(sms_id: str) -> tuple[Sms, MessagingSettings] | None:
         elif not config.provider:
             sms.status, sms.error = Sms.Status.FAILED, "No messaging provider is chosen."
         else:
-            sms.status, sms.provider, sms.attempts = Sms.Status.SENDING, config.provider, sms.attempts + 1
+            try:
+                config = _sending_settings(config, tenant=sms.tenant, call_id=sms.call_id)
+            except SmsCarrierCannotSend as exc:
+                sms.status, sms.error = Sms.Status.FAILED, exc.message
+            else:
+                sms.status, sms.provider, sms.attempts = Sms.Status.SENDING, config.provider, sms.attempts + 1
         sms.save(update_fields=["status", "provider", "attempts", "error"])
         return (sms, config) if sms.status == Sms.Status.SENDING else None
 

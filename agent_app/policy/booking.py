@@ -196,7 +196,8 @@ def booking_result(state: State, context: Context, name: str, ok: bool, data: An
 def booked_reply(context: Context, booking: Booking, said: str, start: str) -> Reply:
     """The read-back of a booking made: the one place the policy answers a successful
     book_appointment, and the SMS confirmation's hook: where the assistant has `send_sms`
-    (the tenant chose a messaging provider) with the template `confirmation`, it is sent
+    (offered unless the tenant chose no SMS: by default the call's own carrier sends it)
+    with the template `confirmation`, it is sent
     with the booked day and time (messaging_app: only to the caller's own mobile number)."""
     say = SAY[context.language]
     text = say["booked"].format(name=booking.name, said=said)

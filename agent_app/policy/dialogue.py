@@ -229,6 +229,10 @@ class DialoguePolicy:
             return booking_result(state, context, booked, *by_name[booked])
         if "create_callback" in by_name:
             return callback_result(state, context, *by_name["create_callback"])
+        if "send_sms" in by_name and not by_name["send_sms"][0]:
+            # The confirmation was promised with the booking: the caller hears that it will not come
+            # (a landline, a carrier that sends no SMS, a blocked number).
+            return Reply(f"{say['sms_failed']} {say['else']}", pending="else")
         if "opt_out" in by_name:
             calls = offered_call(context, "end_call", {"reason": say["reason_opt_out"]})
             return Reply(say["opted_out" if by_name["opt_out"][0] else "opt_out_failed"], calls, pending="ended")

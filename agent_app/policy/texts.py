@@ -94,6 +94,7 @@ SAY = {
         "note_booking": "Terminwunsch (Kalender nicht erreichbar): {words}",
         "ask_phone_booking": "Unter welcher Nummer können wir Sie erreichen?",
         "sms_confirmation": "Die Bestätigung schicke ich Ihnen per SMS.",
+        "sms_failed": "Die SMS kann ich Ihnen leider doch nicht schicken.",
         "call_to_change": "Einen bestehenden Termin kann ich nur ändern, wenn Sie uns von Ihrer Nummer aus anrufen.",
     },
     "en": {
@@ -177,6 +178,7 @@ SAY = {
         "note_booking": "Appointment request (calendar unreachable): {words}",
         "ask_phone_booking": "Which number can we reach you on?",
         "sms_confirmation": "I will send you the confirmation by text message.",
+        "sms_failed": "I am sorry, I cannot send you the text message after all.",
         "call_to_change": "I can only change an existing appointment when you call us from your number.",
     },
 }

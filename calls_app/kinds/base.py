@@ -12,6 +12,7 @@ A kind is one module of calls_app/kinds/ that builds one `CarrierKind`:
 - `codec`: the wire of its media stream (a WebSocket of ours), parsed into `MediaEvent`s
   and written back; one consumer in agent_app runs every codec.
 - `transport`, `wire`: the agent sessions its calls claim, and their audio format.
+- `sms`: whether its carriers send SMS (the messaging provider `carrier`).
 
 A new carrier is one such module and its line in calls_app/kinds/__init__.py; no
 migration (the kinds and transports are validated against the registry, not a model's
@@ -237,6 +238,12 @@ class CarrierKind:
     # them hear the summary over AudioSocket and reports the outcome: the `whisper` and
     # `warm_outcome` hooks) where the kind has no adapter that rings (Capabilities.warm_transfer).
     warm_by_dialplan: bool = False
+    # Whether its carriers' accounts send SMS: the Messages API of Twilio's REST wire with
+    # the carrier's own `account_sid`, `auth_token` and `api_base`. The messaging provider
+    # `carrier` (messaging_app, the default) sends a call's SMS through the call's carrier
+    # where its kind says so. A kind, not an adapter's Capabilities: no adapter method is
+    # involved, and a kind without an adapter (one that never dials) may send SMS too.
+    sms: bool = False
 
 
 class WarmWebhooks(Webhooks, Protocol):

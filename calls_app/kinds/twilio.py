@@ -545,6 +545,7 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
 KIND = CarrierKind(
     name=NAME, label="Twilio-kompatibel (Media Streams)", credentials=CREDENTIALS, adapter=TwilioCarrierAdapter,
     webhooks=TwilioWebhooks(), codec=MediaStreamsCodec, transport="twilio", wire=("mulaw", 8000), uses_secret=False,
+    sms=True,
     setup="set the number's Voice URL to POST /voice/twilio/{id}/incoming and its status callback to "
           "/voice/twilio/{id}/status (docs/telephony.md)",
 )

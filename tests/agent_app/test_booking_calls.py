@@ -49,10 +49,10 @@ def practice(api_a, tenant_a, dav, calendar_url):  # noqa: F811 - the fixtures i
 
 
 @pytest.fixture
-def line(practice, tenant_a):
-    """The practice's number on a Twilio carrier."""
+def line(practice, tenant_a, fake_twilio):
+    """The practice's number on a Twilio carrier (its REST API the loopback fake: the SMS leave there)."""
     carrier_create(carrier_id="tw1", kind="twilio", credentials={"account_sid": "AC" + "0" * 32,
-                                                                  "auth_token": "token"})
+                                                                  "auth_token": "token", "api_base": fake_twilio.url})
     number_create(tenant=tenant_a, e164=CALLED, assistant_id=practice[0].pk)
     return practice
 
@@ -90,12 +90,12 @@ def offered_starts(mind):
     raise AssertionError("find_slots was not called")
 
 
-def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line, tenant_a, mock_gateway):
+def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line, tenant_a, mock_gateway,
+                                                                           fake_twilio):
     from messaging_app.models import Sms
-    from messaging_app.services import messaging_settings_update
 
     assistant, url, server = line
-    messaging_settings_update(tenant=tenant_a, data={"provider": "webhook", "webhook_url": "https://sms.acme.example/s"})
+    # No messaging settings: the SMS confirmation leaves through the call's own Twilio carrier (the default).
     assistant.tools = [*TOOLS, "send_sms"]
     assistant.save(update_fields=["tools"])
     # The first call books.
@@ -111,8 +111,11 @@ def test_a_caller_books_moves_and_cancels_by_voice_with_the_offline_policy(line,
     [event] = events(url, server)
     assert event["start"] == datetime.fromisoformat(first) and "Lehmann" in event["summary"]
     assert CALLER in event["summary"]
+    assert "Die Bestätigung schicke ich Ihnen per SMS." in booked.text
     sms = Sms.objects.get(call_id=mind.call_id)  # the confirmation, to the caller's own number
     assert (sms.to_e164, sms.template) == (CALLER, "confirmation") and f"{datetime.fromisoformat(first):%H:%M}" in sms.text
+    [message] = fake_twilio.messages  # sent when the turn's writes committed
+    assert (sms.status, message["form"]) == ("sent", {"To": CALLER, "From": CALLED, "Body": sms.text})
 
     # Another caller naming the same name finds nothing of theirs.
     stranger = phone_call(tenant_a, assistant, caller=OTHER)

@@ -228,12 +228,17 @@ def test_a_number_said_counts_only_in_a_call_without_the_callers_number():
     assert _booking_number(BuiltinCall(assistant=None, call_id="cl_1", arguments=dict(said, phone="abc"))) == ""
 
 
-def test_a_booking_is_confirmed_by_sms_where_the_assistant_has_send_sms():
+def with_send_sms():
+    """The booking tools and `send_sms` as messaging_app shows it (the templates as an enum)."""
     from messaging_app.builtin_tools import SEND_SMS
 
     sms_schema = SEND_SMS.parameters | {"properties": SEND_SMS.parameters["properties"] | {
         "template": SEND_SMS.parameters["properties"]["template"] | {"enum": ["confirmation", "reminder"]}}}
-    schemas = dict(BOOKING_SCHEMAS, send_sms=sms_schema)
+    return dict(BOOKING_SCHEMAS, send_sms=sms_schema)
+
+
+def test_a_booking_is_confirmed_by_sms_where_the_assistant_has_send_sms():
+    schemas = with_send_sms()
     d = Dialogue(system=PHONE, offered=tools(*schemas, schemas=schemas),
                  results={"find_slots": slots, "book_appointment": booked})
     d.say("Ich hätte gern einen Termin am Dienstag vormittag")
@@ -242,6 +247,22 @@ def test_a_booking_is_confirmed_by_sms_where_the_assistant_has_send_sms():
     assert names(calls) == ["book_appointment", "send_sms"]
     assert calls[1].arguments == {"template": "confirmation", "variables": {"date": "01.12.2026", "time": "10:30 Uhr"}}
     assert "Ihr Termin ist gebucht" in text and "per SMS" in text and text.endswith("Kann ich sonst noch etwas für Sie tun?")
+
+
+def test_a_refused_sms_confirmation_is_taken_back():
+    from messaging_app.builtin_tools import REFUSALS
+
+    schemas = with_send_sms()
+    # What tools_app answers for a call whose carrier sends no SMS (the default provider `carrier`).
+    refused = {"ok": False, "tool": "send_sms", "error": "sms_refused",
+               "message": REFUSALS["sms_carrier_cannot_send"]}
+    d = Dialogue(system=PHONE, offered=tools(*schemas, schemas=schemas),
+                 results={"find_slots": slots, "book_appointment": booked, "send_sms": refused})
+    d.say("Ich hätte gern einen Termin am Dienstag vormittag")
+    d.say("Den ersten bitte")
+    text, calls = d.say("Lehmann")
+    assert names(calls) == ["book_appointment", "send_sms"]
+    assert text.endswith("Die SMS kann ich Ihnen leider doch nicht schicken. Kann ich sonst noch etwas für Sie tun?")
 
 
 def test_without_send_sms_no_sms_is_promised():

@@ -47,3 +47,14 @@ def test_the_sms_list_is_german(owner, tenant_a):
     client.force_login(owner)
     page = client.get("/admin/messaging_app/sms/").content.decode()
     assert "Empfänger (E.164)" in page or "0 SMS" in page
+
+
+def test_the_default_is_the_calls_own_carrier_in_german(owner, tenant_a):
+    client = Client()
+    client.force_login(owner)
+    page = client.get(ADD).content.decode()
+    assert '<option value="carrier" selected>Der Telefonieanbieter des Anrufs (wo er SMS senden kann: Twilio)' in page
+    assert "Standard: Der Telefonieanbieter jedes Anrufs sendet dessen SMS" in page
+    saved = client.post(ADD, form(tenant_a, provider="carrier"))
+    assert saved.status_code == 302, saved.content.decode()[-2000:]
+    assert MessagingSettings.objects.get(tenant=tenant_a).provider == "carrier"

@@ -1,7 +1,7 @@
 """The built-in tool `send_sms`, declared by messaging_app (console.assistants.builtin_tools)
 and run by tools_app's one entry point as the model calls it: to the caller's own number,
 once per call and template, refused as a tool error the model is told in German; offered
-where the tenant chose a provider, its templates shown as an enum."""
+unless the tenant chose no SMS, its templates shown as an enum."""
 import pytest
 
 from console.assistants.models import Assistant
@@ -24,7 +24,9 @@ def definition(assistant):
 
 
 def test_it_is_offered_with_a_provider_and_the_tenants_templates(assistant, api_a):
-    assert definition(assistant) is None  # no provider: not offered
+    assert definition(assistant) is not None  # the default: each call's own carrier
+    api_a.patch("/v2/messaging", {"provider": ""}, format="json")
+    assert definition(assistant) is None  # no SMS chosen: not offered
     api_a.patch("/v2/messaging", {"provider": "webhook", "webhookUrl": "https://sms.acme.example/send",
                                   "templates": {"anfahrt": "So finden Sie uns: {weg}"}}, format="json")
     shown = definition(assistant)

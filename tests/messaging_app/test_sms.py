@@ -100,7 +100,8 @@ def test_the_daily_cap_refuses_the_next_sms(settings, tenant_a, sipgate):
     assert send(tenant_a, call, key="a").status == "sent"  # a retry of a sent one is no new SMS
 
 
-def test_no_provider_no_sms(tenant_a):
+def test_no_sms_chosen_no_sms(tenant_a, api_a):
+    api_a.patch("/v2/messaging", {"provider": ""}, format="json")
     with pytest.raises(MessagingNotConfigured):
         send(tenant_a, call_from(tenant_a))
 

@@ -64,7 +64,7 @@ def test_every_built_in_tool_is_defined_in_the_openai_format(assistant, tenant_a
     tool, _ = http_tool_create(tenant=tenant_a, data={"name": "termin", "description": "Prüft Termine.",
                                                       "url": "https://acme.example/t"})
     assistant.tools = [*builtin_tool_names(), tool.pk]
-    # send_sms is offered where the tenant chose an SMS provider.
+    # send_sms is offered unless the tenant chose no SMS (here: a provider of its own).
     messaging_settings_update(tenant=tenant_a, data={"provider": "webhook", "webhook_url": "https://sms.acme.example/s"})
     # the calendar's tools are offered to an assistant with appointment types
     assistant.appointment_types = [{"name": "Erstgespräch"}]
