@@ -38,9 +38,11 @@ QUESTIONS = ("book_when", "book_type", "book_slot", "book_name", "book_which", "
 MOVE = cue(r"\bverschieb", r"\bverleg", r"\bumbuch", r"\bumleg", r"\banderen termin\b", r"\breschedul",
            r"\bmove (?:my|the)\b")
 # A cancellation is recognised by the verb alone ("Termin" is often misheard on the phone
-# band) or by the caller saying they cannot come. Words that are only a recogniser's
-# mishearing of "absagen" are not cues: a craft business's caller means "Abnahmen".
-CANCEL = cue(r"\babsag", r"\bstornier", r"\bcancel",
+# band) or by the caller saying they cannot come. The phone band also loses the "s" of
+# "absagen" (Whisper base: "den Termin am Dienstag ablagen", "… abnagen"): such a word
+# counts only after "Termin" in the same sentence — a craft business's caller who speaks of
+# "Abnahmen" means them, and no "ab?agen" is said of a Termin but "absagen".
+CANCEL = cue(r"\babsag", r"\bstornier", r"\bcancel", r"\btermin\w*\b[^.?!]{0,40}\bab[^\W\d_]agen\b",
              r"\b(?:kann|können|werde|komme)\b[^.?!]{0,40}\bnicht (?:kommen|da sein|wahrnehmen)\b",
              r"\bkomme\b[^.?!]{0,30}\bnicht\b", r"\bcan(?:'t|not) (?:come|make it)\b",
              r"\btermin\w* [^.?!]{0,30}\b(?:ab|streichen)\b")

@@ -191,6 +191,15 @@ def test_a_cancellation_is_heard_by_its_verb_or_by_not_coming():
         assert calls == [] and "Auf welchen Namen ist der Termin eingetragen" in text, heard
 
 
+def test_a_cancellation_whose_s_the_phone_band_lost_counts_only_after_termin():
+    # What Whisper base heard on the phone band for "Ich möchte den Termin am Dienstag absagen, bitte."
+    for heard in ("Ich möchte den Termin am Dienstag ablagen, bitte.", "Ich möchte den Termin am Donnerstag abnagen."):
+        text, calls = dialogue().say(heard)
+        assert calls == [] and "Auf welchen Namen ist der Termin eingetragen" in text, heard
+    _, calls = dialogue().say("Ich brauche einen Termin am Dienstag für die Abnahmen.")
+    assert names(calls) == ["find_slots"]  # a booking: "Abnahmen" is no cancellation
+
+
 def test_a_question_that_says_ab_is_no_cancellation():
     d = dialogue()
     _, calls = d.say("Können Sie mir sagen, ab wann Sie morgen geöffnet haben?")
