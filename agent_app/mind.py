@@ -98,7 +98,8 @@ class Mind:
         # A campaign's call always takes the callee's objection and can end, whatever
         # tools its assistant was given (§ 7 UWG: no campaign calls them again).
         self.also: tuple[str, ...] = campaign_call_tools() if is_campaign_call(call_id=call_id) else ()
-        self.tools = tool_definitions(assistant=assistant, also=self.also) if assistant is not None else []
+        self.tools = tool_definitions(assistant=assistant, also=self.also, call_id=call_id) if assistant is not None \
+            else []
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(caller_e164, channel, now)}]
 
     def vocabulary(self) -> list[str]:

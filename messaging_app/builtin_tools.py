@@ -44,6 +44,10 @@ def _offered(assistant: Any) -> bool:
     return bool(selectors.messaging_settings_for(tenant=assistant.tenant).provider)
 
 
+def _offered_in_call(assistant: Any, call_id: str) -> bool:
+    return services.sms_possible(tenant=assistant.tenant, call_id=call_id)
+
+
 def _shown(parameters: dict[str, Any], assistant: Any) -> dict[str, Any]:
     """The tenant's templates (its own and the defaults) as the template's enum."""
     names = sorted({*DEFAULT_TEMPLATES, *selectors.messaging_settings_for(tenant=assistant.tenant).templates})
@@ -65,4 +69,4 @@ SEND_SMS = BuiltinTool(
         "required": ["template"],
         "additionalProperties": False,
     },
-    run=_send_sms, offered=_offered, shown=_shown)
+    run=_send_sms, offered=_offered, offered_in_call=_offered_in_call, shown=_shown)

@@ -36,7 +36,7 @@ from calls_app.models import Call, Carrier
 from calls_app.signing import seal
 from campaigns_app.selectors import blocklist_entries_for
 from console import outbound
-from console.errors import ValidationFailed
+from console.errors import ApiError, ValidationFailed
 from console.jobs.services import job_enqueue_on_commit
 from console.numbers.models import PhoneNumber
 from console.quotas import quota_take
@@ -155,6 +155,35 @@ def _sending_settings(config: MessagingSettings, *, tenant: Tenant, call_id: str
                              sender_e164=tenant_number(call), templates=config.templates)
 
 
+def _recipient(config: MessagingSettings, *, tenant: Tenant, call_id: str) -> tuple[Call, MessagingSettings, str]:
+    """(the call, how its SMS leave, the number they go to); the refusal when none may."""
+    if not config.provider:
+        raise MessagingNotConfigured()
+    call = Call.objects.for_tenant(tenant).select_related("carrier").filter(pk=call_id).first()
+    if call is None:
+        raise ValidationFailed.field("callId", f"No call '{call_id}' in this tenant.")
+    sending = _sending_settings(config, tenant=tenant, call_id=call.pk, call=call)
+    number = caller_number(call)
+    if not number:
+        raise SmsNoCaller()
+    if not texts.is_german_mobile(number):
+        raise SmsNotMobile()
+    if blocklist_entries_for(tenant=tenant, e164=number).exists():
+        raise SmsNumberBlocked()
+    return call, sending, number
+
+
+def sms_possible(*, tenant: Tenant, call_id: str) -> bool:
+    """Whether an SMS to the other party of the call `call_id` could leave now (a
+    provider, a carrier that sends SMS, a German mobile number not blocked), so that
+    `send_sms` is offered only where it can be kept (the day's cap aside)."""
+    try:
+        _recipient(selectors.messaging_settings_for(tenant=tenant), tenant=tenant, call_id=call_id)
+    except ApiError:
+        return False
+    return True
+
+
 def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[str, object], key: str,
              send_at: dt.datetime | None = None) -> Sms:
     """The SMS of template `template` to the caller of the tenant's call `call_id`, now
@@ -168,19 +197,7 @@ def sms_send(*, tenant: Tenant, call_id: str, template: str, variables: Mapping[
         if existing is not None:
             return existing
         config = selectors.messaging_settings_for(tenant=tenant)
-        if not config.provider:
-            raise MessagingNotConfigured()
-        call = Call.objects.for_tenant(tenant).select_related("carrier").filter(pk=call_id).first()
-        if call is None:
-            raise ValidationFailed.field("callId", f"No call '{call_id}' in this tenant.")
-        sending = _sending_settings(config, tenant=tenant, call_id=call.pk, call=call)
-        number = caller_number(call)
-        if not number:
-            raise SmsNoCaller()
-        if not texts.is_german_mobile(number):
-            raise SmsNotMobile()
-        if blocklist_entries_for(tenant=tenant, e164=number).exists():
-            raise SmsNumberBlocked()
+        call, sending, number = _recipient(config, tenant=tenant, call_id=call_id)
         text = texts.sms_text(templates=config.templates, name=template,
                               variables={"business": tenant.name, **variables})
         quota_take(tenant=tenant, name="smsPerDay")

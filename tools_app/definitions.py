@@ -60,15 +60,16 @@ def http_tools_recorded(*, assistant):
     return {tool.pk: {name: getattr(tool, name) for name in SNAPSHOT_FIELDS} for tool in http_tools_of(assistant)}
 
 
-def tool_definitions(*, assistant, also=()):
+def tool_definitions(*, assistant, also=(), call_id=""):
     """What the assistant's model may call, in the OpenAI tools format: its built-in
     tools (those the tool's `offered` allows: `transfer_call` only with transfer
-    targets) and its HTTP tools; `also`: built-in tools this call offers whatever the
-    assistant's (a campaign call always takes an objection: `opt_out`, `end_call`)."""
+    targets; in the call `call_id`, its `offered_in_call` too: `send_sms` only where an
+    SMS can reach the caller) and its HTTP tools; `also`: built-in tools this call offers
+    whatever the assistant's (a campaign call always takes an objection: `opt_out`, `end_call`)."""
     definitions = []
     for name in enabled_tools(assistant=assistant, also=also):
         tool = builtin_tool(name)
-        if tool is not None and tool.offered(assistant):
+        if tool is not None and tool.offered(assistant) and (not call_id or tool.offered_in_call(assistant, call_id)):
             definitions.append(builtin_definition(tool, assistant=assistant))
     definitions += [_function(tool.name, tool.description, tool.parameters) for tool in http_tools_of(assistant)]
     return definitions

@@ -54,6 +54,10 @@ def _always(assistant: "Assistant") -> bool:
     return True
 
 
+def _in_any_call(assistant: "Assistant", call_id: str) -> bool:
+    return True
+
+
 def _as_declared(parameters: dict[str, Any], assistant: "Assistant") -> dict[str, Any]:
     return parameters
 
@@ -69,6 +73,9 @@ class BuiltinTool:
     position: int  # where the tool stands in every list (the admin, the model's tools, the docs)
     # Whether the model is offered the tool by this assistant (transfer_call: only with targets).
     offered: Callable[["Assistant"], bool] = field(default=_always)
+    # …and in this call, by its id (send_sms: only where an SMS could reach the caller, so
+    # that nothing is promised that cannot be kept).
+    offered_in_call: Callable[["Assistant", str], bool] = field(default=_in_any_call)
     # The parameters as this assistant's model is shown them (transfer_call: its targets as an enum);
     # the arguments are checked against `parameters`.
     shown: Callable[[dict[str, Any], "Assistant"], dict[str, Any]] = field(default=_as_declared)

@@ -123,6 +123,22 @@ def test_a_sip_call_and_a_browser_session_are_refused_clearly(tenant_a, fake_twi
     assert not Sms.objects.exists() and fake_twilio.requests == []
 
 
+def test_a_call_is_offered_send_sms_only_where_an_sms_can_reach_its_caller(tenant_a, twilio_line):
+    """The model (and the offline policy's promise "Die Bestätigung schicke ich Ihnen per
+    SMS.") gets send_sms only in a call whose SMS could leave."""
+    sip, _secret = carrier_create(carrier_id="sip1", kind="sip", credentials={
+        "registrar": "sip:127.0.0.1:5060", "username": "praxis", "password": "geheim"})
+    assistant = Assistant.objects.create(tenant=tenant_a, name="Empfang", tools=["send_sms"])
+
+    def offered(call: Call) -> bool:
+        return [d["function"]["name"] for d in tool_definitions(assistant=assistant, call_id=call.pk)] == ["send_sms"]
+
+    assert offered(call_through(tenant_a, twilio_line))
+    assert not offered(call_through(tenant_a, sip))  # a carrier that sends no SMS
+    assert not offered(call_through(tenant_a, twilio_line, caller="+493012345678"))  # a landline
+    assert not offered(call_request_web(tenant=tenant_a, test=True))  # no caller's number
+
+
 def test_no_sms_chosen_still_refuses_and_the_tool_is_not_offered(tenant_a, api_a, twilio_line, fake_twilio,
                                                                  django_capture_on_commit_callbacks):
     assistant = Assistant.objects.create(tenant=tenant_a, name="Empfang", tools=["send_sms"])
