@@ -10,6 +10,7 @@ nothing, sends no BYE); the new calls are answered by the other node, and the
 dispatcher's probing takes the dead one out; the dead node's live call is booked by the
 sweep (calls_app's calls_orphaned_end, the periodic job) up to its last heartbeat, once.
 The node started again is probed back in, and calls spread over both again."""
+import contextlib
 import json
 import os
 import signal
@@ -109,21 +110,25 @@ class Node:
 
 @pytest.fixture
 def nodes(tmp_path):
-    service = LiveService(tmp_path)
-    service.env.update({"CALL_HEARTBEAT_SEC": "0.5", "AGENT_IDLE_TIMEOUT_SEC": "600", "SIP_RELOAD_SEC": "0.5"})
-    service.migrate()
-    service.manage("shell", "-c", SETUP)
-    first, second = Node(service, "a"), Node(service, "b")
-    assert until(first.ready, 60) and until(second.ready, 60), "a node did not come up"
-    passwords = {account: "Ca" + uuid.uuid4().hex[:10] for account in CALLERS}
-    balancer = Kamailio(tmp_path / "kam", passwords, {CALLED: NODES}, nodes=(first.port, second.port)).start()
-    phones = [Phone(tmp_path / f"phone{index}", account, password, balancer.port).start()
-              for index, (account, password) in enumerate(passwords.items())]
-    yield service, balancer, (first, second), phones
-    for phone in phones:
-        phone.stop()
-    balancer.stop()
-    service.stop()
+    # Each part is stopped even when a later one fails to start (no node or kamailio left over).
+    with contextlib.ExitStack() as started:
+        service = LiveService(tmp_path)
+        started.callback(service.stop)  # the nodes too: they are the service's servers
+        service.env.update({"CALL_HEARTBEAT_SEC": "0.5", "AGENT_IDLE_TIMEOUT_SEC": "600", "SIP_RELOAD_SEC": "0.5"})
+        service.migrate()
+        service.manage("shell", "-c", SETUP)
+        first, second = Node(service, "a"), Node(service, "b")
+        assert until(first.ready, 60) and until(second.ready, 60), "a node did not come up"
+        passwords = {account: "Ca" + uuid.uuid4().hex[:10] for account in CALLERS}
+        balancer = Kamailio(tmp_path / "kam", passwords, {CALLED: NODES}, nodes=(first.port, second.port))
+        started.callback(balancer.stop)
+        balancer.start()
+        phones = []
+        for index, (account, password) in enumerate(passwords.items()):
+            phones.append(Phone(tmp_path / f"phone{index}", account, password, balancer.port))
+            started.callback(phones[-1].stop)
+            phones[-1].start()
+        yield service, balancer, (first, second), phones
 
 
 def answered_by(balancer: Kamailio, call_id: str) -> int | None:
