@@ -21,6 +21,12 @@ async def _conversation(url, speech):
         final = await caller.until("transcript.final")
         reply = await caller.until("agent.speaking")
         await caller.until("agent.done")
+        # A reply whose next sentence was not ready when its audio began is announced in
+        # parts (an agent.speaking as each part's audio begins; likelier on a busy machine):
+        # its text is all of them, as the transcript's line is.
+        at = next(index for index, (_, frame) in enumerate(caller.frames) if frame is reply)
+        reply["text"] = " ".join(frame["text"] for _, frame in caller.frames[at:]
+                                 if isinstance(frame, dict) and frame["type"] == "agent.speaking")
         await ws.send('{"type": "end"}')
         await ws.wait_closed()
         return caller, started, opening, final, reply, ws.close_code
