@@ -39,6 +39,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     _finish,
     _locked,
     _reserve,
+    call_held_book,
     reservations_release_expired,
     usage_recompute,
 )
@@ -455,6 +456,9 @@ def _orphan_end(*, call_id: str, cutoff: datetime) -> bool:
     call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
     if call is None or call.is_ended or call.heartbeat_at is None or call.heartbeat_at >= cutoff:
         return False
+    if call.transferred_to:  # held for a dialplan's warm hand-over that never came back to us
+        call_held_book(call)
+        return True
     ended_at = call.heartbeat_at
     if call.started_at is None:
         status, seconds = Call.Status.CANCELED, 0
