@@ -211,10 +211,13 @@ def warm_leg_ended(*, carrier: Carrier, transfer_id: str) -> None:
 
 # --- An Asterisk dialplan's warm hand-over ------------------------------------------------------
 # The conversation hands over as for a plain one (the call keeps the number, AudioSocket
-# ends); the dialplan reads the whisper's UUID (`warm_dialplan_whisper`), dials the person
-# with Dial's U() running AudioSocket(<that UUID>) on their channel — our listener speaks
-# the summary there and hangs up (`warm_whisper_claim`), then Asterisk bridges the caller
-# — and reports DIALSTATUS (`warm_dialplan_outcome`). docs/telephony.md has the dialplan.
+# ends), but the call is held, not booked (phone_calls.call_hand_over); the dialplan reads
+# the whisper's UUID (`warm_dialplan_whisper`), dials the person with Dial's U() running
+# AudioSocket(<that UUID>) on their channel — our listener speaks the summary there and
+# hangs up (`warm_whisper_claim`: the call booked handed over), then Asterisk bridges the
+# caller — and reports DIALSTATUS (`warm_dialplan_outcome`). Nobody answering, the report
+# answers RESUME and the caller's AudioSocket() connects with the call's UUID once more
+# (`warm_dialplan_resume`): the conversation goes on. docs/telephony.md has the dialplan.
 
 def _dialplan_transfer(carrier: Carrier, call_id: str) -> WarmTransfer | None:
     return (WarmTransfer.objects.filter(call_id=call_id, call__carrier=carrier).select_related("call__tenant")
