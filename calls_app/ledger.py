@@ -177,8 +177,9 @@ def call_held_book(call: Call) -> None:
     """Books a call held for an Asterisk dialplan's warm hand-over (locked by the
     caller; `transferred_to` set, not ended: calls_app.phone_calls.call_hand_over) as
     handed over: ended at the hand-over, with the seconds kept then. Whoever books it
-    first (the person answering, the dialplan's report, the orphan sweep) books it once."""
-    if call.is_ended:
+    first (the person answering, the dialplan's report, the orphan sweep) books it once;
+    a call not held (ended, or its conversation going on) is left alone."""
+    if call.is_ended or not call.transferred_to:
         return
     ended_at = call.started_at + timedelta(seconds=call.seconds) if call.started_at is not None else timezone.now()
     _finish(call, status=Call.Status.COMPLETED, seconds=call.seconds, ended_at=ended_at,

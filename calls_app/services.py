@@ -435,8 +435,10 @@ def calls_orphaned_end(*, now: datetime | None = None) -> int:
     heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
     web or phone alike, through the one booking path (`_finish`): `completed`, ended
     and booked at its last heartbeat, the seconds its owner was known to hold it, its
-    reservation released, `call.ended` announced. A call ended once is never booked
-    again, and a call whose owner is alive is not touched. Returns how many it ended."""
+    reservation released, `call.ended` announced (a call held for an Asterisk dialplan's
+    warm hand-over that never came back: at its hand-over, ledger.call_held_book). A
+    call ended once is never booked again, and a call whose owner is alive is not
+    touched. Returns how many it ended."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.CALL_HEARTBEAT_TIMEOUT_SEC)
     orphans = list(Call.objects.filter(ended_at__isnull=True, heartbeat_at__lt=cutoff)

@@ -458,3 +458,73 @@ def test_a_ring_nobody_reports_loses_its_summary(client, line, fake_twilio, sett
     stale.refresh_from_db()
     fresh.refresh_from_db()
     assert (stale.status, stale.summary) == ("not_answered", "") and fresh.summary == "Anliegen: Termin"
+
+
+def _held_pbx_call(client, pbx):
+    """A PBX call answered (its UUID claimed, as the listener does), whose assistant
+    handed over warm: held by call_hand_over while the dialplan rings. (UUID, call id)."""
+    from agent_app.services import agent_session_claim
+    from calls_app.phone_calls import call_hand_over
+    from tests.agent_app.test_audiosocket import register
+
+    call_uuid = register(client, pbx["HTTP_AUTHORIZATION"].split()[1]).content.decode()
+    session = agent_session_claim(token=call_uuid, transport="audiosocket")
+    call = _call_of(call_id=session.call_id)
+    assert _transfer(call).result(timeout=30)["result"]["mode"] == "warm"
+    assert call_hand_over(call_id=call.pk, target=PERSON, label=f"Zentrale ({PERSON})") is not None
+    return call_uuid, call.pk
+
+
+def test_a_held_pbx_call_comes_back_once_and_is_booked_once_at_its_end(client, pbx, tenant_a):
+    from agent_app.services import agent_session_resume
+    from calls_app.services import call_web_end
+    from tests.agent_app.test_audiosocket import booked_once
+
+    call_uuid, call_id = _held_pbx_call(client, pbx)
+    held = Call.objects.get(pk=call_id)
+    assert (held.status, held.ended_at, held.transferred_to) == ("active", None, PERSON)
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None  # still ringing
+    outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "BUSY"}, **pbx)
+    assert outcome.content == b"resume" and Lead.objects.count() == 0
+
+    session, resumed = agent_session_resume(token=call_uuid, transport="audiosocket")
+    assert (session.call_id, resumed.name) == (call_id, "Zentrale")
+    assert resumed.message.startswith("Zentrale hat nicht innerhalb von 20 Sekunden abgenommen.")
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None  # once
+    assert agent_session_resume(token=call_uuid, transport="web") is None
+    # The offline policy, given the call's history and the tool's answer, offers the callback.
+    mind = Mind(tenant=tenant_a, call_id=call_id, language="de", assistant=_call_of(call_id=call_id).assistant,
+                caller_e164=CALLER, channel="Telefon")
+    reply = mind.resume(history=resumed.history, tool="transfer_call", result={
+        "ok": False, "tool": "transfer_call", "error": "transfer_not_answered", "message": resumed.message})
+    assert reply.text == "Leider hat gerade niemand abgenommen. Soll ein Mitarbeiter Sie zurückrufen?"
+    assert "Nummer, von der Sie gerade anrufen" in mind.turn("Ja bitte.").text
+    mind.turn("Ja.")
+    mind.turn("Morgen Vormittag.")
+    assert Lead.objects.get().phone == CALLER
+
+    ended = call_web_end(call_id=call_id)
+    assert (ended.status, ended.transferred_to, ended.lead_id) == ("completed", "", Lead.objects.get().pk)
+    booked_once(tenant_a, ended)
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None
+
+
+def test_a_held_pbx_call_whose_person_answers_is_booked_at_the_hand_over(client, pbx, tenant_a):
+    from datetime import timedelta
+
+    from agent_app.services import agent_session_resume
+    from calls_app.warm_transfers import warm_whisper_claim
+    from tests.agent_app.test_audiosocket import booked_once
+
+    call_uuid, call_id = _held_pbx_call(client, pbx)
+    kept = Call.objects.get(pk=call_id).seconds
+    whisper = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content.decode()
+    assert warm_whisper_claim(token=whisper).startswith("Hallo Zentrale")
+    booked = Call.objects.get(pk=call_id)
+    assert (booked.status, booked.seconds, booked.transferred_to) == ("completed", kept, PERSON)
+    assert booked.ended_at == booked.started_at + timedelta(seconds=kept)
+    booked_once(tenant_a, booked)
+    assert client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "ANSWER"}, **pbx).content == \
+        b"answered"
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None
+    booked_once(tenant_a, Call.objects.get(pk=call_id))
