@@ -6,7 +6,10 @@ codec); this listener reads the frames, paces our audio to real time (barge-in d
 what was not sent yet) and runs the call's lifecycle.
 
 The UUID is the one the dialplan's registration answered (`POST
-/voice/asterisk/<carrier>/calls`): single-use, at most AGENT_TOKEN_TTL_SEC old. A first
+/voice/asterisk/<carrier>/calls`): single-use, at most AGENT_TOKEN_TTL_SEC old — but for
+one connection more when a warm hand-over came back unanswered (the dialplan's report
+was answered `resume`: calls_app.warm_transfers), on which the conversation goes on;
+or a warm hand-over's whisper UUID, on which the person hears the summary. A first
 frame that is not such a UUID, a frame of an unknown kind, an audio frame over 200 ms
 (the length field allows 64 KiB), a frame that does not arrive whole within
 PHONE_HANDSHAKE_TIMEOUT_SEC of its first byte (a slow sender) or an error frame closes
@@ -25,7 +28,7 @@ from agent_app.audio import PhoneWire
 from agent_app.codes import CLOSE_FAILED, CLOSE_NORMAL, CLOSE_PROTOCOL
 from agent_app.conversation import speak_whole
 from agent_app.phone import PhoneBridge, connection_id
-from agent_app.services import agent_session_claim
+from agent_app.services import agent_session_claim, agent_session_resume
 from agent_app.session import off_loop
 from calls_app.kinds.asterisk import AUDIO, FRAME_BYTES, HANGUP, KIND, AudioSocketCodec, frame, frame_limit
 from calls_app.kinds.base import CodecError
@@ -37,6 +40,7 @@ WIRE = PhoneWire(*KIND.wire)
 
 _claim = off_loop(agent_session_claim)
 _whisper = off_loop(warm_whisper_claim)
+_resume = off_loop(agent_session_resume)
 _speak = off_loop(speak_whole)
 
 
@@ -103,12 +107,17 @@ class AudioSocketCall(PhoneBridge):
             raise CodecError("no UUID frame in time") from None
         start = self.codec.parse(None, first)
         session = await _claim(token=start.token, transport=KIND.transport)
+        resumed = None
         if session is None:
             summary = await _whisper(token=start.token)
-            if summary is None:
+            if summary is not None:
+                return await self._whisper(summary)
+            # The caller back after a warm hand-over nobody answered (the dialplan's report said so).
+            back = await _resume(token=start.token, transport=KIND.transport)
+            if back is None:
                 raise CodecError("an unknown, used or expired UUID")
-            return await self._whisper(summary)
-        self.begin(session, WIRE)
+            session, resumed = back
+        self.begin(session, WIRE, resumed)
         self.sender = asyncio.create_task(self._pace())
         conversation = self.conversation
         assert conversation is not None  # begun

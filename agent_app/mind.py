@@ -142,6 +142,24 @@ class Mind:
         what the model says before a tool call is spoken while the tool runs. The
         Reply's text is still the whole answer."""
         self.messages.append({"role": "user", "content": text})
+        return self._answer(deadline, say)
+
+    def resume(self, *, history: list[tuple[str, str]], tool: str, result: dict[str, Any],
+               say: Callable[[str], None] | None = None) -> Reply:
+        """The reply of a conversation that goes on after its call came back to it (an
+        Asterisk dialplan's warm hand-over nobody answered; blocking like `turn`): the
+        call's history so far (its transcript's ("user" | "assistant", text) lines), then
+        the model's call of `tool` and its `result`, as if the tool had just answered."""
+        self.messages.extend({"role": role, "content": text} for role, text in history)
+        self.messages.append({"role": "assistant", "content": None,
+                              "tool_calls": [ToolCall("call_resumed", tool, {}).as_wire()]})
+        self.messages.append({"role": "tool", "tool_call_id": "call_resumed",
+                              "content": json.dumps(result, ensure_ascii=False)})
+        self._trim()
+        return self._answer(None, say)
+
+    def _answer(self, deadline: float | None, say: Callable[[str], None] | None) -> Reply:
+        """The model's answer to the history as it stands, after its tool calls."""
         reply = Reply(text="")
         spoken: list[str] = []
         for _ in range(MAX_TOOL_ROUNDS + 1):

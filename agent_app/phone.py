@@ -23,6 +23,7 @@ from agent_app.audio import Samples, WireFormat, resample
 from agent_app.models import AgentSession
 from agent_app.session import CallContext, Conversation, Transport, off_loop
 from calls_app.recordings import call_recording_store
+from calls_app.warm_transfers import Resumed
 
 logger = logging.getLogger("agent_app.phone")
 
@@ -120,12 +121,14 @@ class PhoneBridge(Transport):
     recorder: Recorder | None = None
     log_id = "-"
 
-    def begin(self, session: AgentSession, wire: WireFormat) -> None:
-        """The call's conversation starts (its token was claimed)."""
+    def begin(self, session: AgentSession, wire: WireFormat, resumed: Resumed | None = None) -> None:
+        """The call's conversation starts (its token was claimed), or goes on after the
+        call came back to it (`resumed`: not recorded again, its recording keeps the
+        part before the hand-over)."""
         self.wire = wire
-        if session.call.recording_enabled:
+        if session.call.recording_enabled and resumed is None:
             self.recorder = Recorder(wire)
-        self.conversation = Conversation(self, CallContext.of_agent_session(session))
+        self.conversation = Conversation(self, CallContext.of_agent_session(session, resumed))
         live[session.call_id] = self.conversation
         self.conversation.start()
 
@@ -152,7 +155,8 @@ class PhoneBridge(Transport):
         try:
             await conversation.stop()
         finally:
-            live.pop(conversation.call_id, None)
+            if live.get(conversation.call_id) is conversation:  # not the call's resumed conversation
+                del live[conversation.call_id]
             await self.keep_recording()
 
     async def keep_recording(self) -> None:

@@ -18,6 +18,7 @@ from calls_app import phone_calls
 from calls_app import services as calls
 from calls_app.kinds import WEB_TRANSPORT, kind_of_transport
 from calls_app.phone_calls import Call, Carrier  # their types (the agent writes no call itself)
+from calls_app.warm_transfers import Resumed, warm_dialplan_resume
 from campaigns_app.selectors import contact_variables_of_call
 from console.assistants.models import Assistant
 from console.assistants.selectors import assistant_answering, assistant_of_call
@@ -104,6 +105,23 @@ def agent_session_claim(*, token: object, now: datetime | None = None, transport
         phone_calls.call_phone_start(call_id=session.call_id, now=now)
     session.call.refresh_from_db(fields=["started_at", "status"])
     return session
+
+
+def agent_session_resume(*, token: object, transport: str) -> tuple[AgentSession, Resumed] | None:
+    """The session of a phone call's `token` (an AudioSocket call's UUID) whose caller
+    comes back after its dialplan's unanswered warm hand-over, once
+    (calls_app.warm_transfers.warm_dialplan_resume); None for any other token or state."""
+    if not isinstance(token, str) or not 20 <= len(token) <= 100:
+        return None
+    session = (AgentSession.objects.filter(token_digest=token_digest(token), transport=transport,
+                                           used_at__isnull=False).select_related("tenant", "call").first())
+    if session is None:
+        return None
+    resumed = warm_dialplan_resume(call_id=session.call_id)
+    if resumed is None:
+        return None
+    session.call.refresh_from_db()
+    return session, resumed
 
 
 # --- Phone calls (docs/telephony.md) ------------------------------------------------------

@@ -48,6 +48,8 @@ from agent_app.spend import CallSpend
 from agent_app.threads import off_loop
 from calls_app import phone_calls
 from calls_app import services as calls
+from calls_app.warm_transfers import Resumed
+from console import tool_codes
 from console.assistants.models import REALTIME, Assistant
 from console.assistants.selectors import assistant_of_call
 from console.errors import ApiError
@@ -117,6 +119,10 @@ _new_mind = off_loop(_mind_for)
 
 def _think(mind: Mind, text: str, *, say: Callable[[str], None]) -> Coroutine[Any, Any, Reply]:
     return off_loop(mind.turn)(text, say=say)
+
+
+def _resumed_reply(mind: Mind, **kwargs: Any) -> Coroutine[Any, Any, Reply]:
+    return off_loop(mind.resume)(**kwargs)
 
 
 def _plain(text: str) -> str:
@@ -197,12 +203,16 @@ class CallContext:
     caller_e164: str = ""  # the caller's number where the call has one (not a web call)
     channel: str = SPOKEN_CHANNEL  # what the assistant is told: a spoken conversation, or the phone
     recorded: bool = False  # the call is recorded: its disclosure says so (conversation.RECORDING_NOTICE)
+    # The call came back after its dialplan's unanswered warm hand-over: the conversation
+    # goes on from there (no opening), its grant counted from the call's start.
+    resumed: Resumed | None = None
 
     @classmethod
-    def of_agent_session(cls, session: AgentSession) -> "CallContext":
+    def of_agent_session(cls, session: AgentSession, resumed: Resumed | None = None) -> "CallContext":
         """The context of a claimed session (its call loaded): a phone call's (a transport
         other than the browser's) tells the assistant the channel and the caller's number,
-        the other party's of an outbound call; a withheld or erased number is none."""
+        the other party's of an outbound call; a withheld or erased number is none.
+        `resumed`: the call came back to its conversation (agent_session_resume)."""
         call, caller, channel = session.call, "", SPOKEN_CHANNEL
         assert call.max_seconds is not None  # every call a session answers was granted its minutes
         if session.transport != "web":
@@ -212,7 +222,8 @@ class CallContext:
         return cls(session_id=session.id, call_id=session.call_id, tenant=session.tenant,
                    language=session.language, voice=session.voice, variables=session.variables,
                    max_seconds=call.max_seconds, assistant_id=session.assistant_id, caller_e164=caller,
-                   channel=channel, recorded=call.recording_enabled, assistant_version=call.assistant_version)
+                   channel=channel, recorded=call.recording_enabled, assistant_version=call.assistant_version,
+                   resumed=resumed)
 
 
 class Conversation:
@@ -234,6 +245,8 @@ class Conversation:
                                on_partial=self._partial, on_note=lambda text: self._write(self._note(SYSTEM, text)))
         self.endpointer = self.hearing.endpointer
         self.started = self.last_frame = self.last_speech = self.loop.time()
+        if context.resumed is not None:  # the grant and the cap count from the call's start
+            self.started -= context.resumed.elapsed
         # The call's longest duration: the grant, or the assistant's `maxDurationSec`
         # below it (set once the assistant is read); silence per the assistant too.
         self.max_seconds, self.capped = context.max_seconds, False
@@ -426,6 +439,19 @@ class Conversation:
         """The opening, then each utterance in turn: hear, think, speak."""
         self.mind = await _new_mind(self.context)
         await self._assistants_limits(self.mind.assistant)
+        if self.context.resumed is not None:
+            await self._resume(self.context.resumed)
+        else:
+            await self._open()
+        while True:
+            self._callers_turn()
+            utterance = await self.utterances.get()
+            self.idle_since = None
+            await self._answer(utterance)
+
+    async def _open(self) -> None:
+        """The opening (the disclosure first), while hearing and a realtime session get ready."""
+        assert self.mind is not None
         opening = await _opening(tenant=self.context.tenant, variables=self.context.variables,
                                  assistant=self.mind.assistant, recorded=self.context.recorded)
         realtime = self._realtime(opening.text)  # connects while the opening is spoken
@@ -442,11 +468,19 @@ class Conversation:
             await ready
         finally:
             ready.cancel()  # a no-op once it finished
-        while True:
-            self._callers_turn()
-            utterance = await self.utterances.get()
-            self.idle_since = None
-            await self._answer(utterance)
+
+    async def _resume(self, resumed: Resumed) -> None:
+        """The call came back after an Asterisk dialplan's warm hand-over nobody answered:
+        no opening (the disclosure was given), the pipeline hears the caller, and the
+        assistant, given the call's transcript so far and transfer_call's answer as on
+        Twilio and SIP, tells the caller and offers the callback."""
+        assert self.mind is not None
+        await self._listen()
+        result = {"ok": False, "tool": "transfer_call", "error": tool_codes.TRANSFER_NOT_ANSWERED,
+                  "message": resumed.message}
+        reply = await _resumed_reply(self.mind, history=resumed.history, tool="transfer_call", result=result)
+        if reply.text:
+            await self._say(reply.text)
 
     def _realtime(self, opening: str) -> "asyncio.Task[None] | None":
         """An assistant in realtime mode: the task of its session (agent_app.realtime),

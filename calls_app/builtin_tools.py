@@ -4,11 +4,10 @@ transfer; the transport is the conversation's) and `end_call` (recorded; the
 conversation ends the call). Registered in CallsAppConfig.ready()."""
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from calls_app.services import call_action_record, call_callback_create, call_transfer
-from calls_app.warm_transfers import NOT_ANSWERED, UNSUPPORTED, call_warm_transfer
+from calls_app.warm_transfers import NOT_ANSWERED, UNSUPPORTED, call_warm_transfer, not_answered_message
 from console import tool_codes as codes
 from console.assistants.builtin_tools import BuiltinCall, BuiltinTool, ToolRefused
 from console.assistants.models import Assistant
@@ -38,10 +37,7 @@ def _transfer_call(call: BuiltinCall) -> dict[str, Any]:
         return {"action": "transfer", "result": target}
     outcome = call_warm_transfer(call_id=call.call_id, target=target, reason=arguments.get("reason", ""))
     if outcome == NOT_ANSWERED:
-        seconds = settings.VOICE_WARM_TRANSFER_RING_SEC
-        raise ToolRefused(codes.TRANSFER_NOT_ANSWERED, (
-            f"{target['name']} hat nicht innerhalb von {seconds} Sekunden abgenommen. Sagen Sie das dem Anrufer und "
-            "bieten Sie einen Rückruf an (create_callback)."))
+        raise ToolRefused(codes.TRANSFER_NOT_ANSWERED, not_answered_message(name=target["name"]))
     if outcome == UNSUPPORTED:
         return {"action": "transfer", "result": target}
     return {"action": "transfer", "result": {**target, "mode": "warm"}}

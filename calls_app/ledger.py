@@ -173,6 +173,19 @@ def _finish(call: Call, *, status: str, seconds: int, ended_at: datetime, record
         job_enqueue_on_commit(ANALYSIS_JOB, kwargs={"call_id": call.pk})
 
 
+def call_held_book(call: Call) -> None:
+    """Books a call held for an Asterisk dialplan's warm hand-over (locked by the
+    caller; `transferred_to` set, not ended: calls_app.phone_calls.call_hand_over) as
+    handed over: ended at the hand-over, with the seconds kept then. Whoever books it
+    first (the person answering, the dialplan's report, the orphan sweep) books it once;
+    a call not held (ended, or its conversation going on) is left alone."""
+    if call.is_ended or not call.transferred_to:
+        return
+    ended_at = call.started_at + timedelta(seconds=call.seconds) if call.started_at is not None else timezone.now()
+    _finish(call, status=Call.Status.COMPLETED, seconds=call.seconds, ended_at=ended_at,
+            recording_url=call.recording_url)
+
+
 # The analysis of an ended call that had a conversation (calls_app.analysis).
 ANALYSIS_JOB = "calls_app.analysis.call_analyze"
 

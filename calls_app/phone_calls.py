@@ -12,6 +12,7 @@ stream ended first), the hand-over to a person, and the recording."""
 import logging
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -28,7 +29,7 @@ from calls_app.ledger import (
     call_seconds_correct,
 )
 from calls_app.models import Call, Carrier, CarrierEvent, TranscriptEntry
-from calls_app.warm_transfers import warm_room
+from calls_app.warm_transfers import warm_dialplan_ringing, warm_room
 from console.assistants.models import Assistant
 from console.db.conflicts import retry_conflicts
 from console.numbers.models import PhoneNumber
@@ -174,7 +175,8 @@ def call_hand_over(*, call_id: str, target: str, label: str = "", now: datetime 
     """The agent hands the call over to `target` (E.164): the system note "Weitergeleitet
     an …" (naming `label`, e.g. the assistant's "Zentrale (+49…)", else the number), the
     number kept on the call (an Asterisk dialplan reads it back), and the call ended and
-    booked with its seconds up to the hand-over. Returns the call, or None when it had
+    booked with its seconds up to the hand-over (a warm one an Asterisk dialplan still
+    rings for: held until its outcome, see below). Returns the call, or None when it had
     ended already (nothing changes then). Which numbers the assistant may reach is
     checked before (services.call_transfer)."""
     now = now or timezone.now()
@@ -184,10 +186,20 @@ def call_hand_over(*, call_id: str, target: str, label: str = "", now: datetime 
     if call.transcription_enabled and not call.redacted:
         TranscriptEntry.objects.create(call=call, role=TranscriptEntry.Role.SYSTEM,
                                        text=TRANSFER_NOTE.format(target=label or target), ts=now)
-    call.transferred_to = target
-    call.save(update_fields=["transferred_to"])
     seconds = 0 if call.started_at is None else max(0, round((now - call.started_at).total_seconds()))
     seconds = min(seconds, call.max_seconds or seconds)
+    if warm_dialplan_ringing(call=call):
+        # An Asterisk dialplan rings the person now: the call is held, not booked, so
+        # that the caller can come back to the conversation if nobody answers
+        # (calls_app.warm_transfers). Its seconds up to here are kept for the booking
+        # (ledger.call_held_book); the heartbeat keeps the orphan sweep off for the ring.
+        call.transferred_to, call.seconds = target, seconds
+        call.heartbeat_at = now + timedelta(seconds=settings.VOICE_WARM_TRANSFER_RING_SEC)
+        call.save(update_fields=["transferred_to", "seconds", "heartbeat_at"])
+        logger.info("Call %s held while %s is rung for a warm hand-over", call.pk, mask(target))
+        return call
+    call.transferred_to = target
+    call.save(update_fields=["transferred_to"])
     _finish(call, status=Call.Status.COMPLETED, seconds=seconds, ended_at=now, recording_url=call.recording_url)
     logger.info("Call %s handed over to %s after %s s", call.pk, mask(target), seconds)
     return call

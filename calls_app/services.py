@@ -39,6 +39,7 @@ from calls_app.ledger import (  # noqa: F401 (as above)
     _finish,
     _locked,
     _reserve,
+    call_held_book,
     reservations_release_expired,
     usage_recompute,
 )
@@ -434,8 +435,10 @@ def calls_orphaned_end(*, now: datetime | None = None) -> int:
     heartbeat for CALL_HEARTBEAT_TIMEOUT_SEC (its server was killed, its machine lost),
     web or phone alike, through the one booking path (`_finish`): `completed`, ended
     and booked at its last heartbeat, the seconds its owner was known to hold it, its
-    reservation released, `call.ended` announced. A call ended once is never booked
-    again, and a call whose owner is alive is not touched. Returns how many it ended."""
+    reservation released, `call.ended` announced (a call held for an Asterisk dialplan's
+    warm hand-over that never came back: at its hand-over, ledger.call_held_book). A
+    call ended once is never booked again, and a call whose owner is alive is not
+    touched. Returns how many it ended."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.CALL_HEARTBEAT_TIMEOUT_SEC)
     orphans = list(Call.objects.filter(ended_at__isnull=True, heartbeat_at__lt=cutoff)
@@ -455,6 +458,9 @@ def _orphan_end(*, call_id: str, cutoff: datetime) -> bool:
     call = _locked(Call.objects.select_related("tenant")).filter(pk=call_id).first()
     if call is None or call.is_ended or call.heartbeat_at is None or call.heartbeat_at >= cutoff:
         return False
+    if call.transferred_to:  # held for a dialplan's warm hand-over that never came back to us
+        call_held_book(call)
+        return True
     ended_at = call.heartbeat_at
     if call.started_at is None:
         status, seconds = Call.Status.CANCELED, 0

@@ -12,6 +12,7 @@ hook (another process) changes. The summary is kept only while the person is run
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +24,7 @@ from calls_app.carriers import CarrierError, adapter_for
 from calls_app.errors import CarrierUnavailable
 from calls_app.kinds import KINDS
 from calls_app.kinds.base import CarrierKind
-from calls_app.ledger import _locked
+from calls_app.ledger import _locked, call_held_book
 from calls_app.models import Call, Carrier, TranscriptEntry, WarmTransfer
 from calls_app.services import _record_action, call_callback_create
 from console.assistants.builtin_tools import builtin_tool
@@ -35,6 +36,7 @@ logger = logging.getLogger("calls_app.phone")
 
 ANSWERED, NOT_ANSWERED, UNSUPPORTED = "answered", "not_answered", "unsupported"
 DIALPLAN = "dialplan"  # an Asterisk dialplan rings the person after the conversation (kind.warm_by_dialplan)
+RESUME = "resume"  # the dialplan's report answered: connect the caller to AudioSocket again
 POLL_SEC = 0.2
 MAX_SUMMARY = 600
 MAX_WORDS = 200  # of the caller's own words, when the model gave no reason
@@ -135,6 +137,22 @@ def call_warm_transfer(*, call_id: str, target: dict[str, Any], reason: str = ""
     return outcome
 
 
+def not_answered_message(*, name: str) -> str:
+    """transfer_call's answer to the model when nobody answered (on every line: the
+    tool's refusal on Twilio and SIP, the resumed conversation's on an Asterisk dialplan)."""
+    seconds = settings.VOICE_WARM_TRANSFER_RING_SEC
+    return (f"{name} hat nicht innerhalb von {seconds} Sekunden abgenommen. Sagen Sie das dem Anrufer und bieten "
+            "Sie einen Rückruf an (create_callback).")
+
+
+def warm_dialplan_ringing(*, call: Call) -> bool:
+    """Whether an Asterisk dialplan is about to ring a person for the call's warm
+    hand-over (call_warm_transfer answered DIALPLAN and nothing decided it yet): the
+    hand-over then holds the call instead of booking it (phone_calls.call_hand_over)."""
+    return bool(call.carrier_id) and WarmTransfer.objects.filter(
+        call=call, status=WarmTransfer.Status.RINGING).exists() and _kind_of(call.carrier_id).warm_by_dialplan
+
+
 def warm_transfers_expire(*, now: datetime | None = None) -> int:
     """Rings older than AGENT_TOKEN_TTL_SEC that nobody decided (a dialplan that never
     reported) are given up and lose their summary: a summary is kept only while the
@@ -193,10 +211,13 @@ def warm_leg_ended(*, carrier: Carrier, transfer_id: str) -> None:
 
 # --- An Asterisk dialplan's warm hand-over ------------------------------------------------------
 # The conversation hands over as for a plain one (the call keeps the number, AudioSocket
-# ends); the dialplan reads the whisper's UUID (`warm_dialplan_whisper`), dials the person
-# with Dial's U() running AudioSocket(<that UUID>) on their channel — our listener speaks
-# the summary there and hangs up (`warm_whisper_claim`), then Asterisk bridges the caller
-# — and reports DIALSTATUS (`warm_dialplan_outcome`). docs/telephony.md has the dialplan.
+# ends), but the call is held, not booked (phone_calls.call_hand_over); the dialplan reads
+# the whisper's UUID (`warm_dialplan_whisper`), dials the person with Dial's U() running
+# AudioSocket(<that UUID>) on their channel — our listener speaks the summary there and
+# hangs up (`warm_whisper_claim`: the call booked handed over), then Asterisk bridges the
+# caller — and reports DIALSTATUS (`warm_dialplan_outcome`). Nobody answering, the report
+# answers RESUME and the caller's AudioSocket() connects with the call's UUID once more
+# (`warm_dialplan_resume`): the conversation goes on. docs/telephony.md has the dialplan.
 
 def _dialplan_transfer(carrier: Carrier, call_id: str) -> WarmTransfer | None:
     return (WarmTransfer.objects.filter(call_id=call_id, call__carrier=carrier).select_related("call__tenant")
@@ -218,24 +239,36 @@ def warm_whisper_claim(*, token: str) -> str | None:
         return None
     since = timezone.now() - timedelta(seconds=settings.AGENT_TOKEN_TTL_SEC)
     row = (WarmTransfer.objects.filter(leg_id=token, status=WarmTransfer.Status.RINGING, created_at__gte=since)
-           .values_list("pk", "summary").first())
+           .values_list("pk", "summary", "call_id").first())
     if row is None or not _decide(row[0], WarmTransfer.Status.ANSWERED):
         return None
+    _book_held(row[2])  # the person answered: the caller is theirs, the call booked as handed over
     return row[1]
+
+
+@transaction.atomic
+def _book_held(call_id: str) -> None:
+    call_held_book(_locked(Call.objects.select_related("tenant")).get(pk=call_id))
 
 
 def warm_dialplan_outcome(*, carrier: Carrier, call_id: str, dial_status: str) -> str:
     """The dialplan's DIALSTATUS of the call's warm hand-over: ANSWER recorded as
-    answered; anything else as not answered, with the callback the agent would have
-    offered (a lead for the caller's number, as the caller was told by the dialplan) and
-    a note on the transcript. Returns the outcome ("" when the call had no warm
-    hand-over or it was reported before)."""
+    answered (the call, held since the hand-over, booked so); anything else as not
+    answered, with a note on the transcript, and then RESUME while the call is still
+    held: the dialplan connects the caller to AudioSocket again and the conversation
+    goes on (warm_dialplan_resume), whose assistant tells the caller and offers the
+    callback. A call no longer held (booked meanwhile by the orphan sweep) cannot come
+    back: the callback the agent would have offered is noted here as a lead, and
+    NOT_ANSWERED tells the dialplan to play its recording. So the lead is made once, on
+    one side. Returns the answer ("" when the call had no warm hand-over or it was
+    reported before)."""
     transfer = _dialplan_transfer(carrier, call_id)
     if transfer is None:
         return ""
     name = _target_name(transfer)
     if dial_status.strip().upper() == "ANSWER":
         _decide(transfer.pk, WarmTransfer.Status.ANSWERED)  # the whisper may have been skipped
+        _book_held(call_id)
         if _outcome_recorded(transfer):
             return ""
         _record_outcome(call_id=call_id, name=name, outcome=ANSWERED)
@@ -245,15 +278,53 @@ def warm_dialplan_outcome(*, carrier: Carrier, call_id: str, dial_status: str) -
             or _outcome_recorded(transfer):
         return ""
     _record_outcome(call_id=call_id, name=name, outcome=NOT_ANSWERED)
-    try:
-        call_callback_create(call_id=call_id, reason=f"Warme Weiterleitung an {name}: niemand nahm ab")
-    except ValidationFailed:  # no number to call back (withheld)
-        logger.info("Call %s: no callback after the unanswered warm hand-over (no caller number)", call_id)
-    call = transfer.call
+    call = Call.objects.get(pk=call_id)
+    held = not call.is_ended and bool(call.transferred_to)
+    if not held:
+        try:
+            call_callback_create(call_id=call_id, reason=f"Warme Weiterleitung an {name}: niemand nahm ab")
+        except ValidationFailed:  # no number to call back (withheld)
+            logger.info("Call %s: no callback after the unanswered warm hand-over (no caller number)", call_id)
     if call.transcription_enabled and not call.redacted:
-        TranscriptEntry.objects.create(call=call, role=TranscriptEntry.Role.SYSTEM, ts=timezone.now(),
-                                       text=f"Bei {name} nahm bei der Übergabe niemand ab: Rückruf notiert.")
-    return NOT_ANSWERED
+        TranscriptEntry.objects.create(call=call, role=TranscriptEntry.Role.SYSTEM, ts=timezone.now(), text=(
+            f"Bei {name} nahm bei der Übergabe niemand ab" + (": zurück zum Gespräch." if held
+                                                               else ": Rückruf notiert.")))
+    return RESUME if held else NOT_ANSWERED
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A call given back to its conversation after its dialplan's unanswered warm hand-over."""
+
+    name: str  # the transfer target nobody answered at
+    message: str  # transfer_call's answer to the model, as on Twilio and SIP (not_answered_message)
+    history: list[tuple[str, str]]  # the call's transcript so far: ("user" | "assistant", text), in order
+    elapsed: int  # seconds since the call started: its grant and the assistant's cap count on
+
+
+@transaction.atomic
+def warm_dialplan_resume(*, call_id: str, now: datetime | None = None) -> Resumed | None:
+    """The caller of a call held for its dialplan's warm hand-over comes back over
+    AudioSocket (the report answered RESUME): once — the call is no longer held (its
+    `transferred_to` and kept seconds cleared; booked at its real end like any call).
+    None for a call that is not held (ended, answered, resumed already) or whose last
+    hand-over was not reported unanswered."""
+    now = now or timezone.now()
+    call = _locked(Call.objects.select_related("assistant")).filter(pk=call_id).first()
+    if call is None or call.is_ended or not call.transferred_to or call.started_at is None:
+        return None
+    transfer = WarmTransfer.objects.filter(call=call).order_by("-created_at", "-pk").first()
+    if transfer is None or transfer.status != WarmTransfer.Status.NOT_ANSWERED:
+        return None
+    transfer.call = call
+    name = _target_name(transfer)
+    call.transferred_to, call.seconds, call.heartbeat_at = "", 0, now
+    call.save(update_fields=["transferred_to", "seconds", "heartbeat_at"])
+    spoken = (TranscriptEntry.Role.USER, TranscriptEntry.Role.ASSISTANT)
+    history = [(role, text) for role, text in TranscriptEntry.objects.filter(call=call, role__in=spoken)
+               .order_by("ts", "pk").values_list("role", "text")]
+    return Resumed(name=name, message=not_answered_message(name=name), history=history,
+                   elapsed=max(0, round((now - call.started_at).total_seconds())))
 
 
 def _target_name(transfer: WarmTransfer) -> str:

@@ -87,8 +87,10 @@ class AsteriskWebhooks:
                 "status": serializers.CharField(help_text="The dialplan's ${DIALSTATUS}.")})},
             "responses": {(200, "text/plain"): OpenApiTypes.STR},
             "extensions": errors(400, 401, 404),
-            "summary": "The outcome of an Asterisk call's warm hand-over (Dial's DIALSTATUS): not answered, the "
-                       "caller's callback is noted",
+            "summary": "The outcome of an Asterisk call's warm hand-over (Dial's DIALSTATUS), answered as text: "
+                       "'answered'; 'resume' (not answered: connect the caller to AudioSocket with the call's UUID "
+                       "again, the conversation goes on and offers a callback); 'not_answered' (the call cannot come "
+                       "back: its callback is noted as a lead); empty (no warm hand-over, or reported before)",
         },
     }
 

@@ -295,7 +295,10 @@ def _pbx_call_handed_over(audiosocket, client, pbx):
 
 @pytest.mark.slow
 def test_a_pbx_rings_the_person_who_hears_the_summary_over_audiosocket(audiosocket, client, pbx, tenant_a):
+    from datetime import timedelta
+
     from tests.agent_app.phone import AudioSocketPeer
+    from tests.agent_app.test_audiosocket import booked_once
 
     call_uuid, call = _pbx_call_handed_over(audiosocket, client, pbx)
     # The dialplan reads the number and the whisper's UUID back, and dials with U().
@@ -322,25 +325,121 @@ def test_a_pbx_rings_the_person_who_hears_the_summary_over_audiosocket(audiosock
     ended = Call.objects.with_transcript().get(pk=call.pk)
     assert (ended.status, ended.transferred_to) == ("completed", PERSON)
     assert [e.text for e in ended.transcript_entries.all()][-1].endswith("nach Übergabe mit Zusammenfassung")
+    # Booked when the person answered, at the hand-over; the caller's UUID opens nothing again.
+    assert ended.ended_at == ended.started_at + timedelta(seconds=ended.seconds)
+    assert _connect_again(audiosocket, call_uuid) in ([], [0x00])
+    booked_once(tenant_a, Call.objects.get(pk=call.pk))
+
+
+def _connect_again(audiosocket, call_uuid):
+    """The dialplan's AudioSocket() with the call's UUID once more: the frames it got
+    before the listener closed (a refused one gets no audio, at most the hangup frame)."""
+    from tests.agent_app.phone import AudioSocketPeer
+
+    async def connect():
+        async with AudioSocketPeer(audiosocket.port) as peer:
+            await peer.send(0x01, call_uuid.bytes)
+            await asyncio.wait_for(peer.closed.wait(), 20)
+            return [kind for _, kind, _ in peer.frames]
+
+    return asyncio.run(connect())
+
+
+def _turn(mind, text):
+    return _in_thread(mind.turn, text=text)
 
 
 @pytest.mark.slow
-def test_a_pbx_person_not_answering_leaves_a_callback_for_the_caller(audiosocket, client, pbx, tenant_a):
+def test_a_pbx_caller_comes_back_to_the_conversation_when_nobody_answers(audiosocket, client, pbx, tenant_a):
+    """NOANSWER: the report answers `resume`, the dialplan connects the caller with the
+    call's UUID again, and the conversation goes on: the agent says nobody answered and
+    offers a callback, which the caller takes (one lead, linked to the call); the call
+    is booked once, when the caller hangs up. The UUID opens nothing a third time."""
+    from tests.agent_app.phone import AudioSocketPeer
+    from tests.agent_app.test_audiosocket import booked_once
+
     call_uuid, call = _pbx_call_handed_over(audiosocket, client, pbx)
-    whisper = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content.decode()
+    held = Call.objects.get(pk=call.pk)
+    assert (held.ended_at, held.transferred_to) == (None, PERSON)  # held while the dialplan rings, not booked
+    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/transfer", **pbx).content.decode() == PERSON
+    assert len(client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content) == 36
+    assert _connect_again(audiosocket, call_uuid) in ([], [0x00])  # not before the report
+
+    outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx)
+    assert (outcome.status_code, outcome.content) == (200, b"resume")
+    assert Lead.objects.count() == 0  # the caller is asked, not noted for them
+    assert [a for a in _actions(call) if a["tool"] == "transfer_call"][-1] == {
+        "tool": "transfer_call", "target": "Zentrale", "mode": "warm", "outcome": "not_answered"}
+    assert client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx).content == b""
+
+    async def back():
+        async with AudioSocketPeer(audiosocket.port) as peer:
+            await peer.send(0x01, call_uuid.bytes)
+            await peer.audio_until(lambda: getattr(phone.live.get(call.pk), "context", None) is not None
+                                   and phone.live[call.pk].context.resumed is not None)
+            conversation = phone.live[call.pk]
+            # The agent has spoken its reply and it is the caller's turn.
+            await peer.audio_until(lambda: conversation.idle_since is not None and peer.audio_in())
+            said = conversation.mind.messages[-1]["content"]
+            replies = []
+            for text in ("Ja bitte.", "Ja.", "Morgen Vormittag."):
+                future = _turn(conversation.mind, text)
+                await peer.audio_until(future.done)
+                replies.append(future.result().text)
+            await peer.send(0x00)
+            await asyncio.wait_for(peer.closed.wait(), 30)
+            return said, replies, conversation.mind.messages
+
+    said, replies, messages = asyncio.run(back())
+    assert said == "Leider hat gerade niemand abgenommen. Soll ein Mitarbeiter Sie zurückrufen?"
+    assert "Nummer, von der Sie gerade anrufen" in replies[0] and "Wann passt Ihnen der Rückruf" in replies[1]
+    # The conversation went on with the call's transcript so far.
+    assert any(m["role"] == "assistant" and (m["content"] or "").startswith(tenant_a.disclosure_text.strip())
+               for m in messages)
+    lead = Lead.objects.for_tenant(tenant_a).get()
+    ended = Call.objects.with_transcript().get(pk=call.pk)
+    assert (lead.kind, lead.phone, ended.lead_id) == ("callback", CALLER, lead.pk)
+    assert (ended.status, ended.transferred_to) == ("completed", "")
+    booked_once(tenant_a, ended)
+    assert ended.seconds == round((ended.ended_at - ended.started_at).total_seconds())  # up to the real end
+    lines = [(e.role, e.text) for e in ended.transcript_entries.all()]
+    assert ("system", "Bei Zentrale nahm bei der Übergabe niemand ab: zurück zum Gespräch.") in lines
+    assert ("assistant", said) in lines
+    # A third connection with the UUID is refused; the call stays booked once.
+    assert _connect_again(audiosocket, call_uuid) in ([], [0x00])
+    booked_once(tenant_a, Call.objects.get(pk=call.pk))
+
+
+@pytest.mark.slow
+def test_a_pbx_call_that_cannot_come_back_leaves_a_callback_for_the_caller(audiosocket, client, pbx, tenant_a):
+    """The held call was booked meanwhile (the orphan sweep: the dialplan took too
+    long): the report answers `not_answered`, the callback is noted as a lead here, and
+    the dialplan plays its recording; the UUID opens nothing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from calls_app.services import calls_orphaned_end
+    from tests.agent_app.test_audiosocket import booked_once
+
+    call_uuid, call = _pbx_call_handed_over(audiosocket, client, pbx)
+    kept = Call.objects.get(pk=call.pk).seconds
+    assert calls_orphaned_end(now=timezone.now() + timedelta(seconds=300)) == 1
+    swept = Call.objects.get(pk=call.pk)
+    assert (swept.status, swept.seconds, swept.transferred_to) == ("completed", kept, PERSON)  # at the hand-over
+    assert swept.ended_at == swept.started_at + timedelta(seconds=kept)
+    booked_once(tenant_a, swept)
+
     outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx)
     assert (outcome.status_code, outcome.content) == (200, b"not_answered")
     lead = Lead.objects.for_tenant(tenant_a).get()
     assert (lead.kind, lead.phone) == ("callback", CALLER) and "niemand nahm ab" in lead.notes
-    assert [a for a in _actions(call) if a["tool"] == "transfer_call"] == [
-        {"tool": "transfer_call", "target": "Zentrale", "mode": "warm", "outcome": "not_answered"}]
     notes = [e.text for e in Call.objects.with_transcript().get(pk=call.pk).transcript_entries.all()]
     assert notes[-1] == "Bei Zentrale nahm bei der Übergabe niemand ab: Rückruf notiert."
-    # Reported again (a retried CURL): nothing twice; the whisper's UUID is spent.
+    assert _connect_again(audiosocket, call_uuid) in ([], [0x00])
     assert client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "NOANSWER"}, **pbx).content == b""
-    assert Lead.objects.count() == 1
-    assert client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content == b""
-    assert whisper and WarmTransfer.objects.get().summary == ""
+    assert Lead.objects.count() == 1 and WarmTransfer.objects.get().summary == ""
+    booked_once(tenant_a, Call.objects.get(pk=call.pk))
 
 
 def test_a_ring_nobody_reports_loses_its_summary(client, line, fake_twilio, settings):
@@ -359,3 +458,73 @@ def test_a_ring_nobody_reports_loses_its_summary(client, line, fake_twilio, sett
     stale.refresh_from_db()
     fresh.refresh_from_db()
     assert (stale.status, stale.summary) == ("not_answered", "") and fresh.summary == "Anliegen: Termin"
+
+
+def _held_pbx_call(client, pbx):
+    """A PBX call answered (its UUID claimed, as the listener does), whose assistant
+    handed over warm: held by call_hand_over while the dialplan rings. (UUID, call id)."""
+    from agent_app.services import agent_session_claim
+    from calls_app.phone_calls import call_hand_over
+    from tests.agent_app.test_audiosocket import register
+
+    call_uuid = register(client, pbx["HTTP_AUTHORIZATION"].split()[1]).content.decode()
+    session = agent_session_claim(token=call_uuid, transport="audiosocket")
+    call = _call_of(call_id=session.call_id)
+    assert _transfer(call).result(timeout=30)["result"]["mode"] == "warm"
+    assert call_hand_over(call_id=call.pk, target=PERSON, label=f"Zentrale ({PERSON})") is not None
+    return call_uuid, call.pk
+
+
+def test_a_held_pbx_call_comes_back_once_and_is_booked_once_at_its_end(client, pbx, tenant_a):
+    from agent_app.services import agent_session_resume
+    from calls_app.services import call_web_end
+    from tests.agent_app.test_audiosocket import booked_once
+
+    call_uuid, call_id = _held_pbx_call(client, pbx)
+    held = Call.objects.get(pk=call_id)
+    assert (held.status, held.ended_at, held.transferred_to) == ("active", None, PERSON)
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None  # still ringing
+    outcome = client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "BUSY"}, **pbx)
+    assert outcome.content == b"resume" and Lead.objects.count() == 0
+
+    session, resumed = agent_session_resume(token=call_uuid, transport="audiosocket")
+    assert (session.call_id, resumed.name) == (call_id, "Zentrale")
+    assert resumed.message.startswith("Zentrale hat nicht innerhalb von 20 Sekunden abgenommen.")
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None  # once
+    assert agent_session_resume(token=call_uuid, transport="web") is None
+    # The offline policy, given the call's history and the tool's answer, offers the callback.
+    mind = Mind(tenant=tenant_a, call_id=call_id, language="de", assistant=_call_of(call_id=call_id).assistant,
+                caller_e164=CALLER, channel="Telefon")
+    reply = mind.resume(history=resumed.history, tool="transfer_call", result={
+        "ok": False, "tool": "transfer_call", "error": "transfer_not_answered", "message": resumed.message})
+    assert reply.text == "Leider hat gerade niemand abgenommen. Soll ein Mitarbeiter Sie zurückrufen?"
+    assert "Nummer, von der Sie gerade anrufen" in mind.turn("Ja bitte.").text
+    mind.turn("Ja.")
+    mind.turn("Morgen Vormittag.")
+    assert Lead.objects.get().phone == CALLER
+
+    ended = call_web_end(call_id=call_id)
+    assert (ended.status, ended.transferred_to, ended.lead_id) == ("completed", "", Lead.objects.get().pk)
+    booked_once(tenant_a, ended)
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None
+
+
+def test_a_held_pbx_call_whose_person_answers_is_booked_at_the_hand_over(client, pbx, tenant_a):
+    from datetime import timedelta
+
+    from agent_app.services import agent_session_resume
+    from calls_app.warm_transfers import warm_whisper_claim
+    from tests.agent_app.test_audiosocket import booked_once
+
+    call_uuid, call_id = _held_pbx_call(client, pbx)
+    kept = Call.objects.get(pk=call_id).seconds
+    whisper = client.get(f"/voice/asterisk/ast1/calls/{call_uuid}/whisper", **pbx).content.decode()
+    assert warm_whisper_claim(token=whisper).startswith("Hallo Zentrale")
+    booked = Call.objects.get(pk=call_id)
+    assert (booked.status, booked.seconds, booked.transferred_to) == ("completed", kept, PERSON)
+    assert booked.ended_at == booked.started_at + timedelta(seconds=kept)
+    booked_once(tenant_a, booked)
+    assert client.post(f"/voice/asterisk/ast1/calls/{call_uuid}/warm", {"status": "ANSWER"}, **pbx).content == \
+        b"answered"
+    assert agent_session_resume(token=call_uuid, transport="audiosocket") is None
+    booked_once(tenant_a, Call.objects.get(pk=call_id))
