@@ -43,6 +43,24 @@ def active_windows(samples: numpy.ndarray, rate: int, threshold_db: float = -40.
     return 20 * numpy.log10(rms) > threshold_db
 
 
+def _ports() -> tuple[int, int, int]:
+    """(SIP, control, first RTP) ports for a baresip phone, none in another's way: baresip
+    binds its SIP port for UDP and TCP and the next one for its TLS transport (TCP), so
+    that one must be free too and neither the control port nor the 16 RTP ports."""
+    for _ in range(50):
+        sip, ctrl, rtp = free_port(), free_port(socket.SOCK_STREAM), free_port()
+        taken = {sip, sip + 1}
+        if ctrl in taken or taken & set(range(rtp, rtp + 16)) or ctrl in range(rtp, rtp + 16):
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tls:
+                tls.bind(("127.0.0.1", sip + 1))
+        except OSError:
+            continue
+        return sip, ctrl, rtp
+    raise RuntimeError("no free ports for a baresip phone")
+
+
 class Phone:
     def __init__(self, directory: Path, account: str, password: str, registrar_port: int,
                  codecs: tuple[str, ...] = ("PCMA", "PCMU")) -> None:
@@ -58,7 +76,7 @@ class Phone:
         self.silence = write_wav(self.dir / "silence.wav", numpy.zeros(8000 * 300, dtype=numpy.int16))
 
     def config(self) -> str:
-        sip_port, ctrl_port, rtp = free_port(), free_port(socket.SOCK_STREAM), free_port()
+        sip_port, ctrl_port, rtp = _ports()
         self.ctrl_port = ctrl_port
         modules = ["g711.so", "aufile.so", "sndfile.so"] + (["g722.so"] if "G722" in self.codecs else [])
         return "\n".join([
