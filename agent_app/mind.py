@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from campaigns_app.selectors import is_campaign_call
-from console.assistants.builtin_tools import campaign_call_tools, tools_vocabulary
+from console.assistants.builtin_tools import campaign_call_tools
 from console.assistants.models import Assistant
 from console.errors import ApiError
 from console.sentences import Sentences
@@ -101,15 +101,6 @@ class Mind:
         self.tools = tool_definitions(assistant=assistant, also=self.also, call_id=call_id) if assistant is not None \
             else []
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(caller_e164, channel, now)}]
-
-    def vocabulary(self) -> list[str]:
-        """What the recogniser is told to expect: the assistant's own keyterms (its
-        transcriber's), then the words of the built-in tools this call offers ("Termin",
-        "absagen", …), each once."""
-        own = [str(term) for term in ((self.assistant.transcriber if self.assistant is not None else None) or {})
-               .get("keyterms") or []]
-        offered = [tool["function"]["name"] for tool in self.tools]
-        return list(dict.fromkeys(own + tools_vocabulary(offered)))
 
     def _system_prompt(self, caller_e164: str, channel: str, now: datetime | None) -> str:
         company = self.tenant.name

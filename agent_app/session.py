@@ -423,7 +423,7 @@ class Conversation:
         assistant = self.mind.assistant if self.mind is not None else None
         transcriber = (assistant.transcriber if assistant is not None else None) or {}
         # The vocabulary is the provider's keyterms and the local recogniser's prompt alike.
-        self.hearing.keyterms = self.mind.vocabulary() if self.mind is not None else []
+        self.hearing.keyterms = [str(term) for term in transcriber.get("keyterms") or []]
         if not transcriber.get("lane"):
             return
         try:

@@ -97,7 +97,7 @@ BOOK_APPOINTMENT = BuiltinTool(
         "Nummer. Lesen Sie danach den gebuchten Termin vor (said)."),
     parameters={"type": "object", "properties": {"start": _START, "name": _NAME, "type": _TYPE, "phone": _PHONE},
                 "required": ["start", "name"], "additionalProperties": False},
-    run=_book, offered=_has_types, vocabulary=("Termin",))
+    run=_book, offered=_has_types)
 
 MOVE_APPOINTMENT = BuiltinTool(
     name="move_appointment", label=_("Move an appointment (move_appointment)"), owner="calendars_app",
@@ -106,7 +106,7 @@ MOVE_APPOINTMENT = BuiltinTool(
                  "neuen Beginn, den find_slots angeboten hat."),
     parameters={"type": "object", "properties": {"name": _NAME, "start": _START, "current": _CURRENT},
                 "required": ["name", "start"], "additionalProperties": False},
-    run=_move, offered=_has_types, vocabulary=("Termin", "verschieben"))
+    run=_move, offered=_has_types)
 
 CANCEL_APPOINTMENT = BuiltinTool(
     name="cancel_appointment", label=_("Cancel an appointment (cancel_appointment)"), owner="calendars_app",
@@ -114,6 +114,6 @@ CANCEL_APPOINTMENT = BuiltinTool(
     description="Sagt den Termin des Anrufers ab (gefunden über seine Nummer und seinen Namen).",
     parameters={"type": "object", "properties": {"name": _NAME, "current": _CURRENT},
                 "required": ["name"], "additionalProperties": False},
-    run=_cancel, offered=_has_types, vocabulary=("Termin", "absagen"))
+    run=_cancel, offered=_has_types)
 
 TOOLS = (FIND_SLOTS, BOOK_APPOINTMENT, MOVE_APPOINTMENT, CANCEL_APPOINTMENT)

@@ -88,10 +88,6 @@ class BuiltinTool:
     # Whether running it changes nothing (a search): a test call (agent_app.scenario_runs)
     # runs it for real; every other built-in tool acts in the test's sandbox.
     effect_free: bool = False
-    # The words a caller says to have it run, which the recogniser is told to expect where
-    # the tool is offered (Whisper's prompt, a streaming provider's keyterms: agent_app.mind):
-    # on the phone band Whisper base hears "Termin" as "Firmen" without them.
-    vocabulary: tuple[str, ...] = ()
 
 
 _tools: dict[str, BuiltinTool] = {}
@@ -124,12 +120,6 @@ def builtin_tool_names() -> tuple[str, ...]:
 
 def is_builtin_tool(name: object) -> bool:
     return isinstance(name, str) and name in _tools
-
-
-def tools_vocabulary(names: list[str]) -> list[str]:
-    """The vocabulary of the built-in tools `names` (those a call offers), each word once."""
-    words = [word for name in names if (tool := builtin_tool(name)) is not None for word in tool.vocabulary]
-    return list(dict.fromkeys(words))
 
 
 def campaign_call_tools() -> tuple[str, ...]:

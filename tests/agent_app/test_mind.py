@@ -242,13 +242,3 @@ def test_the_offline_policy_is_handed_on_in_sentences_too(tenant_a, assistant, w
     said = []
     reply = mind_of(tenant_a, web_call, assistant).turn("Ich hätte gern einen Rückruf.", say=said.append)
     assert said and " ".join(said) == reply.text
-
-
-def test_the_recogniser_expects_the_assistants_keyterms_then_the_words_of_its_offered_tools(tenant_a):
-    booking = Assistant.objects.create(
-        tenant=tenant_a, name="Termine", tools=["find_slots", "book_appointment", "cancel_appointment", "create_callback"],
-        appointment_types=[{"name": "Beratung", "minutes": 30}], transcriber={"keyterms": ["Dr. Weber", "Termin"]})
-    call = calls.call_request_web(tenant=tenant_a, assistant=booking)
-    assert mind_of(tenant_a, call, booking).vocabulary() == ["Dr. Weber", "Termin", "absagen"]
-    booking.appointment_types = []  # no appointment type: the calendar's tools are not offered, nor expected
-    assert mind_of(tenant_a, call, booking).vocabulary() == ["Dr. Weber", "Termin"]
