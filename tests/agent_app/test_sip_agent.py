@@ -218,7 +218,7 @@ def test_a_transfer_is_a_refer_the_caller_follows_and_the_call_keeps_its_note(tr
     assert ringing, human.events[-5:]
     human.command("accept")
     assert handed.result(30) is True
-    refers = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REFER"]
+    refers = until(lambda: [m for m in registrar.messages() if m.direction == "rcv" and m.method == "REFER"], 10)
     assert refers and refers[0].header("Refer-To") == f"<sip:{PERSON}@127.0.0.1:{registrar.port}>"
     ended = until(lambda: (c := Call.objects.with_transcript().get(pk=call.pk)).ended_at and c, 20)
     assert ended and ended.transferred_to == PERSON

@@ -102,8 +102,9 @@ def test_the_person_hears_the_summary_then_the_caller_through_our_bridge(line, t
     ringing = person.wait_event("CALL_INCOMING", 20)
     assert ringing, person.events[-5:]
     assert not result.done()  # the caller waits with the agent while the person is rung
-    invites = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "INVITE"
-               and PERSON in m.first_line]
+    # kamailio's sipdump is written after it relays a message: read until it shows the INVITE.
+    invites = until(lambda: [m for m in registrar.messages() if m.direction == "rcv" and m.method == "INVITE"
+                             and PERSON in m.first_line], 10)
     assert invites and CALLED in invites[-1].header("P-Preferred-Identity")  # our number shown to the person
     answered_at = person.events.index(ringing)
     person.command("accept")
@@ -165,7 +166,7 @@ def test_nobody_answering_cancels_the_ring_and_the_caller_takes_a_callback(line,
     assert ringing, [e.text for e in call.transcript_entries.filter(role="user")]
     closed = person.wait_event("CALL_CLOSED", 20, person.events.index(ringing))
     assert closed, person.events[-5:]  # nobody picked up: the ring ended by our CANCEL
-    cancels = [m for m in registrar.messages() if m.direction == "rcv" and m.method == "CANCEL"]
+    cancels = until(lambda: [m for m in registrar.messages() if m.direction == "rcv" and m.method == "CANCEL"], 10)
     assert cancels and PERSON in cancels[-1].first_line
     # The caller hears the agent again: it says nobody answered and offers a callback.
     back_at = len(active_windows(_heard(caller), 8000))
