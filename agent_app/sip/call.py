@@ -151,7 +151,7 @@ class RtpLeg:
                 logger.warning("SIP call %s: RTP from %s:%s, not the call's peer, ignored (%d packets)", self.log_id,
                                addr[0], addr[1], self.strangers)
             return
-        self.last_packet = asyncio.get_running_loop().time()  # a packet (audio's clock runs on without one)
+        self.last_packet = asyncio.get_running_loop().time()  # any packet of the peer: audio, a key, comfort noise
         deliver(data, addr)
 
     def _audio(self, pcm: bytes, timestamp: int) -> None:
