@@ -106,7 +106,7 @@ class Phone:
                 try:
                     self.sock = socket.create_connection(("127.0.0.1", self.ctrl_port), timeout=1)
                 except OSError:
-                    time.sleep(0.1)
+                    time.sleep(0.1)  # polling the control port with a deadline (baresip says nothing when ready)
             if self.sock is not None:
                 break
             self.stop()
@@ -195,7 +195,7 @@ class Phone:
     def send_dtmf(self, digits: str) -> None:
         for digit in digits:
             self.command("sndcode", digit)
-            time.sleep(0.3)
+            time.sleep(0.3)  # not a wait: a phone's gap between two key presses, so each is its own tone
 
     def hang_up(self, since: int) -> None:
         for _ in range(3):
@@ -222,7 +222,7 @@ class Phone:
             active = self.heard_so_far()
             if active[since:].sum() > 25 and len(active) > since + windows and not active[-windows:].any():
                 return True
-            time.sleep(0.2)
+            time.sleep(0.2)  # polling the dump baresip writes as it hears, with a deadline
         return False
 
     def recordings(self) -> tuple[numpy.ndarray, numpy.ndarray]:
