@@ -42,6 +42,7 @@ from calendars_app.kinds.base import (
 )
 from calendars_app.kinds.fields import ALL_FIELDS, KIND_FIELDS
 from calendars_app.models import Appointment, Calendar
+from calendars_app.names import name_matches
 from calendars_app.selectors import appointments_of
 from calendars_app.spoken import Wish, said_in_figures, said_in_words, wish_of
 from console import outbound
@@ -382,24 +383,17 @@ def appointment_book(*, assistant: Any, start: datetime | str, caller_e164: str,
     return _booked(kind, result, zone_name, "gebucht")
 
 
-def _name_matches(stored: str, given: str) -> bool:
-    """The caller's name as given matches the booked one: the same words, or the
-    surname alone ("Lehmann" for "Anna Lehmann")."""
-    stored_words = stored.casefold().split()
-    given_words = given.casefold().split()
-    return bool(given_words) and (given_words == stored_words or all(word in stored_words for word in given_words))
-
-
 def callers_appointments(*, assistant: Any, caller_e164: str, caller_name: str,
                          now: datetime | None = None) -> list[Appointment]:
     """The caller's coming appointments with the tenant: their number and their name
-    must both match (never another caller's)."""
+    must both match (never another caller's); the name as spelled or by its sound
+    (calendars_app/names.py)."""
     now = now or timezone.now()
     if not caller_e164 or not caller_name:
         return []
     rows = Appointment.objects.for_tenant(assistant.tenant).filter(
         caller_e164=caller_e164, status=Appointment.Status.BOOKED, starts_at__gte=now).select_related("calendar")
-    return [row for row in rows if _name_matches(row.caller_name, caller_name)]
+    return [row for row in rows if name_matches(row.caller_name, caller_name)]
 
 
 def _the_callers(assistant: Any, caller_e164: str, caller_name: str, appointment_id: str | None,

@@ -150,7 +150,8 @@ def test_the_caller_moves_and_cancels_their_own_appointment_only(practice):
     wrong_name = services.appointment_cancel(assistant=assistant, caller_e164="+4917612345678",
                                              caller_name="Neumann", now=NOW)
     assert wrong_name["error"] == "appointment_not_found"
-    moved = services.appointment_move(assistant=assistant, caller_e164="+4917612345678", caller_name="lehmann",
+    # the name as the phone line's recognition may spell it the next time: the same sound
+    moved = services.appointment_move(assistant=assistant, caller_e164="+4917612345678", caller_name="leman",
                                       start="2026-12-02T09:30", now=NOW)
     assert moved["ok"], moved
     assert moved["said"] == "Mittwoch, den zweiten Dezember, um halb zehn"
