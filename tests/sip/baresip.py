@@ -12,6 +12,7 @@ import threading
 import time
 import wave
 from pathlib import Path
+from typing import IO
 
 import numpy
 
@@ -72,6 +73,7 @@ class Phone:
         self.cv = threading.Condition()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
+        self.logger: threading.Thread | None = None
         self.token = 0
         self.silence = write_wav(self.dir / "silence.wav", numpy.zeros(8000 * 300, dtype=numpy.int16))
 
@@ -98,16 +100,7 @@ class Phone:
         said = []
         for _ in range(3):
             (self.dir / "config").write_text(self.config())
-            log = open(self.dir / "baresip.log", "wb")
-            self.proc = subprocess.Popen(["baresip", "-f", str(self.dir)], stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=self.dir, start_new_session=True)
-            deadline = time.monotonic() + 20
-            while self.sock is None and self.proc.poll() is None and time.monotonic() < deadline:
-                try:
-                    self.sock = socket.create_connection(("127.0.0.1", self.ctrl_port), timeout=1)
-                except OSError:
-                    time.sleep(0.1)  # polling the control port with a deadline (baresip says nothing when ready)
-            if self.sock is not None:
+            if self._run():
                 break
             self.stop()
             said.append((self.dir / "baresip.log").read_text(errors="replace")[-800:])
@@ -119,6 +112,25 @@ class Phone:
                               f"answermode=manual;audio_codecs={codecs};regint=600;ptime=20")
         assert self.wait_event("REGISTER_OK", 15), self.events[-5:]
         return self
+
+    def _run(self) -> bool:
+        """Starts baresip on the config's ports; True once its control port answers.
+        baresip prints "baresip is ready." when its modules are loaded (ctrl_tcp's
+        listener among them), and its output ends when it exits (a port taken): either
+        wakes the wait."""
+        self.proc = subprocess.Popen(["baresip", "-f", str(self.dir)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir,
+                                     start_new_session=True)
+        ready = threading.Event()
+        self.logger = threading.Thread(target=_log, args=(self.proc.stdout, self.dir / "baresip.log", ready),
+                                       daemon=True)
+        self.logger.start()
+        ready.wait(20)
+        try:
+            self.sock = socket.create_connection(("127.0.0.1", self.ctrl_port), timeout=1)
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         if self.sock is not None:
@@ -132,6 +144,8 @@ class Phone:
                 self.proc.wait(10)
             except ProcessLookupError:  # gone between the poll and the signal
                 pass
+        if self.logger is not None:
+            self.logger.join(10)  # the log complete once its output has ended
 
     def _read(self) -> None:
         buffer = b""
@@ -238,6 +252,17 @@ class Phone:
         dumps = sorted((self.dir / "rec").glob("dump-*-dec.wav"), key=lambda path: path.stat().st_mtime)
         assert dumps, "no recording"
         return read_wav(dumps[-1])
+
+
+def _log(output: IO[bytes], path: Path, ready: threading.Event) -> None:
+    """baresip's output into its log file, line by line; `ready` set when it says so or ends."""
+    with open(path, "wb") as log:
+        for line in output:
+            log.write(line)
+            log.flush()
+            if b"baresip is ready." in line:
+                ready.set()
+    ready.set()
 
 
 def reply_latencies(sent: numpy.ndarray, heard: numpy.ndarray, rate: int = 8000) -> list[float | None]:
