@@ -5,8 +5,8 @@ the caller's number stays the key, the name only tells apart who shares it."""
 import unicodedata
 
 _VOWELS = frozenset("AEIJOUY")
-_CODES = {**dict.fromkeys("B", "1"), **dict.fromkeys("FVW", "3"), **dict.fromkeys("GKQ", "4"), "L": "5",
-          **dict.fromkeys("MN", "6"), "R": "7", **dict.fromkeys("SZ", "8")}
+_CODES = {"B": "1", **dict.fromkeys("FVW", "3"), **dict.fromkeys("GKQ", "4"), "L": "5", **dict.fromkeys("MN", "6"),
+          "R": "7", **dict.fromkeys("SZ", "8")}
 _C_HARD_AT_START = frozenset("AHKLOQRUX")
 _C_HARD = frozenset("AHKOQUX")
 
