@@ -15,6 +15,10 @@
   const level = document.getElementById("level");
   let socket = null, context = null, stream = null, playingUntil = 0, sources = [], partialLine = null;
   let agentLine = null;  // the reply being spoken: a model that streams adds its sentences
+  // The agent takes audio at most twice as fast as real time after a 1 s burst: what was
+  // heard while the socket connected (its last 5 s at most) goes out 0.5 s at once, then
+  // one kept frame beside each new one until none is left.
+  const WAITING_FRAMES = 50, BURST_FRAMES = 5;
 
   function say(kind, text) {
     const line = document.createElement("p");
@@ -97,24 +101,35 @@
                                  {method: "POST", headers: {"X-CSRFToken": token}, credentials: "same-origin"});
       const grant = await answer.json();
       if (!answer.ok) throw new Error(grant.error ? grant.error.message : answer.status);
-      stream = await navigator.mediaDevices.getUserMedia({
-        audio: {channelCount: 1, echoCancellation: true, noiseSuppression: true}});
+      // The worklet is ready before the microphone opens, and what the microphone hears
+      // while the socket still connects (a loaded server accepts late) is kept and sent
+      // once it opens: a caller who speaks as soon as they click loses no word.
       context = new AudioContext();
       await context.audioWorklet.addModule(script.dataset.worklet);
       const worklet = new AudioWorkletNode(context, "pcm-resampler");
+      stream = await navigator.mediaDevices.getUserMedia({
+        audio: {channelCount: 1, echoCancellation: true, noiseSuppression: true}});
       context.createMediaStreamSource(stream).connect(worklet);
+      const waiting = [];  // 100 ms frames not sent yet, oldest first
+      const sendWaiting = function (frames) {
+        waiting.splice(0, frames).forEach(function (pcm) { socket.send(pcm); });
+      };
       socket = new WebSocket(grant.url);
       socket.binaryType = "arraybuffer";
+      socket.onopen = function () { sendWaiting(BURST_FRAMES); };
       socket.onmessage = onFrame;
       socket.onclose = function (event) { statusLine.textContent = "Beendet (" + event.code + ")."; stop(); };
       worklet.port.onmessage = function (event) {
         meter(new Int16Array(event.data));
-        if (socket && socket.readyState === WebSocket.OPEN) socket.send(event.data);
+        if (!socket || socket.readyState > WebSocket.OPEN) return;
+        waiting.push(event.data);
+        if (socket.readyState === WebSocket.OPEN) sendWaiting(2);  // this frame and one kept
+        else if (waiting.length > WAITING_FRAMES) waiting.shift();
       };
       stopButton.disabled = false;
     } catch (error) {
+      stop();
       statusLine.textContent = "Fehler: " + error.message;
-      startButton.disabled = false;
     }
   }
 

@@ -19,13 +19,14 @@ pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def microphone(tmp_path):
-    """A WAV file Chromium plays as the microphone (in a loop): the sentence, then a pause."""
+    """A WAV file Chromium plays as the microphone (in a loop) from when the page opens it:
+    a moment of quiet, the sentence, then a pause."""
     path = tmp_path / "caller.wav"
     with wave.open(str(path), "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
         wav.setframerate(16000)
-        wav.writeframes(spoken(SAID) + silence(2.0))
+        wav.writeframes(silence(1.0) + spoken(SAID) + silence(2.0))
     return path
 
 
@@ -70,3 +71,33 @@ def test_the_demo_page_hears_the_microphone(agent_server, settings, microphone, 
     assert Call.objects.filter(pk=call_id, ended_at__isnull=False).exists()
     lines = list(Call.objects.get(pk=call_id).transcript_entries.values_list("role", "text"))
     assert ("user", heard) in lines
+
+
+def test_what_the_caller_says_while_the_socket_connects_is_heard(agent_server, settings, microphone,
+                                                                 instant_speech, whisper_ready):
+    """A loaded server accepts the WebSocket late; a caller who speaks at once is still
+    heard from their first word: the page keeps what the microphone heard meanwhile."""
+    settings.AGENT_VOICE_DEMO = True
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    tenant_create(slug="demo", name="Demo Praxis GmbH")
+    args = [*CHROMIUM_ARGS, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={microphone}", "--autoplay-policy=no-user-gesture-required"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        page = browser.new_page(locale="de-DE")
+
+        def connect_once_the_caller_has_spoken_a_second(socket):
+            # The page's socket stays connecting until this handler connects it.
+            deadline = time.monotonic() + 60
+            while page.evaluate("document.getElementById('level').value") <= 0.05:
+                assert time.monotonic() < deadline, "the microphone never heard the caller"
+                page.wait_for_timeout(100)
+            page.wait_for_timeout(1000)  # "Ich hätte gerne" is said meanwhile
+            socket.connect_to_server()
+
+        page.route_web_socket(f"ws://127.0.0.1:{agent_server.port}/**", connect_once_the_caller_has_spoken_a_second)
+        page.goto(f"http://127.0.0.1:{agent_server.port}/widget/voice-demo")
+        page.click("#start")
+        heard = page.wait_for_selector("#log .transcript-final", timeout=90_000).text_content()
+        browser.close()
+    assert heard.lower().startswith("ich hätte"), heard
