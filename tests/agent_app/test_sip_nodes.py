@@ -22,8 +22,9 @@ import uuid
 import pytest
 
 from tests.live_service import PROJECT, LiveService
+from tests.ports import worker_ports
 from tests.sip.baresip import Phone
-from tests.sip.kamailio import NODES, Kamailio, free_port
+from tests.sip.kamailio import NODES, Kamailio, free_port, free_ports_among
 from tests.sip.raw import Trunk
 
 pytestmark = pytest.mark.slow
@@ -79,11 +80,17 @@ def until(predicate, timeout: float, step: float = 0.3):
     return predicate()
 
 
+# The nodes' SIP ports, this xdist worker's share: below the kernel's ephemeral range, so
+# that no outgoing connection of another process is given a killed node's port before
+# the node is started again on it (the test's restart found one taken so).
+NODE_PORTS = worker_ports(range(18600, 18640))
+
+
 class Node:
     """One Stimmwerk node: `manage.py sip_agent` in a process of its own."""
 
-    def __init__(self, service: LiveService, name: str, port: int = 0) -> None:
-        self.port, rtp = port or free_port(), free_port()
+    def __init__(self, service: LiveService, name: str, port: int) -> None:
+        self.port, rtp = port, free_port()
         self.log = service.tmp / f"sip-{name}.log"
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "sip_agent", "--host", "127.0.0.1", "--port", str(self.port)],
@@ -117,7 +124,8 @@ def nodes(tmp_path):
         service.env.update({"CALL_HEARTBEAT_SEC": "0.5", "AGENT_IDLE_TIMEOUT_SEC": "600", "SIP_RELOAD_SEC": "0.5"})
         service.migrate()
         service.manage("shell", "-c", SETUP)
-        first, second = Node(service, "a"), Node(service, "b")
+        a_port, b_port = free_ports_among(NODE_PORTS, 2)
+        first, second = Node(service, "a", a_port), Node(service, "b", b_port)
         assert until(first.ready, 60) and until(second.ready, 60), "a node did not come up"
         passwords = {account: "Ca" + uuid.uuid4().hex[:10] for account in CALLERS}
         balancer = Kamailio(tmp_path / "kam", passwords, {CALLED: NODES}, nodes=(first.port, second.port))
@@ -210,7 +218,7 @@ def test_calls_spread_a_killed_node_s_calls_go_to_the_other_and_its_live_call_is
 
     # Started again on its port: probing puts it back, and calls spread over both again.
     logged = len(log.read_bytes())
-    back = Node(service, "again", port=dead.port)
+    back = Node(service, "again", dead.port)
     assert until(back.ready, 60), "the node did not come up again"
     assert until(lambda: f"node up sip:127.0.0.1:{dead.port} at".encode() in log.read_bytes()[logged:], 30)
     # (A ping sent while it was dead times out fr_timer later and may take it out again

@@ -31,15 +31,29 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
         with socket.socket(socket.AF_INET, kind) as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp, \
-                    socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                tcp.bind(("127.0.0.1", port))
-                udp.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return port
+        if _free_for_both(port):
+            return port
     raise RuntimeError("no free port")
+
+
+def free_ports_among(ports: range, count: int) -> list[int]:
+    """The first `count` of `ports` free for both UDP and TCP on loopback (a range of the
+    suite's own below the kernel's ephemeral ports: tests/ports.py)."""
+    free = [port for port in ports if _free_for_both(port)][:count]
+    if len(free) < count:
+        raise RuntimeError(f"no {count} free ports in {ports}")
+    return free
+
+
+def _free_for_both(port: int) -> bool:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            tcp.bind(("127.0.0.1", port))
+            udp.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    return True
 
 
 def options_ping(port: int, timeout: float = 0.5) -> int | None:
